@@ -1,0 +1,230 @@
+package gguf
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/skulk/skulk/internal/engine/tensor"
+)
+
+// File is a parsed GGUF file. Its tensor data aliases the underlying bytes
+// (a read-only memory mapping when opened with Open), so slices returned by
+// TensorData are valid until Close.
+type File struct {
+	Version    uint32
+	KVs        []KV // in file order
+	Tensors    []TensorInfo
+	Alignment  uint64
+	DataOffset int64 // start of the tensor data section in the file
+
+	kv      map[string]int
+	tensors map[string]int
+	data    []byte // the tensor data section
+	closer  io.Closer
+}
+
+// Parse parses a whole GGUF file held in memory. The File aliases b.
+func Parse(b []byte) (*File, error) {
+	d := &decoder{b: b}
+	m, err := d.u32("magic")
+	if err != nil {
+		return nil, err
+	}
+	if m != magic {
+		return nil, &FormatError{Field: "magic", Offset: 0, Err: ErrNotGGUF}
+	}
+	f := &File{kv: map[string]int{}, tensors: map[string]int{}}
+	if f.Version, err = d.u32("version"); err != nil {
+		return nil, err
+	}
+	if f.Version != 2 && f.Version != 3 {
+		return nil, &FormatError{Field: "version", Offset: 4, Err: fmt.Errorf("%w %d (this reader handles versions 2 and 3)", ErrVersion, f.Version)}
+	}
+	// A tensor info is at least 8 (name length) + 4 (n_dims) + 4 (type) + 8 (offset) bytes.
+	nTensors, err := d.count("tensor_count", 24)
+	if err != nil {
+		return nil, err
+	}
+	// A KV is at least 8 (key length) + 4 (type) + 1 byte of value.
+	nKV, err := d.count("kv_count", 13)
+	if err != nil {
+		return nil, err
+	}
+	f.KVs = make([]KV, 0, nKV)
+	for i := 0; i < nKV; i++ {
+		kv, err := readKV(d, i)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := f.kv[kv.Key]; dup {
+			return nil, d.fail(fmt.Sprintf("kv[%d].key", i), fmt.Errorf("%w: metadata key %q appears twice", ErrDuplicate, kv.Key))
+		}
+		f.kv[kv.Key] = len(f.KVs)
+		f.KVs = append(f.KVs, kv)
+	}
+	f.Alignment = DefaultAlignment
+	if v, ok := f.Get("general.alignment"); ok {
+		a, isInt := asInt64(v.V)
+		if !isInt || a <= 0 || a > 1<<30 || a&(a-1) != 0 {
+			return nil, &FormatError{Field: "general.alignment", Offset: d.off, Err: fmt.Errorf("%w: alignment %v must be a power of two", ErrInvalid, v.V)}
+		}
+		f.Alignment = uint64(a)
+	}
+	f.Tensors = make([]TensorInfo, 0, nTensors)
+	for i := 0; i < nTensors; i++ {
+		ti, err := readTensorInfo(d, i)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := f.tensors[ti.Name]; dup {
+			return nil, d.fail(fmt.Sprintf("tensor[%d].name", i), fmt.Errorf("%w: tensor %q appears twice", ErrDuplicate, ti.Name))
+		}
+		f.tensors[ti.Name] = len(f.Tensors)
+		f.Tensors = append(f.Tensors, ti)
+	}
+	// The data section starts at the next multiple of the alignment.
+	start := (uint64(d.off) + f.Alignment - 1) / f.Alignment * f.Alignment
+	if nTensors == 0 {
+		// Vocabulary-only files may end right after the metadata.
+		if start > uint64(len(b)) {
+			start = uint64(len(b))
+		}
+	} else if start > uint64(len(b)) {
+		return nil, &FormatError{Field: "data_section", Offset: d.off, Err: fmt.Errorf("%w: tensor data would start at byte %d of a %d-byte file", ErrTruncated, start, len(b))}
+	}
+	f.DataOffset = int64(start)
+	f.data = b[start:]
+	for _, t := range f.Tensors {
+		field := fmt.Sprintf("tensor[%q].offset", t.Name)
+		if t.Offset%f.Alignment != 0 {
+			return nil, &FormatError{Field: field, Offset: f.DataOffset, Err: fmt.Errorf("%w: offset %d is not a multiple of the alignment %d", ErrInvalid, t.Offset, f.Alignment)}
+		}
+		if t.Offset > uint64(len(f.data)) || uint64(t.Size) > uint64(len(f.data))-t.Offset {
+			return nil, &FormatError{Field: field, Offset: f.DataOffset, Err: fmt.Errorf("%w: tensor %q needs bytes [%d, %d) of a %d-byte data section", ErrTruncated, t.Name, t.Offset, satAdd(t.Offset, uint64(t.Size)), len(f.data))}
+		}
+	}
+	return f, nil
+}
+
+func satAdd(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+func readKV(d *decoder, i int) (KV, error) {
+	field := fmt.Sprintf("kv[%d]", i)
+	at := d.off
+	n, err := d.u64(field + ".key.length")
+	if err != nil {
+		return KV{}, err
+	}
+	if n == 0 || n > maxKeyLen {
+		return KV{}, &FormatError{Field: field + ".key", Offset: at, Err: fmt.Errorf("%w: key length %d", ErrInvalid, n)}
+	}
+	d.off = at
+	key, err := d.str(field + ".key")
+	if err != nil {
+		return KV{}, err
+	}
+	field = fmt.Sprintf("kv[%q]", key)
+	t, err := d.u32(field + ".type")
+	if err != nil {
+		return KV{}, err
+	}
+	v, err := d.value(field, ValueType(t), 0)
+	if err != nil {
+		return KV{}, err
+	}
+	return KV{Key: key, Value: Value{Type: ValueType(t), V: v}}, nil
+}
+
+func readTensorInfo(d *decoder, i int) (TensorInfo, error) {
+	field := fmt.Sprintf("tensor[%d]", i)
+	name, err := d.str(field + ".name")
+	if err != nil {
+		return TensorInfo{}, err
+	}
+	if name == "" || len(name) > maxKeyLen {
+		return TensorInfo{}, d.fail(field+".name", fmt.Errorf("%w: tensor name of length %d", ErrInvalid, len(name)))
+	}
+	field = fmt.Sprintf("tensor[%q]", name)
+	at := d.off
+	nd, err := d.u32(field + ".n_dims")
+	if err != nil {
+		return TensorInfo{}, err
+	}
+	if nd == 0 || nd > MaxDims {
+		return TensorInfo{}, &FormatError{Field: field + ".n_dims", Offset: at, Err: fmt.Errorf("%w: %d dimensions (1 to %d allowed)", ErrInvalid, nd, MaxDims)}
+	}
+	ti := TensorInfo{Name: name, Dims: make([]uint64, nd)}
+	elems := uint64(1)
+	for j := range ti.Dims {
+		at := d.off
+		if ti.Dims[j], err = d.u64(fmt.Sprintf("%s.dims[%d]", field, j)); err != nil {
+			return TensorInfo{}, err
+		}
+		if ti.Dims[j] == 0 || ti.Dims[j] > math.MaxInt64/elems {
+			return TensorInfo{}, &FormatError{Field: fmt.Sprintf("%s.dims[%d]", field, j), Offset: at, Err: fmt.Errorf("%w: dimension %d", ErrInvalid, ti.Dims[j])}
+		}
+		elems *= ti.Dims[j]
+	}
+	at = d.off
+	t, err := d.u32(field + ".type")
+	if err != nil {
+		return TensorInfo{}, err
+	}
+	ti.Type = tensor.Type(t)
+	if !ti.Type.Known() {
+		return TensorInfo{}, &FormatError{Field: field + ".type", Offset: at, Err: fmt.Errorf("%w: unknown tensor type id %d", ErrInvalid, t)}
+	}
+	if ti.Dims[0]%uint64(ti.Type.BlockElems()) != 0 {
+		return TensorInfo{}, &FormatError{Field: field + ".dims[0]", Offset: at, Err: fmt.Errorf("%w: row length %d is not a multiple of the %s block size %d", ErrInvalid, ti.Dims[0], ti.Type, ti.Type.BlockElems())}
+	}
+	if ti.Size, err = tensor.RowBytes(ti.Type, int64(elems)); err != nil {
+		return TensorInfo{}, &FormatError{Field: field + ".dims", Offset: at, Err: fmt.Errorf("%w: %v", ErrInvalid, err)}
+	}
+	if ti.Offset, err = d.u64(field + ".offset"); err != nil {
+		return TensorInfo{}, err
+	}
+	return ti, nil
+}
+
+// Close releases the memory mapping, if any. Slices from TensorData become invalid.
+func (f *File) Close() error {
+	if f.closer == nil {
+		return nil
+	}
+	c := f.closer
+	f.closer = nil
+	return c.Close()
+}
+
+// Get returns the metadata value for key.
+func (f *File) Get(key string) (Value, bool) {
+	i, ok := f.kv[key]
+	if !ok {
+		return Value{}, false
+	}
+	return f.KVs[i].Value, true
+}
+
+// Tensor returns the info of the named tensor.
+func (f *File) Tensor(name string) (TensorInfo, bool) {
+	i, ok := f.tensors[name]
+	if !ok {
+		return TensorInfo{}, false
+	}
+	return f.Tensors[i], true
+}
+
+// TensorData returns the bytes of the named tensor, aliasing the file.
+func (f *File) TensorData(name string) ([]byte, error) {
+	t, ok := f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("gguf: tensor %q: %w", name, ErrNoTensor)
+	}
+	return f.data[t.Offset : t.Offset+uint64(t.Size) : t.Offset+uint64(t.Size)], nil
+}
