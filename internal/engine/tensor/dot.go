@@ -1,0 +1,142 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// VecDotType is the type VecDot expects activations in for weights of type
+// t, as in llama.cpp: F32, F16 and BF16 pair with themselves, Q8_0, Q4_0 and
+// Q5_0 with Q8_0, Q4_1 and Q5_1 with Q8_1, the K-quants with Q8_K. Types
+// without a dot product report F32.
+func VecDotType(t Type) Type {
+	switch t {
+	case F16, BF16:
+		return t
+	case Q8_0, Q4_0, Q5_0:
+		return Q8_0
+	case Q4_1, Q5_1:
+		return Q8_1
+	case Q4_K, Q5_K, Q6_K:
+		return Q8_K
+	default:
+		return F32
+	}
+}
+
+func (k Kernels) entry(t Type) int {
+	if uint32(t) >= typeSlots {
+		return -1
+	}
+	return int(t)
+}
+
+// Dequantize expands len(dst) elements of type t from src, which must be
+// exactly RowBytes(t, len(dst)) bytes.
+func (k Kernels) Dequantize(t Type, src []byte, dst []float32) error {
+	i := k.entry(t)
+	if i < 0 || k.table().dequantize[i] == nil {
+		return &UnsupportedError{Op: "dequantize", Type: t}
+	}
+	if err := checkRow("dequantize", t, len(dst), len(src), "src"); err != nil {
+		return err
+	}
+	k.table().dequantize[i](src, dst)
+	return nil
+}
+
+// CheckDot reports whether DotF32 and VecDot accept a row of type t with n
+// elements in rowBytes bytes and actBytes bytes of activations in
+// VecDotType(t) (actBytes < 0 skips that check). Callers check once per
+// matrix, then call the unchecked-cost dot products per row.
+func (k Kernels) CheckDot(t Type, n, rowBytes, actBytes int) error {
+	i := k.entry(t)
+	if i < 0 || k.table().vecDot[i] == nil || k.table().dotF32[i] == nil {
+		return &UnsupportedError{Op: "dot", Type: t}
+	}
+	if err := checkRow("dot", t, n, rowBytes, "row"); err != nil {
+		return err
+	}
+	if actBytes >= 0 {
+		if err := checkRow("dot", VecDotType(t), n, actBytes, "activations"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DotF32 returns Σ w[i]·x[i] over the len(x) elements of a stored row,
+// dequantizing block by block and accumulating in float32 in element order.
+// It is the reference the integer dot products are checked against. A row
+// that CheckDot would refuse is a programming error and panics with the
+// *SizeError or *UnsupportedError.
+func (k Kernels) DotF32(t Type, row []byte, x []float32) float32 {
+	if err := k.CheckDot(t, len(x), len(row), -1); err != nil {
+		panic(err)
+	}
+	return k.table().dotF32[t](row, x)
+}
+
+// VecDot returns the dot product of an n-element weight row of type t with
+// activations already converted to VecDotType(t) (see QuantizeAct), using
+// llama.cpp's integer-per-block arithmetic. Sizes that CheckDot would refuse
+// are a programming error and panic with the typed error.
+func (k Kernels) VecDot(t Type, row, act []byte, n int) float32 {
+	if err := k.CheckDot(t, n, len(row), len(act)); err != nil {
+		panic(err)
+	}
+	return k.table().vecDot[t](row, act, n)
+}
+
+// QuantizeAct converts activations x into dst in VecDotType(t)'s layout;
+// dst must be RowBytes(VecDotType(t), len(x)) bytes.
+func (k Kernels) QuantizeAct(t Type, x []float32, dst []byte) error {
+	at := VecDotType(t)
+	if i := k.entry(t); i < 0 || k.table().vecDot[i] == nil {
+		return &UnsupportedError{Op: "quantize activations", Type: t}
+	}
+	if err := checkRow("quantize activations", at, len(x), len(dst), "dst"); err != nil {
+		return err
+	}
+	k.table().quantizeAct[at](x, dst)
+	return nil
+}
+
+// Dequantize expands len(dst) elements of type t from src with Best().
+func Dequantize(t Type, src []byte, dst []float32) error { return Best().Dequantize(t, src, dst) }
+
+// DotF32 is Best().DotF32.
+func DotF32(t Type, row []byte, x []float32) float32 { return Best().DotF32(t, row, x) }
+
+// VecDot is Best().VecDot.
+func VecDot(t Type, row, act []byte, n int) float32 { return Best().VecDot(t, row, act, n) }
+
+// QuantizeAct is Best().QuantizeAct.
+func QuantizeAct(t Type, x []float32, dst []byte) error { return Best().QuantizeAct(t, x, dst) }
+
+func dotF32F32(row []byte, x []float32) float32 {
+	var sum float32
+	for i, v := range x {
+		sum += float32(math.Float32frombits(binary.LittleEndian.Uint32(row[4*i:])) * v)
+	}
+	return sum
+}
+
+// dotViaDequant builds a DotF32Func that dequantizes a chunk of whole blocks
+// into a stack buffer and accumulates w·x in float32, in element order.
+func dotViaDequant(t Type, deq DequantizeFunc) DotF32Func {
+	be, bb := t.BlockElems(), t.BlockBytes()
+	const chunk = QK_K // a multiple of every block size used here
+	return func(row []byte, x []float32) float32 {
+		var buf [chunk]float32
+		var sum float32
+		for off := 0; off < len(x); off += chunk {
+			n := min(chunk, len(x)-off)
+			deq(row[off/be*bb:(off+n)/be*bb], buf[:n])
+			for i, w := range buf[:n] {
+				sum += float32(w * x[off+i])
+			}
+		}
+		return sum
+	}
+}

@@ -1,0 +1,133 @@
+package tensor
+
+import (
+	"os"
+	"sync"
+
+	"golang.org/x/sys/cpu"
+)
+
+// Function shapes of the dispatchable kernels. Each assumes its buffers were
+// validated by the Kernels method that calls it.
+type (
+	// DequantizeFunc expands the blocks in src into dst.
+	DequantizeFunc func(src []byte, dst []float32)
+	// DotF32Func returns Σ w[i]·x[i] over a stored row and float activations.
+	DotF32Func func(row []byte, x []float32) float32
+	// VecDotFunc returns the dot product of an n-element row with
+	// activations in the row type's vec-dot type.
+	VecDotFunc func(row, act []byte, n int) float32
+	// QuantizeFunc converts floats into a type's blocks.
+	QuantizeFunc func(x []float32, dst []byte)
+)
+
+// typeSlots bounds the GGML type ids the tables are indexed by.
+const typeSlots = 40
+
+// kernelTable is never modified after its constructor returns.
+type kernelTable struct {
+	name        string
+	dequantize  [typeSlots]DequantizeFunc
+	dotF32      [typeSlots]DotF32Func
+	vecDot      [typeSlots]VecDotFunc
+	quantizeAct [typeSlots]QuantizeFunc // indexed by the activation type
+}
+
+// Kernels is an immutable table of compute kernels, one per type and
+// operation, chosen once for the CPU. SIMD variants replace entries of the
+// generic table per type without changing callers. The zero Kernels is the
+// generic set.
+type Kernels struct{ t *kernelTable }
+
+// KernelsEnv names the environment variable that, set to "generic", makes
+// Best return the portable Go kernels.
+const KernelsEnv = "SKULK_KERNELS"
+
+var generic = sync.OnceValue(genericTable)
+
+// Generic returns the portable Go kernels.
+func Generic() Kernels { return Kernels{generic()} }
+
+var best = sync.OnceValue(func() Kernels {
+	return Select(cpuFeatures(), os.Getenv(KernelsEnv) == "generic")
+})
+
+// Best returns the fastest kernels for this CPU, chosen on first use and
+// fixed for the life of the process. SKULK_KERNELS=generic (read once)
+// forces the generic kernels.
+func Best() Kernels { return best() }
+
+// Features is the set of CPU capabilities kernel selection looks at.
+type Features struct {
+	AVX2, FMA, F16C, AVX512F, AVX512BW, AVX512VNNI bool
+	NEON, ARMDotProd                               bool
+}
+
+func cpuFeatures() Features {
+	return Features{
+		AVX2: cpu.X86.HasAVX2, FMA: cpu.X86.HasFMA, F16C: cpu.X86.HasF16C,
+		AVX512F: cpu.X86.HasAVX512F, AVX512BW: cpu.X86.HasAVX512BW, AVX512VNNI: cpu.X86.HasAVX512VNNI,
+		NEON: cpu.ARM64.HasASIMD, ARMDotProd: cpu.ARM64.HasASIMDDP,
+	}
+}
+
+// Select builds the kernel table for the given CPU features. It is pure, so
+// tests can ask for any combination. Today every entry is generic Go; SIMD
+// kernels will overwrite entries here, per type, when f allows them.
+func Select(f Features, forceGeneric bool) Kernels {
+	_ = f
+	_ = forceGeneric
+	return Generic()
+}
+
+func genericTable() *kernelTable {
+	t := &kernelTable{name: "generic"}
+	t.dequantize[F32] = dequantF32
+	t.dequantize[F16] = dequantF16
+	t.dequantize[BF16] = dequantBF16
+	t.dequantize[Q4_0] = dequantQ4_0
+	t.dequantize[Q4_1] = dequantQ4_1
+	t.dequantize[Q5_0] = dequantQ5_0
+	t.dequantize[Q5_1] = dequantQ5_1
+	t.dequantize[Q8_0] = dequantQ8_0
+	t.dequantize[Q8_1] = dequantQ8_1
+	t.dequantize[Q4_K] = dequantQ4_K
+	t.dequantize[Q5_K] = dequantQ5_K
+	t.dequantize[Q6_K] = dequantQ6_K
+	t.dequantize[Q8_K] = dequantQ8_K
+
+	t.dotF32[F32] = dotF32F32
+	for _, ty := range []Type{F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K} {
+		t.dotF32[ty] = dotViaDequant(ty, t.dequantize[ty])
+	}
+
+	t.vecDot[F32] = vecDotF32
+	t.vecDot[F16] = vecDotF16
+	t.vecDot[BF16] = vecDotBF16
+	t.vecDot[Q8_0] = vecDotQ8_0
+	t.vecDot[Q4_0] = vecDotQ4_0
+	t.vecDot[Q4_1] = vecDotQ4_1
+	t.vecDot[Q5_0] = vecDotQ5_0
+	t.vecDot[Q5_1] = vecDotQ5_1
+	t.vecDot[Q4_K] = vecDotQ4_K
+	t.vecDot[Q5_K] = vecDotQ5_K
+	t.vecDot[Q6_K] = vecDotQ6_K
+
+	t.quantizeAct[F32] = quantF32
+	t.quantizeAct[F16] = quantF16
+	t.quantizeAct[BF16] = quantBF16
+	t.quantizeAct[Q8_0] = quantQ8_0Act
+	t.quantizeAct[Q8_1] = quantQ8_1Act
+	t.quantizeAct[Q8_K] = quantQ8_K
+	return t
+}
+
+func (k Kernels) table() *kernelTable {
+	if k.t == nil {
+		return generic()
+	}
+	return k.t
+}
+
+// Name says which kernel set this is ("generic", later e.g. "avx2").
+func (k Kernels) Name() string { return k.table().name }

@@ -1,0 +1,37 @@
+package tensor
+
+import "math"
+
+// weightQuantizers are the reference quantizers by type; see quant.go and
+// quant_k.go. Q8_0 here rounds like ggml's model writer (halves away from
+// zero), not like its activation path.
+var weightQuantizers = map[Type]QuantizeFunc{
+	F32: quantF32, F16: quantF16, BF16: quantBF16,
+	Q8_0: quantQ8_0, Q4_0: quantQ4_0, Q4_1: quantQ4_1, Q5_0: quantQ5_0, Q5_1: quantQ5_1,
+	Q4_K: quantQ4_K, Q5_K: quantQ5_K, Q6_K: quantQ6_K, Q8_K: quantQ8_K,
+}
+
+// Quantize converts src (a whole number of blocks of t) into t's stored
+// layout with ggml's reference quantizers, so files written from the result
+// match llama.cpp's own quantizer without an importance matrix. Block types
+// refuse NaN and Inf with a *NonFiniteError.
+func Quantize(t Type, src []float32) ([]byte, error) {
+	q, ok := weightQuantizers[t]
+	if !ok {
+		return nil, &UnsupportedError{Op: "quantize", Type: t}
+	}
+	n, err := RowBytes(t, int64(len(src)))
+	if err != nil {
+		return nil, &SizeError{Op: "quantize", Type: t, Elems: len(src), What: "src", Got: len(src), Want: -1}
+	}
+	if t.BlockElems() > 1 {
+		for i, v := range src {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, &NonFiniteError{Type: t, Index: i, Value: v}
+			}
+		}
+	}
+	dst := make([]byte, n)
+	q(src, dst)
+	return dst, nil
+}
