@@ -1,0 +1,65 @@
+package placement
+
+import "math"
+
+// Estimate is one node's admission arithmetic: what its shard needs, in
+// parts, against what it has.
+type Estimate struct {
+	Node      string
+	Weights   int64 // layer weights plus any embedding and head it holds
+	KV        int64 // KV cache for its layers at the window
+	Overhead  int64 // Weights × (OverheadFactor − 1)
+	Floor     int64 // FloorBytes
+	Total     int64 // the sum of the four above
+	Available int64
+}
+
+// Fits reports the admission rule: need strictly below what is available,
+// because an exact fit thrashes rather than runs.
+func (e Estimate) Fits() bool { return e.Total < e.Available }
+
+// fixedBytes is a node's need before KV: its weights with overhead, plus the
+// floor.
+func fixedBytes(weights int64) int64 {
+	return addSat(addSat(weights, percentOf(weights, overheadPercent)), FloorBytes)
+}
+
+func estimate(n Node, weights, kvPerToken int64, window int) Estimate {
+	e := Estimate{
+		Node:      n.ID,
+		Weights:   weights,
+		KV:        mulSat(kvPerToken, int64(window)),
+		Overhead:  percentOf(weights, overheadPercent),
+		Floor:     FloorBytes,
+		Available: n.AvailableBytes,
+	}
+	e.Total = addSat(addSat(addSat(e.Weights, e.Overhead), e.Floor), e.KV)
+	return e
+}
+
+// tokenCeiling is the largest window whose KV fits beside fixed bytes
+// strictly below available, or -1 when even the fixed bytes do not fit.
+// A model without KV geometry has no memory-derived ceiling.
+func tokenCeiling(available, fixed, kvPerToken int64) int64 {
+	room := available - 1 - fixed // the most KV may take and still fit strictly
+	switch {
+	case room < 0:
+		return -1
+	case kvPerToken == 0:
+		return math.MaxInt64
+	}
+	return room / kvPerToken
+}
+
+// FitsNow is the worker's pre-spawn check: it accepts the stamped estimate
+// unless it exceeds the node's live available memory by more than
+// FitTolerance of that memory. The master admitted on gossiped readings; a
+// small miss against a fresh one is jitter, a large one means the node has
+// lost memory since and the shard should be re-placed (see Widen).
+func FitsNow(e Estimate, availableNow int64) error {
+	tolerance := percentOf(max(availableNow, 0), tolerancePercent)
+	if e.Total <= addSat(max(availableNow, 0), tolerance) {
+		return nil
+	}
+	return &FitError{Node: e.Node, Need: e.Total, AvailableNow: availableNow, Tolerance: tolerance}
+}
