@@ -1,0 +1,54 @@
+package event
+
+// Kind is the type tag of a Command or Event on the wire. Kinds are never
+// renamed or reused.
+type Kind string
+
+// Command kinds.
+const (
+	KindPlaceInstance           Kind = "PlaceInstance"
+	KindCreateInstance          Kind = "CreateInstance"
+	KindDeleteInstance          Kind = "DeleteInstance"
+	KindTextGeneration          Kind = "TextGeneration"
+	KindCancelTask              Kind = "CancelTask"
+	KindSetTracingEnabled       Kind = "SetTracingEnabled"
+	KindRefuseInstancePlacement Kind = "RefuseInstancePlacement"
+	KindFailInstance            Kind = "FailInstance"
+)
+
+// Event kinds.
+const (
+	KindInstanceCreated     Kind = "InstanceCreated"
+	KindInstanceDeleted     Kind = "InstanceDeleted"
+	KindInstanceFailed      Kind = "InstanceFailed"
+	KindRunnerStatusUpdated Kind = "RunnerStatusUpdated"
+	KindTaskCreated         Kind = "TaskCreated"
+	KindTaskAcknowledged    Kind = "TaskAcknowledged"
+	KindTaskCancelled       Kind = "TaskCancelled"
+	KindTaskFinished        Kind = "TaskFinished"
+	KindNodeJoined          Kind = "NodeJoined"
+	KindNodeLeft            Kind = "NodeLeft"
+	KindDownloadPending     Kind = "DownloadPending"
+	KindDownloadCompleted   Kind = "DownloadCompleted"
+	KindDownloadFailed      Kind = "DownloadFailed"
+	KindTracingSet          Kind = "TracingSet"
+	KindMasterElected       Kind = "MasterElected"
+)
+
+// CommandKinds lists every command kind, in declaration order.
+func CommandKinds() []Kind {
+	return []Kind{
+		KindPlaceInstance, KindCreateInstance, KindDeleteInstance, KindTextGeneration,
+		KindCancelTask, KindSetTracingEnabled, KindRefuseInstancePlacement, KindFailInstance,
+	}
+}
+
+// EventKinds lists every event kind, in declaration order.
+func EventKinds() []Kind {
+	return []Kind{
+		KindInstanceCreated, KindInstanceDeleted, KindInstanceFailed, KindRunnerStatusUpdated,
+		KindTaskCreated, KindTaskAcknowledged, KindTaskCancelled, KindTaskFinished,
+		KindNodeJoined, KindNodeLeft, KindDownloadPending, KindDownloadCompleted,
+		KindDownloadFailed, KindTracingSet, KindMasterElected,
+	}
+}
