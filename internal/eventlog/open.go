@@ -1,0 +1,200 @@
+package eventlog
+
+import (
+	"bufio"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// open lists the directory, recovers the live file and sets the indices.
+func (l *Log) open() error {
+	if _, err := l.fs.Stat(l.dir); errors.Is(err, fs.ErrNotExist) {
+		if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+			l.liveBase, l.liveSize = 1, headerLen
+			l.degrade(fmt.Errorf("eventlog: create %s: %w", l.dir, err))
+			return nil
+		}
+		// The new directory's own name must be durable too.
+		if err := l.fs.SyncDir(filepath.Dir(l.dir)); err != nil {
+			l.liveBase, l.liveSize = 1, headerLen
+			l.degrade(fmt.Errorf("eventlog: sync dir: %w", err))
+			return nil
+		}
+	} else if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	ents, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	haveLive := false
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasSuffix(name, ".tmp") {
+			l.fs.Remove(l.path(name)) // an atomic write a crash cut short; best effort
+			continue
+		}
+		if name == liveName {
+			haveLive = true
+		} else if seq, ok := parseArchiveName(name); ok {
+			l.archives = append(l.archives, archive{seq: seq})
+		} else if idx, ok := parseSnapshotName(name); ok {
+			l.snaps = append(l.snaps, idx)
+		}
+	}
+	slices.SortFunc(l.archives, func(a, b archive) int { return cmp.Compare(a.seq, b.seq) })
+	slices.Sort(l.snaps)
+	for i := range l.archives {
+		a := &l.archives[i]
+		if err := l.readArchiveHeader(a); err != nil {
+			return err
+		}
+		if i > 0 && a.base <= l.archives[i-1].base {
+			return &CorruptionError{File: archiveName(a.seq), Reason: fmt.Sprintf(
+				"base index %d not after the previous archive's %d", a.base, l.archives[i-1].base)}
+		}
+		l.nextSeq = a.seq + 1
+	}
+	if haveLive {
+		if err := l.recoverLive(); err != nil {
+			return err
+		}
+	}
+	if l.live == nil {
+		base, err := l.baseAfterArchives()
+		if err != nil {
+			return err
+		}
+		l.liveBase, l.liveSize = base, headerLen
+		l.last, l.written = base-1, base-1
+		if err := l.startLive(base); err != nil {
+			l.degrade(err)
+		}
+	}
+	return nil
+}
+
+// recoverLive scans events.bin, truncating a torn or corrupt tail. It leaves
+// l.live nil when the file must be started afresh.
+func (l *Log) recoverLive() error {
+	f, err := l.fs.OpenFile(l.path(liveName), os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	size := fi.Size()
+	var hdr [headerLen]byte
+	if size < headerLen {
+		// Cut while being created: nothing in it was ever acknowledged.
+		f.Close()
+		l.recovery = Recovery{DroppedBytes: size, Cause: &CorruptionError{
+			File: liveName, Reason: fmt.Sprintf("file header cut after %d bytes", size), Torn: true}}
+		return nil
+	}
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		f.Close()
+		return fmt.Errorf("eventlog: read %s: %w", liveName, err)
+	}
+	base, err := parseHeader(hdr[:])
+	if err != nil {
+		f.Close()
+		return &CorruptionError{File: liveName, Reason: err.Error()}
+	}
+	if n := len(l.archives); n > 0 && base <= l.archives[n-1].base {
+		f.Close()
+		if base == l.archives[n-1].base {
+			// A crash after rotation archived this file but before it was
+			// replaced: the archive holds these records.
+			return nil
+		}
+		return &CorruptionError{File: liveName, Reason: fmt.Sprintf(
+			"base index %d before the newest archive's %d", base, l.archives[n-1].base)}
+	}
+	d := decoder{
+		r:    bufio.NewReaderSize(io.NewSectionReader(f, headerLen, size-headerLen), 1<<16),
+		name: liveName, off: headerLen, limit: size,
+	}
+	good, want := int64(headerLen), base
+	var cause error
+	for {
+		off := d.off
+		index, _, err := d.next()
+		if err == io.EOF {
+			break
+		}
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			cause = ce
+			break
+		}
+		if err != nil {
+			f.Close()
+			return err
+		}
+		if index != want {
+			cause = &CorruptionError{File: liveName, Offset: off,
+				Reason: fmt.Sprintf("record index %d, want %d", index, want)}
+			break
+		}
+		if (index-base)%sparseStride == 0 {
+			l.sparse = append(l.sparse, off)
+		}
+		want++
+		good = d.off
+	}
+	l.live, l.liveBase, l.liveSize = f, base, good
+	l.last, l.written = want-1, want-1
+	l.recovery = Recovery{Records: want - base}
+	if good < size {
+		l.recovery.DroppedBytes, l.recovery.Cause = size-good, cause
+		if err := f.Truncate(good); err != nil {
+			l.degrade(fmt.Errorf("eventlog: truncate %s: %w", liveName, err))
+		} else if err := f.Sync(); err != nil {
+			l.degrade(fmt.Errorf("eventlog: fsync %s: %w", liveName, err))
+		}
+	}
+	return nil
+}
+
+// baseAfterArchives is the index a new live file starts at: after the newest
+// archive, or after the newest snapshot when that is later.
+func (l *Log) baseAfterArchives() (uint64, error) {
+	base := uint64(1)
+	if n := len(l.archives); n > 0 {
+		last, err := l.archiveLast(l.archives[n-1])
+		if err != nil {
+			return 0, err
+		}
+		base = last + 1
+	}
+	if n := len(l.snaps); n > 0 {
+		base = max(base, l.snaps[n-1]+1)
+	}
+	return base, nil
+}
+
+func archiveName(seq uint64) string { return "events." + strconv.FormatUint(seq, 10) + ".bin.zst" }
+
+func parseArchiveName(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, "events.")
+	if !ok {
+		return 0, false
+	}
+	if s, ok = strings.CutSuffix(s, ".bin.zst"); !ok {
+		return 0, false
+	}
+	seq, err := strconv.ParseUint(s, 10, 64)
+	return seq, err == nil && seq > 0 && archiveName(seq) == name
+}
