@@ -40,16 +40,20 @@ func (e *SizeError) Error() string {
 		e.Op, e.Type, e.What, e.Got, e.Want, e.Elems)
 }
 
-// NonFiniteError reports a NaN or Inf handed to a block quantizer, whose
-// scales would be meaningless.
-type NonFiniteError struct {
+// MaxBlockValue bounds the magnitude of values the block quantizers accept:
+// their scales and mins are stored as fp16, whose largest value it is.
+const MaxBlockValue = 65504
+
+// ValueError reports a NaN, an Inf, or a value beyond ±MaxBlockValue handed
+// to a block quantizer, whose fp16 scales could not represent the block.
+type ValueError struct {
 	Type  Type
 	Index int
 	Value float32
 }
 
-func (e *NonFiniteError) Error() string {
-	return fmt.Sprintf("tensor: quantize %s: element %d is %v; block quantizers need finite values", e.Type, e.Index, e.Value)
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("tensor: quantize %s: element %d is %v; block quantizers need finite values within ±%d (store such tensors as F32)", e.Type, e.Index, e.Value, MaxBlockValue)
 }
 
 // checkRow validates that elems elements of t occupy exactly got bytes.

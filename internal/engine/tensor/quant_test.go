@@ -139,12 +139,12 @@ func TestQuantizeEdgeCases(t *testing.T) {
 			if _, err := Quantize(typ, make([]float32, be+1)); !errors.As(err, &se) {
 				t.Errorf("%s partial block: got %v, want *SizeError", typ, err)
 			}
-			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 65505, -1e6} {
 				x := make([]float32, be)
 				x[be-1] = float32(bad)
-				var nf *NonFiniteError
+				var nf *ValueError
 				if _, err := Quantize(typ, x); !errors.As(err, &nf) || nf.Index != be-1 {
-					t.Errorf("%s with %g: got %v, want *NonFiniteError at %d", typ, bad, err, be-1)
+					t.Errorf("%s with %g: got %v, want *ValueError at %d", typ, bad, err, be-1)
 				}
 			}
 		}

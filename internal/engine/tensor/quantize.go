@@ -14,7 +14,7 @@ var weightQuantizers = map[Type]QuantizeFunc{
 // Quantize converts src (a whole number of blocks of t) into t's stored
 // layout with ggml's reference quantizers, so files written from the result
 // match llama.cpp's own quantizer without an importance matrix. Block types
-// refuse NaN and Inf with a *NonFiniteError.
+// refuse NaN, Inf and values beyond ±MaxBlockValue with a *ValueError.
 func Quantize(t Type, src []float32) ([]byte, error) {
 	q, ok := weightQuantizers[t]
 	if !ok {
@@ -26,8 +26,8 @@ func Quantize(t Type, src []float32) ([]byte, error) {
 	}
 	if t.BlockElems() > 1 {
 		for i, v := range src {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, &NonFiniteError{Type: t, Index: i, Value: v}
+			if !(math.Abs(float64(v)) <= MaxBlockValue) { // also catches NaN
+				return nil, &ValueError{Type: t, Index: i, Value: v}
 			}
 		}
 	}
