@@ -1,0 +1,172 @@
+// Package model runs decoder-only transformer models of the llama family
+// (llama, qwen2, qwen3) from GGUF files, whole or as a shard: a contiguous
+// range of blocks plus, on the first shard, the token embedding and, on the
+// last, the output norm and head. The same code serves a model on one node
+// and one pipeline stage of a model spread over many.
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/skulk/skulk/internal/engine/gguf"
+)
+
+// ErrUnsupportedArch is returned for a GGUF whose general.architecture the
+// engine does not run.
+var ErrUnsupportedArch = errors.New("unsupported model architecture")
+
+// RopeScaling is how rotary positions are stretched past the trained context.
+type RopeScaling struct {
+	Type    string  // "", "none", "linear" (llama3 scaling arrives as the rope_freqs tensor)
+	Factor  float32 // linear: positions are divided by Factor
+	OrigCtx int
+}
+
+// Config is every hyperparameter the forward pass needs, read from GGUF
+// metadata.
+type Config struct {
+	Arch          string
+	NLayer        int
+	NEmbd         int
+	NHead         int
+	NHeadKV       int
+	HeadDim       int // per-head width of q and k
+	NFF           int
+	NVocab        int
+	ContextLength int
+	RMSEps        float32
+	RopeBase      float32
+	RopeDim       int  // rotated dimensions per head (≤ HeadDim)
+	RopeNeoX      bool // pairs (i, i+RopeDim/2) instead of (2i, 2i+1)
+	RopeScaling   RopeScaling
+	QKNorm        bool // qwen3: RMS-normalise q and k per head before rope
+	QKVBias       bool // qwen2: q, k, v projections have biases
+}
+
+// archTraits are the per-architecture differences.
+type archTraits struct {
+	neox, qkNorm, qkvBias bool
+}
+
+var archs = map[string]archTraits{
+	"llama": {},
+	"qwen2": {neox: true, qkvBias: true},
+	"qwen3": {neox: true, qkNorm: true},
+}
+
+// SupportedArchs lists the architectures this package runs.
+func SupportedArchs() []string { return []string{"llama", "qwen2", "qwen3"} }
+
+// ReadConfig reads the hyperparameters of f.
+func ReadConfig(f *gguf.File) (Config, error) {
+	arch := f.Architecture()
+	tr, ok := archs[arch]
+	if !ok {
+		return Config{}, fmt.Errorf("%w %q (supported: llama, qwen2, qwen3)", ErrUnsupportedArch, arch)
+	}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias}
+	key := func(k string) string { return arch + "." + k }
+	var err error
+	need := func(k string, dst *int, min int) {
+		if err != nil {
+			return
+		}
+		v, ok := f.Uint(key(k))
+		if !ok {
+			if _, isArr := f.Array(key(k)); isArr {
+				err = fmt.Errorf("model: %s is a per-layer array, which this engine does not support", key(k))
+				return
+			}
+			err = fmt.Errorf("model: missing or non-integer metadata %s", key(k))
+			return
+		}
+		if v < uint64(min) || v > 1<<24 {
+			err = fmt.Errorf("model: metadata %s = %d is out of range", key(k), v)
+			return
+		}
+		*dst = int(v)
+	}
+	need("block_count", &c.NLayer, 1)
+	need("embedding_length", &c.NEmbd, 1)
+	need("feed_forward_length", &c.NFF, 1)
+	need("attention.head_count", &c.NHead, 1)
+	if err != nil {
+		return Config{}, err
+	}
+	c.NHeadKV = c.NHead
+	if _, ok := f.Get(key("attention.head_count_kv")); ok {
+		need("attention.head_count_kv", &c.NHeadKV, 1)
+	}
+	c.HeadDim = c.NEmbd / c.NHead
+	if _, ok := f.Get(key("attention.key_length")); ok {
+		need("attention.key_length", &c.HeadDim, 1)
+	}
+	if v, ok := f.Uint(key("attention.value_length")); ok && int(v) != c.HeadDim {
+		return Config{}, fmt.Errorf("model: value_length %d differs from key_length %d, which this engine does not support", v, c.HeadDim)
+	}
+	c.RopeDim = c.HeadDim
+	if _, ok := f.Get(key("rope.dimension_count")); ok {
+		need("rope.dimension_count", &c.RopeDim, 2)
+	}
+	c.ContextLength = 2048
+	if _, ok := f.Get(key("context_length")); ok {
+		need("context_length", &c.ContextLength, 1)
+	}
+	if err != nil {
+		return Config{}, err
+	}
+	eps, ok := f.Float(key("attention.layer_norm_rms_epsilon"))
+	if !ok {
+		return Config{}, fmt.Errorf("model: missing metadata %s", key("attention.layer_norm_rms_epsilon"))
+	}
+	c.RMSEps = float32(eps)
+	c.RopeBase = 10000
+	if b, ok := f.Float(key("rope.freq_base")); ok {
+		c.RopeBase = float32(b)
+	}
+	if s, ok := f.String(key("rope.scaling.type")); ok {
+		c.RopeScaling.Type = s
+	}
+	if fac, ok := f.Float(key("rope.scaling.factor")); ok {
+		c.RopeScaling.Factor = float32(fac)
+	}
+	if oc, ok := f.Uint(key("rope.scaling.original_context_length")); ok && oc < 1<<24 {
+		c.RopeScaling.OrigCtx = int(oc)
+	}
+	switch c.RopeScaling.Type {
+	case "", "none":
+	case "linear":
+		if !(c.RopeScaling.Factor > 0) {
+			return Config{}, fmt.Errorf("model: linear rope scaling with factor %v", c.RopeScaling.Factor)
+		}
+	default:
+		return Config{}, fmt.Errorf("model: rope scaling %q is not supported (supported: none, linear, llama3 rope_freqs)", c.RopeScaling.Type)
+	}
+	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
+		c.NVocab = toks.Len()
+	}
+	if v, ok := f.Uint(key("vocab_size")); ok && v > 0 && v < 1<<24 {
+		c.NVocab = int(v)
+	}
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.NHead%c.NHeadKV != 0:
+		return fmt.Errorf("model: %d heads is not a multiple of %d KV heads", c.NHead, c.NHeadKV)
+	case c.RopeDim > c.HeadDim || c.RopeDim%2 != 0:
+		return fmt.Errorf("model: rope dimension %d does not fit head dimension %d", c.RopeDim, c.HeadDim)
+	case !(c.RMSEps > 0) || math.IsInf(float64(c.RMSEps), 0):
+		return fmt.Errorf("model: RMS epsilon %v", c.RMSEps)
+	case !(c.RopeBase > 0):
+		return fmt.Errorf("model: rope base %v", c.RopeBase)
+	}
+	return nil
+}
+
+// QDim is the width of the concatenated query heads; KVDim of K or V.
+func (c Config) QDim() int  { return c.NHead * c.HeadDim }
+func (c Config) KVDim() int { return c.NHeadKV * c.HeadDim }

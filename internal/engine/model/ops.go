@@ -1,0 +1,105 @@
+package model
+
+import (
+	"math"
+)
+
+// The elementwise operations follow ggml's CPU arithmetic (the order of
+// float32 roundings, double where ggml sums in double) so logits track
+// llama.cpp's closely.
+
+// rmsNorm writes x normalised by its root mean square, times w, into dst.
+func rmsNorm(dst, x, w []float32, eps float32) {
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	mean := float32(sum / float64(len(x)))
+	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	for i, v := range x {
+		dst[i] = (v * scale) * w[i]
+	}
+}
+
+func silu(x float32) float32 { return x / (1 + expf(-x)) }
+
+func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
+
+// softmaxScaled turns x into softmax(x·scale) in place.
+func softmaxScaled(x []float32, scale float32) {
+	max := float32(math.Inf(-1))
+	for i := range x {
+		x[i] *= scale
+		if x[i] > max {
+			max = x[i]
+		}
+	}
+	var sum float64
+	for i, v := range x {
+		e := expf(v - max)
+		x[i] = e
+		sum += float64(e)
+	}
+	inv := float32(1 / sum)
+	for i := range x {
+		x[i] *= inv
+	}
+}
+
+// ropeTable holds cos and sin of every rotated pair at every position of a batch.
+type ropeTable struct {
+	half     int
+	cos, sin []float32 // [n × half]
+}
+
+func (s *Shard) ropeTable(pos0, n int) ropeTable {
+	c := s.Config
+	half := c.RopeDim / 2
+	t := ropeTable{half: half, cos: make([]float32, n*half), sin: make([]float32, n*half)}
+	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(c.RopeDim)))
+	freqScale := float32(1)
+	if c.RopeScaling.Type == "linear" {
+		freqScale = 1 / c.RopeScaling.Factor
+	}
+	for i := 0; i < n; i++ {
+		theta := float32(pos0 + i)
+		for j := 0; j < half; j++ {
+			th := theta
+			if s.ropeFreqs != nil {
+				th /= s.ropeFreqs[j]
+			}
+			th *= freqScale
+			t.cos[i*half+j] = float32(math.Cos(float64(th)))
+			t.sin[i*half+j] = float32(math.Sin(float64(th)))
+			theta *= thetaScale
+		}
+	}
+	return t
+}
+
+// rope rotates one head vector of token i in place.
+func (t ropeTable) rope(v []float32, i int, neox bool) {
+	cs := t.cos[i*t.half : (i+1)*t.half]
+	sn := t.sin[i*t.half : (i+1)*t.half]
+	if neox {
+		for j := 0; j < t.half; j++ {
+			x0, x1 := v[j], v[j+t.half]
+			v[j] = x0*cs[j] - x1*sn[j]
+			v[j+t.half] = x0*sn[j] + x1*cs[j]
+		}
+		return
+	}
+	for j := 0; j < t.half; j++ {
+		x0, x1 := v[2*j], v[2*j+1]
+		v[2*j] = x0*cs[j] - x1*sn[j]
+		v[2*j+1] = x0*sn[j] + x1*cs[j]
+	}
+}
+
+func dotF32(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}

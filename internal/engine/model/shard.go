@@ -1,0 +1,190 @@
+package model
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/skulk/skulk/internal/engine/gguf"
+)
+
+// Range selects the blocks [Start, End) of a model. First means the shard
+// embeds token ids; Last means it applies the output norm and head.
+type Range struct {
+	Start, End  int
+	First, Last bool
+}
+
+// Whole is the range of a whole model of n blocks.
+func Whole(n int) Range { return Range{Start: 0, End: n, First: true, Last: true} }
+
+// Options tune a loaded shard.
+type Options struct {
+	Threads int // worker goroutines for matmul and attention; 0 = physical cores
+	// ExactActivations keeps matmul activations in F32 instead of rounding
+	// them to the weights' dot-product type as llama.cpp does. Slower for
+	// quantized weights; the reference for checking dequantization.
+	ExactActivations bool
+}
+
+type layer struct {
+	attnNorm, ffnNorm []float32
+	q, k, v, o        *matrix
+	qBias, kBias      []float32
+	vBias             []float32
+	qNorm, kNorm      []float32
+	gate, up, down    *matrix
+}
+
+// Shard is a loaded range of a model's blocks. It is immutable after Load
+// and safe for concurrent Forward calls on different caches.
+type Shard struct {
+	Config Config
+	Range  Range
+
+	embd      *matrix // token_embd, when First (or when Last and tied)
+	outNorm   []float32
+	output    *matrix // output or tied token_embd, when Last
+	layers    []layer // index i is block Range.Start+i
+	ropeFreqs []float32
+	exactActs bool
+	pool      *pool
+}
+
+// DefaultThreads is the number of physical cores as far as Go can tell:
+// logical CPUs, halved when there are many (hyper-threads help little here).
+func DefaultThreads() int {
+	n := runtime.NumCPU()
+	if n >= 8 {
+		n /= 2
+	}
+	return n
+}
+
+// Load opens the blocks r of the model in f. The shard aliases f's tensor
+// data: f must stay open while the shard is used. Close the shard to stop
+// its workers.
+func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
+	cfg, err := ReadConfig(f)
+	if err != nil {
+		return nil, err
+	}
+	if r.Start < 0 || r.End > cfg.NLayer || r.Start > r.End || (r.Start == r.End && !r.First && !r.Last) {
+		return nil, fmt.Errorf("model: layer range [%d, %d) is not within the model's %d blocks", r.Start, r.End, cfg.NLayer)
+	}
+	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations}
+	l := loader{f}
+	if r.First || r.Last {
+		if !l.has("token_embd.weight") && r.First {
+			return nil, fmt.Errorf("model: missing tensor token_embd.weight")
+		}
+	}
+	if cfg.NVocab == 0 {
+		if ti, ok := f.Tensor("token_embd.weight"); ok && len(ti.Dims) == 2 {
+			s.Config.NVocab = int(ti.Dims[1])
+			cfg.NVocab = s.Config.NVocab
+		}
+	}
+	if r.First {
+		if s.embd, err = l.matrix("token_embd.weight", cfg.NVocab, cfg.NEmbd); err != nil {
+			return nil, err
+		}
+	}
+	if r.Last {
+		if s.outNorm, err = l.vector("output_norm.weight", cfg.NEmbd); err != nil {
+			return nil, err
+		}
+		name := "output.weight"
+		if !l.has(name) {
+			name = "token_embd.weight" // tied embeddings
+		}
+		if s.output, err = l.matrix(name, cfg.NVocab, cfg.NEmbd); err != nil {
+			return nil, err
+		}
+	}
+	if l.has("rope_freqs.weight") {
+		if s.ropeFreqs, err = l.vector("rope_freqs.weight", cfg.RopeDim/2); err != nil {
+			return nil, err
+		}
+	}
+	for b := r.Start; b < r.End; b++ {
+		ly, err := loadLayer(l, cfg, b)
+		if err != nil {
+			return nil, err
+		}
+		s.layers = append(s.layers, ly)
+	}
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = DefaultThreads()
+	}
+	s.pool = newPool(threads)
+	return s, nil
+}
+
+func loadLayer(l loader, c Config, b int) (layer, error) {
+	var (
+		ly  layer
+		err error
+	)
+	p := fmt.Sprintf("blk.%d.", b)
+	m := func(name string, rows, cols int) *matrix {
+		if err != nil {
+			return nil
+		}
+		var mx *matrix
+		mx, err = l.matrix(p+name, rows, cols)
+		return mx
+	}
+	v := func(name string, n int, optional bool) []float32 {
+		if err != nil {
+			return nil
+		}
+		var out []float32
+		if optional {
+			out, err = l.optionalVector(p+name, n)
+		} else {
+			out, err = l.vector(p+name, n)
+		}
+		return out
+	}
+	ly.attnNorm = v("attn_norm.weight", c.NEmbd, false)
+	ly.q = m("attn_q.weight", c.QDim(), c.NEmbd)
+	ly.k = m("attn_k.weight", c.KVDim(), c.NEmbd)
+	ly.v = m("attn_v.weight", c.KVDim(), c.NEmbd)
+	ly.o = m("attn_output.weight", c.NEmbd, c.QDim())
+	ly.qBias = v("attn_q.bias", c.QDim(), !c.QKVBias)
+	ly.kBias = v("attn_k.bias", c.KVDim(), !c.QKVBias)
+	ly.vBias = v("attn_v.bias", c.KVDim(), !c.QKVBias)
+	if c.QKNorm {
+		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, false)
+		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, false)
+	}
+	ly.ffnNorm = v("ffn_norm.weight", c.NEmbd, false)
+	ly.gate = m("ffn_gate.weight", c.NFF, c.NEmbd)
+	ly.up = m("ffn_up.weight", c.NFF, c.NEmbd)
+	ly.down = m("ffn_down.weight", c.NEmbd, c.NFF)
+	return ly, err
+}
+
+// Close stops the shard's worker goroutines.
+func (s *Shard) Close() { s.pool.close() }
+
+// WeightBytes is the size of the weights this shard reads.
+func (s *Shard) WeightBytes() int64 {
+	var n int64
+	add := func(m *matrix) {
+		if m != nil {
+			n += int64(len(m.data))
+		}
+	}
+	add(s.embd)
+	if s.output != s.embd {
+		add(s.output)
+	}
+	for _, l := range s.layers {
+		for _, m := range []*matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
+			add(m)
+		}
+	}
+	return n
+}

@@ -1,0 +1,84 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/engine/tensor"
+)
+
+// matrix is a 2-D weight in its stored type: rows of cols elements each,
+// aliasing the file's mapping.
+type matrix struct {
+	name     string
+	typ      tensor.Type
+	rows     int
+	cols     int
+	rowBytes int
+	data     []byte
+}
+
+func (m *matrix) row(i int) []byte { return m.data[i*m.rowBytes : (i+1)*m.rowBytes] }
+
+// loader pulls tensors out of a GGUF file with shape checks.
+type loader struct {
+	f *gguf.File
+}
+
+func (l loader) has(name string) bool { _, ok := l.f.Tensor(name); return ok }
+
+// matrix loads name as rows × cols (GGML dims [cols, rows]).
+func (l loader) matrix(name string, rows, cols int) (*matrix, error) {
+	ti, ok := l.f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("model: missing tensor %s", name)
+	}
+	if len(ti.Dims) != 2 || ti.Dims[0] != uint64(cols) || ti.Dims[1] != uint64(rows) {
+		return nil, fmt.Errorf("model: tensor %s has shape %v, want [%d %d]", name, ti.Dims, cols, rows)
+	}
+	if !ti.Type.Supported() {
+		return nil, fmt.Errorf("model: tensor %s: %w: %s", name, gguf.ErrUnsupported, ti.Type)
+	}
+	data, err := l.f.TensorData(name)
+	if err != nil {
+		return nil, err
+	}
+	rb, _ := tensor.RowBytes(ti.Type, int64(cols))
+	return &matrix{name: name, typ: ti.Type, rows: rows, cols: cols, rowBytes: int(rb), data: data}, nil
+}
+
+// vector loads a 1-D tensor of n elements and dequantizes it to F32.
+func (l loader) vector(name string, n int) ([]float32, error) {
+	ti, ok := l.f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("model: missing tensor %s", name)
+	}
+	if len(ti.Dims) != 1 || ti.Dims[0] != uint64(n) {
+		return nil, fmt.Errorf("model: tensor %s has shape %v, want [%d]", name, ti.Dims, n)
+	}
+	if !ti.Type.Supported() {
+		return nil, fmt.Errorf("model: tensor %s: %w: %s", name, gguf.ErrUnsupported, ti.Type)
+	}
+	data, err := l.f.TensorData(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n)
+	if err := tensor.Dequantize(ti.Type, data, out); err != nil {
+		return nil, fmt.Errorf("model: tensor %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// optionalVector loads name when present.
+func (l loader) optionalVector(name string, n int) ([]float32, error) {
+	if !l.has(name) {
+		return nil, nil
+	}
+	return l.vector(name, n)
+}
+
+// dequantRow expands row r of m into dst.
+func dequantRow(m *matrix, r int, dst []float32) error {
+	return tensor.Dequantize(m.typ, m.row(r), dst)
+}
