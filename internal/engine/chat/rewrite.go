@@ -2,6 +2,7 @@ package chat
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -100,6 +101,30 @@ func rewriteStatement(toks []token) (string, error) {
 		return ps.macroStatement()
 	}
 	return joinTokens(toks), nil
+}
+
+// pipe calls a two-operand helper as a filter, "(a)|helper(b)": unlike a
+// call it has no comma, and the engine splits macro defaults at commas.
+func pipe(helper, a, b string) string {
+	return "((" + a + ")|" + helper + "(" + b + "))"
+}
+
+// number rewrites a numeric literal into a form the engine reads: no
+// underscores, and no exponent (the engine stops a number at the "e").
+func number(lit string) (string, error) {
+	lit = strings.ReplaceAll(lit, "_", "")
+	if !strings.ContainsAny(lit, "eE") {
+		return lit, nil
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return "", fmt.Errorf("bad number %q", lit)
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s, nil
 }
 
 func joinTokens(toks []token) string {
@@ -243,14 +268,14 @@ func (p *parser) compare() (string, error) {
 			if err != nil {
 				return "", err
 			}
-			e = fnIn + "(" + e + ", " + r + ")"
+			e = pipe(fnIn, e, r)
 		case t.kind == tkName && t.text == "not" && p.peekAt(1).kind == tkName && p.peekAt(1).text == "in":
 			p.pos += 2
 			r, err := p.math1()
 			if err != nil {
 				return "", err
 			}
-			e = "(not " + fnIn + "(" + e + ", " + r + "))"
+			e = "(not " + pipe(fnIn, e, r) + ")"
 		default:
 			return e, nil
 		}
@@ -271,7 +296,7 @@ func (p *parser) math1() (string, error) {
 			return "", err
 		}
 		if op == "+" {
-			e = fnAdd + "(" + e + ", " + r + ")"
+			e = pipe(fnAdd, e, r)
 		} else {
 			e = "(" + e + " - " + r + ")"
 		}
@@ -290,7 +315,7 @@ func (p *parser) concat() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		e = fnConcat + "(" + e + ", " + r + ")"
+		e = pipe(fnConcat, e, r)
 	}
 	return e, nil
 }
@@ -375,13 +400,13 @@ func (p *parser) primary() (string, error) {
 		s := t.text
 		// Adjacent literals are one string in jinja2.
 		for p.peek().kind == tkString {
-			s = fnConcat + "(" + s + ", " + p.peek().text + ")"
+			s = pipe(fnConcat, s, p.peek().text)
 			p.pos++
 		}
 		return s, nil
 	case tkNumber:
 		p.pos++
-		return strings.ReplaceAll(t.text, "_", ""), nil
+		return number(t.text)
 	}
 	switch t.text {
 	case "(":

@@ -25,7 +25,14 @@ type Template struct {
 }
 
 // Parse compiles a chat template. Errors are *SyntaxError.
-func Parse(source string) (*Template, error) {
+func Parse(source string) (t *Template, err error) {
+	// A template comes from a model file; an engine panic on a malformed
+	// one must not take the process down.
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = nil, &SyntaxError{Err: fmt.Errorf("engine panic: %v", r)}
+		}
+	}()
 	rewritten, err := rewrite(source)
 	if err != nil {
 		return nil, &SyntaxError{Err: err}
@@ -64,12 +71,17 @@ var reserved = map[string]bool{"messages": true, "tools": true, "documents": tru
 // Render applies the template to in. A template's own refusal is a
 // *TemplateError; a failure in evaluation is a *RenderError; unusable input
 // is a *ValueError or ErrReservedKwarg.
-func (t *Template) Render(in Input) (string, error) {
+func (t *Template) Render(in Input) (out string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", &RenderError{Err: fmt.Errorf("engine panic: %v", r)}
+		}
+	}()
 	data, err := variables(in)
 	if err != nil {
 		return "", err
 	}
-	out, err := t.compiled.RenderValues(data)
+	out, err = t.compiled.RenderValues(data)
 	if err != nil {
 		var te *TemplateError
 		if errors.As(err, &te) {
