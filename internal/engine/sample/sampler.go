@@ -47,6 +47,9 @@ func New(p Params, vocabSize int) *Sampler {
 	if vocabSize > 0 {
 		s.work = make([]float32, vocabSize)
 		s.cand = make([]candidate, vocabSize)
+		if p.RepeatPenalty > 0 && p.RepeatPenalty != 1 || p.PresencePenalty != 0 || p.FrequencyPenalty != 0 {
+			s.counts = make([]int32, vocabSize)
+		}
 	}
 	return s
 }
@@ -201,14 +204,18 @@ func (s *Sampler) draw(cand []candidate) int32 {
 			}
 		}
 	}
+	// The logits are not needed after this, so each slot keeps its weight
+	// and the walk below does not recompute exp.
 	var sum float64
-	for _, c := range cand {
-		sum += math.Exp(float64(c.logit - maxL))
+	for i := range cand {
+		w := math.Exp(float64(cand[i].logit - maxL))
+		cand[i].logit = float32(w)
+		sum += w
 	}
 	u := s.rng.Float64() * sum
 	var acc float64
 	for _, c := range cand {
-		acc += math.Exp(float64(c.logit - maxL))
+		acc += float64(c.logit)
 		if u < acc {
 			return c.id
 		}
