@@ -1,0 +1,89 @@
+package tensor
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// benchN is a typical hidden size; b.SetBytes counts the weight row bytes,
+// so MB/s is weight-streaming throughput.
+const benchN = 4096
+
+func benchRow(b *testing.B, typ Type) ([]byte, []float32, []byte) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	row, err := Quantize(typ, gaussian(r, benchN, 0.05))
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := gaussian(r, benchN, 1)
+	ab, _ := RowBytes(VecDotType(typ), benchN)
+	act := make([]byte, ab)
+	if err := QuantizeAct(typ, x, act); err != nil {
+		b.Fatal(err)
+	}
+	return row, x, act
+}
+
+func BenchmarkDotF32(b *testing.B) {
+	k := Best()
+	for _, typ := range dotTypes {
+		b.Run(typ.String(), func(b *testing.B) {
+			row, x, _ := benchRow(b, typ)
+			b.SetBytes(int64(len(row)))
+			var sink float32
+			for b.Loop() {
+				sink += k.DotF32(typ, row, x)
+			}
+			_ = sink
+			b.ReportMetric(float64(b.N)*benchN/b.Elapsed().Seconds()/1e9, "Gelem/s")
+		})
+	}
+}
+
+func BenchmarkVecDot(b *testing.B) {
+	k := Best()
+	for _, typ := range dotTypes {
+		b.Run(typ.String(), func(b *testing.B) {
+			row, _, act := benchRow(b, typ)
+			b.SetBytes(int64(len(row)))
+			var sink float32
+			for b.Loop() {
+				sink += k.VecDot(typ, row, act, benchN)
+			}
+			_ = sink
+			b.ReportMetric(float64(b.N)*benchN/b.Elapsed().Seconds()/1e9, "Gelem/s")
+		})
+	}
+}
+
+func BenchmarkQuantizeAct(b *testing.B) {
+	k := Best()
+	for _, typ := range []Type{F16, Q8_0, Q4_1, Q4_K} {
+		b.Run(VecDotType(typ).String(), func(b *testing.B) {
+			_, x, act := benchRow(b, typ)
+			b.SetBytes(benchN * 4)
+			for b.Loop() {
+				if err := k.QuantizeAct(typ, x, act); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDequantize(b *testing.B) {
+	k := Best()
+	for _, typ := range dotTypes {
+		b.Run(typ.String(), func(b *testing.B) {
+			row, _, _ := benchRow(b, typ)
+			dst := make([]float32, benchN)
+			b.SetBytes(int64(len(row)))
+			for b.Loop() {
+				if err := k.Dequantize(typ, row, dst); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
