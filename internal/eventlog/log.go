@@ -63,6 +63,10 @@ type Recovery struct {
 	// Cause, when bytes were dropped, is the *CorruptionError that stopped
 	// the scan (Torn for a write cut short).
 	Cause error
+	// LostArchives counts archives dropped from the history because they
+	// (or a newer one) could not be read; ArchiveCause says why.
+	LostArchives int
+	ArchiveCause error
 }
 
 // Status is a snapshot of the log's state.

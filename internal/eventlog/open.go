@@ -52,16 +52,8 @@ func (l *Log) open() error {
 	}
 	slices.SortFunc(l.archives, func(a, b archive) int { return cmp.Compare(a.seq, b.seq) })
 	slices.Sort(l.snaps)
-	for i := range l.archives {
-		a := &l.archives[i]
-		if err := l.readArchiveHeader(a); err != nil {
-			return err
-		}
-		if i > 0 && a.base <= l.archives[i-1].base {
-			return &CorruptionError{File: archiveName(a.seq), Reason: fmt.Sprintf(
-				"base index %d not after the previous archive's %d", a.base, l.archives[i-1].base)}
-		}
-		l.nextSeq = a.seq + 1
+	if err := l.loadArchives(); err != nil {
+		return err
 	}
 	if haveLive {
 		if err := l.recoverLive(); err != nil {
@@ -77,6 +69,36 @@ func (l *Log) open() error {
 		l.last, l.written = base-1, base-1
 		if err := l.startLive(base); err != nil {
 			l.degrade(err)
+		}
+	}
+	return nil
+}
+
+// loadArchives reads each archive's base. An archive whose header cannot be
+// read makes it and every older archive unreachable: they are dropped from
+// the retained history (reads there get ErrCompacted, so callers fall back
+// to a snapshot) and reported in Recovery; the files stay for inspection.
+func (l *Log) loadArchives() error {
+	if n := len(l.archives); n > 0 {
+		l.nextSeq = l.archives[n-1].seq + 1
+	}
+	for i := 0; i < len(l.archives); i++ {
+		a := &l.archives[i]
+		err := l.readArchiveHeader(a)
+		if err == nil && i > 0 && a.base <= l.archives[i-1].base {
+			err = &CorruptionError{File: archiveName(a.seq), Reason: fmt.Sprintf(
+				"base index %d not after the previous archive's %d", a.base, l.archives[i-1].base)}
+		}
+		var ce *CorruptionError
+		if errors.As(err, &ce) {
+			l.recovery.LostArchives += i + 1
+			l.recovery.ArchiveCause = ce
+			l.archives = slices.Delete(l.archives, 0, i+1)
+			i = -1
+			continue
+		}
+		if err != nil {
+			return err
 		}
 	}
 	return nil
@@ -99,8 +121,8 @@ func (l *Log) recoverLive() error {
 	if size < headerLen {
 		// Cut while being created: nothing in it was ever acknowledged.
 		f.Close()
-		l.recovery = Recovery{DroppedBytes: size, Cause: &CorruptionError{
-			File: liveName, Reason: fmt.Sprintf("file header cut after %d bytes", size), Torn: true}}
+		l.recovery.DroppedBytes, l.recovery.Cause = size, &CorruptionError{
+			File: liveName, Reason: fmt.Sprintf("file header cut after %d bytes", size), Torn: true}
 		return nil
 	}
 	if _, err := f.ReadAt(hdr[:], 0); err != nil {
@@ -156,7 +178,7 @@ func (l *Log) recoverLive() error {
 	}
 	l.live, l.liveBase, l.liveSize = f, base, good
 	l.last, l.written = want-1, want-1
-	l.recovery = Recovery{Records: want - base}
+	l.recovery.Records = want - base
 	if good < size {
 		l.recovery.DroppedBytes, l.recovery.Cause = size-good, cause
 		if err := f.Truncate(good); err != nil {

@@ -90,8 +90,8 @@ func (l *Log) removeArchives(n int) error {
 	if n == 0 {
 		return nil
 	}
-	for _, a := range l.archives[:n] {
-		if err := l.fs.Remove(l.path(archiveName(a.seq))); err != nil {
+	for range n {
+		if err := l.fs.Remove(l.path(archiveName(l.archives[0].seq))); err != nil {
 			return fmt.Errorf("eventlog: remove archive: %w", err)
 		}
 		l.archives = slices.Delete(l.archives, 0, 1)
