@@ -43,6 +43,8 @@ func parseHeader(b []byte) (uint64, error) {
 		return 0, fmt.Errorf("file header: unsupported version %d", binary.BigEndian.Uint16(b[6:8]))
 	case binary.BigEndian.Uint32(b[16:20]) != crc32.Checksum(b[:16], castagnoli):
 		return 0, errors.New("file header: CRC mismatch")
+	case binary.BigEndian.Uint64(b[8:16]) == 0:
+		return 0, errors.New("file header: base index 0") // indices start at 1
 	}
 	return binary.BigEndian.Uint64(b[8:16]), nil
 }

@@ -1,0 +1,194 @@
+package eventlog
+
+import (
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/skulk/skulk/internal/vfs"
+)
+
+// degradeRecorder counts OnDegraded calls.
+type degradeRecorder struct {
+	calls []Status
+}
+
+func (r *degradeRecorder) hook(s Status) { r.calls = append(r.calls, s) }
+
+// checkDegraded drives a log into counting-only mode by appending up to
+// index to, and checks the contract: one signal, indices still advance,
+// nothing more written, reads stop with ErrNotWritten.
+func checkDegraded(t *testing.T, l *Log, rec *degradeRecorder, to uint64, cause error) uint64 {
+	t.Helper()
+	appendRange(t, l, l.LastIndex()+1, to)
+	if len(rec.calls) != 1 {
+		t.Fatalf("OnDegraded called %d times, want once", len(rec.calls))
+	}
+	st := l.Status()
+	if !st.Degraded || !errors.Is(st.Cause, cause) || !errors.Is(rec.calls[0].Cause, cause) {
+		t.Fatalf("status %+v, want degraded by %v", st, cause)
+	}
+	if st.LastIndex != to || st.WrittenIndex >= to || st.DegradedAt != st.WrittenIndex+1 {
+		t.Fatalf("status %+v after appending through %d", st, to)
+	}
+	live := st.LiveBytes
+	appendRange(t, l, to+1, to+10)
+	if l.Status().LiveBytes != live || l.Status().WrittenIndex != st.WrittenIndex {
+		t.Fatal("a degraded log kept writing")
+	}
+	if len(rec.calls) != 1 {
+		t.Fatalf("OnDegraded called again: %d calls", len(rec.calls))
+	}
+	if err := l.Append(to+12, nil); err == nil {
+		t.Fatal("a gap was accepted in degraded mode")
+	}
+	got, err := readFrom(t, l, st.FirstIndex)
+	if !errors.Is(err, ErrNotWritten) || got != st.WrittenIndex {
+		t.Fatalf("read stopped at %d with %v; want %d, ErrNotWritten", got, err, st.WrittenIndex)
+	}
+	if err := l.SaveSnapshot(1, nil); !errors.Is(err, ErrDegraded) {
+		t.Fatalf("SaveSnapshot while degraded = %v", err)
+	}
+	if err := l.Sync(); err != nil {
+		t.Fatalf("Sync while degraded = %v", err)
+	}
+	return st.WrittenIndex
+}
+
+func TestDegradedOnWriteError(t *testing.T) {
+	tests := []struct {
+		name  string
+		limit int64 // bytes the disk takes after Open
+		sync  SyncPolicy
+	}{
+		{"torn_record", 500, SyncEveryAppend},
+		{"at_boundary", 0, SyncEveryAppend},
+		{"during_rotation", 1100, SyncManual}, // rotation at 1024 bytes writes the archive
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := vfs.NewMemFS()
+			rec := &degradeRecorder{}
+			opts := Options{FS: m, Sync: tt.sync, RotateBytes: 1024, OnDegraded: rec.hook}
+			l := openLog(t, "/log", opts)
+			m.SetWriteHook(vfs.FailAfter(tt.limit, syscall.ENOSPC))
+			written := checkDegraded(t, l, rec, 100, syscall.ENOSPC)
+			l.Close()
+			// The disk has room again: reopening recovers what was written.
+			m.SetWriteHook(nil)
+			l = openLog(t, "/log", Options{FS: m})
+			if l.LastIndex() != written || l.Status().Degraded {
+				t.Fatalf("reopened: %+v, want LastIndex %d", l.Status(), written)
+			}
+			mustReadAll(t, l, 1, written)
+			appendRange(t, l, written+1, written+5)
+			mustReadAll(t, l, 1, written+5)
+		})
+	}
+}
+
+func TestDegradedOnLowSpace(t *testing.T) {
+	t.Run("at_open", func(t *testing.T) {
+		m := vfs.NewMemFS()
+		m.SetFreeBytes(DefaultFreeSpaceFloor - 1)
+		rec := &degradeRecorder{}
+		l := openLog(t, "/log", Options{FS: m, OnDegraded: rec.hook})
+		var ls *LowSpaceError
+		if !errors.As(l.Status().Cause, &ls) || ls.Floor != DefaultFreeSpaceFloor || ls.Free != DefaultFreeSpaceFloor-1 {
+			t.Fatalf("cause = %v", l.Status().Cause)
+		}
+		checkDegraded(t, l, rec, 10, ErrLowSpace)
+	})
+	t.Run("checked_every_n_appends", func(t *testing.T) {
+		m := vfs.NewMemFS()
+		rec := &degradeRecorder{}
+		l := openLog(t, "/log", Options{FS: m, FreeSpaceCheckEvery: 16, OnDegraded: rec.hook})
+		appendRange(t, l, 1, 3)
+		m.SetFreeBytes(1 << 20)
+		appendRange(t, l, 4, 15)
+		if l.Status().Degraded {
+			t.Fatal("degraded before the check was due")
+		}
+		appendRange(t, l, 16, 16) // the 16th append since Open reads the free space
+		if st := l.Status(); !st.Degraded || st.WrittenIndex != 15 || st.DegradedAt != 16 {
+			t.Fatalf("status = %+v", st)
+		}
+		checkDegraded(t, l, rec, 30, ErrLowSpace)
+	})
+	t.Run("no_floor", func(t *testing.T) {
+		m := vfs.NewMemFS()
+		m.SetFreeBytes(0)
+		l := openLog(t, "/log", Options{FS: m, FreeSpaceFloor: NoFloor, FreeSpaceCheckEvery: 1})
+		appendRange(t, l, 1, 5)
+		if l.Status().Degraded {
+			t.Fatal("degraded with the floor off")
+		}
+	})
+}
+
+// TestDegradedOnFullTmpfs fills a real 1 MiB tmpfs.
+func TestDegradedOnFullTmpfs(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skipf("mounting a tmpfs needs root (euid %d)", os.Geteuid())
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount -t tmpfs -o size=1m: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount %s: %v", dir, err)
+		}
+	})
+	t.Run("floor", func(t *testing.T) {
+		// 1 MiB free is under the default 2 GiB floor: degraded at Open.
+		rec := &degradeRecorder{}
+		l := openLog(t, dir+"/floor", Options{OnDegraded: rec.hook})
+		checkDegraded(t, l, rec, 5, ErrLowSpace)
+		l.Close()
+	})
+	t.Run("enospc", func(t *testing.T) {
+		rec := &degradeRecorder{}
+		opts := Options{FreeSpaceFloor: NoFloor, Sync: SyncManual, OnDegraded: rec.hook}
+		l := openLog(t, dir+"/full", opts)
+		payload := make([]byte, 4096)
+		var i uint64
+		for i = 1; !l.Status().Degraded && i < 1000; i++ {
+			if err := l.Append(i, payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !errors.Is(l.Status().Cause, syscall.ENOSPC) {
+			t.Fatalf("after %d appends of 4 KiB: %+v", i, l.Status())
+		}
+		written := l.Status().WrittenIndex
+		for ; i <= 1100; i++ {
+			if err := l.Append(i, payload); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(rec.calls) != 1 || l.LastIndex() != 1100 {
+			t.Fatalf("%d signals, LastIndex %d", len(rec.calls), l.LastIndex())
+		}
+		l.Close()
+		l = openLog(t, dir+"/full", opts)
+		if l.LastIndex() != written {
+			t.Fatalf("reopened at %d, want %d", l.LastIndex(), written)
+		}
+		it, err := l.Iterate(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer it.Close()
+		var n uint64
+		for it.Next() {
+			n++
+		}
+		if it.Err() != nil || n != written {
+			t.Fatalf("read %d records (%v), want %d", n, it.Err(), written)
+		}
+	})
+}
