@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -26,6 +27,8 @@ func runChild(role string) int {
 	switch role {
 	case "ring-consumer":
 		err = childRingConsumer()
+	case "object-worker":
+		err = childObjectWorker()
 	default:
 		err = fmt.Errorf("unknown child role %q", role)
 	}
@@ -40,6 +43,12 @@ func runChild(role string) int {
 // registers a cleanup that kills it if the test did not wait for it.
 func spawnChild(t testing.TB, role string, env []string, files ...*os.File) *exec.Cmd {
 	t.Helper()
+	return spawnChildOut(t, role, nil, env, files...)
+}
+
+// spawnChildOut is spawnChild with the child's stdout captured in out.
+func spawnChildOut(t testing.TB, role string, out io.Writer, env []string, files ...*os.File) *exec.Cmd {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +57,7 @@ func spawnChild(t testing.TB, role string, env []string, files ...*os.File) *exe
 	cmd.Env = append(append(os.Environ(), childEnv+"="+role), env...)
 	cmd.ExtraFiles = files
 	cmd.Stderr = os.Stderr
+	cmd.Stdout = out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
