@@ -1,0 +1,104 @@
+package testkit
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/skulk/skulk"
+
+// imports returns, for every package directory under root, the imports of
+// its non-test Go files.
+func imports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, filepath.Dir(path))
+		pkg := module + "/" + filepath.ToSlash(rel)
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			out[pkg] = append(out[pkg], p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func isStd(p string) bool { return !strings.Contains(strings.Split(p, "/")[0], ".") }
+
+func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+
+// TestDependencyRules enforces the rules of DESIGN.md's package layout.
+func TestDependencyRules(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatal(err)
+	}
+	all := imports(t, root)
+	if _, ok := all[module+"/internal/engine/model"]; !ok {
+		t.Fatalf("the import scan found no engine packages under %s", root)
+	}
+	in := func(p string) string { return module + "/internal/" + p }
+	forbiddenPure := map[string]bool{"os": true, "net": true, "time": true, "sync": true, "log": true, "math/rand": true, "math/rand/v2": true, "log/slog": true}
+	for pkg, ims := range all {
+		for _, im := range ims {
+			// engine/** imports only engine/**, the standard library and x/sys
+			// (the chat templates also use the Jinja library DESIGN names).
+			if under(pkg, in("engine")) && !isStd(im) && !under(im, in("engine")) && !under(im, "golang.org/x/sys") &&
+				!(under(pkg, in("engine/chat")) && im == "github.com/ardanlabs/jinja") {
+				t.Errorf("%s imports %s: the engine may import only itself, the standard library and golang.org/x/sys", pkg, im)
+			}
+			for _, pure := range []string{"state", "placement", "election/decide"} {
+				if under(pkg, in(pure)) && forbiddenPure[im] {
+					t.Errorf("%s imports %s: pure packages take time, randomness and I/O as inputs", pkg, im)
+				}
+			}
+			if under(pkg, in("eventlog")) && (under(im, in("event")) || under(im, in("state"))) {
+				t.Errorf("%s imports %s: the event log stores bytes", pkg, im)
+			}
+			for _, adapter := range []string{"membership", "transport", "dataplane"} {
+				if under(pkg, in(adapter)) {
+					for _, svc := range []string{"master", "replica", "worker", "gateway", "election", "telemetry", "node", "api"} {
+						if under(im, in(svc)) {
+							t.Errorf("%s imports %s: I/O adapters import no domain service", pkg, im)
+						}
+					}
+				}
+			}
+			if under(pkg, in("api")) && pkg != in("api") && im == "net/http" {
+				t.Errorf("%s imports net/http: wire-format adapters are pure translators", pkg)
+			}
+			if (under(im, in("node")) || under(im, module+"/cmd")) && !under(pkg, module+"/cmd") {
+				t.Errorf("%s imports %s: nothing imports node or cmd", pkg, im)
+			}
+			if under(im, in("testkit")) {
+				t.Errorf("%s imports testkit outside a test", pkg)
+			}
+		}
+	}
+}
