@@ -67,6 +67,9 @@ func search(s shape, req Request, nodes []Node, minWidth, maxWidth int) (Placeme
 	for _, n := range nodes {
 		switch {
 		case slices.Contains(req.Excluded, n.ID):
+		case n.Pending && len(n.Backends) > 0 && !slices.ContainsFunc(n.Backends, func(b string) bool { return slices.Contains(s.CompatibleBackends, b) }):
+			// Its backends are already known and none can run the model,
+			// so its memory reading cannot change the answer.
 		case n.Pending:
 			pending = append(pending, n.ID)
 		default:

@@ -66,6 +66,16 @@ func TestPlanRefusals(t *testing.T) {
 			},
 		},
 		{
+			name: "pending_node_that_cannot_run_the_model_is_not_waited_for", model: llama(),
+			nodes: []Node{cpu("a", 4*GiB), {ID: "mac", Backends: []string{"mlx"}, Pending: true}}, wantStatus: 503,
+			check: func(t *testing.T, err error) {
+				if _, ok := errors.AsType[*InfoPendingError](err); ok {
+					t.Errorf("waiting on a node that cannot run the model: %v", err)
+				}
+				asRefusal[*MemoryShortfallError](t, err)
+			},
+		},
+		{
 			name: "only_pending_nodes", model: llama(),
 			nodes: []Node{{ID: "a", Pending: true}}, wantStatus: 503,
 			check: func(t *testing.T, err error) {
