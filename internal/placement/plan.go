@@ -64,9 +64,11 @@ func check(m Model, nodes []Node, req Request) (shape, Request, []Node, error) {
 func search(s shape, req Request, nodes []Node, minWidth, maxWidth int) (Placement, error) {
 	var candidates []Node
 	var pending []string
+	excluded := 0
 	for _, n := range nodes {
 		switch {
 		case slices.Contains(req.Excluded, n.ID):
+			excluded++
 		case n.Pending && len(n.Backends) > 0 && !slices.ContainsFunc(n.Backends, func(b string) bool { return slices.Contains(s.CompatibleBackends, b) }):
 			// Its backends are already known and none can run the model,
 			// so its memory reading cannot change the answer.
@@ -79,7 +81,7 @@ func search(s shape, req Request, nodes []Node, minWidth, maxWidth int) (Placeme
 	switch {
 	case len(nodes) == 0:
 		return Placement{}, &TopologyGapError{Model: s.ID, MinNodes: minWidth}
-	case len(candidates) == 0 && len(pending) == 0:
+	case excluded == len(nodes):
 		return Placement{}, &AllCandidatesExcludedError{Model: s.ID, Excluded: slices.Clone(req.Excluded)}
 	}
 	p, err := widths(s, req, candidates, minWidth, maxWidth)

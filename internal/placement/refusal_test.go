@@ -76,6 +76,11 @@ func TestPlanRefusals(t *testing.T) {
 			},
 		},
 		{
+			name: "only_a_pending_node_that_cannot_run_the_model", model: llama(),
+			nodes: []Node{{ID: "mac", Backends: []string{"mlx"}, Pending: true}}, wantStatus: 503,
+			check: func(t *testing.T, err error) { asRefusal[*NoCompatibleBackendError](t, err) },
+		},
+		{
 			name: "only_pending_nodes", model: llama(),
 			nodes: []Node{{ID: "a", Pending: true}}, wantStatus: 503,
 			check: func(t *testing.T, err error) {
