@@ -54,6 +54,9 @@ func helpers(now time.Time) map[string]jinja.Value {
 			return jinja.NewString(strftime(args[0].AsString(), now)), nil
 		},
 	}
+	for name, fn := range boundedHelpers() {
+		fns[name] = fn
+	}
 	out := make(map[string]jinja.Value, len(fns))
 	for name, fn := range fns {
 		out[name] = jinja.NewCallable(name, fn)

@@ -22,6 +22,9 @@ const (
 	fnIn     = "skulk_in"
 	fnIter   = "skulk_iter"
 	fnStr    = "skulk_str"
+	fnSlice  = "skulk_slice"
+	fnMul    = "skulk_mul"
+	fnCall   = "skulk_call"
 	fnPrefix = "skulk_"
 )
 
@@ -43,13 +46,19 @@ func rewrite(src string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	macros := map[string]bool{}
+	for _, p := range pieces {
+		if toks, err := tokenize(p.text); p.kind == '%' && err == nil && len(toks) > 1 && toks[0].text == "macro" {
+			macros[toks[1].text] = true
+		}
+	}
 	var sb strings.Builder
 	for _, p := range pieces {
 		if p.kind == 0 || p.kind == '#' {
 			sb.WriteString(p.open + p.text + p.close)
 			continue
 		}
-		inner, err := rewriteTag(p)
+		inner, err := rewriteTag(p, macros)
 		if err != nil {
 			return "", fmt.Errorf("line %d: %w", p.line, err)
 		}
@@ -59,13 +68,13 @@ func rewrite(src string) (string, error) {
 	return sb.String(), nil
 }
 
-func rewriteTag(p piece) (string, error) {
+func rewriteTag(p piece, macros map[string]bool) (string, error) {
 	toks, err := tokenize(p.text)
 	if err != nil {
 		return "", err
 	}
 	if p.kind == '{' {
-		ps := &parser{toks: toks}
+		ps := &parser{toks: toks, macros: macros}
 		e, err := ps.expression(true)
 		if err != nil {
 			return "", err
@@ -75,16 +84,16 @@ func rewriteTag(p piece) (string, error) {
 		}
 		return fnStr + "(" + e + ")", nil
 	}
-	return rewriteStatement(toks)
+	return rewriteStatement(toks, macros)
 }
 
 // rewriteStatement rewrites the expressions inside a {% %} tag and leaves
 // the statement's own syntax as it was.
-func rewriteStatement(toks []token) (string, error) {
+func rewriteStatement(toks []token, macros map[string]bool) (string, error) {
 	if len(toks) == 0 {
 		return "", fmt.Errorf("empty statement")
 	}
-	ps := &parser{toks: toks, pos: 1}
+	ps := &parser{toks: toks, pos: 1, macros: macros}
 	kw := toks[0].text
 	switch kw {
 	case "if", "elif":
@@ -138,8 +147,9 @@ func joinTokens(toks []token) string {
 // parser is a recursive-descent parser over jinja2's expression grammar
 // (jinja2/parser.py) that returns the rewritten source of what it parsed.
 type parser struct {
-	toks []token
-	pos  int
+	toks   []token
+	pos    int
+	macros map[string]bool // names the template defines as macros
 }
 
 func (p *parser) peek() token {
@@ -332,7 +342,11 @@ func (p *parser) math2() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		e = "(" + e + " " + op + " " + r + ")"
+		if op == "*" {
+			e = pipe(fnMul, e, r)
+		} else {
+			e = "(" + e + " " + op + " " + r + ")"
+		}
 	}
 	return e, nil
 }
@@ -503,16 +517,39 @@ func (p *parser) postfix(e string) (string, error) {
 			e += "." + t.text
 		case p.isOp("["):
 			p.pos++
-			sub, err := p.subscript()
+			parts, err := p.subscript()
 			if err != nil {
 				return "", err
 			}
-			e += "[" + sub + "]"
+			if len(parts) == 1 {
+				e += "[" + parts[0] + "]"
+				continue
+			}
+			// The engine's slicing loops over the bounds as written, which
+			// a hostile template can make endless; the helper does not.
+			for len(parts) < 3 {
+				parts = append(parts, "")
+			}
+			for i, part := range parts {
+				if part == "" {
+					parts[i] = "none"
+				}
+			}
+			e = "((" + e + ")|" + fnSlice + "(" + strings.Join(parts, ", ") + "))"
 		case p.isOp("("):
 			p.pos++
 			args, err := p.callArgs()
 			if err != nil {
 				return "", err
+			}
+			if p.macros[e] {
+				// Counted, so that endless recursion is an error, not a
+				// stack overflow.
+				if args != "" {
+					args = ", " + args
+				}
+				e = fnCall + "(" + e + args + ")"
+				continue
 			}
 			e += "(" + args + ")"
 		default:
@@ -521,29 +558,34 @@ func (p *parser) postfix(e string) (string, error) {
 	}
 }
 
-// subscript parses the inside of [...]: an index or a slice.
-func (p *parser) subscript() (string, error) {
+// subscript parses the inside of [...]: an index (one part) or a slice
+// (two or three parts, "" where left out).
+func (p *parser) subscript() ([]string, error) {
 	var parts []string
 	cur := ""
 	for {
 		switch {
 		case p.isOp("]"):
 			p.pos++
-			return strings.Join(append(parts, cur), ":"), nil
+			parts = append(parts, cur)
+			if len(parts) == 1 && cur == "" {
+				return nil, p.unexpected("empty subscript")
+			}
+			return parts, nil
 		case p.isOp(":"):
 			p.pos++
 			parts = append(parts, cur)
 			cur = ""
 			if len(parts) > 2 {
-				return "", p.unexpected("too many ':' in slice")
+				return nil, p.unexpected("too many ':' in slice")
 			}
 		default:
 			if cur != "" {
-				return "", p.unexpected("expected ] or :")
+				return nil, p.unexpected("expected ] or :")
 			}
 			e, err := p.expression(true)
 			if err != nil {
-				return "", err
+				return nil, err
 			}
 			cur = e
 		}
