@@ -1,0 +1,82 @@
+package output
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Dialect is how a model family writes tool calls in its output.
+type Dialect uint8
+
+const (
+	// NoDialect parses no calls; marker text is still scrubbed.
+	NoDialect Dialect = iota
+	// Hermes is <tool_call>{"name":..., "arguments":{...}}</tool_call>
+	// (Hermes, Qwen2.5, Qwen3). A Qwen3-Coder XML body is accepted too.
+	Hermes
+	// QwenXML is Qwen3-Coder's <tool_call><function=NAME><parameter=P>
+	// value</parameter></function></tool_call>. A Hermes JSON body is
+	// accepted too, since both families share the markers.
+	QwenXML
+	// Llama3 is a bare {"name":..., "parameters":{...}} object at the start
+	// of the answer, or anywhere after <|python_tag|>.
+	Llama3
+	// Mistral is [TOOL_CALLS][{"name":..., "arguments":{...}}, ...] or the
+	// newer [TOOL_CALLS]NAME[ARGS]{...} (with an optional [CALL_ID]id).
+	Mistral
+)
+
+var dialectNames = [...]string{
+	NoDialect: "none",
+	Hermes:    "hermes",
+	QwenXML:   "qwen3_coder",
+	Llama3:    "llama3",
+	Mistral:   "mistral",
+}
+
+func (d Dialect) String() string {
+	if int(d) < len(dialectNames) {
+		return dialectNames[d]
+	}
+	return fmt.Sprintf("Dialect(%d)", uint8(d))
+}
+
+// ErrUnknownDialect is returned (wrapped) by ParseDialect.
+var ErrUnknownDialect = errors.New("output: unknown tool-call dialect")
+
+// ParseDialect maps a dialect name (as String returns it) to its Dialect.
+func ParseDialect(name string) (Dialect, error) {
+	for d, n := range dialectNames {
+		if n == name {
+			return Dialect(d), nil
+		}
+	}
+	return 0, fmt.Errorf("%w %q; use one of none, hermes, qwen3_coder, llama3, mistral", ErrUnknownDialect, name)
+}
+
+// The control markers of every dialect. They are removed from content
+// wherever they appear, so markup never reaches a client.
+const (
+	tagToolCall      = "<tool_call>"
+	tagToolCallClose = "</tool_call>"
+	tagPythonTag     = "<|python_tag|>"
+	tagEOM           = "<|eom_id|>"
+	tagToolCalls     = "[TOOL_CALLS]"
+	tagArgs          = "[ARGS]"
+	tagCallID        = "[CALL_ID]"
+)
+
+var markerVocabulary = []string{tagToolCall, tagToolCallClose, tagPythonTag, tagEOM, tagToolCalls, tagArgs, tagCallID}
+
+// opener returns the marker that opens a call block in d, if any.
+func (d Dialect) opener() string {
+	switch d {
+	case Hermes, QwenXML:
+		return tagToolCall
+	case Llama3:
+		return tagPythonTag
+	case Mistral:
+		return tagToolCalls
+	}
+	return ""
+}

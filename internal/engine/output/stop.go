@@ -1,0 +1,86 @@
+package output
+
+import "strings"
+
+// StopMatcher cuts streamed text at the first occurrence of any of its stop
+// strings. The stop string itself is never emitted.
+type StopMatcher struct {
+	stops   []string
+	maxLen  int
+	pending string // text that could still be the start of a stop string
+	stopped bool
+}
+
+// NewStopMatcher returns a matcher for stops; empty strings are ignored, so
+// a matcher with no non-empty stops passes everything through.
+func NewStopMatcher(stops []string) *StopMatcher {
+	m := &StopMatcher{}
+	for _, s := range stops {
+		if s != "" {
+			m.stops = append(m.stops, s)
+			m.maxLen = max(m.maxLen, len(s))
+		}
+	}
+	return m
+}
+
+// Push takes the next piece of text and returns what can be emitted now.
+// stopped is true once a stop string has been seen; after that Push returns
+// ("", true) and the rest of the generation should be abandoned.
+func (m *StopMatcher) Push(text string) (emit string, stopped bool) {
+	if m.stopped {
+		return "", true
+	}
+	buf := m.pending + text
+	hit := -1
+	for _, s := range m.stops {
+		if i := strings.Index(buf, s); i >= 0 && (hit < 0 || i < hit) {
+			hit = i
+		}
+	}
+	// A stop that might begin earlier than the hit, but runs past the end
+	// of what we have, must be waited for: it could be the first match.
+	if j := m.partialStart(buf, hit); j >= 0 {
+		m.pending = buf[j:]
+		return buf[:j], false
+	}
+	m.pending = ""
+	if hit >= 0 {
+		m.stopped = true
+		return buf[:hit], true
+	}
+	return buf, false
+}
+
+// partialStart returns the earliest position j (before limit, when limit
+// >= 0) at which buf[j:] is a proper prefix of some stop string, or -1.
+func (m *StopMatcher) partialStart(buf string, limit int) int {
+	from := max(0, len(buf)-m.maxLen+1)
+	to := len(buf)
+	if limit >= 0 {
+		to = min(to, limit)
+	}
+	for j := from; j < to; j++ {
+		tail := buf[j:]
+		for _, s := range m.stops {
+			if len(tail) < len(s) && strings.HasPrefix(s, tail) {
+				return j
+			}
+		}
+	}
+	return -1
+}
+
+// Flush returns the text still held back at the end of the generation; it
+// was not a stop string after all.
+func (m *StopMatcher) Flush() string {
+	if m.stopped {
+		return ""
+	}
+	out := m.pending
+	m.pending = ""
+	return out
+}
+
+// Stopped reports whether a stop string has been matched.
+func (m *StopMatcher) Stopped() bool { return m.stopped }
