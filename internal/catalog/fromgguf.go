@@ -1,0 +1,59 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/engine/model"
+)
+
+// CardFromGGUF fills a card's shape and sizes from a GGUF header, so a
+// placement can be sized before (or without) reading the weights.
+func CardFromGGUF(id string, f *gguf.File) (Card, error) {
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		return Card{}, err
+	}
+	c := Card{
+		ID: id, Arch: cfg.Arch, Layers: cfg.NLayer, HiddenSize: cfg.NEmbd, Heads: cfg.NHead,
+		KVHeads: cfg.NHeadKV, HeadDim: cfg.HeadDim, VocabSize: cfg.NVocab, ContextLength: cfg.ContextLength,
+		LayerBytes: make([]int64, cfg.NLayer), Tasks: []string{"text-generation"},
+		CompatibleBackends: []string{"native-cpu"},
+	}
+	if name, ok := f.String("general.name"); ok {
+		c.Name = name
+	}
+	_, hasOutput := f.Tensor("output.weight")
+	c.TiedEmbeddings = !hasOutput
+	for _, t := range f.Tensors {
+		c.StorageBytes += t.Size
+		switch {
+		case t.Name == "token_embd.weight":
+			c.EmbeddingBytes += t.Size
+		case t.Name == "output.weight" || t.Name == "output_norm.weight":
+			c.HeadBytes += t.Size
+		case strings.HasPrefix(t.Name, "blk."):
+			var b int
+			if _, err := fmt.Sscanf(t.Name, "blk.%d.", &b); err == nil && b >= 0 && b < cfg.NLayer {
+				c.LayerBytes[b] += t.Size
+			}
+		}
+	}
+	if tmpl, ok := f.String("tokenizer.chat_template"); ok && tmpl != "" {
+		c.Capabilities = append(c.Capabilities, capabilitiesFromTemplate(tmpl)...)
+	}
+	return c, c.Validate()
+}
+
+// capabilitiesFromTemplate infers what a chat template supports.
+func capabilitiesFromTemplate(t string) []Capability {
+	var caps []Capability
+	if strings.Contains(t, "tools") {
+		caps = append(caps, CapTools)
+	}
+	if strings.Contains(t, "<think>") || strings.Contains(t, "reasoning_content") {
+		caps = append(caps, CapReasoning)
+	}
+	return caps
+}
