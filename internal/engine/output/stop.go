@@ -32,12 +32,7 @@ func (m *StopMatcher) Push(text string) (emit string, stopped bool) {
 		return "", true
 	}
 	buf := m.pending + text
-	hit := -1
-	for _, s := range m.stops {
-		if i := strings.Index(buf, s); i >= 0 && (hit < 0 || i < hit) {
-			hit = i
-		}
-	}
+	hit := m.firstHit(buf)
 	// A stop that might begin earlier than the hit, but runs past the end
 	// of what we have, must be waited for: it could be the first match.
 	if j := m.partialStart(buf, hit); j >= 0 {
@@ -71,15 +66,31 @@ func (m *StopMatcher) partialStart(buf string, limit int) int {
 	return -1
 }
 
-// Flush returns the text still held back at the end of the generation; it
-// was not a stop string after all.
+// Flush returns the text still held back at the end of the generation.
+// A stop string inside it that was waiting on a longer, earlier candidate
+// still cuts it (check Stopped afterwards).
 func (m *StopMatcher) Flush() string {
 	if m.stopped {
 		return ""
 	}
 	out := m.pending
 	m.pending = ""
+	if hit := m.firstHit(out); hit >= 0 {
+		m.stopped = true
+		return out[:hit]
+	}
 	return out
+}
+
+// firstHit returns the earliest position of a full stop string in buf, or -1.
+func (m *StopMatcher) firstHit(buf string) int {
+	hit := -1
+	for _, s := range m.stops {
+		if i := strings.Index(buf, s); i >= 0 && (hit < 0 || i < hit) {
+			hit = i
+		}
+	}
+	return hit
 }
 
 // Stopped reports whether a stop string has been matched.
