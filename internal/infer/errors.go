@@ -1,0 +1,72 @@
+package infer
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Class is a kind of failure that every wire format maps to its own status
+// code and error shape.
+type Class string
+
+// Error classes.
+const (
+	ClassInvalid     Class = "invalid_request" // the request can never succeed as sent (400)
+	ClassAuth        Class = "authentication"  // missing or wrong API key (401)
+	ClassNotFound    Class = "not_found"       // unknown model, instance, route (404)
+	ClassTooLarge    Class = "too_large"       // body or prompt over a limit (413)
+	ClassConflict    Class = "conflict"        // the resource is in use (409)
+	ClassUnavailable Class = "unavailable"     // may succeed later: no capacity, loading (503)
+	ClassCancelled   Class = "cancelled"       // the client or an operator cancelled (499)
+	ClassInternal    Class = "internal"        // a bug or a runner crash (500)
+)
+
+// Error is a classified error with a message meant for the client.
+type Error struct {
+	Class   Class  `json:"class"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"` // the offending request field, when known
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Errorf returns an *Error of class c.
+func Errorf(c Class, format string, args ...any) *Error {
+	return &Error{Class: c, Message: fmt.Sprintf(format, args...)}
+}
+
+// ParamErrorf returns an invalid-request *Error naming the offending field.
+func ParamErrorf(param, format string, args ...any) *Error {
+	return &Error{Class: ClassInvalid, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// ClassOf returns the class of err: the class of an *Error in its chain, or
+// ClassInternal.
+func ClassOf(err error) Class {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Class
+	}
+	return ClassInternal
+}
+
+// HTTPStatus is the status code a class maps to.
+func (c Class) HTTPStatus() int {
+	switch c {
+	case ClassInvalid:
+		return 400
+	case ClassAuth:
+		return 401
+	case ClassNotFound:
+		return 404
+	case ClassConflict:
+		return 409
+	case ClassTooLarge:
+		return 413
+	case ClassCancelled:
+		return 499
+	case ClassUnavailable:
+		return 503
+	}
+	return 500
+}

@@ -1,0 +1,147 @@
+// Package infer is the vocabulary every part of a request's path shares: the
+// normalized request that each wire format (OpenAI, Anthropic, Ollama)
+// translates into, the chunks a runner streams back, and the error classes
+// that each format maps to its own status codes and shapes. It depends on the
+// standard library only.
+package infer
+
+import "encoding/json"
+
+// Role of a chat message.
+type Role string
+
+// Roles.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role             Role       `json:"role"`
+	Content          string     `json:"content"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string     `json:"tool_call_id,omitempty"` // for RoleTool
+	Name             string     `json:"name,omitempty"`
+}
+
+// ToolCall is a call the model made.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // a JSON object as text
+}
+
+// Tool is a function the client offers the model.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"` // JSON Schema
+}
+
+// ToolChoice says whether and which tool the model must call.
+type ToolChoice struct {
+	Mode string `json:"mode,omitempty"` // "", "auto", "none", "required", "function"
+	Name string `json:"name,omitempty"` // with Mode "function"
+}
+
+// Sampling holds the sampling and stopping settings of a request. Pointers
+// distinguish "not given" (use the default) from zero.
+type Sampling struct {
+	MaxTokens        int      `json:"max_tokens,omitempty"` // 0 = DefaultMaxTokens
+	Temperature      *float64 `json:"temperature,omitempty"`
+	TopP             *float64 `json:"top_p,omitempty"`
+	TopK             int      `json:"top_k,omitempty"`
+	MinP             float64  `json:"min_p,omitempty"`
+	RepeatPenalty    float64  `json:"repeat_penalty,omitempty"`
+	PresencePenalty  float64  `json:"presence_penalty,omitempty"`
+	FrequencyPenalty float64  `json:"frequency_penalty,omitempty"`
+	Seed             *uint64  `json:"seed,omitempty"`
+	Stop             []string `json:"stop,omitempty"`
+	Logprobs         bool     `json:"logprobs,omitempty"`
+	TopLogprobs      int      `json:"top_logprobs,omitempty"`
+}
+
+// DefaultMaxTokens caps generation when a request names no limit.
+const DefaultMaxTokens = 4096
+
+// MaxStopSequences and MaxTopLogprobs bound what a request may ask for.
+const (
+	MaxStopSequences = 16
+	MaxTopLogprobs   = 20
+)
+
+// Request is one normalized generation request.
+type Request struct {
+	Model string `json:"model"`
+	// Chat requests carry Messages, rendered through the model's template;
+	// raw completions carry Prompt, tokenized as is.
+	Messages []Message `json:"messages,omitempty"`
+	Prompt   string    `json:"prompt,omitempty"`
+	Chat     bool      `json:"chat"`
+
+	Tools      []Tool     `json:"tools,omitempty"`
+	ToolChoice ToolChoice `json:"tool_choice,omitempty"`
+	Sampling   Sampling   `json:"sampling"`
+	// JSONSchema constrains the output to JSON (an empty object schema means
+	// any JSON object).
+	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
+	// TemplateKwargs reach the chat template (e.g. enable_thinking).
+	TemplateKwargs map[string]any `json:"template_kwargs,omitempty"`
+}
+
+// ChunkKind says what a Chunk carries.
+type ChunkKind string
+
+// Chunk kinds.
+const (
+	ChunkDelta    ChunkKind = "delta"     // Content and/or Reasoning text
+	ChunkToolCall ChunkKind = "tool_call" // a complete tool call
+	ChunkDone     ChunkKind = "done"      // the last chunk: FinishReason and Usage
+	ChunkError    ChunkKind = "error"     // the last chunk of a failed task
+)
+
+// Finish reasons.
+const (
+	FinishStop      = "stop"
+	FinishLength    = "length"
+	FinishToolCalls = "tool_calls"
+	FinishCancelled = "cancelled"
+)
+
+// TokenLogprob is the log-probability of one generated token and its best
+// alternatives.
+type TokenLogprob struct {
+	Token   string       `json:"token"`
+	Bytes   []byte       `json:"bytes,omitempty"`
+	Logprob float32      `json:"logprob"`
+	Top     []TopLogprob `json:"top,omitempty"`
+}
+
+// TopLogprob is one alternative at a position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Bytes   []byte  `json:"bytes,omitempty"`
+	Logprob float32 `json:"logprob"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+// Chunk is one piece of a streamed answer.
+type Chunk struct {
+	Kind         ChunkKind      `json:"kind"`
+	Content      string         `json:"content,omitempty"`
+	Reasoning    string         `json:"reasoning,omitempty"`
+	ToolCall     *ToolCall      `json:"tool_call,omitempty"`
+	Logprobs     []TokenLogprob `json:"logprobs,omitempty"`
+	FinishReason string         `json:"finish_reason,omitempty"`
+	Usage        *Usage         `json:"usage,omitempty"`
+	Error        *Error         `json:"error,omitempty"`
+}
