@@ -230,25 +230,25 @@ func TestTerminalRunnerCannotResume(t *testing.T) {
 
 func TestFailureHistoryBounded(t *testing.T) {
 	s := replay(t, State{}, event.MasterElected{Node: "a", Term: 1}, event.NodeJoined{Node: "a"})
-	ids := make([]ids.InstanceID, MaxFailures+6)
-	for i := range ids {
-		ids[i] = ids2(i)
-		single := event.InstanceCreated{Instance: ids[i], Model: "m", Backend: "native-cpu",
+	insts := make([]ids.InstanceID, MaxFailures+6)
+	for i := range insts {
+		insts[i] = instName(i)
+		single := event.InstanceCreated{Instance: insts[i], Model: "m", Backend: "native-cpu",
 			Placement: []event.Shard{{Node: "a", LayerStart: 0, LayerEnd: 1, HoldsEmbedding: true, HoldsHead: true}},
 			Layers:    1, ContextTokens: 1}
-		s = replay(t, s, single, event.InstanceFailed{Instance: ids[i], Category: event.FailureWedged})
+		s = replay(t, s, single, event.InstanceFailed{Instance: insts[i], Category: event.FailureWedged})
 	}
 	// A repeated report for an old instance replaces its record and
 	// becomes the newest.
-	s = replay(t, s, event.InstanceFailed{Instance: ids[len(ids)-3], Category: event.FailureCrashLoop})
+	s = replay(t, s, event.InstanceFailed{Instance: insts[len(insts)-3], Category: event.FailureCrashLoop})
 	if len(s.Failures) != MaxFailures {
 		t.Fatalf("%d records, want %d", len(s.Failures), MaxFailures)
 	}
-	if s.Failures[0].Instance != ids[6] {
-		t.Fatalf("oldest kept %s, want %s", s.Failures[0].Instance, ids[6])
+	if s.Failures[0].Instance != insts[6] {
+		t.Fatalf("oldest kept %s, want %s", s.Failures[0].Instance, insts[6])
 	}
 	last := s.Failures[MaxFailures-1]
-	if last.Instance != ids[len(ids)-3] || last.Category != event.FailureCrashLoop {
+	if last.Instance != insts[len(insts)-3] || last.Category != event.FailureCrashLoop {
 		t.Fatalf("newest %+v", last)
 	}
 	if err := Check(s); err != nil {
@@ -256,7 +256,7 @@ func TestFailureHistoryBounded(t *testing.T) {
 	}
 }
 
-func ids2(i int) ids.InstanceID {
+func instName(i int) ids.InstanceID {
 	return ids.InstanceID("inst-" + string(rune('a'+i/26)) + string(rune('a'+i%26)))
 }
 
