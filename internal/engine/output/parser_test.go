@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -254,4 +255,50 @@ func jsonEqual(t *testing.T, a, b string) bool {
 		t.Fatal(err)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// TestParserStreamsPromptly checks that text is held back only while it
+// could still be markup.
+func TestParserStreamsPromptly(t *testing.T) {
+	steps := []struct {
+		cfg    Config
+		chunks []string
+		want   []string // coalesced content/reasoning text returned by each Push
+	}{
+		{Config{Dialect: Hermes, OfferedTools: weatherTools}, []string{"Hello <tool", "box> ok"}, []string{"Hello ", "<toolbox> ok"}},
+		{Config{}, []string{"a [TOOL_", "CALLS]b"}, []string{"a ", "b"}},
+		{Config{ReasoningEnabled: true}, []string{"<thi", "nk>step one ", "</thi", "nk>Answer"}, []string{"", "step one", "", "Answer"}},
+		{Config{Dialect: Llama3, OfferedTools: weatherTools}, []string{"  ", "Hi"}, []string{"", "  Hi"}},
+	}
+	for _, s := range steps {
+		p := mustParser(t, s.cfg)
+		for i, c := range s.chunks {
+			var text string
+			for _, e := range p.Push(c) {
+				text += e.Text
+			}
+			if text != s.want[i] {
+				t.Fatalf("%+v: Push(%q) gave %q, want %q", s.cfg, c, text, s.want[i])
+			}
+		}
+	}
+}
+
+// BenchmarkParser streams a reasoning block, prose and two Hermes calls in
+// four-byte chunks (about one token each).
+func BenchmarkParser(b *testing.B) {
+	text := "<think>\n" + strings.Repeat("Let me think about the weather. ", 20) + "\n</think>\n\n" +
+		strings.Repeat("Here is some prose about Oslo and Rome. ", 20) +
+		"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"location\": \"Oslo, Norway\"}}\n</tool_call>\n" +
+		"<tool_call>\n{\"name\": \"search_web\", \"arguments\": {\"query\": \"Rome marathon news\", \"max_results\": 3}}\n</tool_call>"
+	cfg := Config{Dialect: Hermes, OfferedTools: weatherTools, ReasoningEnabled: true}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p, _ := NewParser(cfg)
+		for i := 0; i < len(text); i += 4 {
+			p.Push(text[i:min(i+4, len(text))])
+		}
+		p.Close()
+	}
 }
