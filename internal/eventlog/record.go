@@ -66,13 +66,16 @@ type decoder struct {
 	off   int64  // offset of the next record in the (decompressed) file
 	limit int64  // file size when known, else -1: a length past it is a tear
 	buf   []byte
+	// prefix is here, not on the stack, because io.ReadFull would make a
+	// local escape: one allocation per record.
+	prefix [recordPrefix]byte
 }
 
 // next returns the next record, io.EOF at a clean end, or a
 // *CorruptionError (Torn for data that ends early).
 func (d *decoder) next() (uint64, []byte, error) {
-	var prefix [recordPrefix]byte
-	n, err := io.ReadFull(d.r, prefix[:])
+	prefix := d.prefix[:]
+	n, err := io.ReadFull(d.r, prefix)
 	switch {
 	case err == io.EOF:
 		return 0, nil, io.EOF
@@ -95,7 +98,7 @@ func (d *decoder) next() (uint64, []byte, error) {
 		d.buf = make([]byte, recordPrefix+need)
 	}
 	d.buf = d.buf[:recordPrefix+need]
-	copy(d.buf, prefix[:])
+	copy(d.buf, prefix)
 	if n, err := io.ReadFull(d.r, d.buf[recordPrefix:]); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return 0, nil, d.torn(fmt.Sprintf("record of %d bytes cut after %d", length, recordPrefix+n))
