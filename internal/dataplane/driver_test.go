@@ -26,11 +26,17 @@ type edgeEnds struct {
 	readerRing *Consumer // runner on b
 }
 
-func newEdgeEnds(t *testing.T, edge EdgeID, capacity uint64) *edgeEnds {
+func newEdgeEnds(t *testing.T, edge EdgeID, capacity uint64, a, b *testNode) *edgeEnds {
 	t.Helper()
 	e := &edgeEnds{edge: edge, egress: newRingFixture(t, capacity), ingress: newRingFixture(t, capacity)}
 	e.writerRing, e.pumpOut = openPair(t, e.egress)
 	e.pumpIn, e.readerRing = openPair(t, e.ingress)
+	// Registered after the rings, so it runs first: pumps stop before the
+	// doorbells and arenas they use are closed.
+	t.Cleanup(func() {
+		_, _ = a.driver.StopEdge(context.Background(), edge)
+		_, _ = b.driver.StopEdge(context.Background(), edge)
+	})
 	return e
 }
 
@@ -102,7 +108,7 @@ func TestEdgePairingEitherOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes := newTestNodes(t, 2, 1<<20)
 			a, b := nodes[0], nodes[1]
-			e := newEdgeEnds(t, 42, tt.ringCapacity)
+			e := newEdgeEnds(t, 42, tt.ringCapacity, a, b)
 			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 			defer cancel()
 			if !tt.streamFirst {
@@ -131,7 +137,7 @@ func TestEdgesShareOnePeerConnection(t *testing.T) {
 	spec := ObjectSpec{MaxExtent: 1 << 16, Sequence: SequenceContiguous}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	edges := []*edgeEnds{newEdgeEnds(t, 1, 16<<10), newEdgeEnds(t, 2, 16<<10), newEdgeEnds(t, 3, 16<<10)}
+	edges := []*edgeEnds{newEdgeEnds(t, 1, 16<<10, a, b), newEdgeEnds(t, 2, 16<<10, a, b), newEdgeEnds(t, 3, 16<<10, a, b)}
 	var errs []<-chan error
 	for _, e := range edges {
 		e.establishRecv(t, b)
@@ -157,7 +163,7 @@ func TestEdgesShareOnePeerConnection(t *testing.T) {
 func TestEdgeEOFMidObject(t *testing.T) {
 	nodes := newTestNodes(t, 2, 1<<20)
 	a, b := nodes[0], nodes[1]
-	e := newEdgeEnds(t, 5, 8<<10)
+	e := newEdgeEnds(t, 5, 8<<10, a, b)
 	e.establishRecv(t, b)
 	e.establishSend(t, a, b)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -213,7 +219,7 @@ func TestEdgeBackpressure(t *testing.T) {
 	)
 	nodes := newTestNodes(t, 2, window)
 	a, b := nodes[0], nodes[1]
-	e := newEdgeEnds(t, 9, ringCap)
+	e := newEdgeEnds(t, 9, ringCap, a, b)
 	e.establishRecv(t, b)
 	e.establishSend(t, a, b)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)

@@ -98,13 +98,17 @@ func TestTeardownReleasesEveryLease(t *testing.T) {
 		if err := b.driver.EstablishRecv(ctx, RecvSpec{Edge: eid, Ring: pumpIn}); err != nil {
 			t.Fatal(err)
 		}
-		e := newEdgeEnds(t, eid, 16<<10)
+		e := newEdgeEnds(t, eid, 16<<10, a, b)
 		e.establishSend(t, a, b)
+		wctx, wcancel := context.WithCancel(ctx)
+		wdone := make(chan struct{})
 		go func() { // keeps sending until teardown cuts the edge
+			defer close(wdone)
 			w := NewObjectWriter(e.writerRing, eid, spec, Identity{}, nil)
-			for s := uint64(0); w.Write(ctx, ObjectID(s+1), s, 0, make([]byte, 4000)) == nil; s++ {
+			for s := uint64(0); w.Write(wctx, ObjectID(s+1), s, 0, make([]byte, 4000)) == nil; s++ {
 			}
 		}()
+		t.Cleanup(func() { wcancel(); <-wdone })
 		select {
 		case <-loaded:
 		case <-ctx.Done():
