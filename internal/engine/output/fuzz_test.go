@@ -57,7 +57,7 @@ func FuzzStopMatcher(f *testing.F) {
 	f.Fuzz(func(t *testing.T, text, stop1, stop2 string) {
 		stops := []string{stop1, stop2}
 		chunks := make([]string, len(text))
-		for i := range text {
+		for i := range len(text) {
 			chunks[i] = text[i : i+1]
 		}
 		got, stopped := runStop(stops, chunks)
