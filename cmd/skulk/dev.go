@@ -9,7 +9,8 @@ import (
 // devCommands are the developer tools under "skulk dev"; each in its own file.
 func devCommands() map[string]command {
 	return map[string]command{
-		"logits": {"print the full logits at every position of a token batch", runDevLogits},
+		"logits":      {"print the full logits at every position of a token batch", runDevLogits},
+		"chat-render": {"render one chat-template case (expected.json format)", runDevChatRender},
 	}
 }
 

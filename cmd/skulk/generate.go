@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"time"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/skulk/skulk/internal/engine/chat"
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/sample"
@@ -23,6 +26,8 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 	seed := fs.Uint64("seed", 0, "random seed for sampling")
 	threads := fs.Int("threads", 0, "worker threads (0 = physical cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object with tokens, text and speeds")
+	asChat := fs.Bool("chat", false, "render the prompt as a user message through the model's chat template")
+	system := fs.String("system", "", "system message (with --chat)")
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
@@ -37,7 +42,18 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 		return err
 	}
 	defer m.Close()
-	ids := m.Tok.Encode(*prompt, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	text := *prompt
+	addSpecial := true
+	if *asChat {
+		if text, err = chatPrompt(m, *system, *prompt); err != nil {
+			return err
+		}
+		// The template writes BOS itself where the model wants it.
+		addSpecial = false
+	} else if *system != "" {
+		return &exitError{code: 2, err: fmt.Errorf("--system needs --chat")}
+	}
+	ids := m.Tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: addSpecial, ParseSpecial: true})
 	params := engine.GenerateParams{
 		MaxTokens: *maxTokens,
 		Sample: sample.Params{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP),
@@ -45,12 +61,12 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 	}
 	out := bufio.NewWriter(s.out)
 	var gen []int32
-	var text []byte
+	var generated []byte
 	st, err := m.Generate(ctx, ids, params, func(t engine.Token) error {
 		if t.ID >= 0 {
 			gen = append(gen, t.ID)
 		}
-		text = append(text, t.Text...)
+		generated = append(generated, t.Text...)
 		if !*asJSON {
 			out.WriteString(t.Text)
 			return out.Flush()
@@ -74,5 +90,20 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 		FinishReason string  `json:"finish_reason"`
 		Prefill      float64 `json:"prefill_tokens_per_s"`
 		Decode       float64 `json:"decode_tokens_per_s"`
-	}{ids, gen, string(text), st.FinishReason, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
+	}{ids, gen, string(generated), st.FinishReason, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
+}
+
+// chatPrompt renders one user turn (and an optional system turn) through the
+// model's chat template.
+func chatPrompt(m *engine.Model, system, user string) (string, error) {
+	t, err := m.ChatTemplate("")
+	if err != nil {
+		return "", err
+	}
+	var msgs []chat.Message
+	if system != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: system})
+	}
+	msgs = append(msgs, chat.Message{Role: "user", Content: user})
+	return m.RenderChat(t, chat.Objects(msgs), nil, nil, time.Now())
 }
