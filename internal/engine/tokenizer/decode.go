@@ -45,7 +45,7 @@ func byteTokenValue(s string) byte {
 		case c >= '0' && c <= '9':
 			v = v*16 + c - '0'
 		case c|0x20 >= 'a' && c|0x20 <= 'f':
-			v = v*16 + (c|0x20 - 'a' + 10)
+			v = v*16 + (c | 0x20 - 'a' + 10)
 		default:
 			return v
 		}
