@@ -1,0 +1,200 @@
+package master
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/state"
+)
+
+// inputs are the facts outside the State a decision may use; they arrive as
+// values so decide stays a pure function.
+type inputs struct {
+	master ids.NodeID
+	nowMs  int64
+	card   func(ids.ModelID) (catalog.Card, bool)
+	nodes  []placement.Node // current resources of the live nodes
+}
+
+// decide turns a command into the events that carry it out, against s.
+// It does not apply them; the loop trial-applies before indexing.
+func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) {
+	switch c := cmd.(type) {
+	case event.PlaceInstance:
+		return decidePlace(s, c, in)
+	case event.CreateInstance:
+		if _, ok := in.card(c.Model); !ok {
+			return nil, unknownModel(c.Model)
+		}
+		return []event.Event{event.InstanceCreated{
+			Instance: c.ID.Instance(), Model: c.Model, Backend: c.Backend, Placement: c.Placement,
+			Layers: c.Layers, ContextTokens: c.ContextTokens, ExcludedNodes: c.ExcludedNodes, CreatedAtUnixMs: in.nowMs,
+		}}, nil
+	case event.DeleteInstance:
+		if _, ok := s.Instances[c.Instance]; !ok {
+			return nil, infer.Errorf(infer.ClassNotFound, "no instance %s (GET /state lists the placed instances)", c.Instance)
+		}
+		evs := finishTasks(s, c.Instance, in.master, "instance deleted")
+		return append(evs, event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteOperator}), nil
+	case event.TextGeneration:
+		inst, err := pickInstance(s, c)
+		if err != nil {
+			return nil, err
+		}
+		return []event.Event{event.TaskCreated{
+			Task: c.Task, Command: c.ID, TaskKind: event.TaskTextGeneration, Model: c.Model, Instance: inst,
+			Owner: c.Owner, Payload: c.Payload, CreatedAtUnixMs: in.nowMs,
+		}}, nil
+	case event.CancelTask:
+		t, ok := s.Tasks[c.Task]
+		if !ok {
+			return nil, nil // already finished: cancelling is idempotent
+		}
+		if t.Status == state.TaskCancelling {
+			return nil, nil
+		}
+		return []event.Event{event.TaskCancelled{Task: c.Task, Reason: "cancelled by the client"}}, nil
+	case event.SetTracingEnabled:
+		return []event.Event{event.TracingSet{Enabled: c.Enabled}}, nil
+	case event.FailInstance:
+		if _, ok := s.Instances[c.Instance]; !ok {
+			return nil, nil
+		}
+		evs := finishTasks(s, c.Instance, in.master, "instance failed: "+c.Detail)
+		return append(evs, event.InstanceFailed{Instance: c.Instance, Category: c.Category, Detail: c.Detail, AtUnixMs: in.nowMs}), nil
+	case event.RefuseInstancePlacement:
+		return decideRefusal(s, c, in)
+	}
+	return nil, infer.Errorf(infer.ClassInvalid, "command %s is not handled by the master", cmd.Kind())
+}
+
+func unknownModel(m ids.ModelID) error {
+	return infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog)", m)
+}
+
+// finishTasks ends every in-flight task of an instance.
+func finishTasks(s state.State, inst ids.InstanceID, master ids.NodeID, reason string) []event.Event {
+	var evs []event.Event
+	for _, t := range s.TasksOfInstance(inst) {
+		evs = append(evs, event.TaskFinished{Task: t, Node: master, Outcome: event.OutcomeCancelled, Reason: reason})
+	}
+	return evs
+}
+
+// pickInstance chooses the ready instance with the fewest tasks in flight
+// (ties by id), or explains why none can take the task.
+func pickInstance(s state.State, c event.TextGeneration) (ids.InstanceID, error) {
+	if c.Instance != "" {
+		inst, ok := s.Instances[c.Instance]
+		if !ok || inst.Model != c.Model {
+			return "", infer.Errorf(infer.ClassNotFound, "no instance %s of model %s", c.Instance, c.Model)
+		}
+		if inst.Status != state.InstanceReady {
+			return "", infer.Errorf(infer.ClassUnavailable, "instance %s of %s is %s; retry when it is ready", c.Instance, c.Model, inst.Status)
+		}
+		return c.Instance, nil
+	}
+	ready := s.ReadyInstancesForModel(c.Model)
+	if len(ready) == 0 {
+		for _, inst := range s.Instances {
+			if inst.Model == c.Model && inst.Status == state.InstancePending {
+				return "", infer.Errorf(infer.ClassUnavailable, "model %s is still loading; retry in a moment", c.Model)
+			}
+		}
+		return "", infer.Errorf(infer.ClassNotFound, "model %s has no running instance; place it first with `skulk place %s` or POST /place_instance", c.Model, c.Model)
+	}
+	load := map[ids.InstanceID]int{}
+	for _, t := range s.Tasks {
+		load[t.Instance]++
+	}
+	sort.SliceStable(ready, func(i, j int) bool { return load[ready[i]] < load[ready[j]] })
+	return ready[0], nil
+}
+
+// PlacementModel converts a card into the planner's input.
+func PlacementModel(c catalog.Card) placement.Model {
+	return placement.Model{
+		ID: c.ID, Layers: c.Layers, LayerBytes: c.LayerBytes, EmbeddingBytes: c.EmbeddingBytes,
+		HeadBytes: c.HeadBytes, TiedEmbedding: c.TiedEmbeddings,
+		KVBytesPerTokenLayer: 2 * int64(c.KVHeads) * int64(c.HeadDim) * 4,
+		ContextLength:        c.ContextLength, CompatibleBackends: c.CompatibleBackends, BackendPreference: c.BackendPreference,
+	}
+}
+
+func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event, error) {
+	card, ok := in.card(c.Model)
+	if !ok {
+		return nil, unknownModel(c.Model)
+	}
+	req := placement.Request{Model: card.ID, MinNodes: int(c.MinNodes), Context: int(c.ContextTokens), Sharding: placement.ShardingPipeline}
+	for _, n := range c.ExcludedNodes {
+		req.Excluded = append(req.Excluded, string(n))
+	}
+	p, err := placement.Plan(PlacementModel(card), in.nodes, req)
+	if err != nil {
+		return nil, err
+	}
+	return []event.Event{instanceCreated(c.ID.Instance(), c.Model, p, c.ExcludedNodes, 0, in.nowMs)}, nil
+}
+
+func instanceCreated(id ids.InstanceID, model ids.ModelID, p placement.Placement, excluded []ids.NodeID, hops uint8, nowMs int64) event.InstanceCreated {
+	shards := make([]event.Shard, len(p.Ranks))
+	layers := 0
+	for i, r := range p.Ranks {
+		shards[i] = event.Shard{Node: ids.NodeID(r.Node), LayerStart: uint32(r.Start), LayerEnd: uint32(r.End),
+			HoldsEmbedding: r.HoldsEmbedding, HoldsHead: r.HoldsHead}
+		layers = r.End
+	}
+	return event.InstanceCreated{
+		Instance: id, Model: model, Backend: event.Backend(p.Backend), Placement: shards, Layers: uint32(layers),
+		ContextTokens: uint32(p.ContextWindow), ExcludedNodes: excluded, RefusalHops: hops, CreatedAtUnixMs: nowMs,
+	}
+}
+
+// decideRefusal re-places an instance one node wider without the node that
+// refused it, or gives up after two hops.
+func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([]event.Event, error) {
+	inst, ok := s.Instances[c.Instance]
+	if !ok {
+		return nil, nil
+	}
+	card, ok := in.card(inst.Model)
+	if !ok {
+		return nil, unknownModel(inst.Model)
+	}
+	prev := placement.Placement{Model: card.ID, Backend: string(inst.Backend), ContextWindow: int(inst.ContextTokens),
+		Request: placement.Request{Model: card.ID, Context: int(inst.ContextTokens), Sharding: placement.ShardingPipeline}}
+	for _, sh := range inst.Placement {
+		prev.Ranks = append(prev.Ranks, placement.Rank{Node: string(sh.Node), Start: int(sh.LayerStart), End: int(sh.LayerEnd),
+			HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead})
+	}
+	for _, n := range inst.ExcludedNodes {
+		prev.Request.Excluded = append(prev.Request.Excluded, string(n))
+	}
+	evs := finishTasks(s, c.Instance, in.master, "placement refused by "+string(c.Node))
+	p, err := placement.Widen(PlacementModel(card), in.nodes, prev, string(c.Node), int(inst.RefusalHops))
+	if err != nil {
+		var limit *placement.RefusalLimitError
+		detail := fmt.Sprintf("node %s refused the placement (needs %d bytes, %d available): %v", c.Node, c.NeededBytes, c.AvailableBytes, err)
+		if errors.As(err, &limit) || err != nil {
+			return append(evs, event.InstanceFailed{Instance: c.Instance, Category: event.FailureOutOfMemory, Detail: truncate(detail), AtUnixMs: in.nowMs}), nil
+		}
+	}
+	excluded := append(append([]ids.NodeID(nil), inst.ExcludedNodes...), c.Node)
+	evs = append(evs, event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteRefused})
+	// The re-placement keeps the instance id: clients and operators follow it.
+	return append(evs, instanceCreated(c.Instance, inst.Model, p, excluded, inst.RefusalHops+1, in.nowMs)), nil
+}
+
+func truncate(s string) string {
+	if len(s) > event.MaxReasonBytes {
+		return s[:event.MaxReasonBytes]
+	}
+	return s
+}

@@ -1,0 +1,192 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/eventlog"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/state"
+)
+
+const node = ids.NodeID("node-a")
+
+type harness struct {
+	dir    string
+	log    *eventlog.Log
+	m      *Master
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, dir string) *harness {
+	t.Helper()
+	log, err := eventlog.Open(dir, eventlog.Options{FreeSpaceFloor: eventlog.NoFloor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Recover(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	card, err := catalog.BuiltinCard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Config{
+		Node: node, Log: log, State: st, Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) },
+		Card: func(id ids.ModelID) (catalog.Card, bool) { return card, string(id) == card.ID },
+		Nodes: func() []placement.Node {
+			return []placement.Node{{ID: string(node), TotalBytes: 16 << 30, AvailableBytes: 8 << 30, Backends: []string{"native-cpu"}}}
+		},
+		SnapshotEvery: 5,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{dir: dir, log: log, m: m, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- m.Run(ctx) }()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	<-h.done
+	h.log.Close()
+	h.cancel = nil
+}
+
+
+func mustState(t *testing.T, m *Master) state.State {
+	t.Helper()
+	s, err := m.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestPlaceServeDeleteAndRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	h := start(t, dir)
+	sub, err := h.m.Subscribe(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No instance yet: the refusal says how to place one.
+	_, err = h.m.Execute(ctx, event.TextGeneration{ID: "cmd-1", Task: "task-1", Model: catalog.BuiltinID, Owner: node, Payload: event.PayloadRef{Digest: event.Digest{1}, Size: 10}})
+	if infer.ClassOf(err) != infer.ClassNotFound {
+		t.Fatalf("generation without an instance: %v", err)
+	}
+	evs, err := h.m.Execute(ctx, event.PlaceInstance{ID: "place-1", Model: catalog.BuiltinID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic, ok := evs[0].Event.(event.InstanceCreated)
+	if !ok || ic.Instance != "place-1" || len(ic.Placement) != 1 || ic.Placement[0].Node != node || ic.ContextTokens == 0 {
+		t.Fatalf("placement %+v", evs)
+	}
+	// The runner reports ready; the instance serves.
+	src := event.Source{Role: event.RoleWorker, Node: node}
+	for _, st := range []event.RunnerStatus{event.RunnerLoading, event.RunnerReady} {
+		if err := h.m.Report(ctx, src, event.RunnerStatusUpdated{Runner: "runner-1", Instance: "place-1", Rank: 0, Node: node, Status: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err = h.m.Execute(ctx, event.TextGeneration{ID: "cmd-2", Task: "task-2", Model: catalog.BuiltinID, Owner: node, Payload: event.PayloadRef{Digest: event.Digest{1}, Size: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tc := evs[0].Event.(event.TaskCreated); tc.Instance != "place-1" {
+		t.Fatalf("task on %s", tc.Instance)
+	}
+	// A worker may not report about another node.
+	err = h.m.Report(ctx, event.Source{Role: event.RoleWorker, Node: "node-b"}, event.TaskAcknowledged{Task: "task-2", Node: node})
+	if infer.ClassOf(err) != infer.ClassInvalid {
+		t.Fatalf("foreign report admitted: %v", err)
+	}
+	before := mustState(t, h.m)
+
+	// Restart: the replayed State is byte-identical; the task in flight is
+	// failed and the old runner is marked stopped.
+	h.stop()
+	log, _ := eventlog.Open(dir, eventlog.Options{FreeSpaceFloor: eventlog.NoFloor})
+	replayed, err := Recover(log)
+	log.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Hash(replayed) != state.Hash(before) {
+		t.Fatal("replay after restart differs from the State before it")
+	}
+	h = start(t, dir)
+	after := mustState(t, h.m)
+	if _, ok := after.Tasks["task-2"]; ok {
+		t.Error("the task in flight survived the restart")
+	}
+	if r, _ := after.RunnersOfInstance("place-1"); r[0].Status != event.RunnerStopped {
+		t.Errorf("old runner %+v", r[0])
+	}
+	if _, ok := after.Instances["place-1"]; !ok {
+		t.Fatal("the placement was lost on restart")
+	}
+	if _, err := h.m.Execute(ctx, event.DeleteInstance{ID: "del-1", Instance: "place-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.m.Execute(ctx, event.DeleteInstance{ID: "del-2", Instance: "place-1"}); infer.ClassOf(err) != infer.ClassNotFound {
+		t.Fatalf("second delete: %v", err)
+	}
+	// The first subscription saw every event of the first run in order.
+	var last ids.Index
+	for ie := range sub {
+		if ie.Index != last+1 {
+			t.Fatalf("subscriber saw %d after %d", ie.Index, last)
+		}
+		last = ie.Index
+	}
+	if last != before.LastIndex {
+		t.Fatalf("subscriber stopped at %d, the log reached %d", last, before.LastIndex)
+	}
+}
+
+func TestUnknownModelAndShortfall(t *testing.T) {
+	ctx := context.Background()
+	h := start(t, t.TempDir())
+	if _, err := h.m.Execute(ctx, event.PlaceInstance{ID: "p-1", Model: "no-such-model"}); infer.ClassOf(err) != infer.ClassNotFound {
+		t.Fatalf("unknown model: %v", err)
+	}
+	// Ask for more context than the card has: the planner's typed refusal.
+	_, err := h.m.Execute(ctx, event.PlaceInstance{ID: "p-2", Model: catalog.BuiltinID, ContextTokens: 1 << 20})
+	var inv *placement.InvalidRequestError
+	if !errors.As(err, &inv) || placement.Status(err) != 400 {
+		t.Fatalf("oversized context: %v", err)
+	}
+	if s := mustState(t, h.m); len(s.Instances) != 0 {
+		t.Fatal("a refused placement changed the State")
+	}
+}
+
+func TestRefusalGivesUpOnOneNode(t *testing.T) {
+	ctx := context.Background()
+	h := start(t, t.TempDir())
+	if _, err := h.m.Execute(ctx, event.PlaceInstance{ID: "p-1", Model: catalog.BuiltinID}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.m.Execute(ctx, event.RefuseInstancePlacement{ID: "r-1", Instance: "p-1", Node: node, Reason: "memory", NeededBytes: 100, AvailableBytes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mustState(t, h.m)
+	if s.Instances["p-1"].Status != state.InstanceFailed {
+		t.Fatalf("instance %+v", s.Instances["p-1"])
+	}
+}

@@ -1,0 +1,8 @@
+package master
+
+import (
+	"cmp"
+	"slices"
+)
+
+func sortIDs[T cmp.Ordered](s []T) { slices.Sort(s) }
