@@ -1,9 +1,11 @@
 package tokenizer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
@@ -26,18 +28,26 @@ var vocabNames = []string{"llama-spm", "phi-3", "llama-bpe", "qwen2", "gpt-2", "
 // files too large to copy; it skips the test when neither exists.
 func vocabPath(t testing.TB, name string) string {
 	t.Helper()
-	root := repoRoot(t)
-	file := "ggml-vocab-" + name + ".gguf"
+	p, ok := findVocab(name)
+	if !ok {
+		t.Skipf("missing ggml-vocab-%s.gguf (looked in testdata/vocab and ../shared/models/vocab)", name)
+	}
+	return p
+}
+
+func findVocab(name string) (string, bool) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	base := "ggml-vocab-" + name + ".gguf"
 	for _, p := range []string{
-		filepath.Join(root, "testdata", "vocab", file),
-		filepath.Join(root, "..", "shared", "models", "vocab", file),
+		filepath.Join(root, "testdata", "vocab", base),
+		filepath.Join(root, "..", "shared", "models", "vocab", base),
 	} {
 		if _, err := os.Stat(p); err == nil {
-			return p
+			return p, true
 		}
 	}
-	t.Skipf("missing %s (looked in testdata/vocab and ../shared/models/vocab)", file)
-	return ""
+	return "", false
 }
 
 // loadGGUF opens a GGUF file and builds its tokenizer.
@@ -55,15 +65,37 @@ func loadGGUF(t testing.TB, path string) *Tokenizer {
 	return tok
 }
 
-// cache of loaded vocabularies, per test binary run.
-var loaded = map[string]*Tokenizer{}
+// vocabs loads every fixture vocabulary once per test binary; the result is
+// never modified afterwards. Missing files are simply absent.
+var vocabs = sync.OnceValues(func() (map[string]*Tokenizer, error) {
+	m := map[string]*Tokenizer{}
+	for _, name := range vocabNames {
+		path, ok := findVocab(name)
+		if !ok {
+			continue
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := FromGGUF(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		m[name] = tok
+	}
+	return m, nil
+})
 
+// loadVocab returns a fixture vocabulary, skipping the test when its file
+// is missing.
 func loadVocab(t testing.TB, name string) *Tokenizer {
 	t.Helper()
-	if tok, ok := loaded[name]; ok {
-		return tok
+	vocabPath(t, name)
+	m, err := vocabs()
+	if err != nil {
+		t.Fatal(err)
 	}
-	tok := loadGGUF(t, vocabPath(t, name))
-	loaded[name] = tok
-	return tok
+	return m[name]
 }

@@ -8,6 +8,11 @@ type StreamDecoder struct {
 	t       *Tokenizer
 	first   bool
 	pending []byte // decoded bytes not yet returned
+
+	// Incremental scan for cleanCut, so a long run without a safe cut
+	// costs linear time overall: pending[:scanned] has been examined, run
+	// safe bytes end at scanned, and best is the last safe cut found.
+	scanned, run, best int
 }
 
 // NewStreamDecoder starts decoding a new sequence.
@@ -21,7 +26,7 @@ func (d *StreamDecoder) Push(id int32) string {
 	d.first = false
 	var cut int
 	if d.t.cleanSpaces {
-		cut = cleanCut(d.pending)
+		cut = d.cleanCut()
 	} else {
 		cut = utf8Cut(d.pending)
 	}
@@ -43,6 +48,8 @@ func (d *StreamDecoder) take(n int) string {
 	}
 	s := string(chunk)
 	d.pending = append(d.pending[:0], d.pending[n:]...)
+	d.scanned -= n
+	d.best = 0
 	return s
 }
 
@@ -62,25 +69,24 @@ func utf8Cut(b []byte) int {
 	return len(b)
 }
 
-// cleanCut returns the largest p such that cleaning b[:p] and b[p:]
-// separately equals cleaning b: the four bytes before p and the byte at p
-// are neither spaces nor apostrophes (the cleaning rules look at most that
-// far), and p starts a character. Bytes before the start of b are a
-// previous cut's safe tail, so a short prefix is enough.
-func cleanCut(b []byte) int {
-	safe := func(c byte) bool { return c != ' ' && c != '\'' }
-	run := 0 // safe bytes ending just before p
-	best := 0
-	for p := 0; p < len(b); p++ {
-		c := b[p]
-		if safe(c) && c&0xC0 != 0x80 && p > 0 && (run >= 4 || run == p) {
-			best = p
+// cleanCut returns the largest p such that cleaning pending[:p] and
+// pending[p:] separately equals cleaning pending: the four bytes before p and
+// the byte at p are neither spaces nor apostrophes (the cleaning rules look
+// no further), and p starts a character. pending always starts at such a
+// cut, so fewer than four safe bytes after its start are enough.
+func (d *StreamDecoder) cleanCut() int {
+	b := d.pending
+	for ; d.scanned < len(b); d.scanned++ {
+		p, c := d.scanned, b[d.scanned]
+		safe := c != ' ' && c != '\''
+		if safe && c&0xC0 != 0x80 && p > 0 && d.run >= min(p, 4) {
+			d.best = p
 		}
-		if safe(c) {
-			run++
+		if safe {
+			d.run++
 		} else {
-			run = 0
+			d.run = 0
 		}
 	}
-	return best
+	return d.best
 }
