@@ -84,7 +84,10 @@ func TestInputErrors(t *testing.T) {
 		{"unsupported_go_type", Input{Kwargs: map[string]any{"x": make(chan int)}},
 			func(err error) bool { var ve *ValueError; return errors.As(err, &ve) && ve.Path == "x" }},
 		{"unsupported_nested", Input{Messages: []Object{{{Key: "content", Value: struct{}{}}}}},
-			func(err error) bool { var ve *ValueError; return errors.As(err, &ve) && ve.Path == "messages[0].content" }},
+			func(err error) bool {
+				var ve *ValueError
+				return errors.As(err, &ve) && ve.Path == "messages[0].content"
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
