@@ -39,8 +39,9 @@ type kernelTable struct {
 // generic set.
 type Kernels struct{ t *kernelTable }
 
-// KernelsEnv names the environment variable that, set to "generic", makes
-// Best return the portable Go kernels.
+// KernelsEnv names the environment variable that caps the kernel set Best
+// picks: "generic" forces the portable Go kernels, "avx2" ignores AVX-512.
+// Any other value (or none) lets Best use everything the CPU has.
 const KernelsEnv = "SKULK_KERNELS"
 
 var generic = sync.OnceValue(genericTable)
@@ -49,34 +50,52 @@ var generic = sync.OnceValue(genericTable)
 func Generic() Kernels { return Kernels{generic()} }
 
 var best = sync.OnceValue(func() Kernels {
-	return Select(cpuFeatures(), os.Getenv(KernelsEnv) == "generic")
+	f, forceGeneric := capFeatures(cpuFeatures(), os.Getenv(KernelsEnv))
+	return Select(f, forceGeneric)
 })
 
 // Best returns the fastest kernels for this CPU, chosen on first use and
-// fixed for the life of the process. SKULK_KERNELS=generic (read once)
-// forces the generic kernels.
+// fixed for the life of the process. SKULK_KERNELS (read once) can cap the
+// choice, so each dispatch path can be exercised on one machine.
 func Best() Kernels { return best() }
+
+// capFeatures applies a SKULK_KERNELS value to the detected features.
+func capFeatures(f Features, env string) (_ Features, forceGeneric bool) {
+	switch env {
+	case "generic":
+		return Features{}, true
+	case "avx2":
+		f.AVX512F, f.AVX512BW, f.AVX512VL, f.AVX512VNNI = false, false, false, false
+	}
+	return f, false
+}
 
 // Features is the set of CPU capabilities kernel selection looks at.
 type Features struct {
-	AVX2, FMA, F16C, AVX512F, AVX512BW, AVX512VNNI bool
-	NEON, ARMDotProd                               bool
+	AVX2, FMA, F16C, AVX512F, AVX512BW, AVX512VL, AVX512VNNI bool
+	NEON, ARMDotProd                                         bool
 }
 
 func cpuFeatures() Features {
 	return Features{
 		AVX2: cpu.X86.HasAVX2, FMA: cpu.X86.HasFMA, F16C: cpu.X86.HasF16C,
-		AVX512F: cpu.X86.HasAVX512F, AVX512BW: cpu.X86.HasAVX512BW, AVX512VNNI: cpu.X86.HasAVX512VNNI,
-		NEON: cpu.ARM64.HasASIMD, ARMDotProd: cpu.ARM64.HasASIMDDP,
+		AVX512F: cpu.X86.HasAVX512F, AVX512BW: cpu.X86.HasAVX512BW, AVX512VL: cpu.X86.HasAVX512VL,
+		AVX512VNNI: cpu.X86.HasAVX512VNNI,
+		NEON:       cpu.ARM64.HasASIMD, ARMDotProd: cpu.ARM64.HasASIMDDP,
 	}
 }
 
-// Select builds the kernel table for the given CPU features. It is pure, so
-// tests can ask for any combination. Today every entry is generic Go; SIMD
-// kernels will overwrite entries here, per type, when f allows them.
+// Select builds the kernel table for the given CPU features: the generic
+// table with SIMD kernels (kernels_<arch>.go) replacing entries per type
+// where f allows them. It is pure, so tests can ask for any combination the
+// running CPU supports.
 func Select(f Features, forceGeneric bool) Kernels {
-	_ = f
-	_ = forceGeneric
+	if forceGeneric {
+		return Generic()
+	}
+	if t := archTable(f); t != nil {
+		return Kernels{t}
+	}
 	return Generic()
 }
 
@@ -129,5 +148,5 @@ func (k Kernels) table() *kernelTable {
 	return k.t
 }
 
-// Name says which kernel set this is ("generic", later e.g. "avx2").
+// Name says which kernel set this is: "generic", "avx2" or "avx512".
 func (k Kernels) Name() string { return k.table().name }

@@ -1,0 +1,340 @@
+package tensor
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// kernelPath is one dispatch path Select can return, with the features that
+// reach it.
+type kernelPath struct {
+	name string
+	f    Features
+}
+
+var kernelPaths = []kernelPath{
+	{"avx2", Features{AVX2: true, FMA: true, F16C: true}},
+}
+
+// simdPaths runs fn for every SIMD path this build and CPU can execute and
+// skips, saying why, the ones they cannot.
+func simdPaths(t *testing.T, fn func(t *testing.T, k Kernels)) {
+	have := cpuFeatures()
+	for _, p := range kernelPaths {
+		t.Run(p.name, func(t *testing.T) {
+			if !haveArchKernels {
+				t.Skipf("%s: this build (GOARCH or the purego tag) has no assembly kernels", p.name)
+			}
+			if missing := missingFeatures(have, p.f); missing != "" {
+				t.Skipf("%s: this CPU lacks %s", p.name, missing)
+			}
+			k := Select(p.f, false)
+			if k.Name() != p.name {
+				t.Fatalf("Select(%+v) = %s, want %s", p.f, k.Name(), p.name)
+			}
+			fn(t, k)
+		})
+	}
+}
+
+func missingFeatures(have, want Features) string {
+	var m string
+	for _, c := range []struct {
+		name       string
+		have, want bool
+	}{
+		{"AVX2", have.AVX2, want.AVX2}, {"FMA", have.FMA, want.FMA}, {"F16C", have.F16C, want.F16C},
+		{"AVX512F", have.AVX512F, want.AVX512F}, {"AVX512BW", have.AVX512BW, want.AVX512BW},
+		{"AVX512VL", have.AVX512VL, want.AVX512VL}, {"AVX512VNNI", have.AVX512VNNI, want.AVX512VNNI},
+	} {
+		if c.want && !c.have {
+			m += " " + c.name
+		}
+	}
+	return m
+}
+
+// simdTypes are the weight types with a SIMD vec-dot kernel.
+var simdTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K}
+
+// pow2F16 is the fp16 bits of 2^e for small e.
+func pow2F16(e int) uint16 { return F32ToF16(float32(math.Ldexp(1, e))) }
+
+// exactOperands builds a row and activations of n elements whose float
+// scales are powers of two and whose integer products stay small enough that
+// every partial sum, in any order, is exact in float32: any difference
+// between kernels is then an integer error. ymax bounds the activation
+// quants; the K-quant callers keep blocks·(worst block sum) below 2^24.
+func exactOperands(r *rand.Rand, typ Type, n, ymax int) (row, act []byte) {
+	rb, _ := RowBytes(typ, int64(n))
+	ab, _ := RowBytes(VecDotType(typ), int64(n))
+	row, act = make([]byte, rb), make([]byte, ab)
+	randBytes := func(b []byte) {
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+	}
+	yq := func() byte { return byte(int8(r.IntN(2*ymax+1) - ymax)) }
+	switch typ {
+	case F32, F16, BF16:
+		put := func(b []byte, i int, v float32) {
+			switch typ {
+			case F32:
+				binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+			case F16:
+				binary.LittleEndian.PutUint16(b[2*i:], F32ToF16(v))
+			default:
+				binary.LittleEndian.PutUint16(b[2*i:], F32ToBF16(v))
+			}
+		}
+		for i := 0; i < n; i++ {
+			put(row, i, float32(r.IntN(129)-64)/8)
+			put(act, i, float32(r.IntN(129)-64)/4)
+		}
+		return row, act
+	}
+	randBytes(row)
+	e, ey := r.IntN(7)-3, r.IntN(7)-3
+	switch VecDotType(typ) {
+	case Q8_0:
+		for b := 0; b < n/32; b++ {
+			binary.LittleEndian.PutUint16(row[b*typ.BlockBytes():], pow2F16(e))
+			blk := act[b*34:]
+			binary.LittleEndian.PutUint16(blk, pow2F16(ey))
+			for j := 0; j < 32; j++ {
+				blk[2+j] = yq()
+			}
+		}
+	case Q8_K:
+		for b := 0; b < n/QK_K; b++ {
+			blk := row[b*typ.BlockBytes():]
+			if typ == Q6_K {
+				binary.LittleEndian.PutUint16(blk[208:], pow2F16(e))
+			} else {
+				binary.LittleEndian.PutUint16(blk, pow2F16(e))
+				binary.LittleEndian.PutUint16(blk[2:], pow2F16(e-r.IntN(3)))
+			}
+			y := act[b*292:]
+			binary.LittleEndian.PutUint32(y, math.Float32bits(float32(math.Ldexp(1, ey))))
+			for j := 0; j < QK_K; j++ {
+				y[4+j] = yq()
+			}
+			setBsums(y)
+		}
+	}
+	return row, act
+}
+
+// setBsums fills in a Q8_K block's 16-element quant sums.
+func setBsums(y []byte) {
+	for g := 0; g < 16; g++ {
+		s := 0
+		for _, q := range y[4+16*g : 4+16*g+16] {
+			s += int(int8(q))
+		}
+		binary.LittleEndian.PutUint16(y[260+2*g:], uint16(int16(s)))
+	}
+}
+
+// exactLimits gives, per type, the activation bound and the most blocks for
+// which exactOperands stays exact in the worst case (2^24 / worst block sum).
+func exactLimits(typ Type) (ymax, maxBlocks int) {
+	switch typ {
+	case Q8_0: // 32·128·127 per block
+		return 127, 40
+	case Q4_0: // 32·8·127
+		return 127, 100
+	case Q4_K: // 256·63·15·7
+		return 7, 9
+	case Q5_K: // 256·63·31·7
+		return 7, 4
+	case Q6_K: // 256·128·32·3
+		return 3, 5
+	}
+	return 0, 0
+}
+
+// TestSIMDVecDotExact checks every SIMD kernel against the generic one on
+// operands where float rounding cannot occur, so the results must be equal
+// bit for bit: every block count up to the exactness limit for block types,
+// every length 0..100 and a few long ones for the float types.
+func TestSIMDVecDotExact(t *testing.T) {
+	simdPaths(t, func(t *testing.T, k Kernels) {
+		g := Generic()
+		r := rand.New(rand.NewPCG(21, 22))
+		for _, typ := range simdTypes {
+			var lengths []int
+			if be := typ.BlockElems(); be == 1 {
+				for n := 0; n <= 100; n++ {
+					lengths = append(lengths, n)
+				}
+				lengths = append(lengths, 255, 256, 257, 1000, 4096+7)
+			} else {
+				ymax, maxBlocks := exactLimits(typ)
+				_ = ymax
+				be = max(be, VecDotType(typ).BlockElems())
+				for nb := 1; nb <= maxBlocks; nb++ {
+					lengths = append(lengths, nb*be)
+				}
+			}
+			ymax, _ := exactLimits(typ)
+			for _, n := range lengths {
+				for trial := 0; trial < 3; trial++ {
+					row, act := exactOperands(r, typ, n, ymax)
+					want := g.VecDot(typ, row, act, n)
+					if got := k.VecDot(typ, row, act, n); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("%s n=%d trial %d: %s = %g, generic = %g", typ, n, trial, k.Name(), got, want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestSIMDVecDotExtremes drives the integer paths to their limits in one
+// block (largest quants against ±127 activations, the most negative int8
+// weights and scales) where a saturating or overflowing step would be off by
+// far more than the tolerance.
+func TestSIMDVecDotExtremes(t *testing.T) {
+	simdPaths(t, func(t *testing.T, k Kernels) {
+		g := Generic()
+		r := rand.New(rand.NewPCG(23, 24))
+		for _, typ := range []Type{Q8_0, Q4_0, Q4_K, Q5_K, Q6_K} {
+			n := max(typ.BlockElems(), VecDotType(typ).BlockElems())
+			for _, wfill := range []byte{0x00, 0xff, 0x80, 0x7f, 0x88} {
+				for _, y := range []int8{127, -127} {
+					row, act := exactOperands(r, typ, n, 1)
+					for i := range row {
+						row[i] = wfill
+					}
+					// Keep the float scales sane: fill only the quant bytes.
+					row2, _ := exactOperands(r, typ, n, 1)
+					restoreScales(typ, row, row2)
+					for b := 0; b < len(act)/VecDotType(typ).BlockBytes(); b++ {
+						fillActQuants(VecDotType(typ), act[b*VecDotType(typ).BlockBytes():], y, b%2 == 1)
+					}
+					want := g.VecDot(typ, row, act, n)
+					got := k.VecDot(typ, row, act, n)
+					if d := math.Abs(float64(got - want)); d > 1e-6*math.Abs(float64(want)) {
+						t.Errorf("%s weights %#02x act %d: %s = %g, generic = %g", typ, wfill, y, k.Name(), got, want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// restoreScales copies the float scale fields of each block of src into dst.
+func restoreScales(typ Type, dst, src []byte) {
+	bb := typ.BlockBytes()
+	for b := 0; b < len(dst)/bb; b++ {
+		switch typ {
+		case Q6_K:
+			copy(dst[b*bb+208:b*bb+210], src[b*bb+208:])
+		case Q4_K, Q5_K:
+			copy(dst[b*bb:b*bb+4], src[b*bb:])
+		default:
+			copy(dst[b*bb:b*bb+2], src[b*bb:])
+		}
+	}
+}
+
+// fillActQuants sets every quant of an activation block to y (alternating
+// sign if alt) and fixes up the Q8_K sums.
+func fillActQuants(at Type, blk []byte, y int8, alt bool) {
+	off, n := 2, 32
+	if at == Q8_K {
+		off, n = 4, QK_K
+	}
+	for j := 0; j < n; j++ {
+		v := y
+		if alt && j%2 == 1 {
+			v = -y
+		}
+		blk[off+j] = byte(v)
+	}
+	if at == Q8_K {
+		setBsums(blk)
+	}
+}
+
+// TestSIMDVecDotRandom compares SIMD and generic kernels on realistic
+// operands (Gaussian weights quantized by Quantize, activations by
+// QuantizeAct) over many block counts. Float rounding differs, so the bound
+// is relative to Σ|w·a| of the dequantized operands, times the number of
+// accumulation steps.
+func TestSIMDVecDotRandom(t *testing.T) {
+	simdPaths(t, func(t *testing.T, k Kernels) {
+		g := Generic()
+		r := rand.New(rand.NewPCG(25, 26))
+		for _, typ := range simdTypes {
+			be := max(typ.BlockElems(), VecDotType(typ).BlockElems())
+			if be == 1 {
+				be = 37 // any length: exercise the tails
+			}
+			for _, nb := range []int{1, 2, 3, 4, 5, 7, 8, 9, 16, 31, 33, 64} {
+				n := nb * be
+				w, x := gaussian(r, n, 0.05), gaussian(r, n, 1)
+				row, err := Quantize(typ, w)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ab, _ := RowBytes(VecDotType(typ), int64(n))
+				act := make([]byte, ab)
+				if err := g.QuantizeAct(typ, x, act); err != nil {
+					t.Fatal(err)
+				}
+				wd, xd := make([]float32, n), make([]float32, n)
+				_ = g.Dequantize(typ, row, wd)
+				_ = g.Dequantize(VecDotType(typ), act, xd)
+				_, mag := exactDot(wd, xd)
+				if typ == Q4_K || typ == Q5_K {
+					mag *= 4 // the scale and min terms are each larger than their difference
+				}
+				tol := float64(nb+16) * 0x1p-23 * mag
+				want := g.VecDot(typ, row, act, n)
+				got := k.VecDot(typ, row, act, n)
+				if d := math.Abs(float64(got - want)); d > tol {
+					t.Errorf("%s n=%d: %s = %g, generic = %g, |Δ| = %g > %g", typ, n, k.Name(), got, want, d, tol)
+				}
+			}
+		}
+	})
+}
+
+// TestSIMDDotF32 checks the F32 DotF32 entry, which shares the vec-dot
+// kernel through a reinterpreted slice.
+func TestSIMDDotF32(t *testing.T) {
+	simdPaths(t, func(t *testing.T, k Kernels) {
+		r := rand.New(rand.NewPCG(27, 28))
+		for n := 0; n <= 70; n++ {
+			row, act := exactOperands(r, F32, n, 0)
+			x := make([]float32, n)
+			_ = Generic().Dequantize(F32, act, x)
+			if got, want := k.DotF32(F32, row, x), Generic().DotF32(F32, row, x); got != want {
+				t.Fatalf("n=%d: %s DotF32 = %g, generic = %g", n, k.Name(), got, want)
+			}
+		}
+	})
+}
+
+func TestCapFeatures(t *testing.T) {
+	all := Features{AVX2: true, FMA: true, F16C: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true}
+	if _, force := capFeatures(all, "generic"); !force {
+		t.Error(`SKULK_KERNELS=generic does not force the generic kernels`)
+	}
+	f, force := capFeatures(all, "avx2")
+	if force || f.AVX512F || f.AVX512BW || f.AVX512VL || f.AVX512VNNI || !f.AVX2 || !f.FMA || !f.F16C {
+		t.Errorf(`SKULK_KERNELS=avx2 gave %+v (force %v)`, f, force)
+	}
+	if f, force := capFeatures(all, ""); force || f != all {
+		t.Errorf("no SKULK_KERNELS changed the features to %+v (force %v)", f, force)
+	}
+	if haveArchKernels {
+		if got := Select(Features{AVX2: true, FMA: true}, false).Name(); got != "generic" {
+			t.Errorf("without F16C Select chose %s", got)
+		}
+	}
+}
