@@ -8,6 +8,7 @@ import (
 
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/tokenizer"
 )
 
 // GenerateParams control one generation.
@@ -87,7 +88,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	}
 	cache := m.Shard.NewCache(len(prompt) + budget)
 	sampler := sample.New(p.Sample, m.Config.NVocab)
-	dec := newDetok(m.Tok)
+	dec := tokenizer.NewStreamDecoder(m.Tok)
 
 	start := time.Now()
 	res, err := m.Shard.Forward(cache, model.Batch{Tokens: prompt})
@@ -112,7 +113,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 		}
 		history = append(history, id)
 		st.GeneratedTokens++
-		if err := emit(Token{ID: id, Text: dec.push(id)}); err != nil {
+		if err := emit(Token{ID: id, Text: dec.Push(id)}); err != nil {
 			return st, err
 		}
 		if st.GeneratedTokens == budget {
@@ -123,7 +124,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 		}
 	}
 	st.Decode = time.Since(decodeStart)
-	if tail := dec.flush(); tail != "" {
+	if tail := dec.Flush(); tail != "" {
 		if err := emit(Token{ID: -1, Text: tail}); err != nil {
 			return st, err
 		}
