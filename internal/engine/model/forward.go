@@ -172,7 +172,7 @@ func (s *Shard) attention(kc, vc, q, out []float32, pos0, n int) {
 	hd, kvd, qd := cfg.HeadDim, cfg.KVDim(), cfg.QDim()
 	group := cfg.NHead / cfg.NHeadKV
 	scale := float32(1 / math.Sqrt(float64(hd)))
-	s.pool.run(n*cfg.NHead, 1, func(lo, hi int) {
+	s.pool.run(n*cfg.NHead, 1, n*cfg.NHead*(pos0+n)*hd*2, func(lo, hi int) {
 		scores := make([]float32, pos0+n)
 		for job := lo; job < hi; job++ {
 			t, h := job/cfg.NHead, job%cfg.NHead

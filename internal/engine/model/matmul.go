@@ -12,7 +12,7 @@ func (s *Shard) matmul(m *matrix, x []float32, n int, out []float32) {
 	k := tensor.Best()
 	rows, cols := m.rows, m.cols
 	if m.typ == tensor.F32 || s.exactActs {
-		s.pool.run(rows, 4, func(lo, hi int) {
+		s.pool.run(rows, 4, rows*cols*n, func(lo, hi int) {
 			for r := lo; r < hi; r++ {
 				row := m.row(r)
 				for t := 0; t < n; t++ {
@@ -25,14 +25,14 @@ func (s *Shard) matmul(m *matrix, x []float32, n int, out []float32) {
 	at := tensor.VecDotType(m.typ)
 	arb, _ := tensor.RowBytes(at, int64(cols))
 	act := make([]byte, n*int(arb))
-	s.pool.run(n, 1, func(lo, hi int) {
+	s.pool.run(n, 1, n*cols, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			if err := k.QuantizeAct(m.typ, x[t*cols:(t+1)*cols], act[t*int(arb):(t+1)*int(arb)]); err != nil {
 				panic(err) // sizes are fixed at load time; an error here is a bug
 			}
 		}
 	})
-	s.pool.run(rows, 4, func(lo, hi int) {
+	s.pool.run(rows, 4, rows*cols*n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			row := m.row(r)
 			for t := 0; t < n; t++ {

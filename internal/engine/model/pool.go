@@ -30,10 +30,18 @@ func newPool(n int) *pool {
 	return p
 }
 
+// minParallelWork is the work (in multiply-adds) below which handing a loop
+// to other goroutines costs more than it saves.
+const minParallelWork = 1 << 15
+
 // run calls fn over [0, n) split into at most p.n contiguous ranges and
-// returns when all are done. Ranges are aligned to grain.
-func (p *pool) run(n, grain int, fn func(lo, hi int)) {
+// returns when all are done. Ranges are aligned to grain. work estimates the
+// whole loop's cost; small loops run on the caller's goroutine.
+func (p *pool) run(n, grain, work int, fn func(lo, hi int)) {
 	parts := p.n
+	if work < minParallelWork {
+		parts = 1
+	}
 	if grain < 1 {
 		grain = 1
 	}
