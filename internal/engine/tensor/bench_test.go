@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -41,19 +42,53 @@ func BenchmarkDotF32(b *testing.B) {
 	}
 }
 
+// benchKernels is the generic set plus every SIMD path this machine runs,
+// so one benchmark run shows them side by side.
+func benchKernels() []Kernels {
+	ks := []Kernels{Generic()}
+	have := cpuFeatures()
+	for _, p := range kernelPaths {
+		if haveArchKernels && missingFeatures(have, p.f) == "" {
+			ks = append(ks, Select(p.f, false))
+		}
+	}
+	return ks
+}
+
+func benchOperands(b *testing.B, typ Type, n int) (row, act []byte) {
+	b.Helper()
+	r := rand.New(rand.NewPCG(1, 2))
+	row, err := Quantize(typ, gaussian(r, n, 0.05))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ab, _ := RowBytes(VecDotType(typ), int64(n))
+	act = make([]byte, ab)
+	if err := QuantizeAct(typ, gaussian(r, n, 1), act); err != nil {
+		b.Fatal(err)
+	}
+	return row, act
+}
+
+// BenchmarkVecDot measures one row against one activation row through the
+// public VecDot (size checks included), for every kernel set. MB/s and
+// GB/s count the weight bytes read.
 func BenchmarkVecDot(b *testing.B) {
-	k := Best()
 	for _, typ := range dotTypes {
-		b.Run(typ.String(), func(b *testing.B) {
-			row, _, act := benchRow(b, typ)
-			b.SetBytes(int64(len(row)))
-			var sink float32
-			for b.Loop() {
-				sink += k.VecDot(typ, row, act, benchN)
+		for _, n := range []int{2048, 8192} {
+			row, act := benchOperands(b, typ, n)
+			for _, k := range benchKernels() {
+				b.Run(fmt.Sprintf("%s/n=%d/%s", typ, n, k.Name()), func(b *testing.B) {
+					b.SetBytes(int64(len(row)))
+					var sink float32
+					for b.Loop() {
+						sink += k.VecDot(typ, row, act, n)
+					}
+					_ = sink
+					b.ReportMetric(float64(b.N)*float64(len(row))/b.Elapsed().Seconds()/1e9, "GB/s")
+				})
 			}
-			_ = sink
-			b.ReportMetric(float64(b.N)*benchN/b.Elapsed().Seconds()/1e9, "Gelem/s")
-		})
+		}
 	}
 }
 

@@ -111,11 +111,28 @@ func (t Type) Known() bool { _, ok := layouts[t]; return ok }
 // Supported reports whether the engine can dequantize and compute with t.
 func (t Type) Supported() bool { return layouts[t].supported }
 
+// layoutByID is layouts as an array: BlockElems and BlockBytes sit on the
+// per-row path of every dot product, where a map lookup costs as much as a
+// short SIMD kernel.
+var layoutByID = func() (a [typeSlots]layout) {
+	for t, l := range layouts {
+		a[t] = l
+	}
+	return a
+}()
+
+func layoutOf(t Type) layout {
+	if uint32(t) < typeSlots {
+		return layoutByID[t]
+	}
+	return layout{}
+}
+
 // BlockElems is the number of elements in one block (1 for plain types).
-func (t Type) BlockElems() int { return layouts[t].blockElems }
+func (t Type) BlockElems() int { return layoutOf(t).blockElems }
 
 // BlockBytes is the size in bytes of one block.
-func (t Type) BlockBytes() int { return layouts[t].blockBytes }
+func (t Type) BlockBytes() int { return layoutOf(t).blockBytes }
 
 // ParseType maps a GGML type name (case-sensitive, as String prints it) to its id.
 func ParseType(name string) (Type, bool) {

@@ -260,17 +260,51 @@ bf16done:
 	VZEROUPPER
 	RET
 
-// Q8BLOCKSCALE broadcasts fp16(x.d)·fp16(y.d) for the blocks at SI and DI
-// into all lanes of Y, rounded once to float32 as the generic code does.
-#define Q8BLOCKSCALE(Y, X, T) \
-	MOVWLZX   (SI), AX   \
-	MOVWLZX   (DI), BX   \
-	VMOVD     AX, X      \
-	VPINSRW   $1, BX, X, X \
-	VCVTPH2PS X, X       \
-	VMOVSHDUP X, T       \
-	VMULSS    T, X, X    \
-	VBROADCASTSS X, Y
+// Q8BLOCKSCALE broadcasts fp16(x.d)·fp16(y.d) for the blocks at xo(SI) and
+// yo(DI) into all lanes of Y2, rounded once to float32 as the generic code
+// does.
+#define Q8BLOCKSCALE(xo, yo) \
+	MOVWLZX      xo(SI), AX   \
+	MOVWLZX      yo(DI), BX   \
+	VMOVD        AX, X2       \
+	VPINSRW      $1, BX, X2, X2 \
+	VCVTPH2PS    X2, X2       \
+	VMOVSHDUP    X2, X3       \
+	VMULSS       X3, X2, X2   \
+	VBROADCASTSS X2, Y2
+
+// Q8BLOCK adds the Q8_0·Q8_0 block at xo(SI), yo(DI) to ACC.
+// VPMADDUBSW multiplies unsigned by signed bytes, so the sign of each weight
+// moves onto its activation. That is exact while the activation is not
+// −128, which the activation quantizers never produce: the pair sums stay
+// within ±2·128·127 and never saturate.
+#define Q8BLOCK(xo, yo, ACC) \
+	Q8BLOCKSCALE(xo, yo)          \
+	VMOVDQU     (xo+2)(SI), Y4    \
+	VMOVDQU     (yo+2)(DI), Y5    \
+	VPSIGNB     Y4, Y4, Y6        \
+	VPSIGNB     Y4, Y5, Y5        \
+	VPMADDUBSW  Y5, Y6, Y6        \
+	VPMADDWD    Y15, Y6, Y6       \
+	VCVTDQ2PS   Y6, Y6            \
+	VFMADD231PS Y2, Y6, ACC
+
+// Q40BLOCK adds the Q4_0·Q8_0 block at xo(SI), yo(DI) to ACC. The nibbles q
+// stay unsigned: Σ(q−8)·y = Σq·y − Σ8·y, both through VPMADDUBSW, exact for
+// every activation byte.
+#define Q40BLOCK(xo, yo, ACC) \
+	Q8BLOCKSCALE(xo, yo)          \
+	VMOVDQU     (xo+2)(SI), X4    \
+	VPSRLW      $4, X4, X5        \
+	VINSERTI128 $1, X5, Y4, Y4    \
+	VPAND       Y14, Y4, Y4       \
+	VMOVDQU     (yo+2)(DI), Y5    \
+	VPMADDUBSW  Y5, Y4, Y6        \
+	VPMADDUBSW  Y5, Y13, Y7       \
+	VPSUBW      Y7, Y6, Y6        \
+	VPMADDWD    Y15, Y6, Y6       \
+	VCVTDQ2PS   Y6, Y6            \
+	VFMADD231PS Y2, Y6, ACC
 
 // func vecDotQ8_0AVX2(row, act []byte, n int) float32
 TEXT ·vecDotQ8_0AVX2(SB), NOSPLIT, $0-60
@@ -279,30 +313,30 @@ TEXT ·vecDotQ8_0AVX2(SB), NOSPLIT, $0-60
 	MOVQ    n+48(FP), CX
 	SHRQ    $5, CX
 	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
 	VMOVDQU ones16<>(SB), Y15
-	TESTQ   CX, CX
-	JE      q8done
 
-	// VPMADDUBSW multiplies unsigned by signed bytes, so the sign of each
-	// weight moves onto its activation. That is exact while the activation
-	// is not −128, which the activation quantizers never produce: the pair
-	// sums stay within ±2·128·127 and never saturate.
-q8loop:
-	Q8BLOCKSCALE(Y2, X2, X3)
-	VMOVDQU     2(SI), Y4
-	VMOVDQU     2(DI), Y5
-	VPSIGNB     Y4, Y4, Y6
-	VPSIGNB     Y4, Y5, Y5
-	VPMADDUBSW  Y5, Y6, Y6
-	VPMADDWD    Y15, Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VFMADD231PS Y2, Y6, Y0
-	ADDQ        $34, SI
-	ADDQ        $34, DI
-	DECQ        CX
-	JNZ         q8loop
+	// Two blocks per iteration into two accumulators, so consecutive
+	// blocks do not wait on each other's FMA.
+	MOVQ  CX, DX
+	SHRQ  $1, DX
+	JE    q8one
+
+q8pair:
+	Q8BLOCK(0, 0, Y0)
+	Q8BLOCK(34, 34, Y1)
+	ADDQ $68, SI
+	ADDQ $68, DI
+	DECQ DX
+	JNZ  q8pair
+
+q8one:
+	TESTQ $1, CX
+	JE    q8done
+	Q8BLOCK(0, 0, Y0)
 
 q8done:
+	VADDPS     Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
@@ -315,33 +349,29 @@ TEXT ·vecDotQ4_0AVX2(SB), NOSPLIT, $0-60
 	MOVQ    n+48(FP), CX
 	SHRQ    $5, CX
 	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
 	VMOVDQU ones16<>(SB), Y15
 	VMOVDQU nib<>(SB), Y14
 	VMOVDQU eights<>(SB), Y13
-	TESTQ   CX, CX
-	JE      q40done
+	MOVQ    CX, DX
+	SHRQ    $1, DX
+	JE      q40one
 
-	// The nibbles q stay unsigned: Σ(q−8)·y = Σq·y − Σ8·y, both through
-	// VPMADDUBSW, exact for every activation byte.
-q40loop:
-	Q8BLOCKSCALE(Y2, X2, X3)
-	VMOVDQU     2(SI), X4
-	VPSRLW      $4, X4, X5
-	VINSERTI128 $1, X5, Y4, Y4
-	VPAND       Y14, Y4, Y4
-	VMOVDQU     2(DI), Y5
-	VPMADDUBSW  Y5, Y4, Y6
-	VPMADDUBSW  Y5, Y13, Y7
-	VPSUBW      Y7, Y6, Y6
-	VPMADDWD    Y15, Y6, Y6
-	VCVTDQ2PS   Y6, Y6
-	VFMADD231PS Y2, Y6, Y0
-	ADDQ        $18, SI
-	ADDQ        $34, DI
-	DECQ        CX
-	JNZ         q40loop
+q40pair:
+	Q40BLOCK(0, 0, Y0)
+	Q40BLOCK(18, 34, Y1)
+	ADDQ $36, SI
+	ADDQ $68, DI
+	DECQ DX
+	JNZ  q40pair
+
+q40one:
+	TESTQ $1, CX
+	JE    q40done
+	Q40BLOCK(0, 0, Y0)
 
 q40done:
+	VADDPS     Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
