@@ -1,0 +1,144 @@
+// Package api is the HTTP shell of a node: the net/http routes of the
+// OpenAI-compatible inference endpoints and of Skulk's control endpoints,
+// bearer-key authentication, request-size limits, SSE streaming, panic
+// recovery, request logging, and the one place where errors become status
+// codes and error documents.
+//
+// The wire formats live in subpackages (openai; later anthropic, ollama,
+// responses) as pure translators; this package decodes nothing itself but
+// the control bodies, and reaches the cluster only through a [Backend],
+// which the node implements.
+//
+// The handler returned by [New] is safe for concurrent use. It starts no
+// goroutines of its own: each request runs on the net/http goroutine that
+// serves it, and a task's chunk stream is read there until it ends or the
+// client goes away, which cancels the context handed to the Backend.
+// Only the node (and tests) should import this package.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 4 << 20
+
+// Config configures the handler. The zero value is usable: no key, the
+// default body limit, the wall clock and random ids.
+type Config struct {
+	// APIKey, when set, is required as "Authorization: Bearer <key>" on
+	// every route.
+	APIKey string
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// Now is the clock for the created field of answers (default time.Now).
+	Now func() time.Time
+	// NewID mints the unique part of answer ids (default: 96 random bits
+	// in hex).
+	NewID func() string
+}
+
+// Backend is what the API needs from the cluster. Errors carry a class as an
+// *infer.Error in their chain, or implement HTTPStatus() int (as the
+// placement planner's refusals do); any other error is answered as a 500
+// with a generic message and logged.
+type Backend interface {
+	// Generate starts a task and returns its chunk stream. The channel ends
+	// after a done or an error chunk. Cancelling ctx cancels the task, and
+	// the Backend must then stop sending (the API stops reading once ctx is
+	// done). An error return means nothing started, e.g. an *infer.Error of
+	// class not_found for a model with no ready instance, whose message says
+	// how to place it.
+	Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error)
+	// Models lists the models that have a ready instance.
+	Models(ctx context.Context) ([]ModelInfo, error)
+	// State returns the GET /state document (JSON-marshalable).
+	State(ctx context.Context) (any, error)
+	// Place dry-runs and then submits a placement.
+	Place(ctx context.Context, req PlaceRequest) (PlaceResult, error)
+	// Previews returns the placement previews of a model (JSON-marshalable).
+	Previews(ctx context.Context, model ids.ModelID) (any, error)
+	// DeleteInstance tears an instance down.
+	DeleteInstance(ctx context.Context, id ids.InstanceID) error
+	// Catalog returns the model catalog with each model's placement state
+	// (JSON-marshalable).
+	Catalog(ctx context.Context) (any, error)
+}
+
+// ModelInfo is a model that can serve requests now.
+type ModelInfo struct {
+	ID      ids.ModelID
+	OwnedBy string
+	Created time.Time // when the model (or its card) was added
+}
+
+// PlaceRequest is the body of POST /place_instance.
+type PlaceRequest struct {
+	ModelID       ids.ModelID  `json:"model_id"`
+	MinNodes      int          `json:"min_nodes,omitempty"`      // 0: the planner's choice
+	ContextTokens int          `json:"context_tokens,omitempty"` // 0: the served default
+	ExcludedNodes []ids.NodeID `json:"excluded_nodes,omitempty"`
+}
+
+// PlaceResult is an accepted placement. The instance id is the id of the
+// command that creates it; the response names it both ways.
+type PlaceResult struct {
+	InstanceID ids.InstanceID
+}
+
+// server holds the routes' dependencies; all fields are immutable after New.
+type server struct {
+	cfg Config
+	b   Backend
+	log *slog.Logger
+	mux *http.ServeMux
+}
+
+// New returns the API handler. log may be nil (no logs); b must not be.
+func New(cfg Config, b Backend, log *slog.Logger) http.Handler {
+	if b == nil {
+		panic("api: New with a nil Backend")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{cfg: cfg, b: b, log: log, mux: http.NewServeMux()}
+	s.routes()
+	return s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route))))
+}
+
+func (s *server) routes() {
+	s.mux.HandleFunc("POST /v1/chat/completions", s.chatCompletions)
+	s.mux.HandleFunc("POST /v1/completions", s.completions)
+	s.mux.HandleFunc("GET /v1/models", s.listModels)
+
+	s.mux.HandleFunc("GET /state", s.state)
+	s.mux.HandleFunc("POST /place_instance", s.placeInstance)
+	s.mux.HandleFunc("GET /instance/previews", s.previews)
+	s.mux.HandleFunc("DELETE /instance/{id}", s.deleteInstance)
+	s.mux.HandleFunc("GET /models", s.catalog)
+}
+
+// randomID returns 96 random bits in hex.
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,180 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/skulk/skulk/internal/api/openai"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// MaxExcludedNodes bounds excluded_nodes in a placement request.
+const MaxExcludedNodes = 1024
+
+// MaxContextTokens bounds context_tokens in a placement request; the planner
+// refuses anything above a model's own ceiling.
+const MaxContextTokens = 1 << 24
+
+// GET /v1/models: the models that can serve requests now.
+func (s *server) listModels(w http.ResponseWriter, r *http.Request) {
+	models, err := s.b.Models(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := make([]openai.Model, 0, len(models))
+	for _, m := range models {
+		owner := m.OwnedBy
+		if owner == "" {
+			owner = "skulk"
+		}
+		var created int64
+		if !m.Created.IsZero() {
+			created = m.Created.Unix()
+		}
+		out = append(out, openai.Model{ID: string(m.ID), Created: created, OwnedBy: owner})
+	}
+	s.writeJSON(w, http.StatusOK, openai.NewModelList(out))
+}
+
+// GET /state
+func (s *server) state(w http.ResponseWriter, r *http.Request) {
+	s.serveDocument(w, r, s.b.State)
+}
+
+// GET /models: the catalog with each model's placement state.
+func (s *server) catalog(w http.ResponseWriter, r *http.Request) {
+	s.serveDocument(w, r, s.b.Catalog)
+}
+
+// GET /instance/previews?model_id=
+func (s *server) previews(w http.ResponseWriter, r *http.Request) {
+	model := ids.ModelID(r.URL.Query().Get("model_id"))
+	if model == "" {
+		s.writeError(w, r, infer.ParamErrorf("model_id", "the query parameter model_id is required"))
+		return
+	}
+	if err := model.Validate(); err != nil {
+		s.writeError(w, r, infer.ParamErrorf("model_id", "%v", err))
+		return
+	}
+	doc, err := s.b.Previews(r.Context(), model)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, doc)
+}
+
+// POST /place_instance
+func (s *server) placeInstance(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := DecodePlaceRequest(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.b.Place(r.Context(), req)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, placeResponse{InstanceID: res.InstanceID, CommandID: ids.CommandID(res.InstanceID)})
+}
+
+// placeResponse names the one id both ways (DESIGN: the instance id is the
+// command id).
+type placeResponse struct {
+	InstanceID ids.InstanceID `json:"instance_id"`
+	CommandID  ids.CommandID  `json:"command_id"`
+}
+
+// DELETE /instance/{id}
+func (s *server) deleteInstance(w http.ResponseWriter, r *http.Request) {
+	id := ids.InstanceID(r.PathValue("id"))
+	if err := id.Validate(); err != nil {
+		s.writeError(w, r, infer.ParamErrorf("id", "%v", err))
+		return
+	}
+	if err := s.b.DeleteInstance(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, struct {
+		InstanceID ids.InstanceID `json:"instance_id"`
+	}{id})
+}
+
+// serveDocument answers with the JSON document get returns.
+func (s *server) serveDocument(w http.ResponseWriter, r *http.Request, get func(context.Context) (any, error)) {
+	doc, err := get(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, doc)
+}
+
+// DecodePlaceRequest decodes and checks a POST /place_instance body. Unlike
+// the OpenAI bodies it is strict: an unknown field is refused, because a
+// misspelt placement option silently ignored would place the wrong thing.
+func DecodePlaceRequest(body []byte) (PlaceRequest, error) {
+	var req PlaceRequest
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, infer.Errorf(infer.ClassInvalid, "the request body is empty; send a JSON object with model_id")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return PlaceRequest{}, placeDecodeError(err)
+	}
+	if dec.More() {
+		return PlaceRequest{}, infer.Errorf(infer.ClassInvalid, "the request body holds more than one JSON value")
+	}
+	switch {
+	case req.ModelID == "":
+		return req, infer.ParamErrorf("model_id", "model_id is required")
+	case req.MinNodes < 0:
+		return req, infer.ParamErrorf("min_nodes", "min_nodes must not be negative, got %d", req.MinNodes)
+	case req.ContextTokens < 0 || req.ContextTokens > MaxContextTokens:
+		return req, infer.ParamErrorf("context_tokens", "context_tokens must be between 0 and %d, got %d", MaxContextTokens, req.ContextTokens)
+	case len(req.ExcludedNodes) > MaxExcludedNodes:
+		return req, infer.ParamErrorf("excluded_nodes", "at most %d excluded nodes are allowed", MaxExcludedNodes)
+	}
+	if err := req.ModelID.Validate(); err != nil {
+		return req, infer.ParamErrorf("model_id", "%v", err)
+	}
+	for i, n := range req.ExcludedNodes {
+		if err := n.Validate(); err != nil {
+			return req, infer.ParamErrorf("excluded_nodes", "excluded_nodes[%d]: %v", i, err)
+		}
+	}
+	return req, nil
+}
+
+func placeDecodeError(err error) error {
+	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return infer.Errorf(infer.ClassInvalid, "the request body is not valid JSON: %s (at byte %d)", syn.Error(), syn.Offset)
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		if te.Field == "" {
+			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
+		}
+		return infer.ParamErrorf(te.Field, "field %s has the wrong type: a JSON %s", te.Field, te.Value)
+	}
+	// encoding/json reports unknown fields only as text.
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		field = strings.Trim(field, `"`)
+		return infer.ParamErrorf(field, "unknown field %q; known fields are model_id, min_nodes, context_tokens, excluded_nodes", field)
+	}
+	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
+}

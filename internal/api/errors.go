@@ -1,0 +1,97 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/skulk/skulk/internal/api/openai"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// statusError is an error that names its own HTTP status, like the
+// placement planner's refusals.
+type statusError interface {
+	error
+	HTTPStatus() int
+}
+
+// classify is the one place where an error becomes a status and a
+// client-facing error. Errors without a class are internal: the client gets
+// a generic message and the log gets the cause.
+func (s *server) classify(r *http.Request, err error) (int, *infer.Error) {
+	if e, ok := errors.AsType[*infer.Error](err); ok {
+		return e.Class.HTTPStatus(), e
+	}
+	if se, ok := errors.AsType[statusError](err); ok {
+		status := se.HTTPStatus()
+		return status, &infer.Error{Class: classOfStatus(status), Message: se.Error()}
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return infer.ClassCancelled.HTTPStatus(), infer.Errorf(infer.ClassCancelled, "the request was cancelled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return infer.ClassUnavailable.HTTPStatus(), infer.Errorf(infer.ClassUnavailable, "the request timed out")
+	}
+	s.log.Error("http internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+	return http.StatusInternalServerError, infer.Errorf(infer.ClassInternal, "internal error; the node's log has the details")
+}
+
+// classOfStatus is the class of a status that an error chose itself.
+func classOfStatus(status int) infer.Class {
+	for _, c := range []infer.Class{
+		infer.ClassInvalid, infer.ClassAuth, infer.ClassNotFound, infer.ClassTooLarge,
+		infer.ClassConflict, infer.ClassUnavailable, infer.ClassCancelled,
+	} {
+		if c.HTTPStatus() == status {
+			return c
+		}
+	}
+	if status >= 400 && status < 500 {
+		return infer.ClassInvalid
+	}
+	return infer.ClassInternal
+}
+
+// writeError answers err as an error document with its status.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, e := s.classify(r, err)
+	if status >= 500 {
+		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
+	}
+	s.writeStatus(w, status, e)
+}
+
+// writeStatus writes e in OpenAI's error shape with the given status. Every
+// route answers errors in this shape today; formats with their own shape
+// (Anthropic, Ollama) will choose theirs here by route.
+func (s *server) writeStatus(w http.ResponseWriter, status int, e *infer.Error) {
+	s.writeJSON(w, status, openai.ErrorFrom(e))
+}
+
+// writeJSON writes v as a JSON document.
+func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("http response encoding", "err", err)
+		status = http.StatusInternalServerError
+		body, _ = json.Marshal(openai.ErrorFrom(infer.Errorf(infer.ClassInternal, "internal error: the response could not be encoded")))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n')) // a failed write means the client left
+}
+
+// readBody reads a request body of at most cfg.MaxBodyBytes.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err == nil {
+		return body, nil
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return nil, infer.Errorf(infer.ClassTooLarge, "the request body is larger than the limit of %d bytes", s.cfg.MaxBodyBytes)
+	}
+	return nil, infer.Errorf(infer.ClassInvalid, "the request body could not be read: %v", err)
+}

@@ -1,0 +1,450 @@
+package openai
+
+import (
+	"strings"
+
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// Meta identifies one answer: its id, the model name echoed to the client,
+// and its creation time in Unix seconds. The caller reads the clock and
+// mints the id.
+type Meta struct {
+	ID      string
+	Model   string
+	Created int64
+}
+
+// Usage counts the tokens of one answer.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func usageFrom(u *infer.Usage) *Usage {
+	if u == nil {
+		return &Usage{}
+	}
+	return &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+}
+
+// Object names.
+const (
+	ObjectChatCompletion      = "chat.completion"
+	ObjectChatCompletionChunk = "chat.completion.chunk"
+	ObjectTextCompletion      = "text_completion"
+)
+
+// ChatCompletionChunk is one event of a streamed chat completion.
+type ChatCompletionChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []ChunkChoice `json:"choices"`
+	Usage   *Usage        `json:"usage,omitempty"`
+}
+
+// ChunkChoice is the one choice of a chunk. FinishReason is null until the
+// last content chunk.
+type ChunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        Delta         `json:"delta"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+// Delta is what one chunk adds to the message.
+type Delta struct {
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// ToolCallDelta is a tool call in a stream. Skulk's runners parse calls
+// whole, so each arrives in one delta with its index, id, name and
+// arguments.
+type ToolCallDelta struct {
+	Index    int          `json:"index"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// ToolCall is a tool call in a whole message.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and carries its arguments as JSON text.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ChatLogprobs holds per-token log-probabilities of a chat answer.
+type ChatLogprobs struct {
+	Content []TokenLogprob `json:"content"`
+}
+
+// TokenLogprob is one generated token with its alternatives. Bytes are the
+// token's UTF-8 bytes as integers, as OpenAI sends them.
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float64      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"`
+}
+
+// TopLogprob is one alternative at a position.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float64 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+func byteInts(b []byte, token string) []int {
+	if b == nil {
+		b = []byte(token)
+	}
+	out := make([]int, len(b))
+	for i, c := range b {
+		out[i] = int(c)
+	}
+	return out
+}
+
+func chatLogprobs(in []infer.TokenLogprob) []TokenLogprob {
+	out := make([]TokenLogprob, 0, len(in))
+	for _, t := range in {
+		top := make([]TopLogprob, 0, len(t.Top))
+		for _, a := range t.Top {
+			top = append(top, TopLogprob{Token: a.Token, Logprob: float64(a.Logprob), Bytes: byteInts(a.Bytes, a.Token)})
+		}
+		out = append(out, TokenLogprob{Token: t.Token, Logprob: float64(t.Logprob), Bytes: byteInts(t.Bytes, t.Token), TopLogprobs: top})
+	}
+	return out
+}
+
+// finishReason maps a Skulk finish reason to OpenAI's; stop, length and
+// tool_calls are the same words, and a task cancelled by an operator ends as
+// "stop" because OpenAI clients know no other word for it.
+func finishReason(r string) string {
+	switch r {
+	case infer.FinishLength, infer.FinishToolCalls:
+		return r
+	}
+	return infer.FinishStop
+}
+
+// ChatStream turns one task's chunks into the chunk objects of a streamed
+// chat completion: a role chunk first, then content, reasoning and tool-call
+// deltas, a chunk with the finish reason, and, when includeUsage, a last
+// chunk with no choices and the usage.
+type ChatStream struct {
+	meta         Meta
+	includeUsage bool
+	started      bool
+	toolCalls    int
+}
+
+// NewChatStream returns a stream encoder for one answer.
+func NewChatStream(m Meta, includeUsage bool) *ChatStream {
+	return &ChatStream{meta: m, includeUsage: includeUsage}
+}
+
+func (s *ChatStream) chunk(d Delta) ChatCompletionChunk {
+	return ChatCompletionChunk{
+		ID: s.meta.ID, Object: ObjectChatCompletionChunk, Created: s.meta.Created, Model: s.meta.Model,
+		Choices: []ChunkChoice{{Delta: d}},
+	}
+}
+
+// Encode returns the objects to send for c, in order; none for an error
+// chunk (send [ErrorFrom] instead) or an empty delta.
+func (s *ChatStream) Encode(c infer.Chunk) []ChatCompletionChunk {
+	if c.Kind == infer.ChunkError {
+		return nil
+	}
+	var out []ChatCompletionChunk
+	if !s.started {
+		s.started = true
+		empty := ""
+		out = append(out, s.chunk(Delta{Role: string(infer.RoleAssistant), Content: &empty}))
+	}
+	switch c.Kind {
+	case infer.ChunkDelta:
+		if c.Content == "" && c.Reasoning == "" && len(c.Logprobs) == 0 {
+			return out
+		}
+		d := Delta{ReasoningContent: c.Reasoning}
+		if c.Content != "" {
+			d.Content = &c.Content
+		}
+		ch := s.chunk(d)
+		if len(c.Logprobs) > 0 {
+			ch.Choices[0].Logprobs = &ChatLogprobs{Content: chatLogprobs(c.Logprobs)}
+		}
+		out = append(out, ch)
+	case infer.ChunkToolCall:
+		if c.ToolCall == nil {
+			return out
+		}
+		tc := c.ToolCall
+		out = append(out, s.chunk(Delta{ToolCalls: []ToolCallDelta{{
+			Index: s.toolCalls, ID: tc.ID, Type: "function",
+			Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+		}}}))
+		s.toolCalls++
+	case infer.ChunkDone:
+		reason := finishReason(c.FinishReason)
+		if s.toolCalls > 0 && reason == infer.FinishStop {
+			reason = infer.FinishToolCalls
+		}
+		fin := s.chunk(Delta{})
+		fin.Choices[0].FinishReason = &reason
+		out = append(out, fin)
+		if s.includeUsage {
+			out = append(out, ChatCompletionChunk{
+				ID: s.meta.ID, Object: ObjectChatCompletionChunk, Created: s.meta.Created, Model: s.meta.Model,
+				Choices: []ChunkChoice{}, Usage: usageFrom(c.Usage),
+			})
+		}
+	}
+	return out
+}
+
+// ChatCompletion is a whole, non-streamed chat answer.
+type ChatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []ChatChoice `json:"choices"`
+	Usage   *Usage       `json:"usage"`
+}
+
+// ChatChoice is the one choice of a chat answer.
+type ChatChoice struct {
+	Index        int           `json:"index"`
+	Message      Message       `json:"message"`
+	Logprobs     *ChatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+// Message is the assistant's message. Content is null when the model only
+// called tools.
+type Message struct {
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"`
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ChatAccumulator aggregates one task's chunks into a [ChatCompletion].
+type ChatAccumulator struct {
+	meta               Meta
+	content, reasoning strings.Builder
+	toolCalls          []ToolCall
+	logprobs           []TokenLogprob
+	finish             string
+	usage              *infer.Usage
+}
+
+// NewChatAccumulator returns an accumulator for one answer.
+func NewChatAccumulator(m Meta) *ChatAccumulator { return &ChatAccumulator{meta: m} }
+
+// Add folds c into the answer. Error chunks are the caller's to handle.
+func (a *ChatAccumulator) Add(c infer.Chunk) {
+	switch c.Kind {
+	case infer.ChunkDelta:
+		a.content.WriteString(c.Content)
+		a.reasoning.WriteString(c.Reasoning)
+		a.logprobs = append(a.logprobs, chatLogprobs(c.Logprobs)...)
+	case infer.ChunkToolCall:
+		if tc := c.ToolCall; tc != nil {
+			a.toolCalls = append(a.toolCalls, ToolCall{ID: tc.ID, Type: "function", Function: FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+		}
+	case infer.ChunkDone:
+		a.finish, a.usage = c.FinishReason, c.Usage
+	}
+}
+
+// Result returns the answer aggregated so far.
+func (a *ChatAccumulator) Result() ChatCompletion {
+	msg := Message{Role: string(infer.RoleAssistant), ReasoningContent: a.reasoning.String(), ToolCalls: a.toolCalls}
+	if content := a.content.String(); content != "" || len(a.toolCalls) == 0 {
+		msg.Content = &content
+	}
+	reason := finishReason(a.finish)
+	if len(a.toolCalls) > 0 && reason == infer.FinishStop {
+		reason = infer.FinishToolCalls
+	}
+	choice := ChatChoice{Message: msg, FinishReason: reason}
+	if len(a.logprobs) > 0 {
+		choice.Logprobs = &ChatLogprobs{Content: a.logprobs}
+	}
+	return ChatCompletion{
+		ID: a.meta.ID, Object: ObjectChatCompletion, Created: a.meta.Created, Model: a.meta.Model,
+		Choices: []ChatChoice{choice}, Usage: usageFrom(a.usage),
+	}
+}
+
+// TextCompletion is a whole completion or, streamed, one event of it.
+type TextCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []TextChoice `json:"choices"`
+	Usage   *Usage       `json:"usage,omitempty"`
+}
+
+// TextChoice is the one choice of a completion. FinishReason is null in
+// stream events before the last.
+type TextChoice struct {
+	Text         string              `json:"text"`
+	Index        int                 `json:"index"`
+	Logprobs     *CompletionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
+}
+
+// CompletionLogprobs is the legacy completions logprobs shape: parallel
+// arrays, one entry per token.
+type CompletionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+// appendCompletionLogprobs appends in to lp; offset is the text length
+// before the first token, and the new length is returned.
+func appendCompletionLogprobs(lp *CompletionLogprobs, in []infer.TokenLogprob, offset int) int {
+	for _, t := range in {
+		top := make(map[string]float64, len(t.Top))
+		for _, a := range t.Top {
+			top[a.Token] = float64(a.Logprob)
+		}
+		lp.Tokens = append(lp.Tokens, t.Token)
+		lp.TokenLogprobs = append(lp.TokenLogprobs, float64(t.Logprob))
+		lp.TopLogprobs = append(lp.TopLogprobs, top)
+		lp.TextOffset = append(lp.TextOffset, offset)
+		offset += len(t.Token)
+	}
+	return offset
+}
+
+// CompletionStream turns one task's chunks into the events of a streamed
+// completion. Reasoning and tool calls have no place in this format and are
+// dropped.
+type CompletionStream struct {
+	meta         Meta
+	includeUsage bool
+	offset       int
+}
+
+// NewCompletionStream returns a stream encoder for one completion.
+func NewCompletionStream(m Meta, includeUsage bool) *CompletionStream {
+	return &CompletionStream{meta: m, includeUsage: includeUsage}
+}
+
+func (s *CompletionStream) event(c TextChoice) TextCompletion {
+	return TextCompletion{ID: s.meta.ID, Object: ObjectTextCompletion, Created: s.meta.Created, Model: s.meta.Model, Choices: []TextChoice{c}}
+}
+
+// Encode returns the events to send for c, in order.
+func (s *CompletionStream) Encode(c infer.Chunk) []TextCompletion {
+	switch c.Kind {
+	case infer.ChunkDelta:
+		if c.Content == "" && len(c.Logprobs) == 0 {
+			return nil
+		}
+		choice := TextChoice{Text: c.Content}
+		if len(c.Logprobs) > 0 {
+			choice.Logprobs = &CompletionLogprobs{}
+			appendCompletionLogprobs(choice.Logprobs, c.Logprobs, s.offset)
+		}
+		s.offset += len(c.Content)
+		return []TextCompletion{s.event(choice)}
+	case infer.ChunkDone:
+		reason := finishReason(c.FinishReason)
+		out := []TextCompletion{s.event(TextChoice{FinishReason: &reason})}
+		if s.includeUsage {
+			out = append(out, TextCompletion{
+				ID: s.meta.ID, Object: ObjectTextCompletion, Created: s.meta.Created, Model: s.meta.Model,
+				Choices: []TextChoice{}, Usage: usageFrom(c.Usage),
+			})
+		}
+		return out
+	}
+	return nil
+}
+
+// CompletionAccumulator aggregates one task's chunks into a [TextCompletion].
+type CompletionAccumulator struct {
+	meta     Meta
+	text     strings.Builder
+	logprobs *CompletionLogprobs
+	finish   string
+	usage    *infer.Usage
+}
+
+// NewCompletionAccumulator returns an accumulator for one completion.
+func NewCompletionAccumulator(m Meta) *CompletionAccumulator {
+	return &CompletionAccumulator{meta: m}
+}
+
+// Add folds c into the completion. Error chunks are the caller's to handle.
+func (a *CompletionAccumulator) Add(c infer.Chunk) {
+	switch c.Kind {
+	case infer.ChunkDelta:
+		if len(c.Logprobs) > 0 {
+			if a.logprobs == nil {
+				a.logprobs = &CompletionLogprobs{}
+			}
+			appendCompletionLogprobs(a.logprobs, c.Logprobs, a.text.Len())
+		}
+		a.text.WriteString(c.Content)
+	case infer.ChunkDone:
+		a.finish, a.usage = c.FinishReason, c.Usage
+	}
+}
+
+// Result returns the completion aggregated so far.
+func (a *CompletionAccumulator) Result() TextCompletion {
+	reason := finishReason(a.finish)
+	return TextCompletion{
+		ID: a.meta.ID, Object: ObjectTextCompletion, Created: a.meta.Created, Model: a.meta.Model,
+		Choices: []TextChoice{{Text: a.text.String(), Logprobs: a.logprobs, FinishReason: &reason}},
+		Usage:   usageFrom(a.usage),
+	}
+}
+
+// Model is one entry of GET /v1/models.
+type Model struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"` // "model"
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+// ModelList is the GET /v1/models document.
+type ModelList struct {
+	Object string  `json:"object"` // "list"
+	Data   []Model `json:"data"`
+}
+
+// NewModelList returns the list document for models.
+func NewModelList(models []Model) ModelList {
+	data := make([]Model, len(models))
+	for i, m := range models {
+		m.Object = "model"
+		data[i] = m
+	}
+	return ModelList{Object: "list", Data: data}
+}
