@@ -1,0 +1,13 @@
+package telemetry
+
+import "testing"
+
+func TestReadMemory(t *testing.T) {
+	m, err := ReadMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.TotalBytes <= 0 || m.AvailableBytes <= 0 || m.AvailableBytes > m.TotalBytes {
+		t.Fatalf("implausible reading %+v", m)
+	}
+}
