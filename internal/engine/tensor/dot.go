@@ -88,6 +88,34 @@ func (k Kernels) VecDot(t Type, row, act []byte, n int) float32 {
 	return k.table().vecDot[t](row, act, n)
 }
 
+// VecDotRows computes out[r] = VecDot(t, rows[r·stride:r·stride+rb], act, n)
+// for every r < len(out), where rb is the byte size of one n-element row:
+// several weight rows of a matrix against one activation row. It checks the
+// sizes once per call instead of once per row, which matters when a SIMD dot
+// over a row takes only tens of nanoseconds; callers splitting a matmul
+// across threads pass each worker's row range. stride is the distance in
+// bytes between row starts (rb for a contiguous matrix). Sizes that do not
+// fit are a programming error and panic with the typed error.
+func (k Kernels) VecDotRows(t Type, rows []byte, stride int, act []byte, n int, out []float32) {
+	rb := 0
+	if be := t.BlockElems(); be > 0 {
+		rb = n / be * t.BlockBytes()
+	}
+	if err := k.CheckDot(t, n, rb, len(act)); err != nil {
+		panic(err)
+	}
+	if len(out) == 0 {
+		return
+	}
+	if stride < rb || len(rows) < rb || stride > 0 && len(out)-1 > (len(rows)-rb)/stride {
+		panic(&SizeError{Op: "dot rows", Type: t, Elems: n, What: "rows", Got: len(rows), Want: (len(out)-1)*stride + rb})
+	}
+	f := k.table().vecDot[t]
+	for r := range out {
+		out[r] = f(rows[r*stride:r*stride+rb], act, n)
+	}
+}
+
 // QuantizeAct converts activations x into dst in VecDotType(t)'s layout;
 // dst must be RowBytes(VecDotType(t), len(x)) bytes.
 func (k Kernels) QuantizeAct(t Type, x []float32, dst []byte) error {
@@ -107,6 +135,11 @@ func Dequantize(t Type, src []byte, dst []float32) error { return Best().Dequant
 
 // DotF32 is Best().DotF32.
 func DotF32(t Type, row []byte, x []float32) float32 { return Best().DotF32(t, row, x) }
+
+// VecDotRows is Best().VecDotRows.
+func VecDotRows(t Type, rows []byte, stride int, act []byte, n int, out []float32) {
+	Best().VecDotRows(t, rows, stride, act, n, out)
+}
 
 // VecDot is Best().VecDot.
 func VecDot(t Type, row, act []byte, n int) float32 { return Best().VecDot(t, row, act, n) }

@@ -2,6 +2,7 @@ package tensor
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -337,4 +338,60 @@ func TestCapFeatures(t *testing.T) {
 			t.Errorf("without F16C Select chose %s", got)
 		}
 	}
+}
+
+// TestVecDotRows checks the multi-row entry against VecDot row by row (the
+// same kernel, so bit for bit), with padded strides, and its size checks.
+func TestVecDotRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 30))
+	kernels := []Kernels{Generic()}
+	if k := Best(); k.Name() != "generic" {
+		kernels = append(kernels, k)
+	}
+	for _, k := range kernels {
+		for _, typ := range dotTypes {
+			n := 2 * max(typ.BlockElems(), VecDotType(typ).BlockElems(), 32)
+			rb, _ := RowBytes(typ, int64(n))
+			for _, pad := range []int{0, 3} {
+				stride := int(rb) + pad
+				const nrows = 5
+				rows := make([]byte, (nrows-1)*stride+int(rb))
+				for i := 0; i < nrows; i++ {
+					row, _ := Quantize(typ, gaussian(r, n, 0.05))
+					copy(rows[i*stride:], row)
+				}
+				ab, _ := RowBytes(VecDotType(typ), int64(n))
+				act := make([]byte, ab)
+				_ = k.QuantizeAct(typ, gaussian(r, n, 1), act)
+				out := make([]float32, nrows)
+				k.VecDotRows(typ, rows, stride, act, n, out)
+				for i, got := range out {
+					if want := k.VecDot(typ, rows[i*stride:i*stride+int(rb)], act, n); got != want {
+						t.Errorf("%s %s pad %d row %d: VecDotRows %g, VecDot %g", k.Name(), typ, pad, i, got, want)
+					}
+				}
+				for _, bad := range []struct {
+					name   string
+					rows   []byte
+					stride int
+				}{
+					{"short rows", rows[:len(rows)-1], stride},
+					{"stride below a row", rows, int(rb) - 1},
+					{"rows shorter than one row", rows[:int(rb)-1], stride},
+				} {
+					func() {
+						defer func() {
+							var se *SizeError
+							if err, _ := recover().(error); !errors.As(err, &se) {
+								t.Errorf("%s %s: %s: recovered %v, want *SizeError", k.Name(), typ, bad.name, err)
+							}
+						}()
+						k.VecDotRows(typ, bad.rows, bad.stride, act, n, out)
+					}()
+				}
+			}
+		}
+	}
+	// No rows is not an error, whatever the row buffer.
+	Best().VecDotRows(Q8_0, nil, 0, make([]byte, 34), 32, nil)
 }
