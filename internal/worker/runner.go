@@ -1,0 +1,73 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/state"
+)
+
+// runRunner is one runner incarnation: guard memory, spawn, load, serve until
+// the subprocess exits or ctx ends, reporting each phase.
+func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst state.Instance) {
+	status := func(s event.RunnerStatus, reason string) {
+		w.report(ctx, event.RunnerStatusUpdated{Runner: id, Instance: k.inst, Rank: uint32(k.rank), Node: w.cfg.Node, Status: s, Reason: truncate(reason)})
+	}
+	exited := func(failed bool, reason string) {
+		w.post(ctx, runnerExited{key: k, id: id, failed: failed, reason: reason})
+	}
+	if w.cfg.Guard != nil {
+		if need, avail, err := w.cfg.Guard(inst, k.rank); err != nil {
+			status(event.RunnerFailed, err.Error())
+			w.execute(ctx, event.RefuseInstancePlacement{ID: ids.CommandID(w.cfg.NewID()), Instance: k.inst, Node: w.cfg.Node,
+				Reason: truncate(err.Error()), NeededBytes: uint64(max(need, 0)), AvailableBytes: uint64(max(avail, 0))})
+			return
+		}
+	}
+	status(event.RunnerLoading, "")
+	path, err := w.cfg.ModelPath(ctx, inst.Model)
+	if err != nil {
+		status(event.RunnerFailed, fmt.Sprintf("weights of %s are not available: %v", inst.Model, err))
+		exited(true, err.Error())
+		return
+	}
+	r, err := w.cfg.Spawn(ctx, fmt.Sprintf("runner %s rank %d", k.inst, k.rank))
+	if err != nil {
+		status(event.RunnerFailed, "could not start the runner process: "+err.Error())
+		exited(true, err.Error())
+		return
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		r.Close(cctx)
+	}()
+	sh := inst.Placement[k.rank]
+	spec := runner.LoadSpec{ModelPath: path, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
+		Last: sh.HoldsHead, Threads: w.cfg.Threads, ContextTokens: int(inst.ContextTokens), Instance: string(k.inst), Rank: k.rank}
+	if err := r.Load(ctx, spec); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		status(event.RunnerFailed, "load failed: "+err.Error())
+		exited(true, err.Error())
+		return
+	}
+	status(event.RunnerReady, "")
+	w.post(ctx, runnerReady{key: k, id: id, r: r})
+	select {
+	case <-ctx.Done():
+		status(event.RunnerStopped, "stopped")
+	case <-r.Exited():
+		reason := "the runner process exited"
+		if err := r.Err(); err != nil {
+			reason = err.Error()
+		}
+		status(event.RunnerFailed, reason)
+		exited(true, reason)
+	}
+}

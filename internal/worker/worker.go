@@ -1,0 +1,343 @@
+// Package worker runs this node's share of the cluster's placements. One
+// goroutine owns its view of the State and the set of runners: it applies the
+// indexed events it subscribes to, and reconciles — a runner subprocess for
+// every shard placed here, none for shards that are gone — and starts the
+// tasks bound to instances whose first rank is here. Runner and task
+// goroutines report their facts to the master directly.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/supervise"
+)
+
+// Master is the control plane as the worker uses it.
+type Master interface {
+	Subscribe(ctx context.Context, after ids.Index) (<-chan event.IndexedEvent, error)
+	State(ctx context.Context) (state.State, error)
+	Report(ctx context.Context, source event.Source, ev event.Event) error
+	Execute(ctx context.Context, cmd event.Command) ([]event.IndexedEvent, error)
+}
+
+// Runner is one runner subprocess as the worker drives it (runner.Client).
+type Runner interface {
+	Load(ctx context.Context, spec runner.LoadSpec) error
+	Generate(ctx context.Context, task string, req infer.Request) (<-chan infer.Chunk, error)
+	// Exited is closed when the subprocess ends; Err then says why.
+	Exited() <-chan struct{}
+	Err() error
+	Close(ctx context.Context) error
+}
+
+// Tasks is the owner side of tasks: the API node that holds a task's
+// request and streams its answer (same node: in process; otherwise over the
+// data plane).
+type Tasks interface {
+	Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.Request, error)
+	Deliver(ctx context.Context, task ids.TaskID, owner ids.NodeID, c infer.Chunk) error
+}
+
+// Config wires a worker.
+type Config struct {
+	Node   ids.NodeID
+	Master Master
+	Tasks  Tasks
+	// Spawn starts a runner subprocess named for logs.
+	Spawn func(ctx context.Context, name string) (Runner, error)
+	// ModelPath makes a model's weights local and returns the GGUF path.
+	ModelPath func(ctx context.Context, model ids.ModelID) (string, error)
+	// Guard is the pre-spawn memory check of one shard; an error refuses the
+	// placement (RefuseInstancePlacement) instead of loading.
+	Guard   func(inst state.Instance, rank int) (need, available int64, err error)
+	Threads int
+	// Breaker gives up on a rank whose runner keeps failing.
+	BreakerMax    int
+	BreakerWindow time.Duration
+	// RestartDelay is the pause before relaunching a failed runner.
+	RestartDelay time.Duration
+	Now          func() time.Time
+	// NewID mints ids for runners and commands.
+	NewID func() string
+	Logger       *slog.Logger
+}
+
+// Worker reconciles runners against the State.
+type Worker struct {
+	cfg  Config
+	msgs chan any
+}
+
+// New returns a worker; call Run.
+func New(cfg Config) *Worker {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.BreakerMax == 0 {
+		cfg.BreakerMax = 3
+	}
+	if cfg.BreakerWindow == 0 {
+		cfg.BreakerWindow = 5 * time.Minute
+	}
+	if cfg.RestartDelay == 0 {
+		cfg.RestartDelay = 500 * time.Millisecond
+	}
+	return &Worker{cfg: cfg, msgs: make(chan any, 64)}
+}
+
+type key struct {
+	inst ids.InstanceID
+	rank int
+}
+
+// handle is one rank's runner, across restarts.
+type handle struct {
+	key     key
+	id      ids.RunnerID
+	cancel  context.CancelFunc
+	done    chan struct{}
+	runner  Runner // set once loaded; read by the loop only
+	breaker *supervise.Breaker
+	gaveUp  bool
+}
+
+// Messages from handle and task goroutines to the loop.
+type (
+	runnerReady struct {
+		key key
+		id  ids.RunnerID
+		r   Runner
+	}
+	runnerExited struct {
+		key    key
+		id     ids.RunnerID
+		reason string
+		failed bool
+	}
+	restartDue struct{ key key }
+	taskEnded  struct{ task ids.TaskID }
+)
+
+func (w *Worker) source() event.Source { return event.Source{Role: event.RoleWorker, Node: w.cfg.Node} }
+
+// Run owns the worker's state until ctx ends, then stops every runner.
+func (w *Worker) Run(ctx context.Context) error {
+	l := &loop{w: w, handles: map[key]*handle{}, tasks: map[ids.TaskID]context.CancelFunc{}}
+	defer l.shutdown()
+	var after ids.Index
+	for {
+		st, err := w.cfg.Master.State(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if st.LastIndex >= after {
+			l.view = st
+			after = st.LastIndex
+		}
+		sub, err := w.cfg.Master.Subscribe(ctx, after)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		l.reconcile(ctx)
+		if done := l.follow(ctx, sub); done {
+			return nil
+		}
+		after = l.view.LastIndex
+	}
+}
+
+type loop struct {
+	w       *Worker
+	view    state.State
+	handles map[key]*handle
+	tasks   map[ids.TaskID]context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+// follow applies events until the subscription ends (resubscribe) or ctx
+// ends (done).
+func (l *loop) follow(ctx context.Context, sub <-chan event.IndexedEvent) (done bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return true
+		case ie, ok := <-sub:
+			if !ok {
+				return false
+			}
+			if ie.Index <= l.view.LastIndex {
+				continue
+			}
+			next, err := state.Apply(l.view, ie)
+			if err != nil {
+				l.w.cfg.Logger.Error("worker view rejected an event; resyncing", "index", ie.Index, "err", err)
+				return false
+			}
+			l.view = next
+			l.onEvent(ctx, ie.Event)
+			l.reconcile(ctx)
+		case m := <-l.w.msgs:
+			l.onMessage(ctx, m)
+		}
+	}
+}
+
+func (l *loop) onEvent(ctx context.Context, ev event.Event) {
+	switch e := ev.(type) {
+	case event.TaskCreated:
+		l.startTask(ctx, e)
+	case event.TaskCancelled:
+		if cancel, ok := l.tasks[e.Task]; ok {
+			cancel()
+		}
+	case event.TaskFinished:
+		if cancel, ok := l.tasks[e.Task]; ok {
+			cancel()
+		}
+	}
+}
+
+func (l *loop) onMessage(ctx context.Context, m any) {
+	switch m := m.(type) {
+	case runnerReady:
+		if h, ok := l.handles[m.key]; ok && h.id == m.id {
+			h.runner = m.r
+		}
+	case runnerExited:
+		h, ok := l.handles[m.key]
+		if !ok || h.id != m.id {
+			return
+		}
+		h.runner = nil
+		if !m.failed {
+			return
+		}
+		if h.breaker.Record(l.w.cfg.Now()) {
+			h.gaveUp = true
+			l.w.cfg.Logger.Warn("runner keeps failing; giving up on the instance", "instance", m.key.inst, "rank", m.key.rank, "reason", m.reason)
+			go l.w.execute(ctx, event.FailInstance{ID: ids.CommandID(l.w.cfg.NewID()), Instance: m.key.inst, Node: l.w.cfg.Node,
+				Category: event.FailureCrashLoop, Detail: truncate(fmt.Sprintf("runner failed %d times within %s; last: %s", l.w.cfg.BreakerMax, l.w.cfg.BreakerWindow, m.reason))})
+			return
+		}
+		k := m.key
+		time.AfterFunc(l.w.cfg.RestartDelay, func() { l.w.post(ctx, restartDue{k}) })
+	case restartDue:
+		h, ok := l.handles[m.key]
+		if !ok || h.gaveUp || !l.placed(m.key) {
+			return
+		}
+		l.launch(ctx, h)
+	case taskEnded:
+		if cancel, ok := l.tasks[m.task]; ok {
+			cancel()
+			delete(l.tasks, m.task)
+		}
+	}
+}
+
+func (w *Worker) post(ctx context.Context, m any) {
+	select {
+	case w.msgs <- m:
+	case <-ctx.Done():
+	}
+}
+
+func (w *Worker) execute(ctx context.Context, cmd event.Command) {
+	if _, err := w.cfg.Master.Execute(ctx, cmd); err != nil && ctx.Err() == nil {
+		w.cfg.Logger.Warn("command to the master failed", "kind", cmd.Kind(), "err", err)
+	}
+}
+
+func (w *Worker) report(ctx context.Context, ev event.Event) {
+	if err := w.cfg.Master.Report(ctx, w.source(), ev); err != nil && ctx.Err() == nil {
+		// The State may have moved on (the instance was deleted); that is
+		// not an error worth more than a debug line.
+		w.cfg.Logger.Debug("report not admitted", "kind", ev.Kind(), "err", err)
+	}
+}
+
+// placed reports whether the State still places k on this node.
+func (l *loop) placed(k key) bool {
+	inst, ok := l.view.Instances[k.inst]
+	return ok && inst.Status != state.InstanceFailed && k.rank < len(inst.Placement) && inst.Placement[k.rank].Node == l.w.cfg.Node
+}
+
+// reconcile starts a runner for every shard placed here and stops the rest.
+func (l *loop) reconcile(ctx context.Context) {
+	for _, sh := range l.view.ShardsOnNode(l.w.cfg.Node) {
+		k := key{sh.Instance, sh.Rank}
+		if !l.placed(k) {
+			continue
+		}
+		if _, ok := l.handles[k]; !ok {
+			h := &handle{key: k, breaker: &supervise.Breaker{Max: l.w.cfg.BreakerMax, Window: l.w.cfg.BreakerWindow}}
+			l.handles[k] = h
+			l.launch(ctx, h)
+		}
+	}
+	for k, h := range l.handles {
+		if !l.placed(k) {
+			l.stop(h)
+			delete(l.handles, k)
+		}
+	}
+}
+
+func (l *loop) stop(h *handle) {
+	if h.cancel != nil {
+		h.cancel()
+	}
+}
+
+func (l *loop) shutdown() {
+	for _, cancel := range l.tasks {
+		cancel()
+	}
+	for _, h := range l.handles {
+		l.stop(h)
+	}
+	l.wg.Wait()
+}
+
+// launch starts a new runner incarnation for h.
+func (l *loop) launch(ctx context.Context, h *handle) {
+	if h.cancel != nil {
+		h.cancel()
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	h.cancel = cancel
+	h.id = ids.RunnerID(l.w.cfg.NewID())
+	h.runner = nil
+	inst := l.view.Instances[h.key.inst]
+	l.wg.Add(1)
+	go func(id ids.RunnerID) {
+		defer l.wg.Done()
+		l.w.runRunner(rctx, h.key, id, inst)
+	}(h.id)
+}
+
+func truncate(s string) string {
+	if len(s) > event.MaxReasonBytes {
+		return s[:event.MaxReasonBytes]
+	}
+	return s
+}
+
+var errNoRunner = errors.New("no ready runner for the instance on this node")
