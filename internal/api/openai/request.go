@@ -246,11 +246,14 @@ func unmarshal(body []byte, v any) error {
 		if te.Field == "" {
 			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
 		}
+		// encoding/json names the embedded struct in the path; clients
+		// never see it.
+		field := strings.TrimPrefix(te.Field, "common.")
 		want := "a value of another type"
 		if te.Type != nil {
 			want = typeName(te.Type.Kind().String())
 		}
-		return infer.ParamErrorf(te.Field, "field %s must be %s, not a JSON %s", te.Field, want, te.Value)
+		return infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, want, te.Value)
 	}
 	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
 }
