@@ -28,6 +28,15 @@ func vecDotQ8_0AVX2(row, act []byte, n int) float32
 //go:noescape
 func vecDotQ4_0AVX2(row, act []byte, n int) float32
 
+// AVX512_VNNI (with AVX512VL, on ymm registers) variants of the AVX2 int8
+// kernels: VPDPBUSD does the multiply and both pairwise additions at once.
+
+//go:noescape
+func vecDotQ8_0VNNI(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ4_0VNNI(row, act []byte, n int) float32
+
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
 
@@ -64,5 +73,11 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q4_K] = vecDotQ4_KAVX2
 	t.vecDot[Q5_K] = vecDotQ5_KAVX2
 	t.vecDot[Q6_K] = vecDotQ6_KAVX2
+	if !f.AVX512F || !f.AVX512VL || !f.AVX512VNNI {
+		return t
+	}
+	t.name = "avx512"
+	t.vecDot[Q8_0] = vecDotQ8_0VNNI
+	t.vecDot[Q4_0] = vecDotQ4_0VNNI
 	return t
 }

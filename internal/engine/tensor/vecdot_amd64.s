@@ -623,3 +623,98 @@ q6kdone:
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
 	RET
+
+// Q8BLOCKVNNI is Q8BLOCK with the two multiply-add steps fused into one
+// VPDPBUSD (AVX512_VNNI on ymm registers, EVEX encoded), same exactness.
+#define Q8BLOCKVNNI(xo, yo, ACC) \
+	Q8BLOCKSCALE(xo, yo)          \
+	VMOVDQU     (xo+2)(SI), Y4    \
+	VMOVDQU     (yo+2)(DI), Y5    \
+	VPSIGNB     Y4, Y4, Y6        \
+	VPSIGNB     Y4, Y5, Y5        \
+	VPXOR       Y7, Y7, Y7        \
+	VPDPBUSD    Y5, Y6, Y7        \
+	VCVTDQ2PS   Y7, Y7            \
+	VFMADD231PS Y2, Y7, ACC
+
+// func vecDotQ8_0VNNI(row, act []byte, n int) float32
+TEXT ·vecDotQ8_0VNNI(SB), NOSPLIT, $0-60
+	MOVQ   row_base+0(FP), SI
+	MOVQ   act_base+24(FP), DI
+	MOVQ   n+48(FP), CX
+	SHRQ   $5, CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	MOVQ   CX, DX
+	SHRQ   $1, DX
+	JE     q8vone
+
+q8vpair:
+	Q8BLOCKVNNI(0, 0, Y0)
+	Q8BLOCKVNNI(34, 34, Y1)
+	ADDQ $68, SI
+	ADDQ $68, DI
+	DECQ DX
+	JNZ  q8vpair
+
+q8vone:
+	TESTQ $1, CX
+	JE    q8vdone
+	Q8BLOCKVNNI(0, 0, Y0)
+
+q8vdone:
+	VADDPS     Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// Q40BLOCKVNNI is Q40BLOCK with VPDPBUSD for Σq·y and Σ8·y.
+#define Q40BLOCKVNNI(xo, yo, ACC) \
+	Q8BLOCKSCALE(xo, yo)          \
+	VMOVDQU     (xo+2)(SI), X4    \
+	VPSRLW      $4, X4, X5        \
+	VINSERTI128 $1, X5, Y4, Y4    \
+	VPAND       Y14, Y4, Y4       \
+	VMOVDQU     (yo+2)(DI), Y5    \
+	VPXOR       Y6, Y6, Y6        \
+	VPXOR       Y7, Y7, Y7        \
+	VPDPBUSD    Y5, Y4, Y6        \
+	VPDPBUSD    Y5, Y13, Y7       \
+	VPSUBD      Y7, Y6, Y6        \
+	VCVTDQ2PS   Y6, Y6            \
+	VFMADD231PS Y2, Y6, ACC
+
+// func vecDotQ4_0VNNI(row, act []byte, n int) float32
+TEXT ·vecDotQ4_0VNNI(SB), NOSPLIT, $0-60
+	MOVQ    row_base+0(FP), SI
+	MOVQ    act_base+24(FP), DI
+	MOVQ    n+48(FP), CX
+	SHRQ    $5, CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VMOVDQU nib<>(SB), Y14
+	VMOVDQU eights<>(SB), Y13
+	MOVQ    CX, DX
+	SHRQ    $1, DX
+	JE      q40vone
+
+q40vpair:
+	Q40BLOCKVNNI(0, 0, Y0)
+	Q40BLOCKVNNI(18, 34, Y1)
+	ADDQ $36, SI
+	ADDQ $68, DI
+	DECQ DX
+	JNZ  q40vpair
+
+q40vone:
+	TESTQ $1, CX
+	JE    q40vdone
+	Q40BLOCKVNNI(0, 0, Y0)
+
+q40vdone:
+	VADDPS     Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
