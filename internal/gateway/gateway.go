@@ -1,0 +1,290 @@
+// Package gateway is the node's front door to the cluster: it implements the
+// HTTP API's Backend by turning requests into commands to the master, and it
+// is the owner side of the tasks this node's API accepted — it holds each
+// request's payload until a runner fetches it and streams the runner's
+// chunks back to the waiting HTTP handler.
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/master"
+	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/state"
+)
+
+// Master is the control plane as the gateway uses it.
+type Master interface {
+	Execute(ctx context.Context, cmd event.Command) ([]event.IndexedEvent, error)
+	State(ctx context.Context) (state.State, error)
+}
+
+// Config wires a gateway.
+type Config struct {
+	Node    ids.NodeID
+	Master  Master
+	Catalog func() *catalog.Catalog
+	// Nodes reports the live nodes' resources, for previews and /state.
+	Nodes  func() []placement.Node
+	NewID  func() string
+	Logger *slog.Logger
+}
+
+// Gateway implements api.Backend and the worker's Tasks.
+type Gateway struct {
+	cfg Config
+
+	mu    sync.Mutex // guards tasks; held only for map operations
+	tasks map[ids.TaskID]*pending
+}
+
+// pending is a task this node owns: its request, and the stream back to the
+// HTTP handler waiting for it.
+type pending struct {
+	req  infer.Request
+	ref  event.PayloadRef
+	out  chan infer.Chunk
+	gone chan struct{} // closed when the client stops reading
+	once sync.Once
+}
+
+// chunkBuffer lets a runner run ahead of a slow client by this many chunks.
+const chunkBuffer = 64
+
+// New returns a gateway.
+func New(cfg Config) *Gateway {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Gateway{cfg: cfg, tasks: map[ids.TaskID]*pending{}}
+}
+
+var _ api.Backend = (*Gateway)(nil)
+
+// Generate registers the request, asks the master to bind it to an instance,
+// and returns the chunk stream. Cancelling ctx cancels the task.
+func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
+		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog)", req.Model)
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	task := ids.TaskID(g.cfg.NewID())
+	p := &pending{req: req, ref: event.PayloadRef{Digest: sha256.Sum256(body), Size: uint64(len(body))},
+		out: make(chan infer.Chunk, chunkBuffer), gone: make(chan struct{})}
+	g.mu.Lock()
+	g.tasks[task] = p
+	g.mu.Unlock()
+	_, err = g.cfg.Master.Execute(ctx, event.TextGeneration{ID: ids.CommandID(g.cfg.NewID()), Task: task,
+		Model: ids.ModelID(req.Model), Owner: g.cfg.Node, Payload: p.ref})
+	if err != nil {
+		g.forget(task)
+		return nil, err
+	}
+	// When the client goes away first, cancel the task on the cluster.
+	go func() {
+		<-ctx.Done()
+		if !g.forget(task) {
+			return // finished normally
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if _, err := g.cfg.Master.Execute(cctx, event.CancelTask{ID: ids.CommandID(g.cfg.NewID()), Task: task}); err != nil {
+			g.cfg.Logger.Debug("cancel after client disconnect failed", "task", task, "err", err)
+		}
+	}()
+	return p.out, nil
+}
+
+// forget drops a task; it reports whether the task was still pending.
+func (g *Gateway) forget(task ids.TaskID) bool {
+	g.mu.Lock()
+	p, ok := g.tasks[task]
+	delete(g.tasks, task)
+	g.mu.Unlock()
+	if ok {
+		p.once.Do(func() { close(p.gone) })
+	}
+	return ok
+}
+
+func (g *Gateway) lookup(task ids.TaskID) (*pending, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p, ok := g.tasks[task]
+	return p, ok
+}
+
+// Payload returns the request of a task this node owns, checked against the
+// reference the master indexed.
+func (g *Gateway) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.Request, error) {
+	if owner != g.cfg.Node {
+		return infer.Request{}, fmt.Errorf("gateway: task %s is owned by node %s; fetching payloads across nodes needs the cluster data plane", task, owner)
+	}
+	p, ok := g.lookup(task)
+	if !ok {
+		return infer.Request{}, fmt.Errorf("gateway: task %s is no longer waiting (its client left)", task)
+	}
+	if p.ref != ref {
+		return infer.Request{}, fmt.Errorf("gateway: task %s payload does not match the indexed digest", task)
+	}
+	return p.req, nil
+}
+
+// Deliver passes a chunk to the waiting client; the final chunk closes the
+// stream.
+func (g *Gateway) Deliver(ctx context.Context, task ids.TaskID, owner ids.NodeID, c infer.Chunk) error {
+	if owner != g.cfg.Node {
+		return fmt.Errorf("gateway: task %s is owned by node %s", task, owner)
+	}
+	p, ok := g.lookup(task)
+	if !ok {
+		return fmt.Errorf("gateway: task %s has no waiting client", task)
+	}
+	select {
+	case p.out <- c:
+	case <-p.gone:
+		return fmt.Errorf("gateway: the client of task %s left", task)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if c.Kind == infer.ChunkDone || c.Kind == infer.ChunkError {
+		g.mu.Lock()
+		delete(g.tasks, task)
+		g.mu.Unlock()
+		close(p.out)
+	}
+	return nil
+}
+
+// Models lists the models with a ready instance.
+func (g *Gateway) Models(ctx context.Context) ([]api.ModelInfo, error) {
+	st, err := g.cfg.Master.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[ids.ModelID]int64{}
+	for _, inst := range st.Instances {
+		if inst.Status == state.InstanceReady {
+			if t, ok := seen[inst.Model]; !ok || inst.CreatedAtUnixMs < t {
+				seen[inst.Model] = inst.CreatedAtUnixMs
+			}
+		}
+	}
+	out := make([]api.ModelInfo, 0, len(seen))
+	for m, t := range seen {
+		out = append(out, api.ModelInfo{ID: m, OwnedBy: "skulk", Created: time.UnixMilli(t)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// StateDocument is the GET /state answer: the replicated State plus this
+// node's view of it and the live readings.
+type StateDocument struct {
+	state.State
+	LastAppliedIndex ids.Index        `json:"lastAppliedIndex"`
+	StateHash        string           `json:"stateHash"`
+	NodeResources    []placement.Node `json:"nodeResources"`
+}
+
+// State returns the GET /state document.
+func (g *Gateway) State(ctx context.Context) (any, error) {
+	st, err := g.cfg.Master.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h := state.Hash(st)
+	doc := StateDocument{State: st, LastAppliedIndex: st.LastIndex, StateHash: fmt.Sprintf("%x", h[:])}
+	if g.cfg.Nodes != nil {
+		doc.NodeResources = g.cfg.Nodes()
+	}
+	return doc, nil
+}
+
+// Place submits a placement; the planner's refusal comes back synchronously.
+func (g *Gateway) Place(ctx context.Context, req api.PlaceRequest) (api.PlaceResult, error) {
+	if req.MinNodes < 0 || req.ContextTokens < 0 {
+		return api.PlaceResult{}, infer.ParamErrorf("min_nodes", "min_nodes and context_tokens must not be negative")
+	}
+	id := ids.CommandID(g.cfg.NewID())
+	_, err := g.cfg.Master.Execute(ctx, event.PlaceInstance{ID: id, Model: req.ModelID, MinNodes: uint32(req.MinNodes),
+		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens)})
+	if err != nil {
+		return api.PlaceResult{}, err
+	}
+	return api.PlaceResult{InstanceID: id.Instance()}, nil
+}
+
+// Previews lists what each placement width of a model would use.
+func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) {
+	card, ok := g.cfg.Catalog().Get(string(model))
+	if !ok {
+		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog)", model)
+	}
+	var nodes []placement.Node
+	if g.cfg.Nodes != nil {
+		nodes = g.cfg.Nodes()
+	}
+	pv, err := placement.Previews(master.PlacementModel(card), nodes)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"model_id": model, "previews": pv}, nil
+}
+
+// DeleteInstance tears an instance down.
+func (g *Gateway) DeleteInstance(ctx context.Context, id ids.InstanceID) error {
+	_, err := g.cfg.Master.Execute(ctx, event.DeleteInstance{ID: ids.CommandID(g.cfg.NewID()), Instance: id})
+	return err
+}
+
+// CatalogEntry is one model of GET /models.
+type CatalogEntry struct {
+	catalog.Card
+	Placement string           `json:"placement"` // none, pending, ready or failed
+	Instances []ids.InstanceID `json:"instances"`
+}
+
+// Catalog lists every model with its placement state.
+func (g *Gateway) Catalog(ctx context.Context) (any, error) {
+	st, err := g.cfg.Master.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []CatalogEntry
+	for _, c := range g.cfg.Catalog().List() {
+		e := CatalogEntry{Card: c, Placement: "none", Instances: []ids.InstanceID{}}
+		rank := map[string]int{"none": 0, "failed": 1, "pending": 2, "ready": 3}
+		for id, inst := range st.Instances {
+			if string(inst.Model) != c.ID {
+				continue
+			}
+			e.Instances = append(e.Instances, id)
+			if s := string(inst.Status); rank[s] > rank[e.Placement] {
+				e.Placement = s
+			}
+		}
+		sort.Slice(e.Instances, func(i, j int) bool { return e.Instances[i] < e.Instances[j] })
+		out = append(out, e)
+	}
+	return map[string]any{"object": "list", "data": out}, nil
+}
