@@ -1,0 +1,333 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// DefaultSlots is how many tasks a runner generates at once; more wait in
+// arrival order.
+const DefaultSlots = 4
+
+// Main is the runner child: it reads commands from stdin, writes messages to
+// stdout and logs to stderr, until a shutdown command, the end of stdin or
+// the end of ctx. args are the flags after "skulk runner".
+func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) error {
+	fs := flag.NewFlagSet("skulk runner", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	slots := fs.Int("slots", DefaultSlots, "tasks generated at once")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("runner: unexpected arguments %q", fs.Args())
+	}
+	if *slots < 1 {
+		return fmt.Errorf("runner: --slots must be at least 1, got %d", *slots)
+	}
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("runner: --log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	return serve(ctx, stdin, stdout, log, *slots)
+}
+
+// server is the child's state, owned by the goroutine running serve.
+type server struct {
+	log   *slog.Logger
+	slots int
+	out   chan<- Message // to the writer goroutine
+
+	state   State
+	model   *loaded          // set once ready
+	loading chan loadEvent   // the loader's reports; nil when no load runs
+	tasks   map[string]*task // queued and running
+	queue   []*task          // queued, oldest first
+	running int
+	done    chan *task // running tasks report here when they have sent their last chunk
+	closing bool
+}
+
+// readResult is one line read from stdin.
+type readResult struct {
+	cmd Command
+	err error // a *ProtocolError for a bad line; anything else ends the input
+}
+
+func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger, slots int) error {
+	out := make(chan Message, 64)
+	writeErr := make(chan error, 1)
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		writeLoop(stdout, out, writeErr)
+	}()
+	lines := make(chan readResult)
+	stopRead := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		readLoop(stdin, lines, stopRead)
+	}()
+
+	s := &server{log: log, slots: slots, out: out, tasks: map[string]*task{}, done: make(chan *task)}
+	s.loop(ctx, lines, writeErr)
+
+	s.send(Message{Type: TypeStatus, Status: &Status{State: StateStopped, Reason: "shut down"}})
+	close(out)
+	<-writerDone
+	if s.model != nil {
+		s.model.m.Close()
+	}
+	close(stopRead)
+	// The reader ends with its next line or at end of input; it can be
+	// interrupted only by closing stdin.
+	if c, ok := stdin.(io.Closer); ok {
+		c.Close()
+		<-readerDone
+	}
+	return nil
+}
+
+// loop runs until shutdown has been asked for and every task and load has
+// ended.
+func (s *server) loop(ctx context.Context, lines <-chan readResult, writeErr <-chan error) {
+	ctxDone := ctx.Done()
+	for !s.closing || s.running > 0 || s.loading != nil {
+		select {
+		case r, ok := <-lines:
+			switch {
+			case !ok:
+				lines = nil
+				s.shutdown("end of input")
+			case r.err != nil:
+				s.protocolError("", r.err)
+			default:
+				s.handle(r.cmd)
+			}
+		case ev := <-s.loading:
+			s.loadEvent(ev)
+		case t := <-s.done:
+			delete(s.tasks, t.id)
+			s.running--
+			s.startQueued()
+		case err := <-writeErr:
+			s.log.Error("stdout failed; shutting down", "err", err)
+			s.shutdown("stdout failed")
+		case <-ctxDone:
+			ctxDone = nil
+			s.shutdown("context ended")
+		}
+	}
+}
+
+func (s *server) handle(c Command) {
+	switch c.Op {
+	case OpLoad:
+		s.load(*c.Load)
+	case OpGenerate:
+		s.generate(*c.Generate)
+	case OpCancel:
+		s.cancel(c.Cancel.Task)
+	case OpShutdown:
+		s.shutdown("shutdown requested")
+	}
+}
+
+func (s *server) protocolError(task string, err error) {
+	s.log.Warn("bad command", "task", task, "err", err)
+	e := infer.Errorf(infer.ClassInvalid, "%v", err)
+	var ie *infer.Error
+	if errors.As(err, &ie) {
+		e = ie
+	}
+	s.send(Message{Type: TypeError, Task: task, Error: e})
+}
+
+func (s *server) send(m Message) { s.out <- m }
+
+func (s *server) status(st Status) {
+	s.state = st.State
+	s.log.Info("status", "state", st.State, "reason", st.Reason)
+	s.send(Message{Type: TypeStatus, Status: &st})
+}
+
+func (s *server) load(spec LoadSpec) {
+	if s.closing {
+		s.protocolError("", infer.Errorf(infer.ClassUnavailable, "the runner is shutting down"))
+		return
+	}
+	if s.state != "" {
+		s.protocolError("", infer.Errorf(infer.ClassConflict, "a load was already received (state %s)", s.state))
+		return
+	}
+	s.status(Status{State: StateLoading})
+	ch := make(chan loadEvent)
+	s.loading = ch
+	go loadModel(spec, s.log, ch)
+}
+
+func (s *server) loadEvent(ev loadEvent) {
+	switch {
+	case ev.warming:
+		s.status(Status{State: StateWarming})
+		return
+	case ev.err != nil:
+		s.status(Status{State: StateFailed, Reason: ev.err.Error()})
+	case s.closing:
+		ev.model.m.Close()
+	default:
+		s.model = ev.model
+		s.status(Status{State: StateReady, WeightBytes: ev.model.m.Shard.WeightBytes(), ContextTokens: ev.model.context})
+	}
+	s.loading = nil
+}
+
+func (s *server) generate(g GenerateCmd) {
+	if _, dup := s.tasks[g.Task]; dup {
+		s.protocolError(g.Task, infer.Errorf(infer.ClassConflict, "task %q is already running", g.Task))
+		return
+	}
+	var refuse *infer.Error
+	switch {
+	case s.closing:
+		refuse = infer.Errorf(infer.ClassUnavailable, "the runner is shutting down")
+	case s.state != StateReady:
+		refuse = infer.Errorf(infer.ClassUnavailable, "the runner is not ready (state %q)", s.state)
+	}
+	if refuse != nil {
+		s.send(Message{Type: TypeChunk, Task: g.Task, Chunk: &infer.Chunk{Kind: infer.ChunkError, Error: refuse}})
+		return
+	}
+	t := &task{id: g.Task, req: g.Request}
+	s.tasks[t.id] = t
+	s.queue = append(s.queue, t)
+	s.startQueued()
+}
+
+// startQueued starts queued tasks while slots are free.
+func (s *server) startQueued() {
+	for s.running < s.slots && len(s.queue) > 0 && !s.closing {
+		t := s.queue[0]
+		s.queue = s.queue[1:]
+		ctx, cancel := context.WithCancel(context.Background())
+		t.cancel = cancel
+		s.running++
+		go func() {
+			defer cancel()
+			t.run(ctx, s.model, s.log.With("task", t.id), s.out)
+			s.done <- t
+		}()
+	}
+}
+
+func (s *server) cancel(id string) {
+	t, ok := s.tasks[id]
+	if !ok {
+		return // finished already, or never known
+	}
+	if t.cancel != nil {
+		t.cancel()
+		return
+	}
+	for i, q := range s.queue {
+		if q == t {
+			s.queue = append(s.queue[:i], s.queue[i+1:]...)
+			break
+		}
+	}
+	delete(s.tasks, id)
+	s.send(cancelledChunk(id, infer.Usage{}))
+}
+
+// shutdown cancels every task; loop returns once they have ended.
+func (s *server) shutdown(why string) {
+	if s.closing {
+		return
+	}
+	s.log.Info("shutting down", "reason", why)
+	s.closing = true
+	for _, t := range s.queue {
+		delete(s.tasks, t.id)
+		s.send(cancelledChunk(t.id, infer.Usage{}))
+	}
+	s.queue = nil
+	for _, t := range s.tasks {
+		t.cancel()
+	}
+}
+
+func cancelledChunk(task string, u infer.Usage) Message {
+	return Message{Type: TypeChunk, Task: task, Chunk: &infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishCancelled, Usage: &u}}
+}
+
+// readLoop decodes stdin lines until the input ends or stop is closed.
+func readLoop(r io.Reader, lines chan<- readResult, stop <-chan struct{}) {
+	defer close(lines)
+	lr := newLineReader(r, MaxLine)
+	for {
+		line, err := lr.next()
+		var res readResult
+		switch {
+		case err != nil && errors.Is(err, ErrProtocol):
+			res.err = err
+		case err != nil:
+			return
+		case len(line) == 0:
+			continue // blank lines are allowed
+		default:
+			res.cmd, res.err = DecodeCommand(line)
+		}
+		select {
+		case lines <- res:
+		case <-stop:
+			return
+		}
+	}
+}
+
+// writeLoop writes each message as a line, flushing whenever no more are
+// waiting. After a write error it keeps draining (so senders never block),
+// reports the error once and writes nothing more.
+func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	var werr error
+	for m := range out {
+		if werr != nil {
+			continue
+		}
+		b, err := marshalLine(m)
+		if err != nil {
+			// Only a bug can make a Message unencodable; say so rather
+			// than lose the line.
+			b, _ = marshalLine(Message{Type: TypeError, Task: m.Task, Error: infer.Errorf(infer.ClassInternal, "runner: encode message: %v", err)})
+		}
+		_, werr = bw.Write(b)
+		if werr == nil && len(out) == 0 {
+			werr = bw.Flush()
+		}
+		if werr != nil {
+			failed <- werr
+		}
+	}
+	if werr == nil {
+		bw.Flush()
+	}
+}
+
+// loaded is a model ready to serve.
+type loaded struct {
+	m       *engine.Model
+	context int // tokens per task, prompt included
+	chat    chatSetup
+}

@@ -1,0 +1,132 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/chat"
+	"github.com/skulk/skulk/internal/engine/model"
+	"github.com/skulk/skulk/internal/engine/output"
+)
+
+// ErrShardUnsupported is the load failure for a layer range that is not the
+// whole model: pipeline stages need the data plane, which runners do not
+// join yet.
+var ErrShardUnsupported = errors.New("runner: only whole models are served; pipeline shards are not supported yet")
+
+// loadEvent is the loader's report: warming, then the model or an error.
+type loadEvent struct {
+	warming bool
+	model   *loaded
+	err     error
+}
+
+// chatSetup is what a loaded model needs to serve chat requests.
+type chatSetup struct {
+	tmpl      *chat.Template // nil when the template does not compile
+	tmplErr   error
+	dialect   output.Dialect
+	reasoning bool // the template knows <think> blocks
+}
+
+// loadModel opens, checks and warms the model, reporting to ch.
+func loadModel(spec LoadSpec, log *slog.Logger, ch chan<- loadEvent) {
+	l, err := openModel(spec, log, func() { ch <- loadEvent{warming: true} })
+	if err != nil {
+		log.Error("load failed", "model", spec.ModelPath, "err", err)
+		ch <- loadEvent{err: err}
+		return
+	}
+	ch <- loadEvent{model: l}
+}
+
+func openModel(spec LoadSpec, log *slog.Logger, warming func()) (*loaded, error) {
+	if spec.ModelPath == "" {
+		return nil, errors.New("runner: load: model_path is required")
+	}
+	whole := spec.Start == 0 && spec.End == 0
+	if !whole && !(spec.Start == 0 && spec.First && spec.Last) {
+		return nil, fmt.Errorf("%w (asked for blocks [%d, %d) first=%v last=%v)", ErrShardUnsupported, spec.Start, spec.End, spec.First, spec.Last)
+	}
+	if spec.Threads < 0 || spec.ContextTokens < 0 {
+		return nil, fmt.Errorf("runner: load: threads (%d) and context_tokens (%d) must not be negative", spec.Threads, spec.ContextTokens)
+	}
+	opt := engine.Options{Threads: spec.Threads}
+	if !whole {
+		opt.Range = &model.Range{Start: spec.Start, End: spec.End, First: true, Last: true}
+	}
+	m, err := engine.Open(spec.ModelPath, opt)
+	if err != nil {
+		return nil, fmt.Errorf("runner: load: %w", err)
+	}
+	if !whole && spec.End != m.Config.NLayer {
+		m.Close()
+		return nil, fmt.Errorf("%w (asked for blocks [%d, %d) of %d)", ErrShardUnsupported, spec.Start, spec.End, m.Config.NLayer)
+	}
+	l := &loaded{m: m, context: spec.ContextTokens}
+	if l.context == 0 || l.context > m.Config.ContextLength {
+		l.context = m.Config.ContextLength
+	}
+	l.chat, err = setupChat(m, spec.ChatTemplateOverride)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	if l.chat.tmplErr != nil {
+		log.Warn("the model's chat template does not compile; chat requests will fail", "err", l.chat.tmplErr)
+	}
+	warming()
+	if err := warmUp(m); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// setupChat compiles the chat template. An override that does not compile
+// fails the load (the operator asked for it); a GGUF template that does not
+// compile fails only chat requests, so raw completions still work.
+func setupChat(m *engine.Model, override string) (chatSetup, error) {
+	t, err := m.ChatTemplate(override)
+	if err != nil {
+		if override != "" {
+			return chatSetup{}, fmt.Errorf("runner: load: chat_template_override: %w", err)
+		}
+		return chatSetup{tmplErr: err}, nil
+	}
+	return chatSetup{tmpl: t, dialect: dialectOf(t.Family()), reasoning: strings.Contains(t.Source(), "<think>")}, nil
+}
+
+func dialectOf(f chat.Family) output.Dialect {
+	switch f {
+	case chat.FamilyHermes:
+		return output.Hermes
+	case chat.FamilyQwen3Coder:
+		return output.QwenXML
+	case chat.FamilyLlama3:
+		return output.Llama3
+	case chat.FamilyMistral:
+		return output.Mistral
+	}
+	return output.NoDialect
+}
+
+// warmUp runs one forward pass of one token, which faults in the weights'
+// first pages and proves the forward path works before the runner says ready.
+func warmUp(m *engine.Model) error {
+	tok := m.Tok.BOS()
+	if tok < 0 || int(tok) >= m.Config.NVocab {
+		tok = 0
+	}
+	res, err := m.Shard.Forward(m.Shard.NewCache(1), model.Batch{Tokens: []int32{tok}})
+	if err != nil {
+		return fmt.Errorf("runner: warm-up forward pass: %w", err)
+	}
+	if len(res.Logits) != m.Config.NVocab {
+		return fmt.Errorf("runner: warm-up forward pass gave %d logits, want %d", len(res.Logits), m.Config.NVocab)
+	}
+	return nil
+}

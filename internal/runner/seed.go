@@ -1,0 +1,6 @@
+package runner
+
+import "math/rand/v2"
+
+// randomSeed seeds a request that names no seed.
+func randomSeed() uint64 { return rand.Uint64() }

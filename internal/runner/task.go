@@ -1,0 +1,408 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/skulk/skulk/internal/engine/chat"
+	"github.com/skulk/skulk/internal/engine/model"
+	"github.com/skulk/skulk/internal/engine/output"
+	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/tokenizer"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// task is one generate command. The server goroutine owns the struct; run
+// reads only id and req.
+type task struct {
+	id     string
+	req    infer.Request
+	cancel context.CancelFunc // set when it starts running
+}
+
+// run generates the task's answer and sends its chunks, ending with exactly
+// one done or error chunk.
+func (t *task) run(ctx context.Context, l *loaded, log *slog.Logger, out chan<- Message) {
+	emit := func(c infer.Chunk) { out <- Message{Type: TypeChunk, Task: t.id, Chunk: &c} }
+	start := time.Now()
+	usage, finish, err := generate(ctx, l, t.req, emit)
+	switch {
+	case err == nil:
+		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, Usage: &usage})
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishCancelled, Usage: &usage})
+		finish = infer.FinishCancelled
+	default:
+		var ie *infer.Error
+		if !errors.As(err, &ie) {
+			ie = infer.Errorf(infer.ClassInternal, "%v", err)
+		}
+		emit(infer.Chunk{Kind: infer.ChunkError, Error: ie})
+		log.Warn("task failed", "class", ie.Class, "err", err)
+		return
+	}
+	log.Debug("task done", "finish", finish, "prompt_tokens", usage.PromptTokens,
+		"completion_tokens", usage.CompletionTokens, "took", time.Since(start))
+}
+
+// Sampling defaults for fields a request leaves unset, as llama-server sets
+// them: a request with no temperature samples at 0.8 with top_p 0.95; send
+// temperature 0 for greedy decoding. top_k, min_p and the penalties are
+// plain numbers in infer.Sampling, so their zero value is "off".
+const (
+	DefaultTemperature = 0.8
+	DefaultTopP        = 0.95
+)
+
+// samplingParams maps a request's sampling settings to the sampler's;
+// randomSeed supplies the seed when the request has none.
+func samplingParams(s infer.Sampling, randomSeed func() uint64) sample.Params {
+	p := sample.Params{
+		Temperature:      DefaultTemperature,
+		TopP:             DefaultTopP,
+		TopK:             s.TopK,
+		MinP:             float32(s.MinP),
+		RepeatPenalty:    float32(s.RepeatPenalty),
+		PresencePenalty:  float32(s.PresencePenalty),
+		FrequencyPenalty: float32(s.FrequencyPenalty),
+	}
+	if s.Temperature != nil {
+		p.Temperature = float32(*s.Temperature)
+	}
+	if s.TopP != nil {
+		p.TopP = float32(*s.TopP)
+	}
+	if s.Seed != nil {
+		p.Seed = *s.Seed
+	} else {
+		p.Seed = randomSeed()
+	}
+	return p
+}
+
+// generate runs one request to its end and returns its usage and finish
+// reason. Chunks other than the last go to emit.
+func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (infer.Usage, string, error) {
+	var usage infer.Usage
+	p, err := prepare(l, req)
+	if err != nil {
+		return usage, "", err
+	}
+	usage.PromptTokens = len(p.prompt)
+	m := l.m
+	budget := l.context - len(p.prompt)
+	maxTokens := req.Sampling.MaxTokens
+	if maxTokens == 0 {
+		maxTokens = infer.DefaultMaxTokens
+	}
+	budget = min(budget, maxTokens)
+	if err := ctx.Err(); err != nil {
+		return usage, "", err
+	}
+	cache := m.Shard.NewCache(len(p.prompt) + budget)
+	sampler := sample.New(p.sample, m.Config.NVocab)
+	res, err := m.Shard.Forward(cache, model.Batch{Tokens: p.prompt})
+	if err != nil {
+		return usage, "", fmt.Errorf("runner: prefill: %w", err)
+	}
+	st := newStreamer(m.Tok, p, req.Sampling, emit)
+	finish := infer.FinishLength
+	var history []int32
+	for usage.CompletionTokens < budget {
+		if err := ctx.Err(); err != nil {
+			return usage, "", err
+		}
+		id := sampler.Sample(res.Logits, history)
+		if id == sample.NoToken {
+			return usage, "", errors.New("runner: the sampler found no token to draw (logits are all NaN or -Inf)")
+		}
+		if m.Tok.IsEOG(id) {
+			finish = infer.FinishStop
+			break
+		}
+		history = append(history, id)
+		usage.CompletionTokens++
+		if st.token(id, res.Logits) {
+			finish = infer.FinishStop
+			break
+		}
+		if usage.CompletionTokens == budget {
+			break
+		}
+		if res, err = m.Shard.Forward(cache, model.Batch{Tokens: []int32{id}}); err != nil {
+			return usage, "", fmt.Errorf("runner: decode: %w", err)
+		}
+	}
+	if st.finish() && finish == infer.FinishStop {
+		finish = infer.FinishToolCalls
+	}
+	return usage, finish, nil
+}
+
+// prepared is a request turned into tokens and settings.
+type prepared struct {
+	prompt    []int32
+	sample    sample.Params
+	chat      bool
+	parserCfg output.Config
+}
+
+// prepare validates req and renders and tokenizes its prompt.
+func prepare(l *loaded, req infer.Request) (prepared, error) {
+	var p prepared
+	check := req
+	if check.Model == "" {
+		check.Model = "-" // the runner serves one model; the name is the gateway's business
+	}
+	if err := check.Validate(); err != nil {
+		return p, err
+	}
+	if len(req.JSONSchema) > 0 {
+		return p, infer.ParamErrorf("json_schema", "constrained JSON output is not supported by this runner yet")
+	}
+	tok := l.m.Tok
+	text := req.Prompt
+	if req.Chat {
+		rendered, cfg, err := renderChat(l, req)
+		if err != nil {
+			return p, err
+		}
+		text, p.chat, p.parserCfg = rendered, true, cfg
+	}
+	p.prompt = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	// A template that writes the BOS text itself must not get a second one.
+	if bos := tok.BOS(); len(p.prompt) >= 2 && bos >= 0 && p.prompt[0] == bos && p.prompt[1] == bos {
+		p.prompt = p.prompt[1:]
+	}
+	param := "prompt"
+	if req.Chat {
+		param = "messages"
+	}
+	if len(p.prompt) == 0 {
+		return p, infer.ParamErrorf(param, "the prompt has no tokens")
+	}
+	if len(p.prompt) >= l.context {
+		return p, infer.ParamErrorf(param, "the prompt has %d tokens, but the context window is %d tokens", len(p.prompt), l.context)
+	}
+	p.sample = samplingParams(req.Sampling, randomSeed)
+	if err := p.sample.Validate(); err != nil {
+		return p, infer.ParamErrorf("sampling", "%v", err)
+	}
+	return p, nil
+}
+
+// renderChat renders the conversation and configures the output parser.
+func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
+	var cfg output.Config
+	cs := l.chat
+	if cs.tmpl == nil {
+		return "", cfg, infer.Errorf(infer.ClassInternal, "the model's chat template does not compile: %v", cs.tmplErr)
+	}
+	msgs := make([]chat.Object, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = chatMessage(m).Object()
+	}
+	var tools []chat.Object
+	for i, t := range req.Tools {
+		o, err := chatTool(t)
+		if err != nil {
+			return "", cfg, infer.ParamErrorf("tools", "tools[%d]: %v", i, err)
+		}
+		tools = append(tools, o)
+	}
+	rendered, err := l.m.RenderChat(cs.tmpl, msgs, tools, req.TemplateKwargs, time.Now())
+	if err != nil {
+		var te *chat.TemplateError
+		if errors.As(err, &te) {
+			return "", cfg, infer.ParamErrorf("messages", "the chat template refused the conversation: %s", te.Message)
+		}
+		return "", cfg, infer.ParamErrorf("messages", "the conversation does not fit the chat template: %v", err)
+	}
+	cfg = output.Config{
+		Dialect:          cs.dialect,
+		ReasoningEnabled: cs.reasoning,
+		StartInReasoning: chat.OpensThinking(rendered),
+	}
+	if req.ToolChoice.Mode != "none" {
+		for _, t := range req.Tools {
+			cfg.OfferedTools = append(cfg.OfferedTools, t.Name)
+		}
+	}
+	return rendered, cfg, nil
+}
+
+func chatMessage(m infer.Message) chat.Message {
+	cm := chat.Message{
+		Role:             string(m.Role),
+		Content:          m.Content,
+		NullContent:      m.Content == "" && len(m.ToolCalls) > 0,
+		ReasoningContent: m.ReasoningContent,
+		ToolCallID:       m.ToolCallID,
+		Name:             m.Name,
+	}
+	for _, c := range m.ToolCalls {
+		var args any = c.Arguments
+		if v, err := chat.DecodeJSON([]byte(c.Arguments)); err == nil {
+			if o, ok := v.(chat.Object); ok {
+				args = o
+			}
+		}
+		cm.ToolCalls = append(cm.ToolCalls, chat.ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
+	}
+	return cm
+}
+
+// chatTool gives a tool the OpenAI shape templates expect:
+// {"type":"function","function":{"name","description","parameters"}}.
+func chatTool(t infer.Tool) (chat.Object, error) {
+	fn := chat.Object{{Key: "name", Value: t.Name}}
+	if t.Description != "" {
+		fn = append(fn, chat.Field{Key: "description", Value: t.Description})
+	}
+	if len(t.Parameters) > 0 {
+		v, err := chat.DecodeJSON(t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("parameters: %w", err)
+		}
+		fn = append(fn, chat.Field{Key: "parameters", Value: v})
+	}
+	return chat.Object{{Key: "type", Value: "function"}, {Key: "function", Value: fn}}, nil
+}
+
+// streamer turns sampled tokens into chunks: UTF-8-safe text, cut at stop
+// sequences, split into content, reasoning and tool calls for chat requests,
+// with logprobs when asked. It is owned by one task.
+type streamer struct {
+	tok      *tokenizer.Tokenizer
+	emit     func(infer.Chunk)
+	stop     *output.StopMatcher
+	parser   *output.Parser // nil for raw completions
+	pending  []byte         // decoded bytes held back for an incomplete character
+	logprobs bool
+	top      int
+	lps      []infer.TokenLogprob // not yet attached to a chunk
+	topBuf   []sample.Logprob
+	calls    int
+}
+
+func newStreamer(tok *tokenizer.Tokenizer, p prepared, s infer.Sampling, emit func(infer.Chunk)) *streamer {
+	st := &streamer{tok: tok, emit: emit, stop: output.NewStopMatcher(s.Stop), logprobs: s.Logprobs || s.TopLogprobs > 0, top: s.TopLogprobs}
+	if p.chat {
+		// NewParser fails only on a bad Config, which renderChat does not make.
+		if parser, err := output.NewParser(p.parserCfg); err == nil {
+			st.parser = parser
+		}
+	}
+	return st
+}
+
+// token takes a generated token and the logits it was drawn from; it reports
+// whether a stop sequence has ended the generation.
+func (s *streamer) token(id int32, logits []float32) bool {
+	if s.logprobs {
+		s.lps = append(s.lps, s.logprobOf(id, logits))
+	}
+	s.pending = append(s.pending, s.tok.Piece(id, false)...)
+	cut := utf8Cut(s.pending)
+	text := strings.ToValidUTF8(string(s.pending[:cut]), "\uFFFD")
+	s.pending = append(s.pending[:0], s.pending[cut:]...)
+	text, stopped := s.stop.Push(text)
+	s.text(text)
+	return stopped
+}
+
+// finish flushes whatever is held and reports whether any tool call was made.
+func (s *streamer) finish() (madeCalls bool) {
+	if !s.stop.Stopped() {
+		tail := strings.ToValidUTF8(string(s.pending), "\uFFFD")
+		s.pending = s.pending[:0]
+		text, _ := s.stop.Push(tail)
+		if !s.stop.Stopped() {
+			text += s.stop.Flush()
+		}
+		s.text(text)
+	}
+	if s.parser != nil {
+		s.events(s.parser.Close())
+	}
+	if len(s.lps) > 0 {
+		s.emit(infer.Chunk{Kind: infer.ChunkDelta, Logprobs: s.lps})
+		s.lps = nil
+	}
+	return s.calls > 0
+}
+
+func (s *streamer) text(text string) {
+	if text == "" {
+		return
+	}
+	if s.parser == nil {
+		s.delta(infer.Chunk{Kind: infer.ChunkDelta, Content: text})
+		return
+	}
+	s.events(s.parser.Push(text))
+}
+
+func (s *streamer) events(evs []output.Event) {
+	for _, ev := range output.Coalesce(evs) {
+		switch ev.Kind {
+		case output.Content:
+			s.delta(infer.Chunk{Kind: infer.ChunkDelta, Content: ev.Text})
+		case output.Reasoning:
+			s.delta(infer.Chunk{Kind: infer.ChunkDelta, Reasoning: ev.Text})
+		case output.Call:
+			s.calls++
+			c := ev.ToolCall
+			s.emit(infer.Chunk{Kind: infer.ChunkToolCall, ToolCall: &infer.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments}})
+		}
+	}
+}
+
+// delta emits a text chunk carrying the logprobs of the tokens so far.
+func (s *streamer) delta(c infer.Chunk) {
+	c.Logprobs, s.lps = s.lps, nil
+	s.emit(c)
+}
+
+func (s *streamer) logprobOf(id int32, logits []float32) infer.TokenLogprob {
+	piece := s.tok.Piece(id, false)
+	lp := infer.TokenLogprob{Token: piece, Bytes: []byte(piece), Logprob: finiteLogprob(sample.LogprobOf(logits, id))}
+	if s.top > 0 {
+		s.topBuf = sample.TopLogprobs(logits, s.top, s.topBuf[:0])
+		for _, t := range s.topBuf {
+			p := s.tok.Piece(t.ID, false)
+			lp.Top = append(lp.Top, infer.TopLogprob{Token: p, Bytes: []byte(p), Logprob: finiteLogprob(t.Logprob)})
+		}
+	}
+	return lp
+}
+
+// MinLogprob stands in for the log-probability of a token that cannot occur
+// (-Inf, which JSON cannot carry), as OpenAI reports it.
+const MinLogprob = -9999
+
+func finiteLogprob(v float32) float32 {
+	if v != v || v < MinLogprob {
+		return MinLogprob
+	}
+	return v
+}
+
+// utf8Cut returns len(b), or where a trailing incomplete UTF-8 sequence
+// starts.
+func utf8Cut(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
+}
