@@ -1,0 +1,38 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnvAndValidate(t *testing.T) {
+	n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_API_ADDR": "127.0.0.1:9", "SKULK_OFFLINE": "1", "SKULK_API_KEY": "sekrit"}))
+	if n.Home != "/tmp/h" || n.APIAddr != "127.0.0.1:9" || !n.Offline || n.APIKey != "sekrit" {
+		t.Fatalf("%+v", n)
+	}
+	if err := n.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(n.String(), "sekrit") {
+		t.Fatal("String leaks the API key")
+	}
+	if h := DefaultHome(env(map[string]string{"XDG_DATA_HOME": "/x"})); h != "/x/skulk" {
+		t.Errorf("XDG home %s", h)
+	}
+	bad := []func(*Node){
+		func(n *Node) { n.Home = "" },
+		func(n *Node) { n.APIAddr = "nope" },
+		func(n *Node) { n.LogFormat = "xml" },
+		func(n *Node) { n.LogLevel = "loud" },
+		func(n *Node) { n.Threads = -1 },
+	}
+	for i, f := range bad {
+		c := n
+		f(&c)
+		if c.Validate() == nil {
+			t.Errorf("case %d accepted", i)
+		}
+	}
+}
