@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -117,6 +118,32 @@ func BenchmarkDequantize(b *testing.B) {
 			for b.Loop() {
 				if err := k.Dequantize(typ, row, dst); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVecDotRows compares 64 rows through VecDotRows with the same rows
+// through VecDot one at a time: the difference is the per-call size checks.
+func BenchmarkVecDotRows(b *testing.B) {
+	const n, nrows = 2048, 64
+	k := Best()
+	for _, typ := range []Type{Q8_0, Q4_K, Q6_K} {
+		row, act := benchOperands(b, typ, n)
+		rows := bytes.Repeat(row, nrows)
+		out := make([]float32, nrows)
+		b.Run(typ.String()+"/rows/"+k.Name(), func(b *testing.B) {
+			b.SetBytes(int64(len(rows)))
+			for b.Loop() {
+				k.VecDotRows(typ, rows, len(row), act, n, out)
+			}
+		})
+		b.Run(typ.String()+"/loop/"+k.Name(), func(b *testing.B) {
+			b.SetBytes(int64(len(rows)))
+			for b.Loop() {
+				for r := range out {
+					out[r] = k.VecDot(typ, rows[r*len(row):(r+1)*len(row)], act, n)
 				}
 			}
 		})

@@ -1,7 +1,10 @@
 // Package tensor defines the GGML tensor element types as GGUF stores them:
 // their block layouts, dequantization, the quantizers the tests use to write
-// models, and reference dot products between a stored row and an activation
-// vector.
+// models, and dot products between a stored row and an activation vector.
+// The dot products come in a portable Go set, the reference, and SIMD sets
+// (amd64 assembly: "avx2" needs AVX2, FMA and F16C; "avx512" adds
+// AVX512_VNNI kernels) that replace entries per type; Best picks one per
+// process and SKULK_KERNELS=generic|avx2 caps the choice.
 package tensor
 
 import (
