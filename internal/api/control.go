@@ -60,7 +60,7 @@ func (s *server) previews(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := model.Validate(); err != nil {
-		s.writeError(w, r, infer.ParamErrorf("model_id", "%v", err))
+		s.writeError(w, r, infer.ParamErrorf("model_id", "model_id: %v", err))
 		return
 	}
 	doc, err := s.b.Previews(r.Context(), model)
@@ -102,7 +102,7 @@ type placeResponse struct {
 func (s *server) deleteInstance(w http.ResponseWriter, r *http.Request) {
 	id := ids.InstanceID(r.PathValue("id"))
 	if err := id.Validate(); err != nil {
-		s.writeError(w, r, infer.ParamErrorf("id", "%v", err))
+		s.writeError(w, r, infer.ParamErrorf("id", "instance id: %v", err))
 		return
 	}
 	if err := s.b.DeleteInstance(r.Context(), id); err != nil {
@@ -151,7 +151,7 @@ func DecodePlaceRequest(body []byte) (PlaceRequest, error) {
 		return req, infer.ParamErrorf("excluded_nodes", "at most %d excluded nodes are allowed", MaxExcludedNodes)
 	}
 	if err := req.ModelID.Validate(); err != nil {
-		return req, infer.ParamErrorf("model_id", "%v", err)
+		return req, infer.ParamErrorf("model_id", "model_id: %v", err)
 	}
 	for i, n := range req.ExcludedNodes {
 		if err := n.Validate(); err != nil {

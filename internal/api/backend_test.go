@@ -1,0 +1,170 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// testBackend is a deterministic Backend for the HTTP tests. It "generates"
+// by echoing the words of the last message (or the prompt), one delta per
+// word, with usage counted in words, so every answer is predictable. The
+// model name selects other behaviours:
+//
+//	echo        the echo described above (honours max_tokens, logprobs,
+//	            tools and chat_template_kwargs.enable_thinking)
+//	fail-first  an error chunk (unavailable) before any output
+//	fail-after  two deltas, then an error chunk (internal, "runner crashed")
+//	silent      one delta, then the channel closes without a final chunk
+//	block       one delta, then waits for cancellation and reports ctx.Err()
+//	            on cancelled
+//	panic       Generate panics
+//
+// Any other model has no ready instance: Generate returns a not_found
+// error that says how to place it, as the node's Backend does. Every
+// goroutine it starts is waited for in the test's cleanup.
+type testBackend struct {
+	cancelled chan error // block's observation of ctx.Err(); buffered
+	wg        sync.WaitGroup
+
+	mu        sync.Mutex // guards the fields below
+	lastPlace PlaceRequest
+	lastReq   infer.Request
+	deleted   []ids.InstanceID
+}
+
+func newTestBackend(t *testing.T) *testBackend {
+	t.Helper()
+	b := &testBackend{cancelled: make(chan error, 8)}
+	t.Cleanup(b.wg.Wait)
+	return b
+}
+
+func (b *testBackend) Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error) {
+	b.mu.Lock()
+	b.lastReq = req
+	b.mu.Unlock()
+	var script []infer.Chunk
+	switch req.Model {
+	case "echo":
+		script = echo(req)
+	case "fail-first":
+		script = []infer.Chunk{{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassUnavailable, "the instance is loading; retry shortly")}}
+	case "fail-after":
+		script = []infer.Chunk{
+			{Kind: infer.ChunkDelta, Content: "a"}, {Kind: infer.ChunkDelta, Content: "b"},
+			{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassInternal, "runner crashed")},
+		}
+	case "silent", "block":
+		script = []infer.Chunk{{Kind: infer.ChunkDelta, Content: "a"}}
+	case "panic":
+		panic("test backend: panic model")
+	default:
+		return nil, &infer.Error{Class: infer.ClassNotFound, Param: "model",
+			Message: fmt.Sprintf("model %q has no ready instance; place it with POST /place_instance {\"model_id\":%q}", req.Model, req.Model)}
+	}
+	ch := make(chan infer.Chunk)
+	b.wg.Go(func() {
+		defer close(ch)
+		for _, c := range script {
+			select {
+			case ch <- c:
+			case <-ctx.Done():
+				b.cancelled <- ctx.Err()
+				return
+			}
+		}
+		if req.Model == "block" {
+			<-ctx.Done()
+			b.cancelled <- ctx.Err()
+		}
+	})
+	return ch, nil
+}
+
+// echo scripts the echo model's answer.
+func echo(req infer.Request) []infer.Chunk {
+	text, promptWords := req.Prompt, len(strings.Fields(req.Prompt))
+	if req.Chat {
+		promptWords = 0
+		for _, m := range req.Messages {
+			promptWords += len(strings.Fields(m.Content))
+		}
+		text = req.Messages[len(req.Messages)-1].Content
+	}
+	words := strings.Fields(text)
+	var out []infer.Chunk
+	if think, _ := req.TemplateKwargs["enable_thinking"].(bool); think {
+		out = append(out, infer.Chunk{Kind: infer.ChunkDelta, Reasoning: "thinking"})
+	}
+	if len(req.Tools) > 0 && req.ToolChoice.Mode != "none" {
+		args, _ := json.Marshal(map[string]string{"echo": text})
+		out = append(out, infer.Chunk{Kind: infer.ChunkToolCall, ToolCall: &infer.ToolCall{ID: "call_0", Name: req.Tools[0].Name, Arguments: string(args)}})
+		return append(out, infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishToolCalls,
+			Usage: &infer.Usage{PromptTokens: promptWords, CompletionTokens: 1}})
+	}
+	finish := infer.FinishStop
+	if m := req.Sampling.MaxTokens; m > 0 && len(words) > m {
+		words, finish = words[:m], infer.FinishLength
+	}
+	for i, w := range words {
+		if i > 0 {
+			w = " " + w
+		}
+		c := infer.Chunk{Kind: infer.ChunkDelta, Content: w}
+		if req.Sampling.Logprobs {
+			c.Logprobs = []infer.TokenLogprob{{Token: w, Logprob: -float32(i+1) / 4}}
+		}
+		out = append(out, c)
+	}
+	return append(out, infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish,
+		Usage: &infer.Usage{PromptTokens: promptWords, CompletionTokens: len(words)}})
+}
+
+func (b *testBackend) Models(ctx context.Context) ([]ModelInfo, error) {
+	return []ModelInfo{{ID: "echo", Created: time.Unix(1700000000, 0)}, {ID: "org/other", OwnedBy: "org"}}, nil
+}
+
+func (b *testBackend) State(ctx context.Context) (any, error) {
+	return map[string]any{"instances": map[string]any{}, "term": 3}, nil
+}
+
+func (b *testBackend) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
+	b.mu.Lock()
+	b.lastPlace = req
+	b.mu.Unlock()
+	switch req.ModelID {
+	case "too-big":
+		return PlaceResult{}, placementRefusal(req)
+	case "excluded":
+		return PlaceResult{}, fmt.Errorf("dry run: %w", excludedRefusal(req))
+	case "broken":
+		return PlaceResult{}, fmt.Errorf("planner: unexpected nil topology at /var/lib/secret")
+	}
+	return PlaceResult{InstanceID: "cmd-0001"}, nil
+}
+
+func (b *testBackend) Previews(ctx context.Context, model ids.ModelID) (any, error) {
+	return []map[string]any{{"model_id": model, "nodes": 1}}, nil
+}
+
+func (b *testBackend) DeleteInstance(ctx context.Context, id ids.InstanceID) error {
+	if id != "cmd-0001" {
+		return infer.Errorf(infer.ClassNotFound, "no instance %q", id)
+	}
+	b.mu.Lock()
+	b.deleted = append(b.deleted, id)
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *testBackend) Catalog(ctx context.Context) (any, error) {
+	return map[string]any{"models": []map[string]any{{"id": "echo", "placement": "ready"}}}, nil
+}
