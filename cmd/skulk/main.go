@@ -40,6 +40,13 @@ func (e *exitError) Unwrap() error { return e.err }
 // commands lists every subcommand; each lives in its own file.
 func commands() map[string]command {
 	return map[string]command{
+		"run":      {"run a node: serve models over the HTTP API", runRun},
+		"runner":   {"(internal) the runner subprocess a node spawns", runRunner},
+		"chat":     {"chat with a model in the terminal (places it if needed)", runChat},
+		"ps":       {"list placed instances", runPs},
+		"place":    {"place a model on the cluster", runPlace},
+		"stop":     {"stop an instance", runStop},
+		"models":   {"list the model catalog", runModels},
 		"tokenize": {"tokenize text with a model's vocabulary", runTokenize},
 		"generate": {"generate text from a prompt with a local GGUF model", runGenerate},
 		"dev":      {"developer tools: logits, synth, chat-render, embed", runDev},
@@ -102,4 +109,24 @@ func newFlagSet(name string, s stdio) *flag.FlagSet {
 	fs := flag.NewFlagSet("skulk "+name, flag.ContinueOnError)
 	fs.SetOutput(s.err)
 	return fs
+}
+
+// parseFlags parses flags that may come before, between or after positional
+// arguments (`skulk chat MODEL --host H`), and returns the positionals.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }

@@ -26,13 +26,14 @@ func runPlace(ctx context.Context, args []string, s stdio) error {
 	fs := newFlagSet("place", s)
 	host := fs.String("host", DefaultHost, "node API address")
 	ctxTokens := fs.Int("context", 0, "context window in tokens (0 = the served default)")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
 		return usageError(err)
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return &exitError{code: 2, err: fmt.Errorf("usage: skulk place MODEL [--context N] (see `skulk models list`)")}
 	}
-	id, err := placeModel(ctx, newAPIClient(*host), fs.Arg(0), *ctxTokens, s)
+	id, err := placeModel(ctx, newAPIClient(*host), pos[0], *ctxTokens, s)
 	if err != nil {
 		return err
 	}

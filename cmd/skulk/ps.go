@@ -40,15 +40,16 @@ func runPs(ctx context.Context, args []string, s stdio) error {
 func runStop(ctx context.Context, args []string, s stdio) error {
 	fs := newFlagSet("stop", s)
 	host := fs.String("host", DefaultHost, "node API address")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
 		return usageError(err)
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return &exitError{code: 2, err: fmt.Errorf("usage: skulk stop INSTANCE (see `skulk ps`)")}
 	}
-	if err := newAPIClient(*host).call(ctx, http.MethodDelete, "/instance/"+fs.Arg(0), nil, nil); err != nil {
+	if err := newAPIClient(*host).call(ctx, http.MethodDelete, "/instance/"+pos[0], nil, nil); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "stopped %s\n", fs.Arg(0))
+	fmt.Fprintf(s.out, "stopped %s\n", pos[0])
 	return nil
 }

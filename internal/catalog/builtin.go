@@ -26,6 +26,9 @@ const builtinSHA256 = "270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d
 
 const builtinFile = "stories260K.gguf"
 
+// storyTemplate renders a conversation as plain text after BOS.
+const storyTemplate = "{{ bos_token }}{% for m in messages %}{% if m['role'] != 'system' %}{{ m['content'] }}{% endif %}{% endfor %}"
+
 // BuiltinCard returns the demo model's card, computed from its embedded header.
 func BuiltinCard() (Card, error) {
 	f, err := gguf.Parse(builtinGGUF)
@@ -40,6 +43,9 @@ func BuiltinCard() (Card, error) {
 	c.Builtin = true
 	c.Files = []string{builtinFile}
 	c.Revision = builtinSHA256
+	// stories260K is a story model, not a chat model: its "chat" continues
+	// the conversation's text as a story.
+	c.ChatTemplate = storyTemplate
 	return c, nil
 }
 

@@ -29,7 +29,7 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 		}
 	}
 	status(event.RunnerLoading, "")
-	path, err := w.cfg.ModelPath(ctx, inst.Model)
+	model, err := w.cfg.Resolve(ctx, inst.Model)
 	if err != nil {
 		status(event.RunnerFailed, fmt.Sprintf("weights of %s are not available: %v", inst.Model, err))
 		exited(true, err.Error())
@@ -47,7 +47,7 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 		r.Close(cctx)
 	}()
 	sh := inst.Placement[k.rank]
-	spec := runner.LoadSpec{ModelPath: path, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
+	spec := runner.LoadSpec{ModelPath: model.Path, ChatTemplateOverride: model.ChatTemplate, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
 		Last: sh.HoldsHead, Threads: w.cfg.Threads, ContextTokens: int(inst.ContextTokens), Instance: string(k.inst), Rank: k.rank}
 	if err := r.Load(ctx, spec); err != nil {
 		if ctx.Err() != nil {

@@ -56,8 +56,8 @@ type Config struct {
 	Tasks  Tasks
 	// Spawn starts a runner subprocess named for logs.
 	Spawn func(ctx context.Context, name string) (Runner, error)
-	// ModelPath makes a model's weights local and returns the GGUF path.
-	ModelPath func(ctx context.Context, model ids.ModelID) (string, error)
+	// Resolve makes a model's weights local and says how to load them.
+	Resolve func(ctx context.Context, model ids.ModelID) (Model, error)
 	// Guard is the pre-spawn memory check of one shard; an error refuses the
 	// placement (RefuseInstancePlacement) instead of loading.
 	Guard   func(inst state.Instance, rank int) (need, available int64, err error)
@@ -71,6 +71,12 @@ type Config struct {
 	// NewID mints ids for runners and commands.
 	NewID func() string
 	Logger       *slog.Logger
+}
+
+// Model is what a runner needs to load a model.
+type Model struct {
+	Path         string // the GGUF file
+	ChatTemplate string // overrides the GGUF's template when set
 }
 
 // Worker reconciles runners against the State.

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/node"
+)
+
+func runRun(ctx context.Context, args []string, s stdio) error {
+	cfg := config.FromEnv(os.Getenv)
+	fs := newFlagSet("run", s)
+	fs.StringVar(&cfg.Home, "home", cfg.Home, "state directory (SKULK_HOME)")
+	fs.StringVar(&cfg.APIAddr, "api-addr", cfg.APIAddr, "HTTP API address HOST:PORT (SKULK_API_ADDR)")
+	fs.BoolVar(&cfg.Offline, "offline", cfg.Offline, "never use the network for models (SKULK_OFFLINE=1)")
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
+	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "engine threads per runner (0 = physical cores)")
+	if err := fs.Parse(args); err != nil {
+		return usageError(err)
+	}
+	if fs.NArg() > 0 {
+		return &exitError{code: 2, err: fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if err := cfg.Validate(); err != nil {
+		return &exitError{code: 2, err: err}
+	}
+	return node.Run(ctx, cfg, newLogger(cfg, s), node.Options{})
+}
+
+func newLogger(cfg config.Node, s stdio) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(s.err, opts))
+	}
+	return slog.New(slog.NewTextHandler(s.err, opts))
+}

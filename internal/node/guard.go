@@ -1,0 +1,42 @@
+package node
+
+import (
+	"fmt"
+
+	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/master"
+	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/telemetry"
+)
+
+// guard is the worker's pre-spawn memory check: the shard's stamped
+// estimate against a fresh reading, with the planner's tolerance.
+func guard(cat *catalog.Catalog) func(inst state.Instance, rank int) (int64, int64, error) {
+	return func(inst state.Instance, rank int) (int64, int64, error) {
+		card, ok := cat.Get(string(inst.Model))
+		if !ok {
+			return 0, 0, fmt.Errorf("model %s is not in the catalog", inst.Model)
+		}
+		sh := inst.Placement[rank]
+		pm := master.PlacementModel(card)
+		var weights int64
+		for l := sh.LayerStart; l < sh.LayerEnd; l++ {
+			weights += card.LayerBytes[l]
+		}
+		if sh.HoldsEmbedding || (sh.HoldsHead && card.TiedEmbeddings) {
+			weights += card.EmbeddingBytes
+		}
+		if sh.HoldsHead {
+			weights += card.HeadBytes
+		}
+		kv := pm.KVBytesPerTokenLayer * int64(sh.LayerEnd-sh.LayerStart) * int64(inst.ContextTokens)
+		need := weights + kv
+		mem, err := telemetry.ReadMemory()
+		if err != nil {
+			return need, 0, nil // no reading: trust the master's admission
+		}
+		e := placement.Estimate{Weights: weights, KV: kv, Total: need, Available: mem.AvailableBytes}
+		return need, mem.AvailableBytes, placement.FitsNow(e, mem.AvailableBytes)
+	}
+}

@@ -1,0 +1,52 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/supervise"
+	"github.com/skulk/skulk/internal/worker"
+)
+
+// spawner starts runner subprocesses: this binary re-executed as
+// `skulk runner`, or command when given (tests use their own binary).
+func spawner(command []string, log *slog.Logger) func(ctx context.Context, name string) (worker.Runner, error) {
+	return func(ctx context.Context, name string) (worker.Runner, error) {
+		l := log.With("runner", name)
+		spec := runner.SelfSpec(l)
+		if len(command) > 0 {
+			spec = supervise.Spec{Path: command[0], Args: append(append([]string(nil), command[1:]...), "runner"), Logger: l}
+		}
+		c, err := runner.Start(ctx, spec, runner.Options{Logger: l})
+		if err != nil {
+			return nil, err
+		}
+		return clientRunner{c}, nil
+	}
+}
+
+// clientRunner adapts runner.Client to the worker's Runner.
+type clientRunner struct{ c *runner.Client }
+
+func (r clientRunner) Load(ctx context.Context, spec runner.LoadSpec) error {
+	_, err := r.c.Load(ctx, spec)
+	return err
+}
+
+func (r clientRunner) Generate(ctx context.Context, task string, req infer.Request) (<-chan infer.Chunk, error) {
+	return r.c.Generate(ctx, task, req)
+}
+
+func (r clientRunner) Exited() <-chan struct{} { return r.c.Done() }
+
+func (r clientRunner) Err() error {
+	if e := r.c.Exit(); !e.Success() {
+		return fmt.Errorf("runner process (pid %d) ended: %s", e.Pid, e)
+	}
+	return nil
+}
+
+func (r clientRunner) Close(ctx context.Context) error { return r.c.Close(ctx) }
