@@ -64,7 +64,6 @@ func (h *harness) stop() {
 	h.cancel = nil
 }
 
-
 func mustState(t *testing.T, m *Master) state.State {
 	t.Helper()
 	s, err := m.State(context.Background())

@@ -69,8 +69,8 @@ type Config struct {
 	RestartDelay time.Duration
 	Now          func() time.Time
 	// NewID mints ids for runners and commands.
-	NewID func() string
-	Logger       *slog.Logger
+	NewID  func() string
+	Logger *slog.Logger
 }
 
 // Model is what a runner needs to load a model.
