@@ -584,3 +584,41 @@ func FuzzDecodePlaceRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestPanicAfterResponseBegan shows that a panic once a stream has begun
+// cuts the connection (the client sees a truncated body, never a 200 that
+// looks complete) and is logged, and that the server keeps serving.
+func TestPanicAfterResponseBegan(t *testing.T) {
+	logs := &syncBuffer{}
+	s := &server{cfg: Config{Now: time.Now}, log: slog.New(slog.NewTextHandler(logs, nil))}
+	h := s.logRequests(s.recoverPanics(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {}\n\n"))
+		_ = http.NewResponseController(w).Flush()
+		if r.URL.Path == "/panic" {
+			panic("mid-stream bug")
+		}
+	})))
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/panic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err == nil {
+		t.Fatal("the body ended cleanly after a panic mid-stream; want a cut connection")
+	}
+	if !strings.Contains(logs.String(), "mid-stream bug") {
+		t.Fatalf("panic not logged:\n%s", logs.String())
+	}
+	resp, err = http.Get(srv.URL + "/fine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("after the panic: %d", resp.StatusCode)
+	}
+}
