@@ -5,13 +5,13 @@ import "math"
 // Estimate is one node's admission arithmetic: what its shard needs, in
 // parts, against what it has.
 type Estimate struct {
-	Node      string
-	Weights   int64 // layer weights plus any embedding and head it holds
-	KV        int64 // KV cache for its layers at the window
-	Overhead  int64 // Weights × (OverheadFactor − 1)
-	Floor     int64 // FloorBytes
-	Total     int64 // the sum of the four above
-	Available int64
+	Node      string `json:"node"`
+	Weights   int64  `json:"weights"`  // layer weights plus any embedding and head it holds
+	KV        int64  `json:"kv"`       // KV cache for its layers at the window
+	Overhead  int64  `json:"overhead"` // Weights × (OverheadFactor − 1)
+	Floor     int64  `json:"floor"`    // FloorBytes
+	Total     int64  `json:"total"`    // the sum of the four above
+	Available int64  `json:"available"`
 }
 
 // Fits reports the admission rule: need strictly below what is available,

@@ -35,13 +35,13 @@ type Model struct {
 
 // Node is one member's placement-relevant telemetry.
 type Node struct {
-	ID             string
-	TotalBytes     int64
-	AvailableBytes int64
-	Backends       []string // e.g. "native-cpu"
+	ID             string   `json:"id"`
+	TotalBytes     int64    `json:"total_bytes"`
+	AvailableBytes int64    `json:"available_bytes"`
+	Backends       []string `json:"backends"` // e.g. "native-cpu"
 	// Pending marks a node whose readings have not arrived yet; the planner
 	// places without it and, if that fails, says the answer may change.
-	Pending bool
+	Pending bool `json:"pending"`
 }
 
 // Request is what a caller asks for.

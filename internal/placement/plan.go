@@ -25,10 +25,11 @@ type Placement struct {
 
 // Rank is one pipeline stage: layers [Start, End) on Node.
 type Rank struct {
-	Node           string
-	Start, End     int
-	HoldsEmbedding bool
-	HoldsHead      bool
+	Node           string `json:"node"`
+	Start          int    `json:"start"`
+	End            int    `json:"end"`
+	HoldsEmbedding bool   `json:"holds_embedding"`
+	HoldsHead      bool   `json:"holds_head"`
 }
 
 // Plan places m on nodes as req asks: on one node when it fits one,

@@ -4,18 +4,18 @@ package placement
 // /instance/previews: the operator sees the memory a window reserves before
 // launching.
 type Preview struct {
-	Width   int
-	Backend string
-	Ranks   []Rank
-	PerNode []Estimate // at DefaultContext
+	Width   int        `json:"width"`
+	Backend string     `json:"backend"`
+	Ranks   []Rank     `json:"ranks"`
+	PerNode []Estimate `json:"per_node"` // at DefaultContext
 	// MemoryBytes is the sum of every node's need at DefaultContext.
-	MemoryBytes int64
+	MemoryBytes int64 `json:"memory_bytes"`
 	// ContextCeiling is the largest window this placement could serve.
-	ContextCeiling int
+	ContextCeiling int `json:"context_ceiling"`
 	// DefaultContext is the window a placement that names none would serve.
-	DefaultContext int
+	DefaultContext int `json:"default_context"`
 	// KVBytesPerToken is the whole model's KV cost per token of window.
-	KVBytesPerToken int64
+	KVBytesPerToken int64 `json:"kv_bytes_per_token"`
 }
 
 // Previews returns, for each width from one node upwards that can host m

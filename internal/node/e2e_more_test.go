@@ -1,0 +1,97 @@
+package node_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestClientDisconnectCancels: a client that goes away mid-stream cancels
+// its task; the task leaves the State long before the generation could have
+// finished.
+func TestClientDisconnectCancels(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	inst := n.place()
+	n.waitStatus(inst, "ready")
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	n.stream(ctx, storyRequest(true, 1900), func(chunks int) {
+		if chunks == 3 {
+			cancel()
+		}
+	})
+	for {
+		var s struct {
+			Tasks map[string]any `json:"tasks"`
+		}
+		_, b := n.do("GET", "/state", nil)
+		json.Unmarshal(b, &s)
+		if len(s.Tasks) == 0 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("task still in flight 10 s after the client left: %s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("task gone %v after the request started", time.Since(start))
+	if code, b := n.do("POST", "/v1/chat/completions", storyRequest(false, 64)); code != 200 || !strings.Contains(string(b), "Lily") {
+		t.Fatalf("node after a cancelled task: %d %s", code, b)
+	}
+}
+
+// TestAPIKey: with SKULK_API_KEY set, every route needs the bearer key.
+func TestAPIKey(t *testing.T) {
+	n := startNode(t, t.TempDir(), "SKULK_API_KEY=test-key-123")
+	for _, path := range []string{"/state", "/v1/models", "/models", "/instance/previews?model_id=stories260k"} {
+		if code, _ := n.do("GET", path, nil); code != 401 {
+			t.Errorf("GET %s without the key: %d", path, code)
+		}
+		req, _ := http.NewRequest("GET", n.base+path, nil)
+		req.Header.Set("Authorization", "Bearer test-key-123")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("GET %s with the key: %d", path, resp.StatusCode)
+		}
+	}
+	if code, _ := n.do("POST", "/place_instance", map[string]any{"model_id": "stories260k"}); code != 401 {
+		t.Errorf("placement without the key: %d", code)
+	}
+	if strings.Contains(n.logs.String(), "test-key-123") {
+		t.Error("the API key appears in the node's logs")
+	}
+}
+
+// TestPreviewsAndCatalog reads the control routes a dashboard uses.
+func TestPreviewsAndCatalog(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	code, b := n.do("GET", "/instance/previews?model_id=stories260k", nil)
+	if code != 200 || !strings.Contains(string(b), `"previews"`) {
+		t.Fatalf("previews: %d %s", code, b)
+	}
+	var pv struct {
+		Previews []struct {
+			Width          int   `json:"width"`
+			ContextCeiling int   `json:"context_ceiling"`
+			MemoryBytes    int64 `json:"memory_bytes"`
+		} `json:"previews"`
+	}
+	json.Unmarshal(b, &pv)
+	if len(pv.Previews) == 0 || pv.Previews[0].Width != 1 || pv.Previews[0].ContextCeiling != 2048 || pv.Previews[0].MemoryBytes <= 0 {
+		t.Errorf("previews %s", b)
+	}
+	if code, b := n.do("GET", "/instance/previews?model_id=nope", nil); code != 404 {
+		t.Errorf("previews of an unknown model: %d %s", code, b)
+	}
+	code, b = n.do("GET", "/models", nil)
+	if code != 200 || !strings.Contains(string(b), `"stories260k"`) || !strings.Contains(string(b), `"placement":"none"`) {
+		t.Fatalf("catalog: %d %s", code, b)
+	}
+}
