@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/infer"
@@ -16,6 +17,9 @@ import (
 // DefaultSlots is how many tasks a runner generates at once; more wait in
 // arrival order.
 const DefaultSlots = 4
+
+// readerGrace bounds the wait for the stdin reader at exit.
+const readerGrace = time.Second
 
 // Main is the runner child: it reads commands from stdin, writes messages to
 // stdout and logs to stderr, until a shutdown command, the end of stdin or
@@ -90,11 +94,19 @@ func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Log
 		s.model.m.Close()
 	}
 	close(stopRead)
-	// The reader ends with its next line or at end of input; it can be
-	// interrupted only by closing stdin.
+	// The reader ends at its next line or at the end of input (the Client
+	// closes our stdin after shutdown). Closing stdin interrupts a read only
+	// on a pollable file, so the wait is bounded; the process exit ends the
+	// reader in any case.
 	if c, ok := stdin.(io.Closer); ok {
 		c.Close()
-		<-readerDone
+	}
+	t := time.NewTimer(readerGrace)
+	defer t.Stop()
+	select {
+	case <-readerDone:
+	case <-t.C:
+		log.Warn("stdin reader still blocked at exit")
 	}
 	return nil
 }

@@ -69,7 +69,8 @@ type Client struct {
 	statuses chan Status      // from run; closed when the runner is gone
 	quit     chan struct{}    // closed by Close: stop the writer and the pumps
 	done     chan struct{}    // closed when run has ended
-	wg       sync.WaitGroup   // every goroutine
+	wg       sync.WaitGroup   // the reader, the writer and run
+	pumps    sync.WaitGroup   // one per task stream
 
 	closeOnce sync.Once
 	exit      supervise.Exit // written by run before done is closed
@@ -207,8 +208,8 @@ func (c *Client) Generate(ctx context.Context, task string, req infer.Request) (
 		c.drop(task, false)
 		return nil, err
 	}
-	c.wg.Add(1)
-	go func() { defer c.wg.Done(); c.pump(task, s) }()
+	c.pumps.Add(1)
+	go func() { defer c.pumps.Done(); c.pump(task, s) }()
 	return s.out, nil
 }
 
@@ -218,21 +219,29 @@ func (c *Client) Cancel(ctx context.Context, task string) error {
 	return c.send(ctx, Command{Op: OpCancel, Cancel: &CancelCmd{Task: task}})
 }
 
-// Close asks the runner to shut down, waits up to the shutdown grace (or
-// until ctx ends) for it to exit, then kills its process group, and waits
-// for every goroutine of the Client. Tasks still in flight end with an error
-// chunk unless the runner finished them while shutting down.
+// Close asks the runner to shut down (which ends the tasks in flight with
+// done, finish_reason "cancelled"), waits up to the shutdown grace (or until
+// ctx ends) for it to exit, then kills its process group. It then waits for
+// callers to take their tasks' last chunks until ctx ends, drops what is
+// left, and waits for every goroutine of the Client.
 func (c *Client) Close(ctx context.Context) error {
 	var err error
 	c.closeOnce.Do(func() {
 		gctx, cancel := context.WithTimeout(ctx, c.opt.ShutdownGrace)
 		defer cancel()
-		if c.send(gctx, Command{Op: OpShutdown}) == nil {
+		if c.send(gctx, Command{Op: OpShutdown}) == nil && c.sendLine(gctx, nil) == nil {
 			c.proc.Wait(gctx)
 		}
 		_, err = c.proc.Kill(ctx)
 		<-c.done
+		pumped := make(chan struct{})
+		go func() { c.pumps.Wait(); close(pumped) }()
+		select {
+		case <-pumped:
+		case <-ctx.Done():
+		}
 		close(c.quit)
+		<-pumped
 		c.wg.Wait()
 	})
 	return err
@@ -279,7 +288,8 @@ func (c *Client) sendLine(ctx context.Context, line []byte) error {
 	}
 }
 
-// writeLoop writes queued lines to the runner's stdin until Close. After a
+// writeLoop writes queued lines to the runner's stdin until Close. A nil
+// line closes stdin, which the runner reads as the end of its input. After a
 // write error (the runner is gone) it discards lines.
 func (c *Client) writeLoop() {
 	w := c.proc.Stdin()
@@ -287,6 +297,13 @@ func (c *Client) writeLoop() {
 	for {
 		select {
 		case line := <-c.lines:
+			if line == nil && werr == nil {
+				werr = w.Close()
+				if werr == nil {
+					werr = errors.New("stdin closed")
+				}
+				continue
+			}
 			if werr == nil {
 				if _, werr = w.Write(line); werr != nil {
 					c.log.Debug("runner stdin closed", "err", werr)
