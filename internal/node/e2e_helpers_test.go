@@ -43,7 +43,7 @@ func TestMain(m *testing.M) {
 
 // node is a real `skulk run` process.
 type node struct {
-	t    *testing.T
+	t    testing.TB
 	home string
 	cmd  *exec.Cmd
 	base string // http://host:port
@@ -72,7 +72,7 @@ var servingRE = regexp.MustCompile(`msg=serving .*api=(\S+)`)
 
 // startNode runs `skulk run` with home on a free loopback port and waits
 // until it serves.
-func startNode(t *testing.T, home string, env ...string) *node {
+func startNode(t testing.TB, home string, env ...string) *node {
 	t.Helper()
 	cmd := exec.Command(skulkBin, "run", "--home", home, "--api-addr", "127.0.0.1:0", "--threads", "1")
 	cmd.Env = append(os.Environ(), env...)
@@ -273,7 +273,7 @@ type sseResult struct {
 	done                    bool
 }
 
-func readSSE(r io.Reader, onChunk func(int)) sseResult {
+func readSSE(r io.Reader, onChunk func(int, string)) sseResult {
 	var res sseResult
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
@@ -313,13 +313,13 @@ func readSSE(r io.Reader, onChunk func(int)) sseResult {
 			}
 		}
 		if onChunk != nil {
-			onChunk(res.chunks)
+			onChunk(res.chunks, res.content)
 		}
 	}
 	return res
 }
 
-func (n *node) stream(ctx context.Context, body map[string]any, onChunk func(int)) (sseResult, error) {
+func (n *node) stream(ctx context.Context, body map[string]any, onChunk func(int, string)) (sseResult, error) {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, "POST", n.base+"/v1/chat/completions", bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")

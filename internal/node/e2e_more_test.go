@@ -18,7 +18,7 @@ func TestClientDisconnectCancels(t *testing.T) {
 	n.waitStatus(inst, "ready")
 	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
-	n.stream(ctx, storyRequest(true, 1900), func(chunks int) {
+	n.stream(ctx, storyRequest(true, 1900), func(chunks int, _ string) {
 		if chunks == 3 {
 			cancel()
 		}

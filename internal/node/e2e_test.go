@@ -108,7 +108,7 @@ func TestRunnerCrash(t *testing.T) {
 		syscall.Kill(pids[0], syscall.SIGKILL)
 	}
 	// A long greedy story; kill the runner after the first chunks arrive.
-	res, err := n.stream(context.Background(), storyRequest(true, 1500), func(chunks int) {
+	res, err := n.stream(context.Background(), storyRequest(true, 1500), func(chunks int, _ string) {
 		if chunks == 3 {
 			killRunner()
 		}
