@@ -25,7 +25,9 @@ func TestOpenAIClientLive(t *testing.T) {
 		Models []string `json:"models"`
 		Chat   struct {
 			Object, Content, FinishReason string
-			Usage                         struct{ CompletionTokens int `json:"completion_tokens"` }
+			Usage                         struct {
+				CompletionTokens int `json:"completion_tokens"`
+			}
 		} `json:"chat"`
 		Stream struct {
 			Chunks  int    `json:"chunks"`
