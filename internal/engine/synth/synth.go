@@ -4,10 +4,18 @@
 package synth
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/engine/tensor"
@@ -60,8 +68,123 @@ func Fallback(t tensor.Type, cols int) tensor.Type {
 }
 
 // Build returns a writer holding a model of the given shape whose matrices are
-// stored as typ (norms stay F32), with weights drawn from rng.
+// stored as typ (norms stay F32), with weights drawn from rng. The writer holds
+// every tensor's bytes; WriteFile streams them instead.
 func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
+	s, err := s.normalize()
+	if err != nil {
+		return nil, err
+	}
+	w := header(s, typ)
+	for _, t := range plan(s, typ, rng) {
+		data, err := t.data()
+		if err != nil {
+			return nil, err
+		}
+		w.AddTensor(t.name, t.typ, t.dims(), data)
+	}
+	return w, nil
+}
+
+// WriteFile writes the same file as Build(s, typ, rng).WriteFile(path), but
+// generates and writes one tensor at a time, so a billion-parameter model
+// needs the memory of its largest tensor rather than of the whole file.
+func WriteFile(path string, s Shape, typ tensor.Type, rng *rand.Rand) (err error) {
+	s, err = s.normalize()
+	if err != nil {
+		return err
+	}
+	ts := plan(s, typ, rng)
+	// The header (metadata and tensor infos) does not depend on the tensors'
+	// values, so gguf.Writer can write it from tensors that all alias one
+	// zeroed buffer; its data section is then replaced by the real bytes.
+	// gguf.Writer lays the data out as each tensor followed by padding to the
+	// alignment, which is what the loop below reproduces.
+	w := header(s, typ)
+	var maxSize, dataLen int64
+	for _, t := range ts {
+		maxSize = max(maxSize, t.size)
+		dataLen += alignUp(t.size, gguf.DefaultAlignment)
+	}
+	zero := make([]byte, maxSize)
+	for _, t := range ts {
+		w.AddTensor(t.name, t.typ, t.dims(), zero[:t.size])
+	}
+	total, err := w.WriteTo(io.Discard)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".synth-*.gguf")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	out := bufio.NewWriterSize(tmp, 1<<20)
+	if _, err := w.WriteTo(&prefixWriter{w: out, n: total - dataLen}); err != nil {
+		return err
+	}
+	pad := make([]byte, gguf.DefaultAlignment)
+	for _, t := range ts {
+		data, err := t.data()
+		if err != nil {
+			return err
+		}
+		if _, err := out.Write(data); err != nil {
+			return err
+		}
+		if _, err := out.Write(pad[:alignUp(t.size, gguf.DefaultAlignment)-t.size]); err != nil {
+			return err
+		}
+	}
+	if err := out.Flush(); err != nil {
+		return err
+	}
+	st, err := tmp.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() != total {
+		return fmt.Errorf("synth: wrote %d bytes, the header promised %d", st.Size(), total)
+	}
+	// CreateTemp makes the file private; a model is an ordinary output file.
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// prefixWriter passes on the first n bytes written to it and drops the rest.
+type prefixWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	keep := b[:min(int64(len(b)), max(p.n, 0))]
+	p.n -= int64(len(keep))
+	if len(keep) > 0 {
+		if _, err := p.w.Write(keep); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+func alignUp(x, a int64) int64 { return (x + a - 1) / a * a }
+
+// normalize fills defaulted fields and rejects shapes no engine can run.
+func (s Shape) normalize() (Shape, error) {
+	if s.NHead <= 0 || s.NEmbd <= 0 || s.NLayer <= 0 || s.NFF <= 0 {
+		return s, fmt.Errorf("synth: shape %q needs positive embedding, layer, head and feed-forward sizes", s.Name)
+	}
 	if s.HeadDim == 0 {
 		s.HeadDim = s.NEmbd / s.NHead
 	}
@@ -69,11 +192,16 @@ func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
 		s.NHeadKV = s.NHead
 	}
 	if s.NHead%s.NHeadKV != 0 || s.HeadDim%2 != 0 {
-		return nil, fmt.Errorf("synth: %d heads / %d KV heads / head dim %d is not a valid shape", s.NHead, s.NHeadKV, s.HeadDim)
+		return s, fmt.Errorf("synth: %d heads / %d KV heads / head dim %d is not a valid shape", s.NHead, s.NHeadKV, s.HeadDim)
 	}
 	if s.NVocab < 259 {
-		return nil, fmt.Errorf("synth: vocabulary of %d is smaller than the 259 special and byte tokens", s.NVocab)
+		return s, fmt.Errorf("synth: vocabulary of %d is smaller than the 259 special and byte tokens", s.NVocab)
 	}
+	return s, nil
+}
+
+// header returns a writer holding the model's metadata and vocabulary.
+func header(s Shape, typ tensor.Type) *gguf.Writer {
 	w := gguf.NewWriter()
 	a := s.Arch
 	w.Set("general.architecture", a)
@@ -92,29 +220,37 @@ func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
 	w.Set(a+".attention.layer_norm_rms_epsilon", float32(1e-5))
 	w.Set(a+".vocab_size", uint32(s.NVocab))
 	addVocab(w, s.NVocab)
+	return w
+}
 
-	var err error
-	mat := func(name string, rows, cols int) {
-		if err != nil {
-			return
-		}
-		t := Fallback(typ, cols)
-		x := randn(rng, rows*cols, float32(1/math.Sqrt(float64(cols))))
-		var data []byte
-		if data, err = tensor.Quantize(t, x); err != nil {
-			err = fmt.Errorf("synth: %s: %w", name, err)
-			return
-		}
-		w.AddTensor(name, t, []uint64{uint64(cols), uint64(rows)}, data)
+// tensorSpec is one tensor of a synthetic model: its layout and the seed its
+// values are drawn from. A matrix is rows×cols of N(0, 1/cols); a norm (rows
+// = 0) is a vector of cols values near 1.
+type tensorSpec struct {
+	name       string
+	typ        tensor.Type
+	rows, cols int
+	size       int64
+	seed       uint64
+}
+
+func (t tensorSpec) dims() []uint64 {
+	if t.rows == 0 {
+		return []uint64{uint64(t.cols)}
 	}
-	norm := func(name string, n int) {
-		x := randn(rng, n, 0.1)
-		for i := range x {
-			x[i] += 1
-		}
-		d, _ := tensor.Quantize(tensor.F32, x)
-		w.AddTensor(name, tensor.F32, []uint64{uint64(n)}, d)
+	return []uint64{uint64(t.cols), uint64(t.rows)}
+}
+
+// plan lists the model's tensors in file order, drawing one seed per tensor
+// from rng.
+func plan(s Shape, typ tensor.Type, rng *rand.Rand) []tensorSpec {
+	var ts []tensorSpec
+	add := func(name string, t tensor.Type, rows, cols int) {
+		size, _ := tensor.RowBytes(t, int64(max(rows, 1))*int64(cols))
+		ts = append(ts, tensorSpec{name: name, typ: t, rows: rows, cols: cols, size: size, seed: rng.Uint64()})
 	}
+	mat := func(name string, rows, cols int) { add(name, Fallback(typ, cols), rows, cols) }
+	norm := func(name string, n int) { add(name, tensor.F32, 0, n) }
 	qd, kvd := s.NHead*s.HeadDim, s.NHeadKV*s.HeadDim
 	mat("token_embd.weight", s.NVocab, s.NEmbd)
 	for l := 0; l < s.NLayer; l++ {
@@ -137,7 +273,48 @@ func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
 	if !s.Tied {
 		mat("output.weight", s.NVocab, s.NEmbd)
 	}
-	return w, err
+	return ts
+}
+
+// chunkElems is about how many values one generator goroutine draws and
+// quantizes at a time; chunks are whole rows.
+const chunkElems = 1 << 16
+
+// data draws and quantizes the tensor's values. Each chunk of rows has its
+// own generator seeded by (tensor seed, chunk index), so the chunks can be
+// made in parallel and the bytes do not depend on the number of CPUs.
+func (t tensorSpec) data() ([]byte, error) {
+	if t.rows == 0 {
+		x := randn(rand.New(rand.NewPCG(t.seed, 0)), t.cols, 0.1)
+		for i := range x {
+			x[i] += 1
+		}
+		return tensor.Quantize(tensor.F32, x)
+	}
+	rowBytes := int(t.size) / t.rows
+	per := max(1, chunkElems/t.cols)
+	chunks := (t.rows + per - 1) / per
+	std := float32(1 / math.Sqrt(float64(t.cols)))
+	dst := make([]byte, t.size)
+	var next atomic.Int64
+	errs := make([]error, chunks)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), chunks) {
+		wg.Go(func() {
+			for c := int(next.Add(1) - 1); c < chunks; c = int(next.Add(1) - 1) {
+				lo, hi := c*per, min((c+1)*per, t.rows)
+				x := randn(rand.New(rand.NewPCG(t.seed, uint64(c))), (hi-lo)*t.cols, std)
+				q, err := tensor.Quantize(t.typ, x)
+				if err != nil {
+					errs[c] = fmt.Errorf("synth: %s: %w", t.name, err)
+					return
+				}
+				copy(dst[lo*rowBytes:hi*rowBytes], q)
+			}
+		})
+	}
+	wg.Wait()
+	return dst, errors.Join(errs...)
 }
 
 func randn(rng *rand.Rand, n int, std float32) []float32 {

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/skulk/skulk/internal/bench"
+	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/model"
+)
+
+func runBench(ctx context.Context, args []string, s stdio) error {
+	fs := newFlagSet("bench", s)
+	modelPath := fs.String("model", "", "GGUF model file")
+	threads := fs.Int("threads", 0, "worker threads (0 = physical cores)")
+	pp := fs.Int("prompt-tokens", 512, "prefill test: tokens decoded as one batch")
+	tg := fs.Int("gen-tokens", 128, "decode test: single-token steps")
+	repeat := fs.Int("repeat", 5, "timed runs of each test, after one warm-up")
+	asJSON := fs.Bool("json", false, "print one JSON object (the fields bench/llamabench.c prints)")
+	if err := fs.Parse(args); err != nil {
+		return usageError(err)
+	}
+	if *modelPath == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--model is required")}
+	}
+	if *threads <= 0 {
+		*threads = model.DefaultThreads()
+	}
+	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	res, err := bench.Run(ctx, m.Shard, bench.Config{Vocab: m.Config.NVocab, PromptTokens: *pp, GenTokens: *tg, Repeat: *repeat})
+	if err != nil {
+		return err
+	}
+	res.Engine, res.Model, res.Threads = "skulk", *modelPath, *threads
+	for _, t := range m.File.Tensors {
+		res.WeightBytes += t.Size
+	}
+	if *asJSON {
+		return json.NewEncoder(s.out).Encode(res)
+	}
+	fmt.Fprintf(s.out, "%s: %s weights, %d threads, median of %d runs after 1 warm-up\n",
+		res.Model, humanBytes(res.WeightBytes), res.Threads, res.Repeat)
+	tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "test\tmin t/s\tmedian t/s\tmax t/s\t")
+	for _, r := range []struct {
+		name string
+		st   bench.Stats
+	}{{fmt.Sprintf("pp%d", res.PromptTokens), res.Prefill}, {fmt.Sprintf("tg%d", res.GenTokens), res.Decode}} {
+		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t\n", r.name, r.st.Min, r.st.Median, r.st.Max)
+	}
+	return tw.Flush()
+}
