@@ -109,3 +109,18 @@ func TestBadInputs(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenizeVocabOnly tokenizes with a vocabulary-only GGUF (no tensors):
+// llama.cpp's ids for "<|endoftext|>" as plain text and, with --special, as
+// the special token (reference/vocab/ggml-vocab-gpt-2.json).
+func TestTokenizeVocabOnly(t *testing.T) {
+	vocab := repoFile("testdata", "vocab", "ggml-vocab-gpt-2.gguf")
+	code, out, errs := runCLI(t, "tokenize", "--model", vocab, "--text", "<|endoftext|>", "--no-bos", "--json")
+	if code != 0 || strings.TrimSpace(out) != `{"tokens":[27,91,437,1659,5239,91,29]}` {
+		t.Fatalf("plain: exit %d %s %s", code, out, errs)
+	}
+	code, out, errs = runCLI(t, "tokenize", "--model", vocab, "--text", "<|endoftext|>", "--no-bos", "--special", "--json")
+	if code != 0 || strings.TrimSpace(out) != `{"tokens":[50256]}` {
+		t.Fatalf("--special: exit %d %s %s", code, out, errs)
+	}
+}
