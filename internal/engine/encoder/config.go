@@ -25,6 +25,12 @@ func (p Pooling) String() string {
 		return "mean"
 	case PoolingCLS:
 		return "cls"
+	case 0:
+		return "none"
+	case 3:
+		return "last"
+	case 4:
+		return "rank"
 	default:
 		return strconv.Itoa(int(p))
 	}
@@ -51,7 +57,7 @@ const maxDim = 1 << 24
 // tensors (NVocab, MaxPositions) are filled in by Open.
 func ReadConfig(f *gguf.File) (Config, error) {
 	if arch := f.Architecture(); arch != "bert" {
-		return Config{}, &UnsupportedError{What: "architecture", Value: strconv.Quote(arch)}
+		return Config{}, &UnsupportedError{What: "architecture", Value: strconv.Quote(arch), Supported: "bert"}
 	}
 	var c Config
 	var err error
@@ -81,7 +87,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	c.HeadDim = c.NEmbd / c.NHead
 	if v, ok := f.Uint("bert.attention.head_count_kv"); ok && int(v) != c.NHead {
-		return Config{}, &UnsupportedError{What: "head_count_kv", Value: fmt.Sprintf("%d (≠ head_count %d)", v, c.NHead)}
+		return Config{}, &UnsupportedError{What: "head_count_kv", Value: strconv.FormatUint(v, 10), Supported: fmt.Sprintf("equal to head_count, %d", c.NHead)}
 	}
 	eps, ok := f.Float("bert.attention.layer_norm_epsilon")
 	if !ok || !(eps > 0 && eps < 1) {

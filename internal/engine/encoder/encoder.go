@@ -51,7 +51,7 @@ func Open(f *gguf.File, opt Options) (*Encoder, error) {
 		cfg.Pooling = opt.Pooling
 	}
 	if cfg.Pooling != PoolingMean && cfg.Pooling != PoolingCLS {
-		return nil, &UnsupportedError{What: "pooling type", Value: cfg.Pooling.String()}
+		return nil, &UnsupportedError{What: "pooling type", Value: cfg.Pooling.String(), Supported: "mean, cls"}
 	}
 	if opt.Threads < 0 {
 		return nil, fmt.Errorf("encoder: threads %d < 0", opt.Threads)

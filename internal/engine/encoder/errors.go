@@ -12,12 +12,13 @@ var ErrInvalidModel = errors.New("encoder: invalid model")
 // UnsupportedError reports a model this package does not run: another
 // architecture, or a pooling type it does not implement.
 type UnsupportedError struct {
-	What  string // "architecture", "pooling type"
-	Value string
+	What      string // "architecture", "pooling type", "head_count_kv"
+	Value     string
+	Supported string // what would have been accepted
 }
 
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("encoder: unsupported %s %s (supported: architecture bert; pooling mean or cls)", e.What, e.Value)
+	return fmt.Sprintf("encoder: unsupported %s %s (supported: %s)", e.What, e.Value, e.Supported)
 }
 
 // InputError reports token ids Embed cannot run.
