@@ -1,0 +1,104 @@
+// Package decide is master election as a pure step function: given one
+// node's view of the membership and the log positions its members
+// advertise, it says who should be master and whether this node must raise
+// the term to take the role. Every node runs it on its own view; views agree
+// once membership has converged, so every node names the same master.
+//
+// The rules (DESIGN.md, "Election"): the current master keeps the role
+// while it is alive (stability: no change when nodes join); when it is gone
+// the live member with the most advanced log (term, then index) wins, then
+// the longest-lived (earliest start), then the lowest node id; every
+// election raises the term, so events of a deposed master carry a lower
+// term and are rejected. Between two masters (a healed partition) the
+// higher term wins and the other steps down.
+package decide
+
+import (
+	"github.com/skulk/skulk/internal/ids"
+)
+
+// Member is one live member as this node sees it.
+type Member struct {
+	Node ids.NodeID
+	// Term and Index are the member's log position: the term and index of
+	// the last event it holds.
+	Term  ids.Term
+	Index ids.Index
+	// StartedAtUnixMs is when the member's process started (longevity).
+	StartedAtUnixMs int64
+	// MasterOf is the term in which the member claims to be master, or 0.
+	MasterOf ids.Term
+	// Compatible is false for members of another network version, which
+	// never take part.
+	Compatible bool
+}
+
+// View is what one node knows when it decides.
+type View struct {
+	Self    ids.NodeID
+	Members []Member // live members, including Self
+}
+
+// Outcome is the decision.
+type Outcome struct {
+	Master ids.NodeID // who should be master; empty when no member is eligible
+	// Term is the term the master serves in: the claimed term when a
+	// master keeps its role, or the highest term seen plus one for a new
+	// election.
+	Term ids.Term
+	// Elect is true when Self must take the role by raising the term.
+	Elect bool
+	// StepDown is true when Self claims the role but another master with a
+	// higher term (or the same term and a lower id) holds it.
+	StepDown bool
+}
+
+// better reports whether a is preferred over b as a new master.
+func better(a, b Member) bool {
+	if a.Term != b.Term {
+		return a.Term > b.Term
+	}
+	if a.Index != b.Index {
+		return a.Index > b.Index
+	}
+	if a.StartedAtUnixMs != b.StartedAtUnixMs {
+		return a.StartedAtUnixMs < b.StartedAtUnixMs
+	}
+	return a.Node < b.Node
+}
+
+// Decide applies the election rules to a view.
+func Decide(v View) Outcome {
+	var (
+		claimant  *Member // the live claimed master with the highest term
+		best      *Member // the best candidate for a new election
+		maxTerm   ids.Term
+		selfClaim ids.Term
+	)
+	for i := range v.Members {
+		m := &v.Members[i]
+		if !m.Compatible {
+			continue
+		}
+		maxTerm = max(maxTerm, m.Term, m.MasterOf)
+		if m.Node == v.Self {
+			selfClaim = m.MasterOf
+		}
+		if m.MasterOf > 0 && (claimant == nil || m.MasterOf > claimant.MasterOf ||
+			(m.MasterOf == claimant.MasterOf && m.Node < claimant.Node)) {
+			claimant = m
+		}
+		if best == nil || better(*m, *best) {
+			best = m
+		}
+	}
+	if claimant != nil {
+		out := Outcome{Master: claimant.Node, Term: claimant.MasterOf}
+		out.StepDown = selfClaim > 0 && claimant.Node != v.Self
+		return out
+	}
+	if best == nil {
+		return Outcome{}
+	}
+	return Outcome{Master: best.Node, Term: maxTerm + 1, Elect: best.Node == v.Self}
+}

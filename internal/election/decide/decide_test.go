@@ -1,0 +1,109 @@
+package decide
+
+import (
+	"go/parser"
+	"go/token"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/skulk/skulk/internal/ids"
+)
+
+func m(node string, term, index uint64, started int64, masterOf uint64) Member {
+	return Member{Node: ids.NodeID(node), Term: ids.Term(term), Index: ids.Index(index), StartedAtUnixMs: started, MasterOf: ids.Term(masterOf), Compatible: true}
+}
+
+func TestDecide(t *testing.T) {
+	cases := []struct {
+		name    string
+		self    string
+		members []Member
+		want    Outcome
+	}{
+		{"live master keeps the role", "b", []Member{m("a", 3, 10, 100, 3), m("b", 3, 12, 50, 0), m("c", 3, 12, 10, 0)},
+			Outcome{Master: "a", Term: 3}},
+		{"a joiner with a longer log does not take over", "d", []Member{m("a", 3, 10, 100, 3), m("d", 3, 99, 1, 0)},
+			Outcome{Master: "a", Term: 3}},
+		{"master gone: most advanced term wins", "b", []Member{m("b", 2, 50, 10, 0), m("c", 3, 1, 90, 0)},
+			Outcome{Master: "c", Term: 4}},
+		{"then the highest index", "c", []Member{m("b", 3, 40, 10, 0), m("c", 3, 41, 90, 0)},
+			Outcome{Master: "c", Term: 4, Elect: true}},
+		{"then the longest lived", "b", []Member{m("b", 3, 41, 10, 0), m("c", 3, 41, 90, 0)},
+			Outcome{Master: "b", Term: 4, Elect: true}},
+		{"then the lowest id", "c", []Member{m("c", 3, 41, 10, 0), m("b", 3, 41, 10, 0)},
+			Outcome{Master: "b", Term: 4}},
+		{"healed partition: higher term wins, the other steps down", "a", []Member{m("a", 3, 60, 1, 3), m("b", 4, 55, 10, 4), m("c", 4, 55, 20, 0)},
+			Outcome{Master: "b", Term: 4, StepDown: true}},
+		{"incompatible members never take part", "b", []Member{{Node: "a", Term: 9, Index: 9, MasterOf: 9}, m("b", 1, 1, 5, 0)},
+			Outcome{Master: "b", Term: 2, Elect: true}},
+		{"fresh cluster", "a", []Member{m("a", 0, 0, 5, 0), m("b", 0, 0, 6, 0)},
+			Outcome{Master: "a", Term: 1, Elect: true}},
+		{"nobody eligible", "a", nil, Outcome{}},
+	}
+	for _, c := range cases {
+		got := Decide(View{Self: ids.NodeID(c.self), Members: c.members})
+		if got != c.want {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestViewsAgree: any permutation of the same membership gives the same
+// master and term on every node, and exactly one node elects itself.
+func TestViewsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for trial := 0; trial < 500; trial++ {
+		n := 1 + rng.IntN(6)
+		var members []Member
+		for i := 0; i < n; i++ {
+			members = append(members, m("n"+strconv.Itoa(i), uint64(rng.IntN(3)), uint64(rng.IntN(4)), int64(rng.IntN(3)), 0))
+		}
+		var first Outcome
+		electors := 0
+		for i := 0; i < n; i++ {
+			perm := append([]Member(nil), members...)
+			rng.Shuffle(len(perm), func(a, b int) { perm[a], perm[b] = perm[b], perm[a] })
+			o := Decide(View{Self: members[i].Node, Members: perm})
+			if o.Elect {
+				electors++
+			}
+			o.Elect = false
+			if i == 0 {
+				first = o
+			} else if o != first {
+				t.Fatalf("views disagree: %+v vs %+v on %+v", o, first, members)
+			}
+		}
+		if electors != 1 {
+			t.Fatalf("%d nodes elect themselves in %+v", electors, members)
+		}
+	}
+}
+
+// TestPure enforces that election logic takes time and I/O as inputs.
+func TestPure(t *testing.T) {
+	files, _ := filepath.Glob("*.go")
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range pf.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if p != "github.com/skulk/skulk/internal/ids" {
+				t.Errorf("%s imports %s", f, p)
+			}
+		}
+	}
+}
