@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/skulk/skulk/internal/engine/encoder"
+	"github.com/skulk/skulk/internal/engine/gguf"
+)
+
+// runDevEmbed embeds one text with a bert GGUF the way llama-embedding does
+// ([CLS] … [SEP], the model's pooling, L2-normalised) and prints
+// {"tokens":[...],"embedding":[...]}.
+func runDevEmbed(ctx context.Context, args []string, s stdio) error {
+	fs := newFlagSet("dev embed", s)
+	modelPath := fs.String("model", "", "GGUF file of a bert encoder")
+	text := fs.String("text", "", "text to embed")
+	threads := fs.Int("threads", 0, "worker goroutines per matmul (0 = GOMAXPROCS)")
+	if err := fs.Parse(args); err != nil {
+		return usageError(err)
+	}
+	if *modelPath == "" || *text == "" {
+		return &exitError{code: 2, err: fmt.Errorf("--model and --text are required")}
+	}
+	if *threads < 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--threads must be ≥ 0")}
+	}
+	f, err := gguf.Open(*modelPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	enc, err := encoder.Open(f, encoder.Options{Threads: *threads})
+	if err != nil {
+		return err
+	}
+	ids := enc.Tokenize(*text)
+	emb, err := enc.Embed(ids)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(s.out).Encode(struct {
+		Tokens    []int32   `json:"tokens"`
+		Embedding []float32 `json:"embedding"`
+	}{ids, emb.Normalized})
+}
