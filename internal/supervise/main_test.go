@@ -54,17 +54,26 @@ func runChild(role string) int {
 			return 1
 		}
 		fmt.Printf("%d %d\n", os.Getpid(), gc.Process.Pid)
-		select {}
+		sleepForever()
 	case "sleep":
 		fmt.Println("sleeping")
-		select {}
+		sleepForever()
 	case "stubborn": // ignore SIGTERM, so only SIGKILL ends it
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
-		select {}
+		sleepForever()
 	}
 	fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
 	return 2
+}
+
+// sleepForever blocks until a signal ends the process. A bare select{}
+// would not: with no other goroutine the runtime reports a deadlock and exits
+// with status 2 (the race detector's helper goroutines hide that).
+func sleepForever() {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // start starts the test binary in role and kills it when the test ends.
