@@ -1,0 +1,42 @@
+#!/bin/sh
+# Builds bench/build/llamabench (and bench/build/membw) against the prebuilt
+# llama.cpp that bench/package-lock.json pins. node-llama-cpp ships the
+# shared libraries but not the headers; the headers come from the llama.cpp
+# source bundle in the same package, so they match the libraries exactly.
+# Needs npm (the first time) and gcc. Prints nothing when up to date.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+build="$here/build"
+mkdir -p "$build"
+
+if [ ! -d "$here/node_modules/@node-llama-cpp/linux-x64" ]; then
+	# --ignore-scripts: the package's postinstall would download or build
+	# its own binaries; the prebuilt optional dependency is all we use.
+	(cd "$here" && npm ci --ignore-scripts --no-audit --no-fund >&2)
+fi
+lib="$here/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64"
+bundle="$here/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+[ -f "$lib/libllama.v0.4.0.so" ] || { echo "build.sh: no libllama in $lib" >&2; exit 1; }
+
+inc="$build/include"
+if [ ! -f "$inc/include/llama.h" ] || [ "$bundle" -nt "$inc/include/llama.h" ]; then
+	rm -rf "$build/src.git" "$inc"
+	git init -q --bare "$build/src.git"
+	git --git-dir="$build/src.git" fetch -q "$bundle" HEAD
+	mkdir -p "$inc"
+	git --git-dir="$build/src.git" archive FETCH_HEAD include ggml/include | tar -x -C "$inc"
+	touch "$inc/include/llama.h"
+fi
+
+if [ ! -x "$build/llamabench" ] || [ "$here/llamabench.c" -nt "$build/llamabench" ]; then
+	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+		-I"$inc/include" -I"$inc/ggml/include" \
+		-DLLAMA_LIB_DIR="\"$lib\"" \
+		-o "$build/llamabench" "$here/llamabench.c" \
+		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
+		-Wl,-rpath,"$lib"
+fi
+if [ ! -x "$build/membw" ] || [ "$here/membw.c" -nt "$build/membw" ]; then
+	gcc -O3 -std=c11 -D_POSIX_C_SOURCE=200809L -march=native -Wall -Wextra -Werror \
+		-o "$build/membw" "$here/membw.c" -lpthread
+fi
