@@ -7,6 +7,8 @@ import (
 
 // Source supplies cards. Sources are listed in precedence order: a card
 // from an earlier source overrides one with the same id from a later source.
+// A source may return usable cards together with an error describing the
+// ones it had to skip.
 type Source interface {
 	Cards() ([]Card, error)
 }
@@ -16,8 +18,9 @@ type Catalog struct {
 	cards map[string]Card
 }
 
-// Build merges sources (highest precedence first) into a catalog. A source
-// that fails is reported; cards that fail validation are skipped with an error.
+// Build merges sources (highest precedence first) into a catalog. Errors a
+// source reports are returned; cards that fail validation are skipped with
+// an error.
 func Build(sources ...Source) (*Catalog, []error) {
 	c := &Catalog{cards: map[string]Card{}}
 	var errs []error
@@ -25,7 +28,6 @@ func Build(sources ...Source) (*Catalog, []error) {
 		cards, err := s.Cards()
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
 		for _, card := range cards {
 			if err := card.Validate(); err != nil {

@@ -11,9 +11,21 @@ import (
 // CardFromGGUF fills a card's shape and sizes from a GGUF header, so a
 // placement can be sized before (or without) reading the weights.
 func CardFromGGUF(id string, f *gguf.File) (Card, error) {
+	return CardFromHeaders(id, []*gguf.File{f})
+}
+
+// CardFromHeaders fills a card from the headers of every part of a model,
+// in order: one for a single file, N for a split GGUF. The metadata comes
+// from the first part; tensor sizes are summed over all parts. Headers from
+// gguf.ParseHeader (a file prefix) are enough.
+func CardFromHeaders(id string, parts []*gguf.File) (Card, error) {
+	if len(parts) == 0 {
+		return Card{}, fmt.Errorf("catalog: model %s: no GGUF headers", id)
+	}
+	f := parts[0]
 	cfg, err := model.ReadConfig(f)
 	if err != nil {
-		return Card{}, err
+		return Card{}, fmt.Errorf("catalog: model %s: %w", id, err)
 	}
 	c := Card{
 		ID: id, Arch: cfg.Arch, Layers: cfg.NLayer, HiddenSize: cfg.NEmbd, Heads: cfg.NHead,
@@ -24,22 +36,25 @@ func CardFromGGUF(id string, f *gguf.File) (Card, error) {
 	if name, ok := f.String("general.name"); ok {
 		c.Name = name
 	}
-	_, hasOutput := f.Tensor("output.weight")
-	c.TiedEmbeddings = !hasOutput
-	for _, t := range f.Tensors {
-		c.StorageBytes += t.Size
-		switch {
-		case t.Name == "token_embd.weight":
-			c.EmbeddingBytes += t.Size
-		case t.Name == "output.weight" || t.Name == "output_norm.weight":
-			c.HeadBytes += t.Size
-		case strings.HasPrefix(t.Name, "blk."):
-			var b int
-			if _, err := fmt.Sscanf(t.Name, "blk.%d.", &b); err == nil && b >= 0 && b < cfg.NLayer {
-				c.LayerBytes[b] += t.Size
+	hasOutput := false
+	for _, p := range parts {
+		for _, t := range p.Tensors {
+			c.StorageBytes += t.Size
+			switch {
+			case t.Name == "token_embd.weight":
+				c.EmbeddingBytes += t.Size
+			case t.Name == "output.weight" || t.Name == "output_norm.weight":
+				hasOutput = hasOutput || t.Name == "output.weight"
+				c.HeadBytes += t.Size
+			case strings.HasPrefix(t.Name, "blk."):
+				var b int
+				if _, err := fmt.Sscanf(t.Name, "blk.%d.", &b); err == nil && b >= 0 && b < cfg.NLayer {
+					c.LayerBytes[b] += t.Size
+				}
 			}
 		}
 	}
+	c.TiedEmbeddings = !hasOutput
 	if tmpl, ok := f.String("tokenizer.chat_template"); ok && tmpl != "" {
 		c.Capabilities = append(c.Capabilities, capabilitiesFromTemplate(tmpl)...)
 	}
