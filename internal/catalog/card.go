@@ -63,7 +63,7 @@ type Card struct {
 	VocabSize      int     `json:"vocab_size" toml:"vocab_size,omitzero"`
 	ContextLength  int     `json:"context_length" toml:"context_length"`
 	StorageBytes   int64   `json:"storage_bytes" toml:"storage_bytes"`
-	LayerBytes     []int64 `json:"layer_bytes" toml:"layer_bytes,omitempty"`         // weight bytes of each block
+	LayerBytes     []int64 `json:"layer_bytes" toml:"layer_bytes,omitempty"`        // weight bytes of each block
 	EmbeddingBytes int64   `json:"embedding_bytes" toml:"embedding_bytes,omitzero"` // token_embd
 	HeadBytes      int64   `json:"head_bytes" toml:"head_bytes,omitzero"`           // output norm + output matrix (0 extra when tied)
 	TiedEmbeddings bool    `json:"tied_embeddings" toml:"tied_embeddings,omitempty"`
