@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+
+	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
 // Batch is the input of one forward pass over consecutive positions of a
@@ -17,30 +19,27 @@ type Batch struct {
 
 // Result is the output of a forward pass: hidden states for the next shard,
 // or, from the last shard, logits (one row of NVocab per requested position).
+// Both alias the cache's scratch memory: they stay valid until the next
+// Forward on the same cache; copy them to keep them longer.
 type Result struct {
 	Hidden []float32
 	Logits []float32
 }
 
 // Forward runs the batch through the shard's blocks, appending its keys and
-// values to c.
+// values to c. After the cache has seen a batch at least as large, Forward
+// allocates nothing.
 func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 	cfg := s.Config
 	d := cfg.NEmbd
-	var x []float32
-	var n int
+	n := len(b.Tokens)
 	if s.Range.First {
-		n = len(b.Tokens)
 		if b.Hidden != nil {
 			return Result{}, fmt.Errorf("model: the first shard takes token ids, not hidden states")
 		}
-		x = make([]float32, n*d)
 		for i, id := range b.Tokens {
 			if id < 0 || int(id) >= cfg.NVocab {
 				return Result{}, fmt.Errorf("model: token id %d at position %d is outside the vocabulary of %d", id, i, cfg.NVocab)
-			}
-			if err := s.embedRow(id, x[i*d:(i+1)*d]); err != nil {
-				return Result{}, err
 			}
 		}
 	} else {
@@ -51,7 +50,6 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 			return Result{}, fmt.Errorf("model: %d hidden values is not a whole number of %d-wide rows", len(b.Hidden), d)
 		}
 		n = len(b.Hidden) / d
-		x = append([]float32(nil), b.Hidden...)
 	}
 	if n == 0 {
 		return Result{}, fmt.Errorf("model: empty batch")
@@ -62,100 +60,101 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 	if c.len+n > c.cap {
 		return Result{}, &ErrCacheFull{Have: c.len, Add: n, Cap: c.cap}
 	}
-	st := s.newScratch(n)
-	rt := s.ropeTable(c.len, n)
-	for i := range s.layers {
-		s.block(i, c, x, n, rt, st)
+	nLogits := 0
+	if s.Range.Last {
+		nLogits = 1
+		if b.AllLogits {
+			nLogits = n
+		}
 	}
-	c.len += n
+	a := &c.ar
+	a.prepare(s, c, n, nLogits)
+	x := a.x
+	if s.Range.First {
+		for i, id := range b.Tokens {
+			if err := s.embedRow(id, x[i*d:(i+1)*d]); err != nil {
+				return Result{}, err
+			}
+		}
+	} else {
+		copy(x, b.Hidden)
+	}
+	for u := 0; u < n; u += ubatch {
+		m := min(ubatch, n-u)
+		xu := x[u*d : (u+m)*d]
+		s.ropeTable(&a.rope, c.len, m)
+		for i := range s.layers {
+			s.block(i, c, a, xu, m)
+		}
+		c.len += m
+		if b.AllLogits && s.Range.Last {
+			s.head(a, xu, m, a.logits[u*cfg.NVocab:])
+		}
+	}
 	if !s.Range.Last {
 		return Result{Hidden: x}, nil
 	}
-	rows := x
-	first := 0
 	if !b.AllLogits {
-		first = n - 1
-		rows = x[first*d:]
+		s.head(a, x[(n-1)*d:], 1, a.logits)
 	}
-	m := n - first
-	normed := make([]float32, m*d)
-	for t := 0; t < m; t++ {
-		rmsNorm(normed[t*d:(t+1)*d], rows[t*d:(t+1)*d], s.outNorm, cfg.RMSEps)
-	}
-	logits := make([]float32, m*cfg.NVocab)
-	s.matmul(s.output, normed, m, logits)
-	return Result{Logits: logits}, nil
+	return Result{Logits: a.logits}, nil
+}
+
+// head writes the logits of the m rows of x into logits.
+func (s *Shard) head(a *arena, x []float32, m int, logits []float32) {
+	cfg := s.Config
+	d := cfg.NEmbd
+	normed := a.h[:m*d]
+	s.rows(a, opNorm, normed, x[:m*d], s.outNorm, d, m)
+	s.matmul(a, normed, m, mmPart{s.output, logits[:m*cfg.NVocab]})
 }
 
 func (s *Shard) embedRow(id int32, dst []float32) error {
 	return dequantRow(s.embd, int(id), dst)
 }
 
-// scratch holds the per-batch intermediate buffers.
-type scratch struct {
-	h, q, k, v, att, o []float32
-	gate, up, ffo      []float32
-}
-
-func (s *Shard) newScratch(n int) *scratch {
-	c := s.Config
-	return &scratch{
-		h: make([]float32, n*c.NEmbd), q: make([]float32, n*c.QDim()),
-		k: make([]float32, n*c.KVDim()), v: make([]float32, n*c.KVDim()),
-		att: make([]float32, n*c.QDim()), o: make([]float32, n*c.NEmbd),
-		gate: make([]float32, n*c.NFF), up: make([]float32, n*c.NFF), ffo: make([]float32, n*c.NEmbd),
-	}
-}
-
-// block runs local block i over the batch x (n × NEmbd) in place.
-func (s *Shard) block(i int, c *Cache, x []float32, n int, rt ropeTable, st *scratch) {
+// block runs local block i over the n positions x (n × NEmbd) in place.
+func (s *Shard) block(i int, c *Cache, a *arena, x []float32, n int) {
 	cfg := s.Config
 	ly := &s.layers[i]
 	d, hd, kvd, qd := cfg.NEmbd, cfg.HeadDim, cfg.KVDim(), cfg.QDim()
+	h := a.h[:n*d]
+	q, k, v := a.q[:n*qd], a.k[:n*kvd], a.v[:n*kvd]
+	s.rows(a, opNorm, h, x, ly.attnNorm, d, n)
+	s.matmul(a, h, n, mmPart{ly.q, q}, mmPart{ly.k, k}, mmPart{ly.v, v})
 	for t := 0; t < n; t++ {
-		rmsNorm(st.h[t*d:(t+1)*d], x[t*d:(t+1)*d], ly.attnNorm, cfg.RMSEps)
-	}
-	s.matmul(ly.q, st.h, n, st.q)
-	s.matmul(ly.k, st.h, n, st.k)
-	s.matmul(ly.v, st.h, n, st.v)
-	for t := 0; t < n; t++ {
-		addBias(st.q[t*qd:(t+1)*qd], ly.qBias)
-		addBias(st.k[t*kvd:(t+1)*kvd], ly.kBias)
-		addBias(st.v[t*kvd:(t+1)*kvd], ly.vBias)
+		addBias(q[t*qd:(t+1)*qd], ly.qBias)
+		addBias(k[t*kvd:(t+1)*kvd], ly.kBias)
+		addBias(v[t*kvd:(t+1)*kvd], ly.vBias)
 		for h := 0; h < cfg.NHead; h++ {
-			qh := st.q[t*qd+h*hd : t*qd+(h+1)*hd]
+			qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
 			if ly.qNorm != nil {
 				rmsNorm(qh, qh, ly.qNorm, cfg.RMSEps)
 			}
-			rt.rope(qh, t, cfg.RopeNeoX)
+			a.rope.rope(qh, t, cfg.RopeNeoX)
 		}
 		for h := 0; h < cfg.NHeadKV; h++ {
-			kh := st.k[t*kvd+h*hd : t*kvd+(h+1)*hd]
+			kh := k[t*kvd+h*hd : t*kvd+(h+1)*hd]
 			if ly.kNorm != nil {
 				rmsNorm(kh, kh, ly.kNorm, cfg.RMSEps)
 			}
-			rt.rope(kh, t, cfg.RopeNeoX)
+			a.rope.rope(kh, t, cfg.RopeNeoX)
 		}
 	}
-	pos0 := c.len
-	copy(c.k[i][pos0*kvd:], st.k[:n*kvd])
-	copy(c.v[i][pos0*kvd:], st.v[:n*kvd])
-	s.attention(c.k[i], c.v[i], st.q, st.att, pos0, n)
-	s.matmul(ly.o, st.att, n, st.o)
+	c.store(i, c.len, n, hd, k, v)
+	att, o := a.att[:n*qd], a.o[:n*d]
+	s.attention(a, c, i, q, att, n)
+	s.matmul(a, att, n, mmPart{ly.o, o})
 	for j := range x {
-		x[j] += st.o[j]
+		x[j] += o[j]
 	}
-	for t := 0; t < n; t++ {
-		rmsNorm(st.h[t*d:(t+1)*d], x[t*d:(t+1)*d], ly.ffnNorm, cfg.RMSEps)
-	}
-	s.matmul(ly.gate, st.h, n, st.gate)
-	s.matmul(ly.up, st.h, n, st.up)
-	for j := range st.gate {
-		st.gate[j] = silu(st.gate[j]) * st.up[j]
-	}
-	s.matmul(ly.down, st.gate, n, st.ffo)
+	s.rows(a, opNorm, h, x, ly.ffnNorm, d, n)
+	gate, up, ffo := a.gate[:n*cfg.NFF], a.up[:n*cfg.NFF], a.ffo[:n*d]
+	s.matmul(a, h, n, mmPart{ly.gate, gate}, mmPart{ly.up, up})
+	s.rows(a, opSwiGLU, gate, up, nil, cfg.NFF, n)
+	s.matmul(a, gate, n, mmPart{ly.down, ffo})
 	for j := range x {
-		x[j] += st.ffo[j]
+		x[j] += ffo[j]
 	}
 }
 
@@ -165,34 +164,92 @@ func addBias(x, b []float32) {
 	}
 }
 
-// attention computes causal scaled dot-product attention for n new tokens at
-// positions pos0.., reading keys and values [0, pos0+n) from the cache.
-func (s *Shard) attention(kc, vc, q, out []float32, pos0, n int) {
-	cfg := s.Config
-	hd, kvd, qd := cfg.HeadDim, cfg.KVDim(), cfg.QDim()
-	group := cfg.NHead / cfg.NHeadKV
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	s.pool.run(n*cfg.NHead, 1, n*cfg.NHead*(pos0+n)*hd*2, func(lo, hi int) {
-		scores := make([]float32, pos0+n)
-		for job := lo; job < hi; job++ {
-			t, h := job/cfg.NHead, job%cfg.NHead
-			g := h / group
-			qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
-			span := pos0 + t + 1
-			sc := scores[:span]
-			for j := 0; j < span; j++ {
-				sc[j] = dotF32(qh, kc[j*kvd+g*hd:j*kvd+(g+1)*hd])
-			}
-			softmaxScaled(sc, scale)
-			o := out[t*qd+h*hd : t*qd+(h+1)*hd]
-			clear(o)
-			for j := 0; j < span; j++ {
-				w := sc[j]
-				vj := vc[j*kvd+g*hd : j*kvd+(g+1)*hd]
-				for e := range o {
-					o[e] += w * vj[e]
-				}
+// rowsOp is an elementwise operation on rows.
+type rowsOp uint8
+
+const (
+	opNorm   rowsOp = iota // dst = rmsNorm(src)·w
+	opSwiGLU               // dst = silu(dst)·src
+)
+
+// rowsJob applies a rowsOp to rows of width elements.
+type rowsJob struct {
+	op       rowsOp
+	dst, src []float32
+	w        []float32
+	width    int
+	eps      float32
+}
+
+func (j *rowsJob) do(_, lo, hi int) {
+	for t := lo; t < hi; t++ {
+		dst, src := j.dst[t*j.width:(t+1)*j.width], j.src[t*j.width:(t+1)*j.width]
+		switch j.op {
+		case opNorm:
+			rmsNorm(dst, src, j.w, j.eps)
+		case opSwiGLU:
+			for e, g := range dst {
+				dst[e] = silu(g) * src[e]
 			}
 		}
-	})
+	}
+}
+
+// rows runs op over n rows, in parallel when they are many.
+func (s *Shard) rows(a *arena, op rowsOp, dst, src, w []float32, width, n int) {
+	j := &a.rj
+	*j = rowsJob{op: op, dst: dst, src: src, w: w, width: width, eps: s.Config.RMSEps}
+	work := n * width
+	if op == opSwiGLU {
+		work *= 16 // an exp per element
+	}
+	s.pool.run(j, n, 4, work)
+	*j = rowsJob{}
+}
+
+// attnJob is causal scaled dot-product attention for n new positions
+// starting at pos0, one item per (position, query head), reading keys and
+// values [0, pos0+t] of the head's group from the cache.
+type attnJob struct {
+	k            tensor.Kernels
+	kc, vt       []float32 // the block's cache
+	q, out       []float32 // n × QDim
+	scores       []float32 // per worker, rows of cap
+	pos0         int
+	nHead, group int
+	hd, qd, cap  int
+	scale        float32
+}
+
+func (j *attnJob) do(w, lo, hi int) {
+	hd, cp := j.hd, j.cap
+	for it := lo; it < hi; it++ {
+		t, h := it/j.nHead, it%j.nHead
+		g := h / j.group
+		span := j.pos0 + t + 1
+		sc := j.scores[w*cp : w*cp+span]
+		qh := j.q[t*j.qd+h*hd : t*j.qd+(h+1)*hd]
+		keys := j.kc[g*cp*hd : (g*cp+span)*hd]
+		j.k.VecDotRows(tensor.F32, f32Bytes(keys), 4*hd, f32Bytes(qh), hd, sc)
+		softmaxScaled(sc, j.scale)
+		// Row e of the transposed values holds element e of every position.
+		vals := j.vt[g*hd*cp : g*hd*cp+(hd-1)*cp+span]
+		j.k.VecDotRows(tensor.F32, f32Bytes(vals), 4*cp, f32Bytes(sc), span, j.out[t*j.qd+h*hd:t*j.qd+(h+1)*hd])
+	}
+}
+
+// attention computes the attention of block i for the n positions whose
+// queries are q, after their keys and values were stored in c.
+func (s *Shard) attention(a *arena, c *Cache, i int, q, out []float32, n int) {
+	cfg := s.Config
+	j := &a.at
+	*j = attnJob{
+		k: s.k, kc: c.k[i], vt: c.vt[i], q: q, out: out, scores: a.scores,
+		pos0: c.len, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
+		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap,
+		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
+	}
+	span := c.len + n
+	s.pool.run(j, n*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)
+	*j = attnJob{}
 }

@@ -4,40 +4,157 @@ import (
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
-// matmul computes out[t][r] = Σ_c m[r][c]·x[t][c] for n tokens. Unless the
-// shard keeps exact activations, x is first rounded to the weights' vec-dot
-// type, as llama.cpp's CPU backend does, and the dot products run on the
-// quantized blocks.
-func (s *Shard) matmul(m *matrix, x []float32, n int, out []float32) {
-	k := tensor.Best()
-	rows, cols := m.rows, m.cols
-	if m.typ == tensor.F32 || s.exactActs {
-		s.pool.run(rows, 4, rows*cols*n, func(lo, hi int) {
-			for r := lo; r < hi; r++ {
-				row := m.row(r)
-				for t := 0; t < n; t++ {
-					out[t*rows+r] = k.DotF32(m.typ, row, x[t*cols:(t+1)*cols])
+// mmPart is one weight matrix of a matmul and where its n × rows results go.
+type mmPart struct {
+	m   *matrix
+	out []float32
+}
+
+// maxParts is the most matrices one matmul job fuses (q, k and v).
+const maxParts = 3
+
+// Tiling. A decode step streams every weight once, so its jobs hand out
+// decodeChunkRows rows per chunk against the single activation row. A prefill
+// batch is a matrix-matrix product: each chunk is a tile of weight rows
+// small enough to stay in L1 (tileBytes) against prefillTokens activation
+// rows, which stay in L2, so every weight byte read from memory is used by
+// prefillTokens tokens.
+const (
+	decodeChunkRows = 16
+	tileBytes       = 16 << 10
+	maxTileRows     = 64
+	prefillTokens   = 64
+)
+
+// matmulJob computes out[t][r] = Σ_c m[r][c]·x[t][c] for one or more
+// matrices reading the same activations. Each (row, token) result comes from
+// one kernel call whatever the tiling, so it does not depend on the batch
+// size, the thread count or how rows were split.
+type matmulJob struct {
+	k        tensor.Kernels
+	parts    [maxParts]mmPart
+	np       int
+	ends     [maxParts]int // cumulative row-chunk counts per part
+	rowChunk [maxParts]int // rows per chunk, per part
+	perTile  int           // chunks per token tile
+	tokTile  int
+	n        int
+	x        []float32 // F32 activations (dotF32)
+	act      []byte    // activations in the vec-dot type, ab bytes a row
+	ab       int
+	dotF32   bool
+}
+
+func (j *matmulJob) do(_, lo, hi int) {
+	for it := lo; it < hi; it++ {
+		tt, c := it/j.perTile, it%j.perTile
+		p := 0
+		for c >= j.ends[p] {
+			p++
+		}
+		if p > 0 {
+			c -= j.ends[p-1]
+		}
+		m, out := j.parts[p].m, j.parts[p].out
+		r0 := c * j.rowChunk[p]
+		r1 := min(r0+j.rowChunk[p], m.rows)
+		t0 := tt * j.tokTile
+		t1 := min(t0+j.tokTile, j.n)
+		if j.dotF32 {
+			for t := t0; t < t1; t++ {
+				xt := j.x[t*m.cols : (t+1)*m.cols]
+				o := out[t*m.rows:]
+				for r := r0; r < r1; r++ {
+					o[r] = j.k.DotF32(m.typ, m.row(r), xt)
 				}
 			}
-		})
-		return
+			continue
+		}
+		rows := m.data[r0*m.rowBytes : r1*m.rowBytes]
+		for t := t0; t < t1; t++ {
+			j.k.VecDotRows(m.typ, rows, m.rowBytes, j.act[t*j.ab:(t+1)*j.ab], m.cols, out[t*m.rows+r0:t*m.rows+r1])
+		}
 	}
-	at := tensor.VecDotType(m.typ)
-	arb, _ := tensor.RowBytes(at, int64(cols))
-	act := make([]byte, n*int(arb))
-	s.pool.run(n, 1, n*cols, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			if err := k.QuantizeAct(m.typ, x[t*cols:(t+1)*cols], act[t*int(arb):(t+1)*int(arb)]); err != nil {
-				panic(err) // sizes are fixed at load time; an error here is a bug
-			}
+}
+
+// quantJob rounds n activation rows to a vec-dot type.
+type quantJob struct {
+	k    tensor.Kernels
+	typ  tensor.Type // the weights' type
+	x    []float32
+	cols int
+	act  []byte
+	ab   int
+}
+
+func (j *quantJob) do(_, lo, hi int) {
+	for t := lo; t < hi; t++ {
+		if err := j.k.QuantizeAct(j.typ, j.x[t*j.cols:(t+1)*j.cols], j.act[t*j.ab:(t+1)*j.ab]); err != nil {
+			panic(err) // sizes are fixed at load time; an error here is a bug
 		}
-	})
-	s.pool.run(rows, 4, rows*cols*n, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			row := m.row(r)
-			for t := 0; t < n; t++ {
-				out[t*rows+r] = k.VecDot(m.typ, row, act[t*int(arb):(t+1)*int(arb)], cols)
-			}
+	}
+}
+
+// usesDotF32 says whether m's products run on float activations: F32
+// weights always do, and every type does when the shard keeps exact
+// activations.
+func (s *Shard) usesDotF32(m *matrix) bool { return m.typ == tensor.F32 || s.exactActs }
+
+// matmul computes out = x·mᵀ for every part over n tokens of x. Unless the
+// shard keeps exact activations, x is first rounded to the weights' vec-dot
+// type, as llama.cpp's CPU backend does, and the dot products run on the
+// quantized blocks. Parts that read x in the same form run as one parallel
+// job; the caller orders them so that such parts are adjacent.
+func (s *Shard) matmul(a *arena, x []float32, n int, parts ...mmPart) {
+	for len(parts) > 0 {
+		k := 1
+		for k < len(parts) && k < maxParts && s.sameActs(parts[0].m, parts[k].m) {
+			k++
 		}
-	})
+		s.matmulGroup(a, x, n, parts[:k])
+		parts = parts[k:]
+	}
+}
+
+func (s *Shard) sameActs(a, b *matrix) bool {
+	if s.usesDotF32(a) || s.usesDotF32(b) {
+		return s.usesDotF32(a) && s.usesDotF32(b)
+	}
+	return tensor.VecDotType(a.typ) == tensor.VecDotType(b.typ)
+}
+
+func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
+	j := &a.mm
+	*j = matmulJob{k: s.k, np: len(parts), n: n, x: x, tokTile: n}
+	m0 := parts[0].m
+	cols := m0.cols
+	j.dotF32 = s.usesDotF32(m0)
+	if !j.dotF32 {
+		at := tensor.VecDotType(m0.typ)
+		ab, _ := tensor.RowBytes(at, int64(cols))
+		j.ab = int(ab)
+		j.act = a.act[:n*j.ab]
+		q := &a.qj
+		*q = quantJob{k: s.k, typ: m0.typ, x: x, cols: cols, act: j.act, ab: j.ab}
+		s.pool.run(q, n, 8, n*cols)
+	}
+	if n > 1 {
+		j.tokTile = prefillTokens
+	}
+	rows, chunks := 0, 0
+	for i, p := range parts {
+		j.parts[i] = p
+		rc := decodeChunkRows
+		if n > 1 {
+			rc = min(max(tileBytes/p.m.rowBytes, 1), maxTileRows)
+		}
+		j.rowChunk[i] = rc
+		chunks += (p.m.rows + rc - 1) / rc
+		j.ends[i] = chunks
+		rows += p.m.rows
+	}
+	j.perTile = chunks
+	tiles := (n + j.tokTile - 1) / j.tokTile
+	s.pool.run(j, tiles*chunks, 1, rows*cols*n)
+	*j = matmulJob{} // drop the references to x and the outputs
 }

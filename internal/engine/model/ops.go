@@ -52,10 +52,10 @@ type ropeTable struct {
 	cos, sin []float32 // [n × half]
 }
 
-func (s *Shard) ropeTable(pos0, n int) ropeTable {
+// ropeTable fills t (sized for at least n positions) for positions pos0...
+func (s *Shard) ropeTable(t *ropeTable, pos0, n int) {
 	c := s.Config
-	half := c.RopeDim / 2
-	t := ropeTable{half: half, cos: make([]float32, n*half), sin: make([]float32, n*half)}
+	half := t.half
 	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(c.RopeDim)))
 	freqScale := float32(1)
 	if c.RopeScaling.Type == "linear" {
@@ -74,7 +74,6 @@ func (s *Shard) ropeTable(pos0, n int) ropeTable {
 			theta *= thetaScale
 		}
 	}
-	return t
 }
 
 // rope rotates one head vector of token i in place.
@@ -94,12 +93,4 @@ func (t ropeTable) rope(v []float32, i int, neox bool) {
 		v[2*j] = x0*cs[j] - x1*sn[j]
 		v[2*j+1] = x0*sn[j] + x1*cs[j]
 	}
-}
-
-func dotF32(a, b []float32) float32 {
-	var s float32
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }

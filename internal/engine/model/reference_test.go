@@ -88,7 +88,7 @@ func greedy(t testing.TB, s *Shard, prompt []int32, n int) ([]int32, [][]float32
 	var steps [][]float32
 	logits := res.Logits
 	for k := 0; k < n; k++ {
-		steps = append(steps, logits)
+		steps = append(steps, append([]float32(nil), logits...))
 		id := argmax(logits)
 		ids = append(ids, id)
 		if k == n-1 {

@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
 // Range selects the blocks [Start, End) of a model. First means the shard
@@ -47,7 +48,11 @@ type Shard struct {
 	layers    []layer // index i is block Range.Start+i
 	ropeFreqs []float32
 	exactActs bool
-	pool      *pool
+	k         tensor.Kernels
+	// actRowBytes is the largest row of matmul activations in a vec-dot
+	// type, over every matrix.
+	actRowBytes int
+	pool        *pool
 }
 
 // DefaultThreads is the number of physical cores as far as Go can tell:
@@ -117,6 +122,8 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
+	s.k = tensor.Best()
+	s.actRowBytes = s.maxActRowBytes()
 	s.pool = newPool(threads)
 	return s, nil
 }
@@ -168,6 +175,27 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 
 // Close stops the shard's worker goroutines.
 func (s *Shard) Close() { s.pool.close() }
+
+// matrices lists every weight matrix the shard holds.
+func (s *Shard) matrices() []*matrix {
+	ms := []*matrix{s.embd, s.output}
+	for _, l := range s.layers {
+		ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down)
+	}
+	return ms
+}
+
+func (s *Shard) maxActRowBytes() int {
+	n := 0
+	for _, m := range s.matrices() {
+		if m == nil || s.usesDotF32(m) {
+			continue
+		}
+		ab, _ := tensor.RowBytes(tensor.VecDotType(m.typ), int64(m.cols))
+		n = max(n, int(ab))
+	}
+	return n
+}
 
 // WeightBytes is the size of the weights this shard reads.
 func (s *Shard) WeightBytes() int64 {

@@ -1,0 +1,69 @@
+package model
+
+import (
+	"unsafe"
+)
+
+// ubatch is the most positions one pass through the blocks processes; a
+// longer batch runs as consecutive ubatches, which gives the same results
+// (no position's computation depends on the batch it arrives in) and bounds
+// the scratch memory.
+const ubatch = 512
+
+// arena is a Cache's scratch memory: the intermediate buffers of a forward
+// pass and the descriptors of its parallel jobs. It grows to the largest
+// batch seen and is then reused, so a decode step allocates nothing.
+type arena struct {
+	x      []float32 // the whole batch's hidden states: the Result.Hidden rows
+	logits []float32 // the Result.Logits rows
+
+	// Per-ubatch buffers, rows of their width.
+	h, q, k, v, att, o, gate, up, ffo []float32
+	act                               []byte    // activations in a vec-dot type
+	scores                            []float32 // per worker: a row of cache capacity
+	rope                              ropeTable
+
+	mm matmulJob
+	qj quantJob
+	at attnJob
+	rj rowsJob
+}
+
+// grow returns buf resliced to n elements, reallocated if it is too small.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
+// prepare sizes the arena for a batch of n positions of which nLogits get
+// logits.
+func (a *arena) prepare(s *Shard, c *Cache, n, nLogits int) {
+	cfg := s.Config
+	m := min(n, ubatch)
+	a.x = grow(a.x, n*cfg.NEmbd)
+	a.logits = grow(a.logits, nLogits*cfg.NVocab)
+	a.h = grow(a.h, m*cfg.NEmbd)
+	a.q = grow(a.q, m*cfg.QDim())
+	a.k = grow(a.k, m*cfg.KVDim())
+	a.v = grow(a.v, m*cfg.KVDim())
+	a.att = grow(a.att, m*cfg.QDim())
+	a.o = grow(a.o, m*cfg.NEmbd)
+	a.gate = grow(a.gate, m*cfg.NFF)
+	a.up = grow(a.up, m*cfg.NFF)
+	a.ffo = grow(a.ffo, m*cfg.NEmbd)
+	a.act = grow(a.act, m*s.actRowBytes)
+	a.scores = grow(a.scores, s.pool.n*c.cap)
+	a.rope.half = cfg.RopeDim / 2
+	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
+	a.rope.sin = grow(a.rope.sin, m*a.rope.half)
+}
+
+// f32Bytes is x's memory as bytes, for the F32 kernels.
+func f32Bytes(x []float32) []byte {
+	if len(x) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
+}

@@ -1,0 +1,234 @@
+package model
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/skulk/skulk/internal/engine/synth"
+	"github.com/skulk/skulk/internal/engine/tensor"
+)
+
+var (
+	benchFull    = flag.Bool("bench.1b", false, "also benchmark the whole 16-layer 1b shape (takes minutes to synthesize)")
+	benchThreads = flag.Int("bench.threads", 2, "threads for the decode and prefill benchmarks")
+)
+
+// benchDir holds the synthesized benchmark models for the life of the test
+// binary; TestMain removes it.
+var benchDir struct {
+	once  sync.Once
+	path  string
+	err   error
+	mu    sync.Mutex
+	files map[string]string
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if benchDir.path != "" {
+		os.RemoveAll(benchDir.path)
+	}
+	os.Exit(code)
+}
+
+// benchModel synthesizes the model (once per test binary) and returns its
+// path.
+func benchModel(b *testing.B, s synth.Shape, typ tensor.Type) string {
+	b.Helper()
+	benchDir.once.Do(func() {
+		benchDir.path, benchDir.err = os.MkdirTemp("", "skulk-model-bench-")
+		benchDir.files = map[string]string{}
+	})
+	if benchDir.err != nil {
+		b.Fatal(benchDir.err)
+	}
+	benchDir.mu.Lock()
+	defer benchDir.mu.Unlock()
+	key := fmt.Sprintf("%s-%d-%s", s.Name, s.NLayer, typ)
+	if p, ok := benchDir.files[key]; ok {
+		return p
+	}
+	w, err := synth.Build(s, typ, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(benchDir.path, key+".gguf")
+	if err := w.WriteFile(p); err != nil {
+		b.Fatal(err)
+	}
+	benchDir.files[key] = p
+	return p
+}
+
+type benchCase struct {
+	name  string
+	shape synth.Shape
+	typ   tensor.Type
+}
+
+// benchCases are the F32 tiny shape and 4-block models with the 1b shape's
+// widths (and its 32000-token head), with -bench.1b the whole 1b shape.
+func benchCases() []benchCase {
+	shapes := synth.Shapes()
+	small := shapes["1b"]
+	small.Name, small.NLayer = "1b-4L", 4
+	cs := []benchCase{
+		{"tiny-f32", shapes["tiny"], tensor.F32},
+		{"1b-4L-q8_0", small, tensor.Q8_0},
+		{"1b-4L-q4_k", small, tensor.Q4_K},
+	}
+	if *benchFull {
+		cs = append(cs, benchCase{"1b-q8_0", shapes["1b"], tensor.Q8_0})
+	}
+	return cs
+}
+
+func benchShard(b *testing.B, c benchCase) *Shard {
+	b.Helper()
+	path := benchModel(b, c.shape, c.typ)
+	s, _ := openShard(b, path, whole, Options{Threads: *benchThreads})
+	return s
+}
+
+// BenchmarkDecode measures single-token steps, as llama.cpp's tg128: the
+// context runs from 0 to 128 positions and then starts over.
+func BenchmarkDecode(b *testing.B) {
+	for _, bc := range benchCases() {
+		b.Run(bc.name, func(b *testing.B) {
+			s := benchShard(b, bc)
+			const ctx = 128
+			c := s.NewCache(ctx)
+			tok := []int32{1}
+			b.ReportAllocs()
+			for b.Loop() {
+				if c.Len() == ctx {
+					c.Truncate(0)
+				}
+				if _, err := s.Forward(c, Batch{Tokens: tok}); err != nil {
+					b.Fatal(err)
+				}
+				tok[0] = (tok[0]*7 + 3) % int32(s.Config.NVocab)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+			b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/token")
+		})
+	}
+}
+
+// BenchmarkPrefill measures a 512-token prompt as one batch, as llama.cpp's
+// pp512.
+func BenchmarkPrefill(b *testing.B) {
+	for _, bc := range benchCases() {
+		b.Run(bc.name, func(b *testing.B) {
+			s := benchShard(b, bc)
+			const n = 512
+			c := s.NewCache(n)
+			rng := rand.New(rand.NewPCG(3, 4))
+			prompt := make([]int32, n)
+			for i := range prompt {
+				prompt[i] = rng.Int32N(int32(s.Config.NVocab))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Truncate(0)
+				if _, err := s.Forward(c, Batch{Tokens: prompt}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "tok/s")
+		})
+	}
+}
+
+// smallModel is a quick synthetic model with grouped-query attention.
+func smallModel(t *testing.T, typ tensor.Type) string {
+	return synthFile(t, synth.Shape{Name: "small", Arch: "llama", NEmbd: 128, NLayer: 2, NHead: 8, NHeadKV: 2,
+		NFF: 256, NVocab: 300, RopeBase: 10000, CtxLen: 2048}, typ)
+}
+
+// TestDecodeAllocs checks that a decode step allocates nothing once the
+// cache has seen a batch.
+func TestDecodeAllocs(t *testing.T) {
+	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			s, _ := openShard(t, smallModel(t, typ), whole, Options{Threads: 2})
+			c := s.NewCache(256)
+			if _, err := s.Forward(c, Batch{Tokens: []int32{1, 2, 3}}); err != nil {
+				t.Fatal(err)
+			}
+			tok := []int32{5}
+			allocs := testing.AllocsPerRun(100, func() {
+				if _, err := s.Forward(c, Batch{Tokens: tok}); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("a decode step made %v allocations, want 0", allocs)
+			}
+		})
+	}
+}
+
+// TestBatchSplitBitIdentical checks that a position's logits do not depend
+// on how the sequence was cut into batches (one batch past the ubatch size,
+// several batches, single tokens) or on the thread count.
+func TestBatchSplitBitIdentical(t *testing.T) {
+	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
+		t.Run(typ.String(), func(t *testing.T) {
+			path := smallModel(t, typ)
+			n := ubatch + 37
+			rng := rand.New(rand.NewPCG(5, 6))
+			prompt := make([]int32, n)
+			for i := range prompt {
+				prompt[i] = rng.Int32N(300)
+			}
+			run := func(threads int, cuts []int) []float32 {
+				s, _ := openShard(t, path, whole, Options{Threads: threads})
+				c := s.NewCache(n)
+				var out []float32
+				for i, lo := range cuts {
+					hi := n
+					if i+1 < len(cuts) {
+						hi = cuts[i+1]
+					}
+					r, err := s.Forward(c, Batch{Tokens: prompt[lo:hi], AllLogits: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, r.Logits...)
+				}
+				return out
+			}
+			ref := run(2, []int{0})
+			singles := make([]int, 0, n)
+			for i := 0; i < 40; i++ {
+				singles = append(singles, i)
+			}
+			singles = append(singles, 40, 300, n-1)
+			for _, tc := range []struct {
+				threads int
+				cuts    []int
+			}{
+				{1, []int{0}},
+				{3, []int{0}},
+				{2, []int{0, 1, 2, 130, 131, 515}},
+				{2, singles},
+			} {
+				got := run(tc.threads, tc.cuts)
+				for i := range ref {
+					if math.Float32bits(got[i]) != math.Float32bits(ref[i]) {
+						t.Fatalf("threads %d, %d batches: logit %d (position %d) is %v, one batch %v",
+							tc.threads, len(tc.cuts), i, i/300, got[i], ref[i])
+					}
+				}
+			}
+		})
+	}
+}
