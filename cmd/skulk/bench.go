@@ -44,8 +44,12 @@ func runBench(ctx context.Context, args []string, s stdio) error {
 	if *asJSON {
 		return json.NewEncoder(s.out).Encode(res)
 	}
-	fmt.Fprintf(s.out, "%s: %s weights, %d threads, median of %d runs after 1 warm-up\n",
-		res.Model, humanBytes(res.WeightBytes), res.Threads, res.Repeat)
+	unit := "threads"
+	if res.Threads == 1 {
+		unit = "thread"
+	}
+	fmt.Fprintf(s.out, "%s: %s weights, %d %s, %d timed runs after 1 warm-up\n",
+		res.Model, humanBytes(res.WeightBytes), res.Threads, unit, res.Repeat)
 	tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "test\tmin t/s\tmedian t/s\tmax t/s\t")
 	for _, r := range []struct {
