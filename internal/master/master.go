@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/skulk/skulk/internal/catalog"
@@ -66,13 +67,18 @@ type request struct {
 }
 
 type reply struct {
-	events []event.IndexedEvent
-	err    error
+	events   []event.IndexedEvent
+	snapshot *state.State
+	err      error
 }
 
 type subscriber struct {
 	after ids.Index
 	ch    chan event.IndexedEvent
+	// remote subscribers (followers) name the term of their last event;
+	// when the master cannot continue their log it sends a snapshot.
+	remote    bool
+	afterTerm ids.Term
 }
 
 // New returns a master for cfg; call Run to start it.
@@ -161,6 +167,20 @@ func (m *Master) Subscribe(ctx context.Context, after ids.Index) (<-chan event.I
 	return s.ch, nil
 }
 
+// Follow is Subscribe for a follower whose log ends at (afterTerm, after):
+// when the master's retained tail continues that log the events after it
+// follow; otherwise (the follower is too far behind, or its log diverged in
+// a term this master does not share) snapshot is the master's State and the
+// events after it follow.
+func (m *Master) Follow(ctx context.Context, after ids.Index, afterTerm ids.Term) (snapshot *state.State, events <-chan event.IndexedEvent, err error) {
+	s := &subscriber{after: after, afterTerm: afterTerm, remote: true, ch: make(chan event.IndexedEvent, subscriberQueue)}
+	rep, err := m.call(ctx, request{sub: s})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rep.snapshot, s.ch, nil
+}
+
 // loop is the state the owner goroutine holds.
 type loop struct {
 	cfg    Config
@@ -180,8 +200,7 @@ func (l *loop) serve(r request) {
 		r.read <- l.st
 		r.reply <- reply{}
 	case r.sub != nil:
-		l.addSubscriber(r.sub)
-		r.reply <- reply{}
+		r.reply <- reply{snapshot: l.addSubscriber(r.sub)}
 	case r.cmd != nil:
 		evs, err := decide(l.st, r.cmd, l.inputs())
 		if err != nil {
@@ -276,7 +295,16 @@ func (l *loop) publish(ie event.IndexedEvent) {
 	l.subs = kept
 }
 
-func (l *loop) addSubscriber(s *subscriber) {
+// addSubscriber registers s and queues its backlog; for a remote
+// subscriber whose log the retained tail cannot continue it returns the
+// State to send as a snapshot instead.
+func (l *loop) addSubscriber(s *subscriber) *state.State {
+	if s.remote && !l.continues(s.after, s.afterTerm) {
+		snap := l.st
+		s.after = l.st.LastIndex
+		l.subs = append(l.subs, s)
+		return &snap
+	}
 	for _, ie := range l.recent {
 		if ie.Index <= s.after {
 			continue
@@ -285,10 +313,25 @@ func (l *loop) addSubscriber(s *subscriber) {
 		case s.ch <- ie:
 		default:
 			close(s.ch)
-			return
+			return nil
 		}
 	}
 	l.subs = append(l.subs, s)
+	return nil
+}
+
+// continues reports whether the retained tail holds the event at after with
+// term afterTerm (or after is 0 and the tail starts at the beginning), and
+// the backlog after it fits one subscriber queue.
+func (l *loop) continues(after ids.Index, afterTerm ids.Term) bool {
+	if after > l.st.LastIndex || l.st.LastIndex-after >= subscriberQueue {
+		return false
+	}
+	if after == 0 {
+		return len(l.recent) > 0 && l.recent[0].Index == 1 || l.st.LastIndex == 0
+	}
+	i := sort.Search(len(l.recent), func(i int) bool { return l.recent[i].Index >= after })
+	return i < len(l.recent) && l.recent[i].Index == after && l.recent[i].Term == afterTerm
 }
 
 func (l *loop) closeSubscribers() {
