@@ -11,6 +11,8 @@ func devCommands() map[string]command {
 	return map[string]command{
 		"logits":      {"print the full logits at every position of a token batch", runDevLogits},
 		"chat-render": {"render one chat-template case (expected.json format)", runDevChatRender},
+		"embed":       {"embed text with a bert GGUF: token ids and the normalised embedding", runDevEmbed},
+		"synth":       {"write a random-weight GGUF model with a real shape", runDevSynth},
 	}
 }
 

@@ -48,6 +48,7 @@ func commands() map[string]command {
 		"stop":     {"stop an instance", runStop},
 		"models":   {"list the model catalog", runModels},
 		"tokenize": {"tokenize text with a model's vocabulary", runTokenize},
+		"bench":    {"measure prefill and decode speed of a GGUF model", runBench},
 		"generate": {"generate text from a prompt with a local GGUF model", runGenerate},
 		"dev":      {"developer tools: logits, synth, chat-render, embed", runDev},
 	}
