@@ -78,7 +78,7 @@ type compiler struct {
 	active   map[string]bool // $ref targets being compiled, to refuse cycles
 	notes    []string
 	anyv     *node
-	unsat    *SchemaError // the first subschema found to match nothing
+	unsat    *SchemaError // the last subschema found to match nothing
 }
 
 func newCompiler(doc any) *compiler {
@@ -115,11 +115,11 @@ func (c *compiler) anyValue() *node {
 	return u
 }
 
-// noMatch records that the subschema at path matches nothing.
+// noMatch records that the subschema at path matches nothing. Callers
+// record after their children, so the last record names the outermost
+// cause (minItems rather than the items: false behind it).
 func (c *compiler) noMatch(path, keyword, detail string) {
-	if c.unsat == nil {
-		c.unsat = &SchemaError{Class: ErrUnsatisfiable, Path: path, Keyword: keyword, Detail: detail}
-	}
+	c.unsat = &SchemaError{Class: ErrUnsatisfiable, Path: path, Keyword: keyword, Detail: detail}
 }
 
 func (c *compiler) note(format string, args ...any) {
@@ -280,6 +280,9 @@ func (c *compiler) compile(s any, path string, depth int) (*node, error) {
 		if n != nil {
 			alts = append(alts, n)
 		}
+	}
+	if len(alts) == 0 && len(types) == 1 {
+		return nil, nil // the type's own reason stands
 	}
 	return c.unionOf(alts, path)
 }
