@@ -163,7 +163,7 @@ func (c *Constraint) allowedSet() []uint64 {
 // whose piece the grammar accepts; a subtree is skipped as soon as its
 // prefix is refused.
 func (c *Constraint) walk(ni int32, st []*stack, depth int) {
-	if depth+1 >= len(c.levels) {
+	for len(c.levels) <= depth+1 {
 		c.levels = append(c.levels, nil)
 	}
 	nodes := c.v.nodes
