@@ -113,10 +113,21 @@ func (c *Constraint) Accept(id int32) error {
 func (c *Constraint) Mask(logits []float32) {
 	allowed := c.allowedSet()
 	inf := float32(math.Inf(-1))
-	for i := range logits {
-		if i >= c.v.size || allowed[i>>6]&(1<<(uint(i)&63)) == 0 {
-			logits[i] = inf
+	n := min(len(logits), c.v.size)
+	for w := 0; w*64 < n; w++ {
+		word := allowed[w]
+		if word == math.MaxUint64 {
+			continue
 		}
+		end := min(w*64+64, n)
+		for i := w * 64; i < end; i++ {
+			if word&(1<<(uint(i)&63)) == 0 {
+				logits[i] = inf
+			}
+		}
+	}
+	for i := n; i < len(logits); i++ {
+		logits[i] = inf
 	}
 }
 
@@ -146,7 +157,12 @@ func (c *Constraint) allowedSet() []uint64 {
 		return c.allowed
 	}
 	c.ar.reset()
-	c.walk(0, c.state, 0)
+	if absorbsPlain(c.state) {
+		copy(c.allowed, c.v.plain)
+		c.walk(&c.v.special, 0, c.state, 0)
+	} else {
+		c.walk(&c.v.all, 0, c.state, 0)
+	}
 	if anyComplete(c.state) {
 		for _, id := range c.v.eog {
 			c.allowed[id>>6] |= 1 << (uint(id) & 63)
@@ -159,14 +175,14 @@ func (c *Constraint) allowedSet() []uint64 {
 	return c.allowed
 }
 
-// walk visits the children of trie node ni in state st, marking every token
-// whose piece the grammar accepts; a subtree is skipped as soon as its
-// prefix is refused.
-func (c *Constraint) walk(ni int32, st []*stack, depth int) {
+// walk visits the children of node ni of trie t in state st, marking
+// every token whose piece the grammar accepts; a subtree is skipped as soon
+// as its prefix is refused.
+func (c *Constraint) walk(t *vtrie, ni int32, st []*stack, depth int) {
 	for len(c.levels) <= depth+1 {
 		c.levels = append(c.levels, nil)
 	}
-	nodes := c.v.nodes
+	nodes := t.nodes
 	for ch := nodes[ni].child; ch >= 0; ch = nodes[ch].sibling {
 		nd := &nodes[ch]
 		next := c.ar.stepSet(st, nd.b, c.levels[depth+1][:0])
@@ -174,13 +190,31 @@ func (c *Constraint) walk(ni int32, st []*stack, depth int) {
 		if len(next) == 0 {
 			continue
 		}
-		for _, id := range c.v.ids[nd.tok : nd.tok+nd.ntok] {
+		for _, id := range t.ids[nd.tok : nd.tok+nd.ntok] {
 			c.allowed[id>>6] |= 1 << (uint(id) & 63)
 		}
 		if nd.child >= 0 {
-			c.walk(ch, next, depth+1)
+			c.walk(t, ch, next, depth+1)
 		}
 	}
+}
+
+// absorbsPlain reports whether every stack sits inside a string whose
+// length is not tracked (or a free object key), where a plain piece is
+// allowed and changes nothing.
+func absorbsPlain(st []*stack) bool {
+	for _, s := range st {
+		f := &s.f
+		switch {
+		case f.lex != lexNormal:
+			return false
+		case f.n.kind == kindString && f.n.lenCap == 0:
+		case f.n.kind == kindObject && f.phase == objKey && f.sub < 0 && f.n.extra != nil:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // stateKey serialises the current state for the mask cache.

@@ -22,8 +22,20 @@ type Vocab struct {
 	size   int
 	pieces []string
 	eog    []int32 // sorted, distinct
-	nodes  []vnode // node 0 is the root (the empty prefix)
-	ids    []int32 // token ids grouped by node
+	all    vtrie   // every token but the end-of-generation ones and empty pieces
+	// plain marks the tokens that are pure string content: no quote, no
+	// backslash, no control byte, complete UTF-8. Inside an unbounded
+	// string they are always allowed and change nothing, so the mask walk
+	// there only visits special, the trie of the other tokens.
+	plain   []uint64
+	special vtrie
+}
+
+// vtrie is a byte trie over token pieces; node 0 is the root (the empty
+// prefix).
+type vtrie struct {
+	nodes []vnode
+	ids   []int32 // token ids grouped by node
 }
 
 // vnode is a trie node: first child, next sibling (-1 for none), the byte
@@ -34,7 +46,7 @@ type vnode struct {
 	b              byte
 }
 
-// NewVocab builds the token trie. eog lists the end-of-generation token
+// NewVocab builds the token tries. eog lists the end-of-generation token
 // ids; they are handled apart from their pieces.
 func NewVocab(pieces []string, eog []int32) (*Vocab, error) {
 	if len(pieces) == 0 {
@@ -43,7 +55,7 @@ func NewVocab(pieces []string, eog []int32) (*Vocab, error) {
 	if len(pieces) > 1<<30 {
 		return nil, fmt.Errorf("%w: %d tokens", ErrBadVocab, len(pieces))
 	}
-	v := &Vocab{size: len(pieces), pieces: slices.Clone(pieces)}
+	v := &Vocab{size: len(pieces), pieces: slices.Clone(pieces), plain: make([]uint64, (len(pieces)+63)/64)}
 	for _, id := range eog {
 		if id < 0 || int(id) >= len(pieces) {
 			return nil, fmt.Errorf("%w: end-of-generation id %d outside the %d tokens", ErrBadVocab, id, len(pieces))
@@ -64,8 +76,38 @@ func NewVocab(pieces []string, eog []int32) (*Vocab, error) {
 		}
 		return int(a - b)
 	})
-	v.nodes = []vnode{{child: -1, sibling: -1}}
-	v.ids = order
+	v.all = buildTrie(pieces, order)
+	var special []int32
+	for _, id := range order {
+		if plainPiece(pieces[id]) {
+			v.plain[id>>6] |= 1 << (uint(id) & 63)
+		} else {
+			special = append(special, id)
+		}
+	}
+	v.special = buildTrie(pieces, special)
+	return v, nil
+}
+
+// plainPiece reports whether p is string content that leaves a string's
+// lexer where it found it.
+func plainPiece(p string) bool {
+	l := lexNormal
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' {
+			return false
+		}
+		var ok bool
+		if l, ok = lexStep(l, p[i]); !ok {
+			return false
+		}
+	}
+	return l == lexNormal
+}
+
+// buildTrie builds the trie of the tokens order, sorted by piece.
+func buildTrie(pieces []string, order []int32) vtrie {
+	t := vtrie{nodes: []vnode{{child: -1, sibling: -1}}, ids: order}
 	// Sorted pieces share prefixes with their predecessor: keep the path of
 	// the previous piece and its last child at each depth.
 	path := []int32{0}
@@ -79,25 +121,24 @@ func NewVocab(pieces []string, eog []int32) (*Vocab, error) {
 		}
 		path, last = path[:common+1], last[:common+1]
 		for d := common; d < len(p); d++ {
-			nd := int32(len(v.nodes))
-			v.nodes = append(v.nodes, vnode{child: -1, sibling: -1, b: p[d], tok: int32(i)})
-			parent := path[d]
+			nd := int32(len(t.nodes))
+			t.nodes = append(t.nodes, vnode{child: -1, sibling: -1, b: p[d], tok: int32(i)})
 			if l := last[d]; l >= 0 {
-				v.nodes[l].sibling = nd
+				t.nodes[l].sibling = nd
 			} else {
-				v.nodes[parent].child = nd
+				t.nodes[path[d]].child = nd
 			}
 			last[d] = nd
 			path, last = append(path, nd), append(last, -1)
 		}
 		end := path[len(p)]
-		if v.nodes[end].ntok == 0 {
-			v.nodes[end].tok = int32(i)
+		if t.nodes[end].ntok == 0 {
+			t.nodes[end].tok = int32(i)
 		}
-		v.nodes[end].ntok++
+		t.nodes[end].ntok++
 		prev = p
 	}
-	return v, nil
+	return t
 }
 
 // Size is the number of tokens.
