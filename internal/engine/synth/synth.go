@@ -1,6 +1,11 @@
 // Package synth writes GGUF models with real shapes and random weights, for
 // tests and benchmarks: llama-architecture files that both this engine and
 // llama.cpp load, with a full SentencePiece-style vocabulary.
+//
+// Each chunk of a tensor's rows is drawn from its own generator, seeded from
+// the caller's rng, so generation uses every CPU while the bytes depend only
+// on the shape, type and seed. Build and WriteFile may be called
+// concurrently; each call owns the goroutines it starts and waits for them.
 package synth
 
 import (
