@@ -1,0 +1,81 @@
+package membership
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/transport/clusterkey"
+)
+
+// netnsEnv marks the child test process that runs inside the private
+// network namespace.
+const netnsEnv = "SKULK_MEMBERSHIP_IN_NETNS"
+
+// TestMDNSDiscovery runs three nodes with no bootstrap peers that find each
+// other through mDNS only. Multicast needs a real network, so the test
+// re-executes itself under `unshare -n` with multicast enabled on the
+// namespace's loopback.
+func TestMDNSDiscovery(t *testing.T) {
+	if os.Getenv(netnsEnv) == "1" {
+		mdnsDiscovery(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: mDNS discovery needs a private network namespace, and `unshare -n` needs root")
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipping: %s not found: %v", tool, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "unshare", "-n", "true").CombinedOutput(); err != nil {
+		t.Skipf("skipping: unshare -n is not permitted here: %v: %s", err, out)
+	}
+	script := `ip link set lo up && ip link set lo multicast on && ip route add 224.0.0.0/4 dev lo && exec "$0" -test.run '^TestMDNSDiscovery$' -test.v -test.count=1`
+	cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", script, os.Args[0])
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("inside the namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("mDNS test in the namespace failed: %v", err)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestMDNSDiscovery") {
+		t.Fatal("the namespaced run did not pass TestMDNSDiscovery")
+	}
+}
+
+func mdnsDiscovery(t *testing.T) {
+	withMDNS := func(c *Config) {
+		c.MDNS = true
+		c.MDNSInterval = 200 * time.Millisecond
+	}
+	nodes := []*tnode{
+		startNode(t, "node-a", withMDNS),
+		startNode(t, "node-b", withMDNS),
+		startNode(t, "node-c", withMDNS),
+	}
+	want := []ids.NodeID{"node-a", "node-b", "node-c"}
+	for _, n := range nodes {
+		waitFor(t, 20*time.Second, string(n.m.Self())+" to discover the others", func() bool {
+			return slices.Equal(memberIDs(n.m), want)
+		})
+	}
+	// Discovery does not bypass the key: an outsider advertises too, but
+	// nobody lets it in.
+	x := startNode(t, "node-x", withMDNS, key("another-cluster", clusterkey.NetworkVersion))
+	const line = "could not be decrypted: different cluster key or network version"
+	waitFor(t, 20*time.Second, "x to log the mismatch", func() bool { return len(x.log.lines(line)) > 0 })
+	for _, n := range nodes {
+		if slices.Contains(memberIDs(n.m), "node-x") {
+			t.Fatalf("%s let the outsider in", n.m.Self())
+		}
+	}
+}
