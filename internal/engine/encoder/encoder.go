@@ -66,7 +66,7 @@ func Open(f *gguf.File, opt Options) (*Encoder, error) {
 	pos := w.matrix("position_embd.weight", -1, n)
 	e.normW = w.vector("token_embd_norm.weight", n)
 	e.normB = w.vector("token_embd_norm.bias", n)
-	for i := range cfg.NLayer {
+	for i := 0; i < cfg.NLayer && w.err == nil; i++ {
 		e.blocks = append(e.blocks, w.block(i, cfg))
 	}
 	if w.err != nil {

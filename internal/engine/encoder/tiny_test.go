@@ -38,6 +38,16 @@ func defaultTiny() tiny {
 // write builds the GGUF in memory and parses it.
 func (s *tiny) write(t testing.TB) *gguf.File {
 	t.Helper()
+	f, err := gguf.Parse(s.encode(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// encode builds the GGUF file's bytes.
+func (s *tiny) encode(t testing.TB) []byte {
+	t.Helper()
 	r := rand.New(rand.NewPCG(s.seed, 1))
 	w := gguf.NewWriter()
 	set := func(k string, v any) {
@@ -140,11 +150,7 @@ func (s *tiny) write(t testing.TB) *gguf.File {
 	if _, err := w.WriteTo(&buf); err != nil {
 		t.Fatal(err)
 	}
-	f, err := gguf.Parse(buf.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return buf.Bytes()
 }
 
 // reference64 is a textbook float64 BERT forward pass over the weights write
