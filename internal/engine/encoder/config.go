@@ -89,6 +89,9 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if v, ok := f.Uint("bert.attention.head_count_kv"); ok && int(v) != c.NHead {
 		return Config{}, &UnsupportedError{What: "head_count_kv", Value: strconv.FormatUint(v, 10), Supported: fmt.Sprintf("equal to head_count, %d", c.NHead)}
 	}
+	if causal, ok := f.Bool("bert.attention.causal"); ok && causal {
+		return Config{}, &UnsupportedError{What: "attention", Value: "causal", Supported: "bidirectional"}
+	}
 	eps, ok := f.Float("bert.attention.layer_norm_epsilon")
 	if !ok || !(eps > 0 && eps < 1) {
 		return Config{}, invalidf("missing or out-of-range metadata bert.attention.layer_norm_epsilon")

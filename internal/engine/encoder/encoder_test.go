@@ -120,6 +120,7 @@ func TestOpenErrors(t *testing.T) {
 		{"pooling_rank", func(s *tiny) { s.pooling = 4 }, Options{}, func(err error) bool { return errors.As(err, &unsupported) }},
 		{"pooling_option_last", func(*tiny) {}, Options{Pooling: 3}, func(err error) bool { return errors.As(err, &unsupported) }},
 		{"gqa", func(s *tiny) { s.headCountKV = 2 }, Options{}, func(err error) bool { return errors.As(err, &unsupported) }},
+		{"causal", func(s *tiny) { s.causal = true }, Options{}, func(err error) bool { return errors.As(err, &unsupported) && unsupported.What == "attention" }},
 		{"no_block_count", func(s *tiny) { s.skip = map[string]bool{"bert.block_count": true} }, Options{}, isInvalid},
 		{"no_eps", func(s *tiny) { s.skip = map[string]bool{"bert.attention.layer_norm_epsilon": true} }, Options{}, isInvalid},
 		{"zero_eps", func(s *tiny) { s.eps = 0 }, Options{}, isInvalid},

@@ -143,3 +143,17 @@ func TestReference(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEmbed embeds the longest public text (18 tokens) of synth-bert.
+func BenchmarkEmbed(b *testing.B) {
+	ref := loadRef(b)
+	e := openSynthBert(b, Options{Threads: 1})
+	ids := ref.Texts[2].IDs
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Embed(ids); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(ids)*b.N)/b.Elapsed().Seconds(), "tokens/s")
+}

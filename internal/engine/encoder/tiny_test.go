@@ -19,6 +19,7 @@ type tiny struct {
 	nEmbd, nHead, nFF, nLayer int
 	nPos                      int
 	headCountKV               int // 0: no head_count_kv key
+	causal                    bool
 	pooling                   int // < 0: no bert.pooling_type key
 	eps                       float32
 	noTypes                   bool                // no token_types.weight
@@ -61,6 +62,11 @@ func (s *tiny) encode(t testing.TB) []byte {
 	set("bert.block_count", uint32(s.nLayer))
 	set("bert.feed_forward_length", uint32(s.nFF))
 	set("bert.attention.head_count", uint32(s.nHead))
+	if s.causal {
+		set("bert.attention.causal", true)
+	} else {
+		set("bert.attention.causal", false)
+	}
 	if s.headCountKV != 0 {
 		set("bert.attention.head_count_kv", uint32(s.headCountKV))
 	}
