@@ -377,7 +377,17 @@ func staleNames(list []byte, prefix string, alive func(pid int) bool) []string {
 	return stale
 }
 
+// alive reports whether pid runs; a zombie (killed, not yet reaped) does not.
 func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// The state follows the parenthesised command name, which may itself
+	// hold spaces and parentheses.
+	_, after, ok := bytes.Cut(stat[bytes.LastIndexByte(stat, ')')+1:], []byte(" "))
+	return !ok || len(after) == 0 || (after[0] != 'Z' && after[0] != 'X')
 }

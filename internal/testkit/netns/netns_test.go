@@ -410,9 +410,27 @@ func TestNewRemovesStale(t *testing.T) {
 	if err := dead.Run(); err != nil {
 		t.Fatal(err)
 	}
+	// A run killed a moment ago: a zombie not yet reaped by its parent.
+	zombie := exec.Command("sleep", "60")
+	if err := zombie.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { zombie.Wait() })
+	zombie.Process.Kill()
+	for deadline := time.Now().Add(wait); ; {
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", zombie.Process.Pid))
+		if strings.Contains(string(stat), ") Z ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed sleep is not a zombie: %q", stat)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	stale := fmt.Sprintf("sktstale-%d-1-h1", dead.Process.Pid)
+	ofZombie := fmt.Sprintf("sktstale-%d-1-h1", zombie.Process.Pid)
 	live := fmt.Sprintf("sktstale-%d-999-h1", os.Getpid())
-	for _, ns := range []string{stale, live} {
+	for _, ns := range []string{stale, ofZombie, live} {
 		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
 			t.Skipf("ip netns add: %v: %s", err, out)
 		}
@@ -442,8 +460,10 @@ func TestNewRemovesStale(t *testing.T) {
 
 	netns.New(t, netns.Options{Hosts: 1, Prefix: "sktstale"})
 	names := listNS(t)
-	if slices.Contains(names, stale) {
-		t.Errorf("New left the stale namespace %s", stale)
+	for _, ns := range []string{stale, ofZombie} {
+		if slices.Contains(names, ns) {
+			t.Errorf("New left the stale namespace %s", ns)
+		}
 	}
 	if !slices.Contains(names, live) {
 		t.Errorf("New removed %s, whose run (this one) is alive", live)
