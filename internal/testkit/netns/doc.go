@@ -19,6 +19,25 @@
 // still succeed: packets just vanish, as on a cut cable. IPv6 is disabled in
 // every namespace so that no traffic escapes the IPv4 rules.
 //
+// A typical test (skulk is a binary the test built; the harness runs any
+// command):
+//
+//	c := netns.New(t, netns.Options{Hosts: 3})
+//	var nodes []*netns.Proc
+//	for _, h := range c.Hosts() {
+//		p := h.Start("skulk", []string{skulk, "run", "--api-addr", h.Addr() + ":52415", "--home", t.TempDir()}, nil)
+//		if _, err := p.WaitLog(`api listening`, 30*time.Second); err != nil {
+//			t.Fatal(err)
+//		}
+//		nodes = append(nodes, p)
+//	}
+//	c.Host(3).Partition()                       // h3 is cut off; its process runs on
+//	resp, err := c.Get("http://" + c.Host(1).Addr() + ":52415/v1/models")
+//	...
+//	c.Host(3).Heal()
+//	nodes[0].Kill()                             // SIGKILL h1's process group
+//	nodes[0] = nodes[0].Restart()
+//
 // Everything New creates (namespaces, veths, bridges, processes) is removed in
 // t.Cleanup, even when the test fails; namespaces left by a killed earlier run
 // (their names carry the prefix and the pid of the run that made them) are
