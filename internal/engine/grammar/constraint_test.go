@@ -163,7 +163,7 @@ func tokenWalk(t *testing.T, c *Constraint, pieces []string, eog []int32, rng *r
 					}
 				}
 				switch {
-				case len(short) > 0 && rng.IntN(2) == 0:
+				case len(short) > 0 && rng.IntN(5) != 0:
 					id = short[rng.IntN(len(short))]
 				case len(any) > 0:
 					id = any[rng.IntN(len(any))]

@@ -26,7 +26,8 @@ type node struct {
 	id   int32
 
 	// object
-	props        []*node // declared properties, indexed like keys' terminals
+	props        []*node  // declared properties, indexed like keys' terminals
+	names        []string // their names
 	keys         *trie   // encoded names without quotes; terminal = index in props
 	avail        bitset  // declared properties that may be written (their schema is satisfiable)
 	required     bitset
@@ -45,7 +46,8 @@ type node struct {
 	lenCap         int32 // length counts saturate here; 0 means lengths are not tracked
 
 	// literal
-	lit *trie
+	lit     *trie
+	litVals []any // the decoded values (nil for the any-value's true/false/null)
 
 	// union, root
 	alts []*node

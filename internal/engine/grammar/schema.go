@@ -231,7 +231,6 @@ func (c *compiler) compile(s any, path string, depth int) (*node, error) {
 			if err := only(kw); err != nil {
 				return nil, err
 			}
-			c.note("%s: oneOf is enforced as anyOf (alternatives are assumed disjoint)", pathOrRoot(path))
 		} else if err := only(kw); err != nil {
 			return nil, err
 		}
@@ -257,11 +256,11 @@ func (c *compiler) compile(s any, path string, depth int) (*node, error) {
 		case "null", "boolean":
 			n, err = c.newNode(kindLiteral, path)
 			if err == nil {
-				lits := []string{"null"}
+				lits, vals := []string{"null"}, []any{nil}
 				if t == "boolean" {
-					lits = []string{"true", "false"}
+					lits, vals = []string{"true", "false"}, []any{true, false}
 				}
-				n.lit = newTrie(lits, false)
+				n.lit, n.litVals = newTrie(lits, false), vals
 			}
 		case "integer":
 			n, err = c.newNode(kindInteger, path)
@@ -386,13 +385,25 @@ func (c *compiler) union(raw any, path, kw string, depth int) (*node, error) {
 		return nil, &SchemaError{Class: ErrInvalidSchema, Path: path, Keyword: kw, Detail: "must be a non-empty array"}
 	}
 	var alts []*node
+	var at []int
 	for i, s := range list {
 		n, err := c.compile(s, fmt.Sprintf("%s/%s/%d", path, kw, i), depth+1)
 		if err != nil {
 			return nil, err
 		}
 		if n != nil {
-			alts = append(alts, n)
+			alts, at = append(alts, n), append(at, i)
+		}
+	}
+	if kw == "oneOf" {
+		// Enforced as anyOf, which is exact only for disjoint alternatives.
+		for i := range alts {
+			for j := i + 1; j < len(alts); j++ {
+				if !disjoint(alts[i], alts[j]) {
+					return nil, &SchemaError{Class: ErrUnsupported, Path: path, Keyword: kw,
+						Detail: fmt.Sprintf("alternatives %d and %d may both match a value (only provably disjoint oneOf is supported; use anyOf)", at[i], at[j])}
+				}
+			}
 		}
 	}
 	return c.unionOf(alts, path)
@@ -568,6 +579,7 @@ func (c *compiler) object(v map[string]any, path string, depth int) (*node, erro
 		enc[i] = encodeString(name)
 		p := props[name]
 		n.props = append(n.props, p)
+		n.names = append(n.names, name)
 		if p != nil {
 			n.avail = n.avail.with(int32(i))
 		}
@@ -688,6 +700,7 @@ func (c *compiler) literal(v map[string]any, path string) (*node, error) {
 		return nil, err
 	}
 	var enc []string
+	var kept []any
 	for _, e := range vals {
 		if types != nil && !slices.ContainsFunc(types, func(t string) bool { return hasType(e, t) }) {
 			continue
@@ -697,10 +710,10 @@ func (c *compiler) literal(v map[string]any, path string) (*node, error) {
 		if c.litBytes > maxLiteralBytes {
 			return nil, &SchemaError{Class: ErrTooLarge, Path: path, Keyword: "enum", Detail: fmt.Sprintf("enum and const values above %d bytes", maxLiteralBytes)}
 		}
-		enc = append(enc, s)
+		enc, kept = append(enc, s), append(kept, e)
 	}
 	if b, _ := v["nullable"].(bool); b && !slices.Contains(enc, "null") {
-		enc = append(enc, "null")
+		enc, kept = append(enc, "null"), append(kept, nil)
 	}
 	if len(enc) == 0 {
 		c.noMatch(path, "enum", "no enum or const value is allowed")
@@ -710,7 +723,7 @@ func (c *compiler) literal(v map[string]any, path string) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.lit = newTrie(enc, false)
+	n.lit, n.litVals = newTrie(enc, false), kept
 	return n, nil
 }
 

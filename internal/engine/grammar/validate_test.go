@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -59,16 +60,31 @@ func validateValue(doc, sch, v any, at string) error {
 	return fmt.Errorf("%s: bad schema %T", at, sch)
 }
 
-func refTarget(doc any, ref string) any {
+func refTarget(doc any, ref string) (any, error) {
+	ref, err := url.PathUnescape(strings.TrimPrefix(ref, "#"))
+	if err != nil {
+		return nil, err
+	}
 	cur := doc
-	if ref == "#" {
-		return doc
+	if ref == "" {
+		return doc, nil
 	}
-	for _, tok := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+	for _, tok := range strings.Split(strings.TrimPrefix(ref, "/"), "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		cur = cur.(map[string]any)[tok]
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, fmt.Errorf("bad $ref %q", ref)
+			}
+			cur = c[i]
+		default:
+			return nil, fmt.Errorf("bad $ref %q", ref)
+		}
 	}
-	return cur
+	return cur, nil
 }
 
 func typeOf(v any) []string {
@@ -132,13 +148,18 @@ func equalJSON(a, b any) bool {
 }
 
 func num(v any) int {
-	n, _ := strconv.Atoi(v.(json.Number).String())
-	return n
+	n, _ := v.(json.Number)
+	f, _ := strconv.ParseFloat(n.String(), 64)
+	return int(f)
 }
 
 func validateObject(doc any, s map[string]any, v any, at string) error {
 	if ref, ok := s["$ref"].(string); ok {
-		return validateValue(doc, refTarget(doc, ref), v, at)
+		target, err := refTarget(doc, ref)
+		if err != nil {
+			return err
+		}
+		return validateValue(doc, target, v, at)
 	}
 	if t, ok := s["type"]; ok {
 		var want []string
@@ -147,7 +168,9 @@ func validateObject(doc any, s map[string]any, v any, at string) error {
 			want = []string{t}
 		case []any:
 			for _, e := range t {
-				want = append(want, e.(string))
+				if e, ok := e.(string); ok {
+					want = append(want, e)
+				}
 			}
 		}
 		if nb, _ := s["nullable"].(bool); nb {
@@ -223,7 +246,7 @@ func validateObject(doc any, s map[string]any, v any, at string) error {
 		props, _ := s["properties"].(map[string]any)
 		if req, ok := s["required"].([]any); ok {
 			for _, r := range req {
-				if _, ok := v[r.(string)]; !ok {
+				if _, ok := v[fmt.Sprint(r)]; !ok {
 					return fmt.Errorf("%s: missing required %q", at, r)
 				}
 			}
