@@ -28,8 +28,8 @@ type node struct {
 	// object
 	props        []*node  // declared properties, indexed like keys' terminals
 	names        []string // their names
-	keys         *trie   // encoded names without quotes; terminal = index in props
-	avail        bitset  // declared properties that may be written (their schema is satisfiable)
+	keys         *trie    // encoded names without quotes; terminal = index in props
+	avail        bitset   // declared properties that may be written (their schema is satisfiable)
 	required     bitset
 	extra        *node // schema of undeclared keys; nil forbids them
 	restrictKeys bool  // undeclared keys may not use escapes (declared names exist)
