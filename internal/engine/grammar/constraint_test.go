@@ -189,14 +189,19 @@ func tokenWalk(t *testing.T, c *Constraint, pieces []string, eog []int32, rng *r
 }
 
 func TestTokenWalks(t *testing.T) {
-	tok, pieces := loadPieces(t, "llama-spm")
+	t.Run("llama-spm", func(t *testing.T) { tokenWalks(t, "llama-spm", 12) })
+	// byte-level BPE, 152k tokens, many of them partial UTF-8
+	t.Run("qwen2", func(t *testing.T) { tokenWalks(t, "qwen2", 2) })
+}
+
+func tokenWalks(t *testing.T, vocab string, walks int) {
+	tok, pieces := loadPieces(t, vocab)
 	v, err := NewVocab(pieces, tok.EOG())
 	if err != nil {
 		t.Fatal(err)
 	}
-	walks := 12
 	if testing.Short() {
-		walks = 3
+		walks = 1
 	}
 	for _, ts := range append(testSchemas, struct{ name, schema string }{"json-object", ""}) {
 		t.Run(ts.name, func(t *testing.T) {

@@ -39,9 +39,10 @@
 //   - string: minLength, maxLength (in code points, escapes counting one).
 //   - enum, const: any JSON values, written exactly as encoded compactly with
 //     sorted keys; filtered by type when type is also given.
-//   - anyOf; oneOf is enforced as anyOf (noted, since overlapping
-//     alternatives would let a value match more than one); allOf with one
-//     schema.
+//   - anyOf; oneOf when its alternatives are provably disjoint (different
+//     JSON types, enum/const values that differ, or objects told apart by a
+//     required property: the discriminated unions clients generate), since
+//     it is enforced as anyOf; allOf with one schema.
 //   - $ref to a JSON pointer inside the document (#, #/$defs/X,
 //     #/definitions/X, ...); shared references compile once.
 //   - boolean schemas true and false.
@@ -58,7 +59,8 @@
 //     exclusiveMinimum, exclusiveMaximum, multipleOf, minProperties,
 //     maxProperties, uniqueItems: true, contains, propertyNames,
 //     dependentRequired, dependentSchemas, dependencies, if/then/else, not,
-//     unevaluatedProperties, unevaluatedItems, $dynamicRef; recursive $ref
+//     unevaluatedProperties, unevaluatedItems, $dynamicRef; a oneOf whose
+//     alternatives may overlap (number and integer, two strings); recursive $ref
 //     cycles; references outside the document; allOf with several schemas;
 //     $ref, anyOf, oneOf or allOf next to other assertion keywords; enum or
 //     const next to keywords other than type and nullable.
@@ -69,6 +71,14 @@
 //     property forbidden or matching nothing).
 //   - ErrTooLarge: more than 64 nested subschemas, 16384 compiled nodes,
 //     1 MiB of enum/const text, or a minItems/minLength above 65536.
+//
+// # Tokens
+//
+// The mask walks the token trie with the matcher's state, pruning a
+// subtree at the first byte refused. Inside a string without length bounds
+// the tokens that are plain string content (no quote, backslash or control
+// byte, whole UTF-8) are allowed wholesale and only the other tokens are
+// walked. Each Constraint caches the masks of the last 256 distinct states.
 //
 // Every state the compiled grammar can reach can still be completed, so a
 // vocabulary that holds every single byte as a token (SentencePiece byte
