@@ -19,6 +19,13 @@ func runRun(ctx context.Context, args []string, s stdio) error {
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "engine threads per runner (0 = physical cores)")
+	fs.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "membership gossip address HOST:PORT")
+	fs.StringVar(&cfg.QUICAddr, "quic-addr", cfg.QUICAddr, "QUIC transport address HOST:PORT")
+	fs.BoolVar(&cfg.NoMDNS, "no-mdns", cfg.NoMDNS, "do not discover peers by mDNS")
+	fs.Func("bootstrap-peers", "comma-separated gossip addresses HOST:PORT of nodes to join (SKULK_BOOTSTRAP_PEERS)", func(v string) error {
+		cfg.BootstrapPeers = append(cfg.BootstrapPeers, config.SplitList(v)...)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}

@@ -71,6 +71,9 @@ type Backend interface {
 	// Catalog returns the model catalog with each model's placement state
 	// (JSON-marshalable).
 	Catalog(ctx context.Context) (any, error)
+	// Diagnostics returns the GET /v1/diagnostics/cluster document:
+	// master, term, and each node's role, log position and state hash.
+	Diagnostics(ctx context.Context) (any, error)
 }
 
 // ModelInfo is a model that can serve requests now.
@@ -134,6 +137,7 @@ func (s *server) routes() {
 	s.mux.HandleFunc("GET /instance/previews", s.previews)
 	s.mux.HandleFunc("DELETE /instance/{id}", s.deleteInstance)
 	s.mux.HandleFunc("GET /models", s.catalog)
+	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
 }
 
 // randomID returns 96 random bits in hex.

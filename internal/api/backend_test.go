@@ -168,3 +168,7 @@ func (b *testBackend) DeleteInstance(ctx context.Context, id ids.InstanceID) err
 func (b *testBackend) Catalog(ctx context.Context) (any, error) {
 	return map[string]any{"models": []map[string]any{{"id": "echo", "placement": "ready"}}}, nil
 }
+
+func (b *testBackend) Diagnostics(ctx context.Context) (any, error) {
+	return map[string]any{"masterNodeId": "node-a", "term": 1}, nil
+}

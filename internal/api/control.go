@@ -47,6 +47,11 @@ func (s *server) state(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, s.b.State)
 }
 
+// GET /v1/diagnostics/cluster: who is master and how each node stands.
+func (s *server) diagnostics(w http.ResponseWriter, r *http.Request) {
+	s.serveDocument(w, r, s.b.Diagnostics)
+}
+
 // GET /models: the catalog with each model's placement state.
 func (s *server) catalog(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, s.b.Catalog)

@@ -13,8 +13,10 @@ import (
 
 // Defaults.
 const (
-	DefaultAPIPort = 52415
-	DefaultAPIAddr = "0.0.0.0:52415"
+	DefaultAPIPort    = 52415
+	DefaultAPIAddr    = "0.0.0.0:52415"
+	DefaultGossipAddr = "0.0.0.0:52416"
+	DefaultQUICAddr   = "0.0.0.0:52417"
 )
 
 // Node is the configuration of `skulk run`.
@@ -26,6 +28,19 @@ type Node struct {
 	LogLevel  string // debug, info, warn, error
 	Threads   int    // engine threads per runner (0 = physical cores)
 	APIKey    string `json:"-"` // SKULK_API_KEY: required bearer token when set
+
+	// Cluster.
+	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
+	QUICAddr       string   // transport endpoint HOST:PORT
+	BootstrapPeers []string // gossip addresses to join; empty relies on mDNS
+	NoMDNS         bool     // do not discover peers by mDNS
+	// ClusterKey (SKULK_CLUSTER_KEY) admits nodes to the cluster; empty
+	// uses the zero-config default derived from the network version.
+	ClusterKey string `json:"-"`
+	// NetworkVersion (SKULK_NETWORK_VERSION) overrides the wire version;
+	// nodes of different versions refuse each other. For tests and staged
+	// upgrades only.
+	NetworkVersion string
 }
 
 // String describes the configuration without its secrets.
@@ -34,7 +49,12 @@ func (n Node) String() string {
 	if n.APIKey != "" {
 		key = "set"
 	}
-	return fmt.Sprintf("home=%s api=%s offline=%v log=%s/%s threads=%d api_key=%s", n.Home, n.APIAddr, n.Offline, n.LogFormat, n.LogLevel, n.Threads, key)
+	ckey := "default"
+	if n.ClusterKey != "" {
+		ckey = "set"
+	}
+	return fmt.Sprintf("home=%s api=%s gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d api_key=%s cluster_key=%s",
+		n.Home, n.APIAddr, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads, key, ckey)
 }
 
 // DefaultHome is $SKULK_HOME, else $XDG_DATA_HOME/skulk when XDG_DATA_HOME
@@ -54,7 +74,12 @@ func DefaultHome(getenv func(string) string) string {
 
 // FromEnv fills the fields the environment provides; flags override them.
 func FromEnv(getenv func(string) string) Node {
-	n := Node{Home: DefaultHome(getenv), APIAddr: DefaultAPIAddr, LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY")}
+	n := Node{Home: DefaultHome(getenv), APIAddr: DefaultAPIAddr, GossipAddr: DefaultGossipAddr, QUICAddr: DefaultQUICAddr,
+		LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY"), ClusterKey: getenv("SKULK_CLUSTER_KEY"),
+		NetworkVersion: getenv("SKULK_NETWORK_VERSION")}
+	if p := getenv("SKULK_BOOTSTRAP_PEERS"); p != "" {
+		n.BootstrapPeers = SplitList(p)
+	}
 	if a := getenv("SKULK_API_ADDR"); a != "" {
 		n.APIAddr = a
 	}
@@ -82,8 +107,29 @@ func (n Node) Validate() error {
 	default:
 		return fmt.Errorf("config: --log-level %q must be debug, info, warn or error", n.LogLevel)
 	}
+	for name, addr := range map[string]string{"--gossip-addr": n.GossipAddr, "--quic-addr": n.QUICAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("config: %s %q must be HOST:PORT: %v", name, addr, err)
+		}
+	}
+	for _, p := range n.BootstrapPeers {
+		if _, _, err := net.SplitHostPort(p); err != nil {
+			return fmt.Errorf("config: bootstrap peer %q must be HOST:PORT (the peer's gossip address, port %d by default): %v", p, 52416, err)
+		}
+	}
 	if n.Threads < 0 {
 		return fmt.Errorf("config: --threads must not be negative")
 	}
 	return nil
+}
+
+// SplitList splits a comma-separated flag value, dropping empty items.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

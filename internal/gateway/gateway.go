@@ -38,9 +38,11 @@ type Config struct {
 	Master  Master
 	Catalog func() *catalog.Catalog
 	// Nodes reports the live nodes' resources, for previews and /state.
-	Nodes  func() []placement.Node
-	NewID  func() string
-	Logger *slog.Logger
+	Nodes func() []placement.Node
+	// Diagnostics builds GET /v1/diagnostics/cluster.
+	Diagnostics func(ctx context.Context) (any, error)
+	NewID       func() string
+	Logger      *slog.Logger
 }
 
 // Gateway implements api.Backend and the worker's Tasks.
@@ -287,4 +289,12 @@ func (g *Gateway) Catalog(ctx context.Context) (any, error) {
 		out = append(out, e)
 	}
 	return map[string]any{"object": "list", "data": out}, nil
+}
+
+// Diagnostics returns the cluster diagnostics document.
+func (g *Gateway) Diagnostics(ctx context.Context) (any, error) {
+	if g.cfg.Diagnostics == nil {
+		return nil, infer.Errorf(infer.ClassNotFound, "diagnostics are not available on this node")
+	}
+	return g.cfg.Diagnostics(ctx)
 }

@@ -35,6 +35,9 @@ type Config struct {
 	Log  Log
 	// State is the recovered State (snapshot plus replayed log).
 	State state.State
+	// Term is the term an election won (0 outside a cluster): the master
+	// starts by indexing MasterElected in it, which fences the old master.
+	Term ids.Term
 	Now   func() time.Time
 	// Card looks a model up in the catalog.
 	Card func(ids.ModelID) (catalog.Card, bool)
@@ -346,8 +349,8 @@ func (l *loop) closeSubscribers() {
 // previous process's runners are marked stopped.
 func (l *loop) bootstrap() error {
 	var evs []event.Event
-	if l.st.Master != l.cfg.Node {
-		evs = append(evs, event.MasterElected{Node: l.cfg.Node, Term: l.st.Term + 1})
+	if l.st.Master != l.cfg.Node || l.cfg.Term > l.st.Term {
+		evs = append(evs, event.MasterElected{Node: l.cfg.Node, Term: max(l.cfg.Term, l.st.Term+1)})
 	}
 	if _, ok := l.st.Nodes[l.cfg.Node]; !ok {
 		evs = append(evs, event.NodeJoined{Node: l.cfg.Node, AtUnixMs: l.cfg.Now().UnixMilli()})

@@ -86,6 +86,10 @@ type Timing struct {
 type Config struct {
 	ClusterKey clusterkey.Key // required
 	Meta       Meta           // required; Meta.Node names this node
+	// OnRefusal, when set, is told (at the rate the refusal is logged) of
+	// each peer address refused for another cluster key or network version,
+	// so the node can show it in its diagnostics.
+	OnRefusal func(addr, reason string)
 	// BindAddr is the gossip address (tcp+udp), default "0.0.0.0:52416";
 	// port 0 picks a free port. AdvertiseAddr, if set, is what peers dial.
 	BindAddr      string
@@ -551,6 +555,9 @@ func (m *Membership) logDecrypt(addr string) {
 	if !quiet {
 		m.log.Warn("gossip from "+addr+" could not be decrypted: different cluster key or network version",
 			"peer_addr", addr, "network_version", m.cfg.Meta.NetworkVersion)
+		if m.cfg.OnRefusal != nil {
+			m.cfg.OnRefusal(addr, ErrDecrypt.Error())
+		}
 	}
 }
 

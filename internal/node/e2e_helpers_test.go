@@ -74,7 +74,7 @@ var servingRE = regexp.MustCompile(`msg=serving .*api=(\S+)`)
 // until it serves.
 func startNode(t testing.TB, home string, env ...string) *node {
 	t.Helper()
-	cmd := exec.Command(skulkBin, "run", "--home", home, "--api-addr", "127.0.0.1:0", "--threads", "1")
+	cmd := exec.Command(skulkBin, "run", "--home", home, "--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1")
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()

@@ -5,10 +5,12 @@ package node
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,12 +23,13 @@ import (
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/master"
-	"github.com/skulk/skulk/internal/placement"
-	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/replica"
+	"github.com/skulk/skulk/internal/transport"
 	"github.com/skulk/skulk/internal/worker"
 )
 
@@ -56,6 +59,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	}
 	log = log.With("node", nodeID)
 	log.Info("starting skulk node", "config", cfg.String())
+	started := time.Now()
 
 	elog, err := eventlog.Open(filepath.Join(cfg.Home, "log"), eventlog.Options{
 		OnDegraded: func(s eventlog.Status) {
@@ -69,33 +73,73 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	if rec := elog.Status().Recovery; rec.DroppedBytes > 0 {
 		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-	st, err := master.Recover(elog)
-	if err != nil {
-		return err
-	}
-	log.Info("state recovered", "last_index", st.LastIndex, "instances", len(st.Instances))
 
 	cat, errs := catalog.Build(catalog.Builtin{})
 	for _, e := range errs {
 		log.Warn("catalog", "err", e)
 	}
-	resources := func() []placement.Node {
-		m, err := telemetry.ReadMemory()
-		if err != nil {
-			log.Warn("cannot read memory; placement will wait for a reading", "err", err)
-			return []placement.Node{{ID: string(nodeID), Backends: []string{Backend}, Pending: true}}
-		}
-		return []placement.Node{{ID: string(nodeID), TotalBytes: m.TotalBytes, AvailableBytes: m.AvailableBytes, Backends: []string{Backend}}}
+	card := func(id ids.ModelID) (catalog.Card, bool) { return cat.Get(string(id)) }
+
+	// Cluster plumbing: identity, transport, membership.
+	key, err := clusterKey(cfg)
+	if err != nil {
+		return fmt.Errorf("node: cluster key: %w", err)
 	}
-	m := master.New(master.Config{
-		Node: nodeID, Log: elog, State: st, Now: time.Now, Nodes: resources, Logger: log.With("component", "master"),
-		Card: func(id ids.ModelID) (catalog.Card, bool) { return cat.Get(string(id)) },
+	ident, err := transport.LoadIdentity(cfg.Home, nodeID)
+	if err != nil {
+		return err
+	}
+	var p peers
+	refused := &refusals{}
+	ctl := &control{node: nodeID, log: elog, card: card, nodes: p.nodes, startedAt: started,
+		version: SoftwareVersion, commit: SoftwareCommit, logger: log}
+	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Catalog: func() *catalog.Catalog { return cat },
+		Nodes: p.nodes, NewID: newID, Logger: log.With("component", "gateway"),
+		Diagnostics: diagnostics(nodeID, ctl, &p, refused)})
+	ep, err := transport.Listen(transport.Config{
+		Identity: ident, ClusterKey: key, ListenAddr: cfg.QUICAddr, Logger: log.With("component", "transport"),
+		VerifyPeer: func(n ids.NodeID, k ed25519.PublicKey) error { return p.verify(n, k) },
+		Handlers: map[string]transport.Handler{
+			transport.ALPNControl: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
+				if !ctl.isMaster() {
+					s.Close() // a stale view of who is master: the follower re-resolves
+					return
+				}
+				replica.Serve(ctx, ctl, c.Peer(), s)
+			}),
+			transport.ALPNData: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
+				gw.ServeTask(ctx, c.Peer(), s)
+			}),
+		},
 	})
-	gw := gateway.New(gateway.Config{Node: nodeID, Master: m, Catalog: func() *catalog.Catalog { return cat },
-		Nodes: resources, NewID: newID, Logger: log.With("component", "gateway")})
+	if err != nil {
+		return fmt.Errorf("node: cannot listen for QUIC on %s (use --quic-addr): %w", cfg.QUICAddr, err)
+	}
+	defer ep.Close()
+
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", cfg.APIAddr, err)
+	}
+	meta := membership.Meta{Node: nodeID, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
+		Commit: SoftwareCommit, PublicKey: ident.PublicKey(),
+		API: advertised(addrPort(ln.Addr())), QUIC: advertised(addrPort(ep.Addr()))}
+	mem, err := membership.New(membership.Config{ClusterKey: key, Meta: meta, BindAddr: cfg.GossipAddr,
+		BootstrapPeers: cfg.BootstrapPeers, MDNS: !cfg.NoMDNS, Timing: clusterTiming(),
+		Logger: log.With("component", "membership"), OnRefusal: refused.add})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("node: membership on %s (use --gossip-addr): %w", cfg.GossipAddr, err)
+	}
+	defer mem.Close()
+	p.m.Store(mem)
+	ctl.dial = p.dial(ep, transport.ALPNControl)
+	ctl.onMaster = lifecycle{self: nodeID, members: p.members, newID: newID, logger: log.With("component", "lifecycle")}.run
+
 	models := filepath.Join(cfg.Home, "models")
 	w := worker.New(worker.Config{
-		Node: nodeID, Master: m, Tasks: gw, Threads: cfg.Threads, Now: time.Now, NewID: newID,
+		Node: nodeID, Master: ctl, Tasks: &gateway.RemoteTasks{Local: gw, Dial: p.dial(ep, transport.ALPNData)},
+		Threads: cfg.Threads, Now: time.Now, NewID: newID,
 		Spawn: spawner(opt.RunnerCommand, log.With("component", "runner")),
 		Resolve: func(ctx context.Context, model ids.ModelID) (worker.Model, error) {
 			card, ok := cat.Get(string(model))
@@ -111,11 +155,9 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		Guard:  guard(cat),
 		Logger: log.With("component", "worker"),
 	})
-
-	ln, err := net.Listen("tcp", cfg.APIAddr)
-	if err != nil {
-		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", cfg.APIAddr, err)
-	}
+	changed := make(chan struct{}, 1)
+	elect := election.New(election.Config{Self: nodeID, Members: mem, Roles: ctl, Changed: changed,
+		NetworkVer: key.NetworkVersion(), Logger: log.With("component", "election")})
 	srv := &http.Server{
 		Handler:           api.New(api.Config{APIKey: cfg.APIKey}, gw, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -125,28 +167,42 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 3)
+	errc := make(chan error, 8)
 	run := func(name string, f func() error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("%s: %w", name, err)
+				cancel()
 			}
-			cancel()
 		}()
 	}
-	run("master", func() error { return m.Run(ctx) })
+	run("membership events", func() error {
+		for ev := range mem.Events() {
+			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+		return nil
+	})
+	run("telemetry", func() error { publishResources(ctx, mem, log); return nil })
+	run("election", func() error { return elect.Run(ctx) })
 	run("worker", func() error { return w.Run(ctx) })
 	run("api", func() error { return srv.Serve(ln) })
-	log.Info("serving", "api", ln.Addr().String())
+	log.Info("serving", "api", ln.Addr().String(), "quic", ep.Addr().String(), "gossip", mem.GossipAddr().String())
 	if opt.Ready != nil {
 		opt.Ready(ln.Addr())
 	}
 	<-ctx.Done()
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	srv.Shutdown(sctx)
+	mem.Leave(sctx)
 	scancel()
+	ctl.stop()
+	mem.Close()
 	wg.Wait()
 	select {
 	case err := <-errc:
@@ -155,6 +211,40 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// serveStreams serves every stream of an inbound connection with f.
+func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser)) transport.Handler {
+	return func(ctx context.Context, c *transport.Conn) {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for {
+			s, err := c.AcceptStream(ctx)
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := stream{s}
+				defer st.Close()
+				f(ctx, c, st)
+			}()
+		}
+	}
+}
+
+// clusterTiming is memberlist's failure detection tuned for a LAN: a dead
+// node is declared gone within about two seconds, which bounds failover.
+func clusterTiming() membership.Timing {
+	return membership.Timing{
+		ProbeInterval:    300 * time.Millisecond,
+		ProbeTimeout:     200 * time.Millisecond,
+		SuspicionMult:    2,
+		GossipInterval:   100 * time.Millisecond,
+		PushPullInterval: 5 * time.Second,
+		TCPTimeout:       2 * time.Second,
+	}
 }
 
 // loadNodeID reads the node's id from its home, minting one on first start.

@@ -141,31 +141,32 @@ func (w *Worker) source() event.Source { return event.Source{Role: event.RoleWor
 func (w *Worker) Run(ctx context.Context) error {
 	l := &loop{w: w, handles: map[key]*handle{}, tasks: map[ids.TaskID]context.CancelFunc{}}
 	defer l.shutdown()
-	var after ids.Index
 	for {
+		// The control plane may be between roles (an election, a resync):
+		// wait and retry rather than stop.
 		st, err := w.cfg.Master.State(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		if err == nil {
+			var sub <-chan event.IndexedEvent
+			if sub, err = w.cfg.Master.Subscribe(ctx, st.LastIndex); err == nil {
+				// A new subscription starts from a State that may replace
+				// ours entirely (a snapshot after a resync).
+				l.view = st
+				l.reconcile(ctx)
+				if done := l.follow(ctx, sub); done {
+					return nil
+				}
+				continue
 			}
-			return err
 		}
-		if st.LastIndex >= after {
-			l.view = st
-			after = st.LastIndex
-		}
-		sub, err := w.cfg.Master.Subscribe(ctx, after)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		l.reconcile(ctx)
-		if done := l.follow(ctx, sub); done {
+		if ctx.Err() != nil {
 			return nil
 		}
-		after = l.view.LastIndex
+		w.cfg.Logger.Debug("control plane not ready; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 

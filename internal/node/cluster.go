@@ -1,0 +1,206 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+
+	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/transport"
+	"github.com/skulk/skulk/internal/transport/clusterkey"
+)
+
+// Software identity, advertised in node meta and diagnostics.
+const (
+	SoftwareVersion = "0.1.0-dev"
+	SoftwareCommit  = "unknown"
+)
+
+// Telemetry keys and cadence.
+const (
+	resourcesKey      = "res"
+	telemetryInterval = time.Second
+)
+
+// resources is the telemetry reading of a node's capacity.
+type resources struct {
+	TotalBytes     int64    `json:"total_bytes"`
+	AvailableBytes int64    `json:"available_bytes"`
+	Backends       []string `json:"backends"`
+}
+
+// clusterKey derives the key from the configuration.
+func clusterKey(cfg config.Node) (clusterkey.Key, error) {
+	nv := clusterkey.NetworkVersion
+	if cfg.NetworkVersion != "" {
+		nv = cfg.NetworkVersion
+	}
+	if cfg.ClusterKey == "" {
+		return clusterkey.Default(nv)
+	}
+	return clusterkey.New(cfg.ClusterKey, nv)
+}
+
+// advertised lists the addresses other nodes can reach a listener bound to
+// bind on: the bound address itself, or every non-loopback interface
+// address when bound to all interfaces (loopback only when there is no other).
+func advertised(bind netip.AddrPort) []netip.AddrPort {
+	if !bind.Addr().IsUnspecified() {
+		return []netip.AddrPort{bind}
+	}
+	var out, loop []netip.AddrPort
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		pfx, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		ip := pfx.Addr().Unmap()
+		if ip.IsLinkLocalUnicast() || ip.IsMulticast() || (bind.Addr().Is4() && !ip.Is4()) {
+			continue
+		}
+		ap := netip.AddrPortFrom(ip, bind.Port())
+		if ip.IsLoopback() {
+			loop = append(loop, ap)
+		} else {
+			out = append(out, ap)
+		}
+	}
+	if len(out) == 0 {
+		return loop
+	}
+	return out
+}
+
+func addrPort(a net.Addr) netip.AddrPort {
+	ap, _ := netip.ParseAddrPort(a.String())
+	return ap
+}
+
+func strs(aps []netip.AddrPort) []string {
+	out := make([]string, len(aps))
+	for i, a := range aps {
+		out[i] = a.String()
+	}
+	return out
+}
+
+// stream adapts a QUIC stream to io.ReadWriteCloser: Close ends both
+// directions, so a blocked reader on either side wakes up.
+type stream struct{ *quic.Stream }
+
+func (s stream) Close() error {
+	s.Stream.CancelRead(0)
+	return s.Stream.Close()
+}
+
+// peers is the membership seen through what the rest of the node needs.
+type peers struct {
+	m atomic.Pointer[membership.Membership]
+}
+
+func (p *peers) get() *membership.Membership { return p.m.Load() }
+
+// verify is the transport's peer check: the certificate key must be the one
+// the member gossiped.
+func (p *peers) verify(node ids.NodeID, key []byte) error {
+	m := p.get()
+	if m == nil {
+		return fmt.Errorf("membership is not up yet")
+	}
+	return m.VerifyPeer(node, key)
+}
+
+// dial opens a stream to node on alpn over the endpoint.
+func (p *peers) dial(ep *transport.Endpoint, alpn string) func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
+	return func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
+		m := p.get()
+		if m == nil {
+			return nil, fmt.Errorf("membership is not up yet")
+		}
+		mem, ok := m.Member(node)
+		if !ok {
+			return nil, fmt.Errorf("node %s is not a live member", node)
+		}
+		c, err := ep.Dial(ctx, node, strs(mem.Meta.QUIC), alpn)
+		if err != nil {
+			return nil, err
+		}
+		s, err := c.OpenStream(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return stream{s}, nil
+	}
+}
+
+// members lists the live members' ids.
+func (p *peers) members() []ids.NodeID {
+	m := p.get()
+	if m == nil {
+		return nil
+	}
+	var out []ids.NodeID
+	for _, mem := range m.Members() {
+		out = append(out, mem.Node)
+	}
+	return out
+}
+
+// nodes reports every live member's resources for placement; a member whose
+// reading has not arrived is pending.
+func (p *peers) nodes() []placement.Node {
+	m := p.get()
+	if m == nil {
+		return nil
+	}
+	res := map[ids.NodeID]resources{}
+	for _, r := range m.Readings() {
+		if r.Key != resourcesKey {
+			continue
+		}
+		var v resources
+		if json.Unmarshal(r.Value, &v) == nil {
+			res[r.Node] = v
+		}
+	}
+	var out []placement.Node
+	for _, mem := range m.Members() {
+		v, ok := res[mem.Node]
+		out = append(out, placement.Node{ID: string(mem.Node), TotalBytes: v.TotalBytes, AvailableBytes: v.AvailableBytes,
+			Backends: v.Backends, Pending: !ok})
+	}
+	return out
+}
+
+// publishResources gossips this node's memory and backends every interval.
+func publishResources(ctx context.Context, m *membership.Membership, log *slog.Logger) {
+	tick := time.NewTicker(telemetryInterval)
+	defer tick.Stop()
+	for {
+		mem, err := telemetry.ReadMemory()
+		if err == nil {
+			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes, Backends: []string{Backend}})
+			if err := m.Publish(resourcesKey, b); err != nil {
+				log.Warn("cannot publish resources", "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package node
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/skulk/skulk/internal/election"
+	"github.com/skulk/skulk/internal/ids"
+)
+
+// refusals remembers the latest peers refused for another cluster key or
+// network version, for the diagnostics document.
+type refusals struct {
+	mu   sync.Mutex
+	list []Refusal
+}
+
+// Refusal is one refused peer.
+type Refusal struct {
+	Addr   string    `json:"addr"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+const maxRefusals = 32
+
+func (r *refusals) add(addr, reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.list = append(r.list, Refusal{Addr: addr, Reason: reason, At: time.Now()})
+	if len(r.list) > maxRefusals {
+		r.list = r.list[len(r.list)-maxRefusals:]
+	}
+}
+
+func (r *refusals) all() []Refusal {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Refusal{}, r.list...)
+}
+
+// NodeDiagnostics is one node's line in GET /v1/diagnostics/cluster.
+type NodeDiagnostics struct {
+	NodeID           ids.NodeID `json:"nodeId"`
+	Role             string     `json:"role"` // master or follower
+	Term             ids.Term   `json:"term"`
+	LastAppliedIndex ids.Index  `json:"lastAppliedIndex"`
+	StateHash        string     `json:"stateHash"`
+	Version          string     `json:"version"`
+	Commit           string     `json:"commit"`
+	Reachable        bool       `json:"reachable"`
+}
+
+// ClusterDiagnostics is the GET /v1/diagnostics/cluster document.
+type ClusterDiagnostics struct {
+	MasterNodeID  ids.NodeID        `json:"masterNodeId"`
+	Term          ids.Term          `json:"term"`
+	VersionStatus string            `json:"versionStatus"` // ok or mismatch
+	Nodes         []NodeDiagnostics `json:"nodes"`
+	Refused       []Refusal         `json:"refused"`
+}
+
+func diagnostics(self ids.NodeID, ctl *control, p *peers, refused *refusals) func(ctx context.Context) (any, error) {
+	return func(ctx context.Context) (any, error) {
+		positions := map[ids.NodeID]election.Position{}
+		if m := p.get(); m != nil {
+			for _, r := range m.Readings() {
+				if r.Key == election.PositionKey {
+					if pos, err := election.DecodePosition(r.Value); err == nil {
+						positions[r.Node] = pos
+					}
+				}
+			}
+		}
+		positions[self] = ctl.Position()
+		doc := ClusterDiagnostics{MasterNodeID: ctl.leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all()}
+		live := map[ids.NodeID]bool{self: true}
+		for _, n := range p.members() {
+			live[n] = true
+		}
+		if st, err := ctl.State(ctx); err == nil {
+			doc.Term = st.Term
+			if doc.MasterNodeID == "" {
+				doc.MasterNodeID = st.Master
+			}
+			for _, n := range st.NodeIDs() {
+				if !live[n] {
+					positions[n] = election.Position{}
+					live[n] = false
+				}
+			}
+		}
+		version := positions[self].Version
+		for n, pos := range positions {
+			role := "follower"
+			if pos.MasterOf > 0 && n == doc.MasterNodeID {
+				role = "master"
+			}
+			if live[n] && pos.Version != "" && pos.Version != version {
+				doc.VersionStatus = "mismatch"
+			}
+			doc.Nodes = append(doc.Nodes, NodeDiagnostics{NodeID: n, Role: role, Term: pos.Term, LastAppliedIndex: pos.Index,
+				StateHash: pos.StateHash, Version: pos.Version, Commit: pos.Commit, Reachable: live[n]})
+		}
+		sort.Slice(doc.Nodes, func(i, j int) bool { return doc.Nodes[i].NodeID < doc.Nodes[j].NodeID })
+		return doc, nil
+	}
+}

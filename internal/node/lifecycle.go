@@ -1,0 +1,131 @@
+package node
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/master"
+	"github.com/skulk/skulk/internal/state"
+)
+
+// Node lifecycle timings, as named constants.
+const (
+	// lostAfter is how long a node that the State knows must be absent from
+	// the membership before the master declares it gone.
+	lostAfter = 3 * time.Second
+	// masterSettle is how long a new master waits before declaring any node
+	// gone, so a whole-cluster restart can re-form first.
+	masterSettle = 10 * time.Second
+	// lifecycleTick is how often the master compares membership and State.
+	lifecycleTick = 300 * time.Millisecond
+)
+
+// lifecycle is the master's duty of keeping the State's node set equal to
+// the membership: NodeJoined for new members, and for a node gone longer
+// than lostAfter: fail its tasks, tear down the instances with a rank on
+// it, NodeLeft, and re-place those instances elsewhere honouring their
+// stamped exclusions.
+type lifecycle struct {
+	self    ids.NodeID
+	members func() []ids.NodeID
+	newID   func() string
+	logger  *slog.Logger
+}
+
+func (lc lifecycle) run(ctx context.Context, m *master.Master) {
+	start := time.Now()
+	absent := map[ids.NodeID]time.Time{}
+	src := event.Source{Role: event.RoleMaster, Node: lc.self}
+	tick := time.NewTicker(lifecycleTick)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		st, err := m.State(ctx)
+		if err != nil {
+			return
+		}
+		live := map[ids.NodeID]bool{}
+		for _, n := range lc.members() {
+			live[n] = true
+			if _, ok := st.Nodes[n]; !ok {
+				if err := m.Report(ctx, src, event.NodeJoined{Node: n, AtUnixMs: time.Now().UnixMilli()}); err != nil && ctx.Err() == nil {
+					lc.logger.Warn("could not admit a member", "node", n, "err", err)
+				}
+			}
+		}
+		now := time.Now()
+		for _, n := range st.NodeIDs() {
+			if live[n] || n == lc.self {
+				delete(absent, n)
+				continue
+			}
+			if _, ok := absent[n]; !ok {
+				absent[n] = now
+			}
+			if now.Sub(absent[n]) < lostAfter || now.Sub(start) < masterSettle {
+				continue
+			}
+			lc.nodeLost(ctx, m, st, n)
+			delete(absent, n)
+		}
+	}
+}
+
+// nodeLost removes node n from the State and re-places what ran on it.
+func (lc lifecycle) nodeLost(ctx context.Context, m *master.Master, st state.State, n ids.NodeID) {
+	src := event.Source{Role: event.RoleMaster, Node: lc.self}
+	report := func(ev event.Event) {
+		if err := m.Report(ctx, src, ev); err != nil && ctx.Err() == nil {
+			lc.logger.Warn("node loss: event refused", "kind", ev.Kind(), "err", err)
+		}
+	}
+	lc.logger.Warn("node is gone; tearing down what ran on it", "lost", n)
+	type replace struct {
+		model    ids.ModelID
+		excluded []ids.NodeID
+		context  uint32
+	}
+	var again []replace
+	insts := st.InstancesOnNode(n)
+	failTasks := func(filter func(state.Task) bool, reason string) {
+		var tasks []ids.TaskID
+		for id, t := range st.Tasks {
+			if filter(t) {
+				tasks = append(tasks, id)
+			}
+		}
+		sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
+		for _, id := range tasks {
+			report(event.TaskFinished{Task: id, Node: lc.self, Outcome: event.OutcomeFailed, Reason: reason})
+		}
+	}
+	onLost := map[ids.InstanceID]bool{}
+	for _, id := range insts {
+		onLost[id] = true
+	}
+	failTasks(func(t state.Task) bool { return onLost[t.Instance] || t.Owner == n }, "node "+string(n)+" left the cluster")
+	for _, id := range insts {
+		inst := st.Instances[id]
+		report(event.InstanceDeleted{Instance: id, Reason: event.DeleteNodeLost})
+		if inst.Status != state.InstanceFailed {
+			again = append(again, replace{model: inst.Model, excluded: inst.ExcludedNodes, context: inst.ContextTokens})
+		}
+	}
+	report(event.NodeLeft{Node: n, Reason: event.LeaveTimedOut})
+	for _, r := range again {
+		id := ids.CommandID(lc.newID())
+		if _, err := m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context}); err != nil {
+			lc.logger.Warn("could not re-place an instance of a lost node", "model", r.model, "err", err)
+			continue
+		}
+		lc.logger.Info("re-placed an instance of a lost node", "model", r.model, "instance", id)
+	}
+}
