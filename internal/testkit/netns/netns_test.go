@@ -278,7 +278,10 @@ func TestClientHTTP(t *testing.T) {
 }
 
 func TestProcLifecycle(t *testing.T) {
-	c := netns.New(t, netns.Options{Hosts: 1, StopGrace: 500 * time.Millisecond})
+	// Long enough for a polite process to exit on a loaded machine (or
+	// under -race), short enough to wait out for a stubborn one.
+	const grace = 2 * time.Second
+	c := netns.New(t, netns.Options{Hosts: 1, StopGrace: grace})
 	h := c.Host(1)
 
 	polite := start(t, h, "polite", "^sleeping", "sleep")
@@ -290,7 +293,7 @@ func TestProcLifecycle(t *testing.T) {
 	stubborn := start(t, h, "stubborn", "^sleeping", "sleep", "ignore-term")
 	began := time.Now()
 	stubborn.Stop()
-	if took := time.Since(began); took < 500*time.Millisecond {
+	if took := time.Since(began); took < grace {
 		t.Errorf("Stop killed a SIGTERM-ignoring process after %v, before the grace", took)
 	}
 	if !killed(stubborn.Wait()) || !strings.Contains(stubborn.Output(), "ignoring SIGTERM") {
