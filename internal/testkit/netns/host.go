@@ -211,6 +211,9 @@ func (h *Host) inLocked(fn func() error) error {
 // running and their sockets stay open.
 func (h *Host) Partition() {
 	h.c.t.Helper()
+	if h == h.c.client {
+		h.c.t.Fatalf("netns: the client host is never partitioned")
+	}
 	h.c.mu.Lock()
 	for _, o := range h.c.hosts {
 		if o != h {

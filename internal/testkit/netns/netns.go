@@ -161,7 +161,7 @@ func (c *Cluster) build() error {
 		c.hosts = append(c.hosts, h)
 	}
 	c.client = &Host{c: c, index: -1, name: "client", subnet: 1, ns: c.id + "-cl", addr: addrOf(1, clientOctet)}
-	for _, h := range append(c.hosts, c.client) {
+	for _, h := range c.all() {
 		if err := c.addHost(h); err != nil {
 			return err
 		}
@@ -270,6 +270,15 @@ func (c *Cluster) Hosts() []*Host { return append([]*Host(nil), c.hosts...) }
 // Host returns host hN, counting from 1.
 func (c *Cluster) Host(n int) *Host { return c.hosts[n-1] }
 
+// all returns the hosts and the client, in a new slice.
+func (c *Cluster) all() []*Host {
+	all := append([]*Host(nil), c.hosts...)
+	if c.client != nil {
+		all = append(all, c.client)
+	}
+	return all
+}
+
 // Client returns the extra host the test process uses to reach the others.
 // It is on subnet 1 and is never partitioned.
 func (c *Cluster) Client() *Host { return c.client }
@@ -287,10 +296,8 @@ func (c *Cluster) cleanup() {
 	for _, p := range procs {
 		p.kill()
 	}
-	for _, h := range append(c.hosts, c.client) {
-		if h != nil {
-			h.closeIdle()
-		}
+	for _, h := range c.all() {
+		h.closeIdle()
 	}
 	failed := c.t.Failed()
 	for _, p := range procs {
