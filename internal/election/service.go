@@ -95,10 +95,11 @@ func (s *Service) Run(ctx context.Context) error {
 		switch {
 		case out.Master == "":
 		case out.Master == s.cfg.Self && out.Elect:
-			// Elect ourselves only once peers had time to publish their
-			// positions, so a node starting with others does not grab the
-			// role from a more advanced log it has not seen yet.
-			if s.cfg.Now().Sub(started) < s.cfg.Settle && !s.allKnown(view) {
+			// At startup, elect ourselves only after peers had time to join
+			// and publish their positions, so a node starting with others
+			// does not grab the role from a more advanced log it has not
+			// seen yet (and nodes starting together do not all claim it).
+			if s.cfg.Now().Sub(started) < s.cfg.Settle || !s.allKnown(view) {
 				break
 			}
 			if !cur.master || cur.term != out.Term {

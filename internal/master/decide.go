@@ -136,7 +136,7 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 	for _, n := range c.ExcludedNodes {
 		req.Excluded = append(req.Excluded, string(n))
 	}
-	p, err := placement.Plan(PlacementModel(card), in.nodes, req)
+	p, err := placement.Plan(PlacementModel(card), admitted(s, in.nodes), req)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +178,7 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 		prev.Request.Excluded = append(prev.Request.Excluded, string(n))
 	}
 	evs := finishTasks(s, c.Instance, in.master, "placement refused by "+string(c.Node))
-	p, err := placement.Widen(PlacementModel(card), in.nodes, prev, string(c.Node), int(inst.RefusalHops))
+	p, err := placement.Widen(PlacementModel(card), admitted(s, in.nodes), prev, string(c.Node), int(inst.RefusalHops))
 	if err != nil {
 		var limit *placement.RefusalLimitError
 		detail := fmt.Sprintf("node %s refused the placement (needs %d bytes, %d available): %v", c.Node, c.NeededBytes, c.AvailableBytes, err)
@@ -197,4 +197,16 @@ func truncate(s string) string {
 		return s[:event.MaxReasonBytes]
 	}
 	return s
+}
+
+// admitted keeps the live nodes the State has admitted: a member the master
+// has not yet recorded with NodeJoined cannot hold a rank.
+func admitted(s state.State, nodes []placement.Node) []placement.Node {
+	var out []placement.Node
+	for _, n := range nodes {
+		if _, ok := s.Nodes[ids.NodeID(n.ID)]; ok {
+			out = append(out, n)
+		}
+	}
+	return out
 }

@@ -38,7 +38,7 @@ type Config struct {
 	// Term is the term an election won (0 outside a cluster): the master
 	// starts by indexing MasterElected in it, which fences the old master.
 	Term ids.Term
-	Now   func() time.Time
+	Now  func() time.Time
 	// Card looks a model up in the catalog.
 	Card func(ids.ModelID) (catalog.Card, bool)
 	// Nodes reports the current resources of the live nodes.

@@ -74,7 +74,20 @@ var servingRE = regexp.MustCompile(`msg=serving .*api=(\S+)`)
 // until it serves.
 func startNode(t testing.TB, home string, env ...string) *node {
 	t.Helper()
-	cmd := exec.Command(skulkBin, "run", "--home", home, "--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1")
+	return startArgs(t, []string{"run", "--home", home, "--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
+		"--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1"}, env)
+}
+
+// startArgs runs skulk with args (a `run` command) and waits until it serves.
+func startArgs(t testing.TB, args []string, env []string) *node {
+	t.Helper()
+	home := ""
+	for i, a := range args {
+		if a == "--home" && i+1 < len(args) {
+			home = args[i+1]
+		}
+	}
+	cmd := exec.Command(skulkBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
@@ -204,7 +217,8 @@ type stateDoc struct {
 		Instance string `json:"instance"`
 		Category string `json:"category"`
 	} `json:"failures"`
-	StateHash string `json:"stateHash"`
+	StateHash string         `json:"stateHash"`
+	Nodes     map[string]any `json:"nodes"`
 }
 
 func (n *node) state() stateDoc {

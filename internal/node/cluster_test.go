@@ -1,0 +1,233 @@
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// freePort returns a free TCP+UDP port on loopback.
+func freePort(t testing.TB) int {
+	t.Helper()
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+// clusterNode is one node of a loopback cluster with fixed ports, so it can
+// be restarted on the same addresses.
+type clusterNode struct {
+	*node
+	home   string
+	gossip string
+	args   []string
+	env    []string
+}
+
+// startClusterNode runs `skulk run` on loopback with its own ports, joining
+// the given gossip addresses.
+func startClusterNode(t *testing.T, home string, gossip string, peers []string, env ...string) *clusterNode {
+	t.Helper()
+	args := []string{"run", "--home", home, "--api-addr", "127.0.0.1:0", "--gossip-addr", gossip,
+		"--quic-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--no-mdns", "--threads", "1"}
+	if len(peers) > 0 {
+		args = append(args, "--bootstrap-peers", strings.Join(peers, ","))
+	}
+	cn := &clusterNode{home: home, gossip: gossip, args: args, env: env}
+	cn.node = startArgs(t, args, env)
+	return cn
+}
+
+// restart starts the node again with the same home and addresses.
+func (c *clusterNode) restart(t *testing.T) {
+	t.Helper()
+	c.node.stop()
+	c.node = startArgs(t, c.args, c.env)
+}
+
+type diag struct {
+	MasterNodeID  string `json:"masterNodeId"`
+	Term          uint64 `json:"term"`
+	VersionStatus string `json:"versionStatus"`
+	Nodes         []struct {
+		NodeID           string `json:"nodeId"`
+		Role             string `json:"role"`
+		Term             uint64 `json:"term"`
+		LastAppliedIndex uint64 `json:"lastAppliedIndex"`
+		StateHash        string `json:"stateHash"`
+		Reachable        bool   `json:"reachable"`
+	} `json:"nodes"`
+	Refused []struct {
+		Addr, Reason string
+	} `json:"refused"`
+}
+
+func (n *node) diagnostics() diag {
+	n.t.Helper()
+	code, b := n.do("GET", "/v1/diagnostics/cluster", nil)
+	if code != 200 {
+		n.t.Fatalf("diagnostics: %d %s", code, b)
+	}
+	var d diag
+	json.Unmarshal(b, &d)
+	return d
+}
+
+// converged waits until every node reports the same master and state hash
+// with want members, and returns the master's id.
+func converged(t *testing.T, nodes []*clusterNode, want int, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		masters, hashes := map[string]bool{}, map[string]bool{}
+		ok := true
+		for _, n := range nodes {
+			d := n.diagnostics()
+			s := n.state()
+			masters[d.MasterNodeID] = true
+			hashes[s.StateHash] = true
+			reachable := 0
+			for _, nd := range d.Nodes {
+				if nd.Reachable {
+					reachable++
+				}
+			}
+			ok = ok && d.MasterNodeID != "" && reachable == want && len(s.Nodes) == want
+		}
+		if ok && len(masters) == 1 && len(hashes) == 1 {
+			for m := range masters {
+				return m
+			}
+		}
+		if time.Now().After(deadline) {
+			for _, n := range nodes {
+				t.Logf("%s: %+v", n.base, n.diagnostics())
+			}
+			t.Fatalf("cluster did not converge within %v: masters %v, state hashes %v", timeout, masters, hashes)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterLoopback forms a 3-node cluster through bootstrap peers on
+// loopback, places and serves across nodes, kills the master (a new one is
+// elected and serves), and restarts every node at once.
+func TestClusterLoopback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the multi-node cluster test")
+	}
+	gossip := make([]string, 3)
+	for i := range gossip {
+		gossip[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
+	var nodes []*clusterNode
+	for i := range gossip {
+		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip))
+	}
+	master := converged(t, nodes, 3, 30*time.Second)
+	t.Logf("master %s", master)
+
+	// Place through one node, chat through another: the task crosses nodes.
+	inst := nodes[1].place()
+	for _, n := range nodes {
+		n.waitStatus(inst, "ready")
+	}
+	for i, n := range nodes {
+		code, b := n.do("POST", "/v1/chat/completions", storyRequest(false, 64))
+		if code != 200 || !strings.Contains(string(b), llamaCppStory[:40]) {
+			t.Fatalf("chat through node %d: %d %s", i, code, b)
+		}
+	}
+	converged(t, nodes, 3, 10*time.Second)
+
+	// Kill the master: a new master is elected and accepts commands.
+	var dead int
+	for i, n := range nodes {
+		if n.diagnostics().MasterNodeID == master && n.state().StateHash != "" {
+			if id := nodeID(n.home); id == master {
+				dead = i
+			}
+		}
+	}
+	before := nodes[(dead+1)%3].state()
+	killed := time.Now()
+	syscall.Kill(-nodes[dead].cmd.Process.Pid, syscall.SIGKILL)
+	<-nodes[dead].done
+	survivors := []*clusterNode{nodes[(dead+1)%3], nodes[(dead+2)%3]}
+	var newMaster string
+	for {
+		d := survivors[0].diagnostics()
+		if d.MasterNodeID != "" && d.MasterNodeID != master {
+			code, b := survivors[0].do("POST", "/place_instance", map[string]any{"model_id": "stories260k"})
+			if code == 200 {
+				newMaster = d.MasterNodeID
+				var r struct {
+					InstanceID string `json:"instance_id"`
+				}
+				json.Unmarshal(b, &r)
+				survivors[0].do("DELETE", "/instance/"+r.InstanceID, nil)
+				break
+			}
+		}
+		if time.Since(killed) > 20*time.Second {
+			t.Fatalf("no new master accepted commands 20 s after the kill: %+v", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("failover: new master %s accepted a command %v after the kill", newMaster, time.Since(killed))
+	after := survivors[0].state()
+	for id := range before.Instances {
+		if _, ok := after.Instances[id]; !ok && id == inst {
+			// The instance may have lived on the dead node: then it is re-placed.
+			t.Logf("instance %s was on the dead node and was re-placed", id)
+		}
+	}
+	converged(t, survivors, 2, 30*time.Second)
+
+	// Restart every node at once: the cluster re-forms and the placements come back.
+	nodes[dead].node = startArgs(t, nodes[dead].args, nodes[dead].env)
+	converged(t, nodes, 3, 30*time.Second)
+	placed := len(nodes[0].state().Instances)
+	for _, n := range nodes {
+		n.node.stop()
+	}
+	for _, n := range nodes {
+		n.node = startArgs(t, n.args, n.env)
+	}
+	converged(t, nodes, 3, 40*time.Second)
+	if got := len(nodes[0].state().Instances); got != placed {
+		t.Fatalf("%d instances after a whole-cluster restart, %d before", got, placed)
+	}
+	for id := range nodes[0].state().Instances {
+		nodes[0].waitStatus(id, "ready")
+	}
+	code, b := nodes[2].do("POST", "/v1/chat/completions", storyRequest(false, 64))
+	if code != 200 || !strings.Contains(string(b), "Lily") {
+		t.Fatalf("chat after the whole-cluster restart: %d %s", code, b)
+	}
+}
+
+func nodeID(home string) string {
+	b, _ := os.ReadFile(home + "/node-id")
+	return strings.TrimSpace(string(b))
+}
+
+var _ = exec.Command
