@@ -71,6 +71,8 @@ type Backend interface {
 	// Catalog returns the model catalog with each model's placement state
 	// (JSON-marshalable).
 	Catalog(ctx context.Context) (any, error)
+	// SetTracing turns the cluster-wide tracing flag on or off.
+	SetTracing(ctx context.Context, enabled bool) error
 	// Diagnostics returns the GET /v1/diagnostics/cluster document:
 	// master, term, and each node's role, log position and state hash.
 	Diagnostics(ctx context.Context) (any, error)
@@ -138,6 +140,7 @@ func (s *server) routes() {
 	s.mux.HandleFunc("DELETE /instance/{id}", s.deleteInstance)
 	s.mux.HandleFunc("GET /models", s.catalog)
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
+	s.mux.HandleFunc("POST /tracing", s.setTracing)
 }
 
 // randomID returns 96 random bits in hex.

@@ -169,6 +169,8 @@ func (b *testBackend) Catalog(ctx context.Context) (any, error) {
 	return map[string]any{"models": []map[string]any{{"id": "echo", "placement": "ready"}}}, nil
 }
 
+func (b *testBackend) SetTracing(ctx context.Context, enabled bool) error { return nil }
+
 func (b *testBackend) Diagnostics(ctx context.Context) (any, error) {
 	return map[string]any{"masterNodeId": "node-a", "term": 1}, nil
 }

@@ -52,6 +52,29 @@ func (s *server) diagnostics(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, s.b.Diagnostics)
 }
 
+// POST /tracing {"enabled": bool}: the cluster-wide tracing flag.
+func (s *server) setTracing(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req struct {
+		Enabled *bool `json:"enabled"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil || req.Enabled == nil {
+		s.writeError(w, r, infer.ParamErrorf("enabled", "the body must be {\"enabled\": true|false}"))
+		return
+	}
+	if err := s.b.SetTracing(r.Context(), *req.Enabled); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, map[string]bool{"enabled": *req.Enabled})
+}
+
 // GET /models: the catalog with each model's placement state.
 func (s *server) catalog(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, s.b.Catalog)

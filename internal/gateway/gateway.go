@@ -298,3 +298,9 @@ func (g *Gateway) Diagnostics(ctx context.Context) (any, error) {
 	}
 	return g.cfg.Diagnostics(ctx)
 }
+
+// SetTracing sets the cluster-wide tracing flag.
+func (g *Gateway) SetTracing(ctx context.Context, enabled bool) error {
+	_, err := g.cfg.Master.Execute(ctx, event.SetTracingEnabled{ID: ids.CommandID(g.cfg.NewID()), Enabled: enabled})
+	return err
+}
