@@ -20,8 +20,8 @@ const maxParts = 3
 // rows, which stay in L2, so every weight byte read from memory is used by
 // prefillTokens tokens.
 const (
-	decodeChunkRows = 16
-	tileBytes       = 16 << 10
+	decodeChunkRows = 32
+	tileBytes       = 32 << 10
 	maxTileRows     = 64
 	prefillTokens   = 64
 )

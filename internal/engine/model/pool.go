@@ -14,10 +14,11 @@ type job interface {
 	do(w, lo, hi int)
 }
 
-// pool is a fixed set of worker goroutines that run one job at a time. The
-// items of a job are claimed in chunks through an atomic counter, so a
-// worker that the OS delays costs only its current chunk. The caller's
-// goroutine works too, so a one-thread pool starts no goroutines.
+// pool is a fixed set of worker goroutines that run one job at a time. A
+// job's items are handed out in chunks through one atomic word, so only the
+// goroutines that claimed a chunk hold the job up: a worker the OS has not
+// scheduled costs nothing, and the caller, which works too, finishes the job
+// alone if need be. A one-thread pool starts no goroutines.
 //
 // Between jobs the workers spin for spinFor, then park on a condition
 // variable: back-to-back jobs (the matmuls of one forward pass) start in
@@ -28,22 +29,33 @@ type pool struct {
 
 	runMu sync.Mutex // held by run: one job at a time
 
-	// The current job; written by run before it bumps gen, read by
-	// workers after they see the new gen.
-	cur          job
-	items, grain int
+	// The current job; written by run before it publishes the job's state,
+	// read by a worker only after it claimed a chunk of that job (so never
+	// while run rewrites them: run waits for every claimed chunk).
+	cur   job
+	items int
+	grain int
 
-	next     atomic.Int64  // first unclaimed item of the current job
-	gen      atomic.Uint64 // bumped once per job handed to the workers
-	pending  atomic.Int32  // workers not yet finished with the current gen
-	sleepers atomic.Int32  // workers parked (or about to park) on wake
+	// state is gen<<genShift | chunks<<chunkShift | next: the job's
+	// generation, its number of chunks and the next unclaimed chunk.
+	state    atomic.Uint64
+	finished atomic.Int64 // chunks of the current job done
+	sleepers atomic.Int32 // workers parked (or about to park) on wake
 	closed   atomic.Bool
 
-	mu   sync.Mutex // guards the two conditions' waits
+	mu   sync.Mutex // the lock of the two conditions
 	wake *sync.Cond // workers park here between jobs
-	done *sync.Cond // the caller parks here until pending is 0
+	done *sync.Cond // the caller parks here until finished is all chunks
 	wg   sync.WaitGroup
 }
+
+const (
+	chunkBits  = 20
+	chunkMask  = 1<<chunkBits - 1
+	chunkShift = chunkBits
+	genShift   = 2 * chunkBits
+	maxChunks  = chunkMask
+)
 
 // spinFor is how long an idle worker, or a caller waiting for workers,
 // polls before it parks.
@@ -67,57 +79,70 @@ const minParallelWork = 1 << 14
 // all are done. work estimates the whole loop's cost; small loops run on
 // the caller's goroutine without waking anyone.
 func (p *pool) run(j job, items, grain, work int) {
-	grain = max(grain, 1)
+	grain = max(grain, 1, (items+maxChunks-1)/maxChunks)
 	if p.n == 1 || work < minParallelWork || items <= grain {
 		j.do(0, 0, items)
 		return
 	}
+	chunks := (items + grain - 1) / grain
 	p.runMu.Lock()
 	defer p.runMu.Unlock()
 	p.cur, p.items, p.grain = j, items, grain
-	p.next.Store(0)
-	p.pending.Store(int32(p.n - 1))
-	p.gen.Add(1)
+	p.finished.Store(0)
+	gen := p.state.Load()>>genShift + 1
+	st := gen<<genShift | uint64(chunks)<<chunkShift
+	p.state.Store(st)
 	if p.sleepers.Load() > 0 {
 		p.mu.Lock()
 		p.wake.Broadcast()
 		p.mu.Unlock()
 	}
-	p.claim(0)
-	p.waitDone()
+	p.claim(0, st)
+	if !spinUntil(func() bool { return p.finished.Load() == int64(chunks) }) {
+		p.mu.Lock()
+		for p.finished.Load() != int64(chunks) {
+			p.done.Wait()
+		}
+		p.mu.Unlock()
+	}
 	p.cur = nil
 }
 
-// claim runs chunks of the current job until none is left.
-func (p *pool) claim(w int) {
-	j, items, grain := p.cur, int64(p.items), int64(p.grain)
+// claim runs chunks of the job whose state was seen as st until none is
+// left or another job has replaced it.
+func (p *pool) claim(w int, st uint64) {
+	gen := st >> genShift
 	for {
-		lo := p.next.Add(grain) - grain
-		if lo >= items {
+		chunks := st >> chunkShift & chunkMask
+		next := st & chunkMask
+		if next >= chunks {
 			return
 		}
-		j.do(w, int(lo), int(min(lo+grain, items)))
+		if !p.state.CompareAndSwap(st, st+1) {
+			st = p.state.Load()
+			if st>>genShift != gen {
+				return
+			}
+			continue
+		}
+		lo := int(next) * p.grain
+		p.cur.do(w, lo, min(lo+p.grain, p.items))
+		if p.finished.Add(1) == int64(chunks) && w != 0 {
+			p.mu.Lock()
+			p.done.Broadcast()
+			p.mu.Unlock()
+		}
+		st++
 	}
-}
-
-func (p *pool) waitDone() {
-	if spinUntil(func() bool { return p.pending.Load() == 0 }) {
-		return
-	}
-	p.mu.Lock()
-	for p.pending.Load() != 0 {
-		p.done.Wait()
-	}
-	p.mu.Unlock()
 }
 
 func (p *pool) worker(w int) {
-	var seen uint64
+	var seen uint64 // the generation last worked on
 	for {
-		if !spinUntil(func() bool { return p.gen.Load() != seen || p.closed.Load() }) {
+		if !spinUntil(func() bool { return p.state.Load()>>genShift != seen || p.closed.Load() }) {
 			p.mu.Lock()
 			p.sleepers.Add(1)
-			for p.gen.Load() == seen && !p.closed.Load() {
+			for p.state.Load()>>genShift == seen && !p.closed.Load() {
 				p.wake.Wait()
 			}
 			p.sleepers.Add(-1)
@@ -126,13 +151,9 @@ func (p *pool) worker(w int) {
 		if p.closed.Load() {
 			return
 		}
-		seen = p.gen.Load()
-		p.claim(w)
-		if p.pending.Add(-1) == 0 {
-			p.mu.Lock()
-			p.done.Broadcast()
-			p.mu.Unlock()
-		}
+		st := p.state.Load()
+		seen = st >> genShift
+		p.claim(w, st)
 	}
 }
 
