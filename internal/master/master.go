@@ -78,10 +78,12 @@ type reply struct {
 type subscriber struct {
 	after ids.Index
 	ch    chan event.IndexedEvent
-	// remote subscribers (followers) name the term of their last event;
-	// when the master cannot continue their log it sends a snapshot.
-	remote    bool
-	afterTerm ids.Term
+	// remote subscribers (followers) name the term of their last event and
+	// the master their State names there; when the master cannot continue
+	// that log it sends a snapshot.
+	remote      bool
+	afterTerm   ids.Term
+	afterMaster ids.NodeID
 }
 
 // New returns a master for cfg; call Run to start it.
@@ -175,8 +177,12 @@ func (m *Master) Subscribe(ctx context.Context, after ids.Index) (<-chan event.I
 // follow; otherwise (the follower is too far behind, or its log diverged in
 // a term this master does not share) snapshot is the master's State and the
 // events after it follow.
-func (m *Master) Follow(ctx context.Context, after ids.Index, afterTerm ids.Term) (snapshot *state.State, events <-chan event.IndexedEvent, err error) {
-	s := &subscriber{after: after, afterTerm: afterTerm, remote: true, ch: make(chan event.IndexedEvent, subscriberQueue)}
+//
+// (index, term, master) names one history: within a term a master appends
+// alone, and two nodes that both claimed a term (before they saw each
+// other) differ in the master.
+func (m *Master) Follow(ctx context.Context, after ids.Index, afterTerm ids.Term, afterMaster ids.NodeID) (snapshot *state.State, events <-chan event.IndexedEvent, err error) {
+	s := &subscriber{after: after, afterTerm: afterTerm, afterMaster: afterMaster, remote: true, ch: make(chan event.IndexedEvent, subscriberQueue)}
 	rep, err := m.call(ctx, request{sub: s})
 	if err != nil {
 		return nil, nil, err
@@ -190,7 +196,9 @@ type loop struct {
 	st     state.State
 	subs   []*subscriber
 	recent []event.IndexedEvent // the retained tail served to new subscribers
-	since  int                  // events since the last snapshot
+	// masters[i] is the State's master after recent[i].
+	masters []ids.NodeID
+	since   int // events since the last snapshot
 }
 
 // retainedTail bounds the events kept in memory for subscribers that join
@@ -235,6 +243,7 @@ func (l *loop) inputs() inputs {
 func (l *loop) commit(evs []event.Event) ([]event.IndexedEvent, error) {
 	next := l.st
 	out := make([]event.IndexedEvent, 0, len(evs))
+	masters := make([]ids.NodeID, 0, len(evs))
 	for _, ev := range evs {
 		ie := event.IndexedEvent{Term: next.Term, Index: next.LastIndex + 1, Event: ev}
 		if me, ok := ev.(event.MasterElected); ok {
@@ -246,6 +255,7 @@ func (l *loop) commit(evs []event.Event) ([]event.IndexedEvent, error) {
 		}
 		next = s
 		out = append(out, ie)
+		masters = append(masters, s.Master)
 	}
 	for _, ie := range out {
 		b, err := event.EncodeIndexed(ie)
@@ -259,8 +269,8 @@ func (l *loop) commit(evs []event.Event) ([]event.IndexedEvent, error) {
 		}
 	}
 	l.st = next
-	for _, ie := range out {
-		l.publish(ie)
+	for i, ie := range out {
+		l.publish(ie, masters[i])
 	}
 	l.since += len(out)
 	if l.since >= l.cfg.SnapshotEvery {
@@ -281,10 +291,12 @@ func (l *loop) snapshot() {
 	l.since = 0
 }
 
-func (l *loop) publish(ie event.IndexedEvent) {
+func (l *loop) publish(ie event.IndexedEvent, master ids.NodeID) {
 	l.recent = append(l.recent, ie)
+	l.masters = append(l.masters, master)
 	if len(l.recent) > retainedTail {
 		l.recent = append(l.recent[:0], l.recent[len(l.recent)-retainedTail/2:]...)
+		l.masters = append(l.masters[:0], l.masters[len(l.masters)-retainedTail/2:]...)
 	}
 	kept := l.subs[:0]
 	for _, s := range l.subs {
@@ -302,7 +314,7 @@ func (l *loop) publish(ie event.IndexedEvent) {
 // subscriber whose log the retained tail cannot continue it returns the
 // State to send as a snapshot instead.
 func (l *loop) addSubscriber(s *subscriber) *state.State {
-	if s.remote && !l.continues(s.after, s.afterTerm) {
+	if s.remote && !l.continues(s.after, s.afterTerm, s.afterMaster) {
 		snap := l.st
 		s.after = l.st.LastIndex
 		l.subs = append(l.subs, s)
@@ -326,7 +338,7 @@ func (l *loop) addSubscriber(s *subscriber) *state.State {
 // continues reports whether the retained tail holds the event at after with
 // term afterTerm (or after is 0 and the tail starts at the beginning), and
 // the backlog after it fits one subscriber queue.
-func (l *loop) continues(after ids.Index, afterTerm ids.Term) bool {
+func (l *loop) continues(after ids.Index, afterTerm ids.Term, afterMaster ids.NodeID) bool {
 	if after > l.st.LastIndex || l.st.LastIndex-after >= subscriberQueue {
 		return false
 	}
@@ -334,7 +346,7 @@ func (l *loop) continues(after ids.Index, afterTerm ids.Term) bool {
 		return len(l.recent) > 0 && l.recent[0].Index == 1 || l.st.LastIndex == 0
 	}
 	i := sort.Search(len(l.recent), func(i int) bool { return l.recent[i].Index >= after })
-	return i < len(l.recent) && l.recent[i].Index == after && l.recent[i].Term == afterTerm
+	return i < len(l.recent) && l.recent[i].Index == after && l.recent[i].Term == afterTerm && l.masters[i] == afterMaster
 }
 
 func (l *loop) closeSubscribers() {

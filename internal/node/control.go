@@ -257,12 +257,12 @@ func (c *control) untilSwitch(ctx context.Context, ch <-chan event.IndexedEvent)
 }
 
 // Follow serves a follower's subscription; only a master can.
-func (c *control) Follow(ctx context.Context, after ids.Index, afterTerm ids.Term) (*state.State, <-chan event.IndexedEvent, error) {
+func (c *control) Follow(ctx context.Context, after ids.Index, afterTerm ids.Term, afterMaster ids.NodeID) (*state.State, <-chan event.IndexedEvent, error) {
 	r := c.cur.Load()
 	if r == nil || r.master == nil {
 		return nil, nil, infer.Errorf(infer.ClassUnavailable, "this node is not the master")
 	}
-	return r.master.Follow(ctx, after, afterTerm)
+	return r.master.Follow(ctx, after, afterTerm, afterMaster)
 }
 
 // isMaster reports whether this node is master now.

@@ -217,8 +217,9 @@ type stateDoc struct {
 		Instance string `json:"instance"`
 		Category string `json:"category"`
 	} `json:"failures"`
-	StateHash string         `json:"stateHash"`
-	Nodes     map[string]any `json:"nodes"`
+	StateHash   string         `json:"stateHash"`
+	Nodes       map[string]any `json:"nodes"`
+	LastApplied uint64         `json:"lastAppliedIndex"`
 }
 
 func (n *node) state() stateDoc {

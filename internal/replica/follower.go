@@ -107,7 +107,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		go func(h hello, done chan struct{}) {
 			defer close(done)
 			f.follow(cctx, h, in)
-		}(hello{Op: opFollow, After: uint64(l.st.LastIndex), AfterTerm: uint64(l.st.Term), Fresh: l.fresh}, connDone)
+		}(hello{Op: opFollow, After: uint64(l.st.LastIndex), AfterTerm: uint64(l.st.Term), AfterMaster: string(l.st.Master), Fresh: l.fresh}, connDone)
 	}
 	stop := func() {
 		if connCancel != nil {

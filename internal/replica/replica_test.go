@@ -225,9 +225,9 @@ func TestSnapshotCatchUp(t *testing.T) {
 	converge(t, c, f)
 }
 
-// TestDivergedFollowerResyncs: a node whose log holds another history (it
-// was master on the losing side of a partition) asks for a fresh snapshot,
-// discards its own tail, and converges.
+// TestDivergedFollowerResyncs: a node whose log holds another history of
+// the same term and length (another node claimed the term) is not continued
+// but sent a snapshot, discards its own tail, and converges.
 func TestDivergedFollowerResyncs(t *testing.T) {
 	fdir := t.TempDir()
 	c := startMaster(t, t.TempDir())
@@ -239,7 +239,10 @@ func TestDivergedFollowerResyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st state.State
-	for i, ev := range []event.Event{event.MasterElected{Node: followerNode, Term: 1}, event.TracingSet{Enabled: true}, event.TracingSet{Enabled: false}, event.TracingSet{Enabled: true}, event.TracingSet{Enabled: false}} {
+	// The same term and the same length as the master's log (MasterElected,
+	// NodeJoined, InstanceCreated): only the master named in it differs, as
+	// when two nodes claimed term 1 before they saw each other.
+	for i, ev := range []event.Event{event.MasterElected{Node: followerNode, Term: 1}, event.TracingSet{Enabled: true}, event.TracingSet{Enabled: false}} {
 		ie := event.IndexedEvent{Term: 1, Index: ids.Index(i + 1), Event: ev}
 		if st, err = state.Apply(st, ie); err != nil {
 			t.Fatal(err)
@@ -248,7 +251,10 @@ func TestDivergedFollowerResyncs(t *testing.T) {
 		log.Append(uint64(i+1), b)
 	}
 	log.Close()
-	f := startFollower(t, c, fdir, true)
+	if ms, _ := c.m.State(context.Background()); ms.LastIndex != 3 || ms.Term != 1 {
+		t.Fatalf("the test wants the master at term 1 index 3, got %d/%d", ms.Term, ms.LastIndex)
+	}
+	f := startFollower(t, c, fdir, false)
 	got := converge(t, c, f)
 	if got.Master != masterNode {
 		t.Fatalf("master %s after resync", got.Master)

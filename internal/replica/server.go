@@ -15,7 +15,7 @@ import (
 type Master interface {
 	Execute(ctx context.Context, cmd event.Command) ([]event.IndexedEvent, error)
 	Report(ctx context.Context, source event.Source, ev event.Event) error
-	Follow(ctx context.Context, after ids.Index, afterTerm ids.Term) (*state.State, <-chan event.IndexedEvent, error)
+	Follow(ctx context.Context, after ids.Index, afterTerm ids.Term, afterMaster ids.NodeID) (*state.State, <-chan event.IndexedEvent, error)
 	State(ctx context.Context) (state.State, error)
 }
 
@@ -81,9 +81,9 @@ func serveFollow(ctx context.Context, m Master, st io.Writer, h hello) error {
 		err  error
 	)
 	if h.Fresh {
-		snap, ch, err = m.Follow(ctx, ids.Index(^uint64(0)>>1), 0) // no log continues this: a snapshot
+		snap, ch, err = m.Follow(ctx, ids.Index(^uint64(0)>>1), 0, "") // no log continues this: a snapshot
 	} else {
-		snap, ch, err = m.Follow(ctx, ids.Index(h.After), ids.Term(h.AfterTerm))
+		snap, ch, err = m.Follow(ctx, ids.Index(h.After), ids.Term(h.AfterTerm), ids.NodeID(h.AfterMaster))
 	}
 	if err != nil {
 		return err

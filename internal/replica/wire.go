@@ -11,7 +11,7 @@
 // Every stream starts with a hello frame naming what it is for; frames are
 // a 4-byte big-endian length followed by one CBOR map.
 //
-//	follow:  hello{op:"follow", after, after_term, fresh} →
+//	follow:  hello{op:"follow", after, after_term, after_master, fresh} →
 //	         [frame{snapshot}] frame{event}…            (until either side closes)
 //	command: hello{op:"command"} frame{command} → frame{events} | frame{err}
 //	report:  hello{op:"report"}  frame{report}  → frame{}       | frame{err}
@@ -46,6 +46,8 @@ type hello struct {
 	Op        string `cbor:"op"`
 	After     uint64 `cbor:"after"`
 	AfterTerm uint64 `cbor:"after_term"`
+	// AfterMaster is the master the follower's State names at After.
+	AfterMaster string `cbor:"after_master"`
 	// Fresh asks for a snapshot whatever the follower's position: a node
 	// that was master in a lost partition must not trust its own tail.
 	Fresh bool `cbor:"fresh"`

@@ -1,0 +1,420 @@
+package node_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skulk/skulk/internal/testkit/netns"
+)
+
+// netNode is a `skulk run` process on a netns host, reached through the
+// harness's client host (which is never partitioned).
+type netNode struct {
+	t    *testing.T
+	c    *netns.Cluster
+	host *netns.Host
+	proc *netns.Proc
+	home string
+	args []string
+	env  []string
+}
+
+func startNet(t *testing.T, c *netns.Cluster, h *netns.Host, extra []string, env ...string) *netNode {
+	t.Helper()
+	home := t.TempDir()
+	args := append([]string{skulkBin, "run", "--home", home, "--threads", "1"}, extra...)
+	n := &netNode{t: t, c: c, host: h, home: home, args: args, env: env}
+	n.start()
+	return n
+}
+
+func (n *netNode) start() {
+	n.t.Helper()
+	n.proc = n.host.Start("skulk", n.args, n.env)
+	if _, err := n.proc.WaitLog(`msg=serving`, 60*time.Second); err != nil {
+		n.t.Fatalf("%s: %v", n.host.Name(), err)
+	}
+}
+
+func (n *netNode) id() string { return nodeID(n.home) }
+
+func (n *netNode) url(path string) string { return "http://" + n.host.Addr() + ":52415" + path }
+
+func (n *netNode) do(method, path string, body any) (int, []byte) {
+	n.t.Helper()
+	var resp *http.Response
+	var err error
+	switch method {
+	case "GET":
+		resp, err = n.c.Get(n.url(path))
+	case "POST":
+		b, _ := json.Marshal(body)
+		resp, err = n.c.Post(n.url(path), "application/json", strings.NewReader(string(b)))
+	default:
+		req, _ := http.NewRequest(method, n.url(path), nil)
+		resp, err = n.c.Client().HTTPClient().Do(req)
+	}
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (n *netNode) diag() (diag, bool) {
+	code, b := n.do("GET", "/v1/diagnostics/cluster", nil)
+	var d diag
+	return d, code == 200 && json.Unmarshal(b, &d) == nil
+}
+
+func (n *netNode) state() (stateDoc, bool) {
+	code, b := n.do("GET", "/state", nil)
+	var s stateDoc
+	return s, code == 200 && json.Unmarshal(b, &s) == nil
+}
+
+// netConverge waits until every node names the same master, holds a State
+// with the same hash, and knows want members.
+func netConverge(t *testing.T, nodes []*netNode, want int, timeout time.Duration) (master string, hash string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		masters, hashes := map[string]bool{}, map[string]bool{}
+		ok := true
+		for _, n := range nodes {
+			d, ok1 := n.diag()
+			s, ok2 := n.state()
+			reachable := 0
+			for _, nd := range d.Nodes {
+				if nd.Reachable {
+					reachable++
+				}
+			}
+			ok = ok && ok1 && ok2 && d.MasterNodeID != "" && reachable == want && len(s.Nodes) == want
+			masters[d.MasterNodeID] = true
+			hashes[s.StateHash] = true
+		}
+		if ok && len(masters) == 1 && len(hashes) == 1 {
+			for m := range masters {
+				master = m
+			}
+			for h := range hashes {
+				hash = h
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, n := range nodes {
+				d, _ := n.diag()
+				t.Logf("%s (%s): %+v", n.host.Name(), n.id(), d)
+			}
+			t.Fatalf("no convergence within %v: masters %v hashes %v", timeout, masters, hashes)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func byID(nodes []*netNode, id string) (*netNode, []*netNode) {
+	var found *netNode
+	var rest []*netNode
+	for _, n := range nodes {
+		if n.id() == id {
+			found = n
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	return found, rest
+}
+
+func (n *netNode) chat() (int, string) {
+	code, b := n.do("POST", "/v1/chat/completions", storyRequest(false, 64))
+	return code, string(b)
+}
+
+// TestNetnsCluster runs the cluster's life on three real network hosts:
+// zero-config formation through mDNS, refusal of a node with another key
+// and one with another network version, master failover, a partition that
+// heals, and a restart of every node at once.
+func TestNetnsCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the network-namespace cluster test")
+	}
+	c := netns.New(t, netns.Options{Hosts: 5})
+	var nodes []*netNode
+	for _, h := range c.Hosts()[:3] {
+		nodes = append(nodes, startNet(t, c, h, nil)) // no flags at all: mDNS
+	}
+	master, _ := netConverge(t, nodes, 3, 60*time.Second)
+	t.Logf("3 nodes formed one cluster through mDNS; master %s", master)
+
+	// A node with another cluster key and one of another network version
+	// are refused, visibly on both sides.
+	wrongKey := startNet(t, c, c.Host(4), nil, "SKULK_CLUSTER_KEY=some-other-cluster")
+	wrongNet := startNet(t, c, c.Host(5), nil, "SKULK_NETWORK_VERSION=skulk-net-0")
+	for _, n := range []*netNode{wrongKey, wrongNet} {
+		if _, err := n.proc.WaitLog(`could not be decrypted: different cluster key or network version`, 60*time.Second); err != nil {
+			t.Fatalf("%s never logged the refusal: %v", n.host.Name(), err)
+		}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		d, _ := nodes[0].diag()
+		addrs := map[string]bool{}
+		for _, r := range d.Refused {
+			addrs[strings.Split(r.Addr, ":")[0]] = true
+		}
+		if addrs[wrongKey.host.Addr()] && addrs[wrongNet.host.Addr()] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("diagnostics never listed both refused nodes: %+v", d.Refused)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	netConverge(t, nodes, 3, 10*time.Second) // nothing half-joined
+	wrongKey.proc.Stop()
+	wrongNet.proc.Stop()
+
+	// An instance on a follower (the master excluded), served from every node.
+	code, b := nodes[0].do("POST", "/place_instance", map[string]any{"model_id": "stories260k", "excluded_nodes": []string{master}})
+	if code != 200 {
+		t.Fatalf("place: %d %s", code, b)
+	}
+	var placed struct {
+		InstanceID string `json:"instance_id"`
+	}
+	json.Unmarshal(b, &placed)
+	waitReady := func(n *netNode, inst string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			if s, ok := n.state(); ok && s.Instances[inst].Status == "ready" {
+				return
+			}
+			if time.Now().After(deadline) {
+				s, _ := n.state()
+				t.Fatalf("instance %s not ready on %s: %+v", inst, n.host.Name(), s.Instances)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitReady(nodes[0], placed.InstanceID)
+	for _, n := range nodes {
+		if code, b := n.chat(); code != 200 || !strings.Contains(b, "Lily") {
+			t.Fatalf("chat via %s: %d %s", n.host.Name(), code, b)
+		}
+	}
+
+	// Kill the master: a survivor becomes master and accepts commands
+	// within 5 s; no replicated event is lost; the instance keeps serving.
+	old, survivors := byID(nodes, master)
+	s0, _ := survivors[0].state()
+	replicated := s0.lastIndex()
+	killed := time.Now()
+	old.proc.Kill()
+	var failover time.Duration
+	for {
+		if code, _ := survivors[0].do("POST", "/tracing", map[string]bool{"enabled": true}); code == 200 {
+			if d, _ := survivors[0].diag(); d.MasterNodeID != master {
+				failover = time.Since(killed)
+				break
+			}
+		}
+		if time.Since(killed) > 30*time.Second {
+			t.Fatal("no new master accepted a command within 30 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("failover: a new master accepted a command %v after the master was killed", failover)
+	if failover > 5*time.Second {
+		t.Errorf("failover took %v, want under 5 s", failover)
+	}
+	master2, _ := netConverge(t, survivors, 2, 30*time.Second)
+	if s, _ := survivors[0].state(); s.lastIndex() < replicated {
+		t.Fatalf("the new master's log ends at %d, before %d which was replicated", s.lastIndex(), replicated)
+	}
+	for _, n := range survivors {
+		if code, b := n.chat(); code != 200 || !strings.Contains(b, "Lily") {
+			t.Fatalf("the instance stopped serving after failover (via %s): %d %s", n.host.Name(), code, b)
+		}
+	}
+	old.start() // the old master comes back as a follower
+	netConverge(t, nodes, 3, 60*time.Second)
+
+	// Partition the master away from the two followers, act on both sides,
+	// heal: one master remains and every node converges.
+	m2, followers := byID(nodes, master2)
+	c.PartitionGroups([]*netns.Host{m2.host}, []*netns.Host{followers[0].host, followers[1].host})
+	deadline = time.Now().Add(30 * time.Second)
+	var master3 string
+	for {
+		d, _ := followers[0].diag()
+		if d.MasterNodeID != "" && d.MasterNodeID != master2 {
+			if code, _ := followers[0].do("POST", "/tracing", map[string]bool{"enabled": false}); code == 200 {
+				master3 = d.MasterNodeID
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the majority side elected no master: %+v", d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The minority master still takes commands on its side: they are its
+	// conflicting decisions, to be discarded at the heal.
+	for i := 0; i < 3; i++ {
+		if code, b := m2.do("POST", "/tracing", map[string]bool{"enabled": true}); code != 200 {
+			t.Fatalf("minority command: %d %s", code, b)
+		}
+	}
+	c.HealAll()
+	final, _ := netConverge(t, nodes, 3, 60*time.Second)
+	if final != master3 {
+		t.Errorf("after the heal the master is %s, want the majority's %s", final, master3)
+	}
+	if !strings.Contains(m2.proc.Output(), "stepping down") || !strings.Contains(m2.proc.Output(), "discarded") {
+		t.Error("the minority master did not log that its decisions were discarded")
+	}
+
+	// Restart every node at once: the cluster re-forms and the instance is back.
+	for _, n := range nodes {
+		n.proc.Stop()
+	}
+	var wg sync.WaitGroup
+	for _, n := range nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); n.start() }()
+	}
+	wg.Wait()
+	netConverge(t, nodes, 3, 60*time.Second)
+	s, _ := nodes[0].state()
+	ready := 0
+	for id := range s.Instances {
+		waitReady(nodes[0], id)
+		ready++
+	}
+	if ready == 0 {
+		t.Fatal("no instance came back after the whole-cluster restart")
+	}
+	if code, b := nodes[2].chat(); code != 200 || !strings.Contains(b, "Lily") {
+		t.Fatalf("chat after the whole-cluster restart: %d %s", code, b)
+	}
+}
+
+// TestNetnsRoutedBootstrap forms a 5-node cluster over two routed subnets
+// that multicast does not cross, through bootstrap peers.
+func TestNetnsRoutedBootstrap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the network-namespace cluster test")
+	}
+	c := netns.New(t, netns.Options{Hosts: 5, Subnets: 2})
+	hosts := c.Hosts()
+	peers := hosts[0].Addr() + ":52416," + hosts[len(hosts)-1].Addr() + ":52416"
+	var nodes []*netNode
+	for _, h := range hosts {
+		nodes = append(nodes, startNet(t, c, h, []string{"--no-mdns", "--bootstrap-peers", peers}))
+	}
+	master, hash := netConverge(t, nodes, 5, 60*time.Second)
+	subnets := map[int]bool{}
+	for _, h := range hosts {
+		subnets[h.Subnet()] = true
+	}
+	t.Logf("5 nodes on %d subnets formed one cluster: master %s, state hash %s", len(subnets), master, hash)
+}
+
+// TestNetnsCatchUp: a node joining a cluster whose log holds 10,000 events
+// serves within 10 s, and the master's command latency stays low meanwhile.
+func TestNetnsCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the network-namespace catch-up test")
+	}
+	c := netns.New(t, netns.Options{Hosts: 3})
+	a := startNet(t, c, c.Host(1), []string{"--no-mdns"})
+	b := startNet(t, c, c.Host(2), []string{"--no-mdns", "--bootstrap-peers", c.Host(1).Addr() + ":52416"})
+	netConverge(t, []*netNode{a, b}, 2, 60*time.Second)
+	code, body := a.do("POST", "/place_instance", map[string]any{"model_id": "stories260k"})
+	if code != 200 {
+		t.Fatalf("place: %d %s", code, body)
+	}
+	// Fill the log: 10,000 events, 8 clients at a time.
+	var wg sync.WaitGroup
+	start := time.Now()
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 1250; i++ {
+				if code, b := a.do("POST", "/tracing", map[string]bool{"enabled": i%2 == 0}); code != 200 {
+					t.Errorf("tracing: %d %s", code, b)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	s, _ := a.state()
+	t.Logf("log holds %d events (%v to write them)", s.lastIndex(), time.Since(start))
+	if s.lastIndex() < 10000 {
+		t.Fatalf("only %d events", s.lastIndex())
+	}
+
+	// Measure command latency while a third node joins and catches up.
+	stop := make(chan struct{})
+	var lat []time.Duration
+	var mu sync.Mutex
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			t0 := time.Now()
+			a.do("POST", "/tracing", map[string]bool{"enabled": true})
+			mu.Lock()
+			lat = append(lat, time.Since(t0))
+			mu.Unlock()
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	joined := time.Now()
+	n3 := startNet(t, c, c.Host(3), []string{"--no-mdns", "--bootstrap-peers", c.Host(1).Addr() + ":52416"})
+	var serving time.Duration
+	for {
+		if code, b := n3.chat(); code == 200 && strings.Contains(b, "Lily") {
+			serving = time.Since(joined)
+			break
+		}
+		if time.Since(joined) > 60*time.Second {
+			t.Fatal("the joining node did not serve within 60 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	mu.Lock()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p99 := lat[len(lat)*99/100]
+	mu.Unlock()
+	t.Logf("joining node served %v after it started; master command latency during catch-up: p50 %v p99 %v over %d commands",
+		serving, lat[len(lat)/2], p99, len(lat))
+	if serving > 10*time.Second {
+		t.Errorf("the joining node took %v to serve, want under 10 s", serving)
+	}
+	if p99 > 50*time.Millisecond {
+		t.Errorf("command latency p99 %v during catch-up, want under 50 ms", p99)
+	}
+	netConverge(t, []*netNode{a, b, n3}, 3, 30*time.Second)
+}
+
+func (s stateDoc) lastIndex() uint64 { return s.LastApplied }
+
+var _ = fmt.Sprintf
