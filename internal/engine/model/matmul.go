@@ -95,10 +95,11 @@ func (j *quantJob) do(_, lo, hi int) {
 	}
 }
 
-// usesDotF32 says whether m's products run on float activations: F32
-// weights always do, and every type does when the shard keeps exact
-// activations.
-func (s *Shard) usesDotF32(m *matrix) bool { return m.typ == tensor.F32 || s.exactActs }
+// usesDotF32 says whether m's products run through DotF32 on float
+// activations, dequantizing the weights: every type but F32 does when the
+// shard keeps exact activations. (F32 weights take F32 activations in the
+// vec-dot path, read in place.)
+func (s *Shard) usesDotF32(m *matrix) bool { return m.typ != tensor.F32 && s.exactActs }
 
 // matmul computes out = x·mᵀ for every part over n tokens of x. Unless the
 // shard keeps exact activations, x is first rounded to the weights' vec-dot
@@ -120,6 +121,9 @@ func (s *Shard) sameActs(a, b *matrix) bool {
 	if s.usesDotF32(a) || s.usesDotF32(b) {
 		return s.usesDotF32(a) && s.usesDotF32(b)
 	}
+	if a.typ == tensor.F32 || b.typ == tensor.F32 {
+		return a.typ == b.typ
+	}
 	return tensor.VecDotType(a.typ) == tensor.VecDotType(b.typ)
 }
 
@@ -129,7 +133,11 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	m0 := parts[0].m
 	cols := m0.cols
 	j.dotF32 = s.usesDotF32(m0)
-	if !j.dotF32 {
+	switch {
+	case j.dotF32:
+	case m0.typ == tensor.F32:
+		j.ab, j.act = 4*cols, f32Bytes(x)
+	default:
 		at := tensor.VecDotType(m0.typ)
 		ab, _ := tensor.RowBytes(at, int64(cols))
 		j.ab = int(ab)

@@ -188,7 +188,7 @@ func (s *Shard) matrices() []*matrix {
 func (s *Shard) maxActRowBytes() int {
 	n := 0
 	for _, m := range s.matrices() {
-		if m == nil || s.usesDotF32(m) {
+		if m == nil || s.usesDotF32(m) || m.typ == tensor.F32 {
 			continue
 		}
 		ab, _ := tensor.RowBytes(tensor.VecDotType(m.typ), int64(m.cols))
