@@ -112,6 +112,10 @@ func (s *Service) Run(ctx context.Context) error {
 			}
 		case out.Master == s.cfg.Self:
 			// We already claim the role in out.Term: nothing to do.
+		case !out.Claimed:
+			// Another node should elect itself: wait until it claims the
+			// role. Following it early would copy its log, make ours look
+			// as advanced, and start a second election.
 		default:
 			if !cur.assigned || cur.master || cur.follows != out.Master {
 				fresh := cur.master || out.StepDown

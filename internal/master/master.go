@@ -38,6 +38,10 @@ type Config struct {
 	// Term is the term an election won (0 outside a cluster): the master
 	// starts by indexing MasterElected in it, which fences the old master.
 	Term ids.Term
+	// Restarted says this process just started (not a failover within a
+	// running cluster): tasks the State holds in flight died with the old
+	// processes and are failed.
+	Restarted bool
 	Now  func() time.Time
 	// Card looks a model up in the catalog.
 	Card func(ids.ModelID) (catalog.Card, bool)
@@ -357,8 +361,8 @@ func (l *loop) closeSubscribers() {
 }
 
 // bootstrap makes this node the master of a fresh log, registers it, and
-// settles what a restart left behind: tasks in flight are failed and the
-// previous process's runners are marked stopped.
+// after a restart fails the tasks the State holds in flight. (The runners of
+// the previous process are marked stopped by the worker of their node.)
 func (l *loop) bootstrap() error {
 	var evs []event.Event
 	if l.st.Master != l.cfg.Node || l.cfg.Term > l.st.Term {
@@ -373,17 +377,9 @@ func (l *loop) bootstrap() error {
 		}
 	}
 	var settle []event.Event
-	for _, id := range sortedTasks(l.st) {
-		settle = append(settle, event.TaskFinished{Task: id, Node: l.cfg.Node, Outcome: event.OutcomeFailed, Reason: "the node restarted while the task ran"})
-	}
-	for _, sh := range l.st.ShardsOnNode(l.cfg.Node) {
-		runners, _ := l.st.RunnersOfInstance(sh.Instance)
-		if sh.Rank < len(runners) {
-			r := runners[sh.Rank]
-			if r.ID != "" && !r.Status.Terminal() {
-				settle = append(settle, event.RunnerStatusUpdated{Runner: r.ID, Instance: sh.Instance, Rank: uint32(sh.Rank),
-					Node: l.cfg.Node, Status: event.RunnerStopped, Reason: "the node restarted"})
-			}
+	if l.cfg.Restarted {
+		for _, id := range sortedTasks(l.st) {
+			settle = append(settle, event.TaskFinished{Task: id, Node: l.cfg.Node, Outcome: event.OutcomeFailed, Reason: "the node restarted while the task ran"})
 		}
 	}
 	for _, ev := range settle {

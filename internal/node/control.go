@@ -40,6 +40,7 @@ type control struct {
 
 	switching sync.Mutex // serialises role changes (only the election calls them)
 	cur       atomic.Pointer[role]
+	hadRole   bool // guarded by switching: a role was taken since the process started
 }
 
 // role is one incarnation of this node's part in the control plane.
@@ -72,7 +73,9 @@ func (c *control) BecomeMaster(ctx context.Context, term ids.Term) error {
 	if err != nil {
 		return err
 	}
-	m := master.New(master.Config{Node: c.node, Log: c.log, State: st, Term: term, Now: time.Now,
+	restarted := !c.hadRole
+	c.hadRole = true
+	m := master.New(master.Config{Node: c.node, Log: c.log, State: st, Term: term, Restarted: restarted, Now: time.Now,
 		Card: c.card, Nodes: c.nodes, Logger: c.logger.With("component", "master")})
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &role{master: m, term: term, cancel: cancel, done: make(chan struct{})}
@@ -102,6 +105,7 @@ func (c *control) BecomeFollower(ctx context.Context, leader ids.NodeID, fresh b
 	if err != nil {
 		return err
 	}
+	c.hadRole = true
 	f := replica.New(replica.Config{Node: c.node, Log: c.log, State: st, Fresh: fresh,
 		Dial:   func(ctx context.Context) (io.ReadWriteCloser, error) { return c.dial(ctx, leader) },
 		Logger: c.logger.With("component", "replica", "master", leader)})

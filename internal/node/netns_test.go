@@ -234,7 +234,14 @@ func TestNetnsCluster(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("failover: a new master accepted a command %v after the master was killed", failover)
+	t.Logf("failover: a new master accepted a command %v after the master was killed (at %s)", failover, killed.Format("15:04:05.000"))
+	for _, n := range survivors {
+		for _, line := range strings.Split(n.proc.Output(), "\n") {
+			if strings.Contains(line, "election") || strings.Contains(line, "event=failed") || strings.Contains(line, "event=leave") || strings.Contains(line, "replica") || strings.Contains(line, "lifecycle") {
+				t.Logf("%s: %s", n.host.Name(), line)
+			}
+		}
+	}
 	if failover > 5*time.Second {
 		t.Errorf("failover took %v, want under 5 s", failover)
 	}

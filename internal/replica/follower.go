@@ -335,9 +335,28 @@ func (f *Follower) Report(ctx context.Context, _ event.Source, ev event.Event) e
 	return err
 }
 
+// forwardTimeout bounds one forwarded command: a master that died with the
+// connection still open must not hold the caller until transport health
+// checks notice.
+const forwardTimeout = 10 * time.Second
+
 func (f *Follower) roundTrip(ctx context.Context, op string, req frame) (frame, error) {
+	ctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	defer cancel()
+	// A follower that stops (its node changes role) abandons what it
+	// forwards; the caller retries against the new role.
+	go func() {
+		select {
+		case <-f.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	st, err := f.cfg.Dial(ctx)
 	if err != nil {
+		if f.stopped() {
+			return frame{}, ErrStopped
+		}
 		return frame{}, fmt.Errorf("replica: no master to send to: %w", err)
 	}
 	defer st.Close()
@@ -351,6 +370,9 @@ func (f *Follower) roundTrip(ctx context.Context, op string, req frame) (frame, 
 	}
 	var reply frame
 	if err := readFrame(st, &reply); err != nil {
+		if f.stopped() {
+			return frame{}, ErrStopped
+		}
 		if ctx.Err() != nil {
 			return frame{}, ctx.Err()
 		}
@@ -360,4 +382,13 @@ func (f *Follower) roundTrip(ctx context.Context, op string, req frame) (frame, 
 		return frame{}, fromWire(reply.Err)
 	}
 	return reply, nil
+}
+
+func (f *Follower) stopped() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
 }

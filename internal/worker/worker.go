@@ -173,6 +173,7 @@ func (w *Worker) Run(ctx context.Context) error {
 type loop struct {
 	w       *Worker
 	view    state.State
+	settled bool // the previous process's runners were reported stopped
 	handles map[key]*handle
 	tasks   map[ids.TaskID]context.CancelFunc
 	wg      sync.WaitGroup
@@ -288,6 +289,10 @@ func (l *loop) placed(k key) bool {
 
 // reconcile starts a runner for every shard placed here and stops the rest.
 func (l *loop) reconcile(ctx context.Context) {
+	if !l.settled {
+		l.settled = true
+		l.settle(ctx)
+	}
 	for _, sh := range l.view.ShardsOnNode(l.w.cfg.Node) {
 		k := key{sh.Instance, sh.Rank}
 		if !l.placed(k) {
@@ -348,3 +353,21 @@ func truncate(s string) string {
 }
 
 var errNoRunner = errors.New("no ready runner for the instance on this node")
+
+// settle reports, once after the process starts, that the runners the State
+// records on this node belong to a previous process and are gone, so no task
+// is routed to them while their replacements load.
+func (l *loop) settle(ctx context.Context) {
+	for _, sh := range l.view.ShardsOnNode(l.w.cfg.Node) {
+		runners, _ := l.view.RunnersOfInstance(sh.Instance)
+		if sh.Rank >= len(runners) {
+			continue
+		}
+		r := runners[sh.Rank]
+		if r.ID == "" || r.Status.Terminal() {
+			continue
+		}
+		l.w.report(ctx, event.RunnerStatusUpdated{Runner: r.ID, Instance: sh.Instance, Rank: uint32(sh.Rank),
+			Node: l.w.cfg.Node, Status: event.RunnerStopped, Reason: "the node restarted"})
+	}
+}

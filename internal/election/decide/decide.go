@@ -51,6 +51,9 @@ type Outcome struct {
 	// StepDown is true when Self claims the role but another master with a
 	// higher term (or the same term and a lower id) holds it.
 	StepDown bool
+	// Claimed is true when Master already claims the role; otherwise Master
+	// is only who should elect itself, and the others wait for it.
+	Claimed bool
 }
 
 // better reports whether a is preferred over b as a new master.
@@ -93,7 +96,7 @@ func Decide(v View) Outcome {
 		}
 	}
 	if claimant != nil {
-		out := Outcome{Master: claimant.Node, Term: claimant.MasterOf}
+		out := Outcome{Master: claimant.Node, Term: claimant.MasterOf, Claimed: true}
 		out.StepDown = selfClaim > 0 && claimant.Node != v.Self
 		return out
 	}

@@ -25,9 +25,9 @@ func TestDecide(t *testing.T) {
 		want    Outcome
 	}{
 		{"live master keeps the role", "b", []Member{m("a", 3, 10, 100, 3), m("b", 3, 12, 50, 0), m("c", 3, 12, 10, 0)},
-			Outcome{Master: "a", Term: 3}},
+			Outcome{Master: "a", Term: 3, Claimed: true}},
 		{"a joiner with a longer log does not take over", "d", []Member{m("a", 3, 10, 100, 3), m("d", 3, 99, 1, 0)},
-			Outcome{Master: "a", Term: 3}},
+			Outcome{Master: "a", Term: 3, Claimed: true}},
 		{"master gone: most advanced term wins", "b", []Member{m("b", 2, 50, 10, 0), m("c", 3, 1, 90, 0)},
 			Outcome{Master: "c", Term: 4}},
 		{"then the highest index", "c", []Member{m("b", 3, 40, 10, 0), m("c", 3, 41, 90, 0)},
@@ -37,7 +37,7 @@ func TestDecide(t *testing.T) {
 		{"then the lowest id", "c", []Member{m("c", 3, 41, 10, 0), m("b", 3, 41, 10, 0)},
 			Outcome{Master: "b", Term: 4}},
 		{"healed partition: higher term wins, the other steps down", "a", []Member{m("a", 3, 60, 1, 3), m("b", 4, 55, 10, 4), m("c", 4, 55, 20, 0)},
-			Outcome{Master: "b", Term: 4, StepDown: true}},
+			Outcome{Master: "b", Term: 4, StepDown: true, Claimed: true}},
 		{"incompatible members never take part", "b", []Member{{Node: "a", Term: 9, Index: 9, MasterOf: 9}, m("b", 1, 1, 5, 0)},
 			Outcome{Master: "b", Term: 2, Elect: true}},
 		{"fresh cluster", "a", []Member{m("a", 0, 0, 5, 0), m("b", 0, 0, 6, 0)},
