@@ -234,14 +234,7 @@ func TestNetnsCluster(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Logf("failover: a new master accepted a command %v after the master was killed (at %s)", failover, killed.Format("15:04:05.000"))
-	for _, n := range survivors {
-		for _, line := range strings.Split(n.proc.Output(), "\n") {
-			if strings.Contains(line, "election") || strings.Contains(line, "event=failed") || strings.Contains(line, "event=leave") || strings.Contains(line, "replica") || strings.Contains(line, "lifecycle") {
-				t.Logf("%s: %s", n.host.Name(), line)
-			}
-		}
-	}
+	t.Logf("failover: a new master accepted a command %v after the master was killed", failover)
 	if failover > 5*time.Second {
 		t.Errorf("failover took %v, want under 5 s", failover)
 	}
@@ -285,10 +278,21 @@ func TestNetnsCluster(t *testing.T) {
 	}
 	c.HealAll()
 	final, _ := netConverge(t, nodes, 3, 60*time.Second)
-	if final != master3 {
-		t.Errorf("after the heal the master is %s, want the majority's %s", final, master3)
+	// The higher term wins the heal; the minority master never raised its
+	// term, so it must have stepped down (the majority's master, or one a
+	// later election chose, leads).
+	t.Logf("majority master %s, final master %s", master3, final)
+	if final == master2 {
+		t.Errorf("after the heal the minority master %s still leads", master2)
+		for _, n := range nodes {
+			for _, line := range strings.Split(n.proc.Output(), "\n") {
+				if strings.Contains(line, "election") || strings.Contains(line, "event=") {
+					t.Logf("%s %s: %s", n.host.Name(), n.id()[:8], line)
+				}
+			}
+		}
 	}
-	if !strings.Contains(m2.proc.Output(), "stepping down") || !strings.Contains(m2.proc.Output(), "discarded") {
+	if !strings.Contains(m2.proc.Output(), "stepping down") || !strings.Contains(m2.proc.Output(), "own log is discarded") {
 		t.Error("the minority master did not log that its decisions were discarded")
 	}
 
@@ -374,47 +378,59 @@ func TestNetnsCatchUp(t *testing.T) {
 		t.Fatalf("only %d events", s.lastIndex())
 	}
 
-	// Measure command latency while a third node joins and catches up.
+	// Measure the master's command latency from before the third node
+	// starts until it has caught up and served, sampling every 5 ms.
 	stop := make(chan struct{})
-	var lat []time.Duration
-	var mu sync.Mutex
+	probed := make(chan []time.Duration)
 	go func() {
+		var lat []time.Duration
 		for {
 			select {
 			case <-stop:
+				probed <- lat
 				return
 			default:
 			}
 			t0 := time.Now()
-			a.do("POST", "/tracing", map[string]bool{"enabled": true})
-			mu.Lock()
-			lat = append(lat, time.Since(t0))
-			mu.Unlock()
-			time.Sleep(10 * time.Millisecond)
+			if code, _ := a.do("POST", "/tracing", map[string]bool{"enabled": true}); code == 200 {
+				lat = append(lat, time.Since(t0))
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}()
 	joined := time.Now()
 	n3 := startNet(t, c, c.Host(3), []string{"--no-mdns", "--bootstrap-peers", c.Host(1).Addr() + ":52416"})
-	var serving time.Duration
-	for {
-		if code, b := n3.chat(); code == 200 && strings.Contains(b, "Lily") {
-			serving = time.Since(joined)
-			break
+	var caughtUp, served time.Duration
+	for caughtUp == 0 || served == 0 {
+		if caughtUp == 0 {
+			// The replica holds the whole 10,000-event log (the probes
+			// keep adding to it).
+			if sn, ok := n3.state(); ok && sn.lastIndex() >= s.lastIndex() {
+				caughtUp = time.Since(joined)
+			}
+		}
+		if served == 0 {
+			if code, b := n3.chat(); code == 200 && strings.Contains(b, "Lily") {
+				served = time.Since(joined)
+			}
 		}
 		if time.Since(joined) > 60*time.Second {
-			t.Fatal("the joining node did not serve within 60 s")
+			t.Fatalf("the joining node did not catch up and serve within 60 s (caught up %v, served %v)", caughtUp, served)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+	time.Sleep(500 * time.Millisecond) // keep measuring just past the catch-up
 	close(stop)
-	mu.Lock()
+	lat := <-probed
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) < 50 {
+		t.Fatalf("only %d latency samples", len(lat))
+	}
 	p99 := lat[len(lat)*99/100]
-	mu.Unlock()
-	t.Logf("joining node served %v after it started; master command latency during catch-up: p50 %v p99 %v over %d commands",
-		serving, lat[len(lat)/2], p99, len(lat))
-	if serving > 10*time.Second {
-		t.Errorf("the joining node took %v to serve, want under 10 s", serving)
+	t.Logf("joining node (process start included): caught up with the %d-event log in %v, served a chat in %v; master command latency meanwhile: p50 %v p99 %v max %v over %d commands",
+		s.lastIndex(), caughtUp, served, lat[len(lat)/2], p99, lat[len(lat)-1], len(lat))
+	if served > 10*time.Second || caughtUp > 10*time.Second {
+		t.Errorf("the joining node took %v to catch up and %v to serve, want under 10 s", caughtUp, served)
 	}
 	if p99 > 50*time.Millisecond {
 		t.Errorf("command latency p99 %v during catch-up, want under 50 ms", p99)

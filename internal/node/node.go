@@ -235,12 +235,14 @@ func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteC
 }
 
 // clusterTiming is memberlist's failure detection tuned for a LAN: a dead
-// node is declared gone within about two seconds, which bounds failover.
+// node is declared gone within about two seconds, which bounds failover,
+// with enough slack that a busy node is not declared dead by mistake (a
+// false failure starts an election).
 func clusterTiming() membership.Timing {
 	return membership.Timing{
-		ProbeInterval:    300 * time.Millisecond,
-		ProbeTimeout:     200 * time.Millisecond,
-		SuspicionMult:    2,
+		ProbeInterval:    500 * time.Millisecond,
+		ProbeTimeout:     400 * time.Millisecond,
+		SuspicionMult:    3,
 		GossipInterval:   100 * time.Millisecond,
 		PushPullInterval: 5 * time.Second,
 		TCPTimeout:       2 * time.Second,
