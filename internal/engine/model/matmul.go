@@ -14,16 +14,19 @@ type mmPart struct {
 const maxParts = 3
 
 // Tiling. A decode step streams every weight once, so its jobs hand out
-// decodeChunkRows rows per chunk against the single activation row. A prefill
+// chunks of about decodeChunkBytes of weight rows: long sequential reads,
+// and still enough chunks per matrix to even out the threads. A prefill
 // batch is a matrix-matrix product: each chunk is a tile of weight rows
 // small enough to stay in L1 (tileBytes) against prefillTokens activation
 // rows, which stay in L2, so every weight byte read from memory is used by
-// prefillTokens tokens.
+// prefillTokens tokens. The kernels compute one (row, token) dot product
+// per call, so the tiling only moves data; a kernel that multiplies a tile
+// in registers would make prefill compute-efficient as well.
 const (
-	decodeChunkRows = 32
-	tileBytes       = 32 << 10
-	maxTileRows     = 64
-	prefillTokens   = 64
+	decodeChunkBytes = 256 << 10
+	tileBytes        = 32 << 10
+	maxTileRows      = 64
+	prefillTokens    = 64
 )
 
 // matmulJob computes out[t][r] = Σ_c m[r][c]·x[t][c] for one or more
@@ -152,7 +155,7 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	rows, chunks := 0, 0
 	for i, p := range parts {
 		j.parts[i] = p
-		rc := decodeChunkRows
+		rc := max(decodeChunkBytes/p.m.rowBytes, 1)
 		if n > 1 {
 			rc = min(max(tileBytes/p.m.rowBytes, 1), maxTileRows)
 		}
