@@ -252,6 +252,18 @@ func TestBatchSplitBitIdentical(t *testing.T) {
 				return out
 			}
 			ref := run(2, []int{0})
+			// Without AllLogits the last block finishes only the last
+			// position; its logits must not change.
+			s, _ := openShard(t, path, whole, Options{Threads: 2})
+			r, err := s.Forward(s.NewCache(n), Batch{Tokens: prompt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range r.Logits {
+				if want := ref[len(ref)-len(r.Logits)+i]; math.Float32bits(v) != math.Float32bits(want) {
+					t.Fatalf("last position only: logit %d is %v, with all logits %v", i, v, want)
+				}
+			}
 			singles := make([]int, 0, n)
 			for i := 0; i < 40; i++ {
 				singles = append(singles, i)

@@ -83,8 +83,12 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 		m := min(ubatch, n-u)
 		xu := x[u*d : (u+m)*d]
 		s.ropeTable(&a.rope, c.len, m)
+		// The head reads only the last position unless every position's
+		// logits are wanted, so the last block need not finish the others
+		// once their keys and values are stored.
+		lastOnly := s.Range.Last && !b.AllLogits && u+m == n
 		for i := range s.layers {
-			s.block(i, c, a, xu, m)
+			s.block(i, c, a, xu, m, lastOnly && i == len(s.layers)-1)
 		}
 		c.len += m
 		if b.AllLogits && s.Range.Last {
@@ -114,7 +118,9 @@ func (s *Shard) embedRow(id int32, dst []float32) error {
 }
 
 // block runs local block i over the n positions x (n × NEmbd) in place.
-func (s *Shard) block(i int, c *Cache, a *arena, x []float32, n int) {
+// With lastOnly it stores every position's keys and values but updates
+// only the last row of x.
+func (s *Shard) block(i int, c *Cache, a *arena, x []float32, n int, lastOnly bool) {
 	cfg := s.Config
 	ly := &s.layers[i]
 	d, hd, kvd, qd := cfg.NEmbd, cfg.HeadDim, cfg.KVDim(), cfg.QDim()
@@ -142,8 +148,14 @@ func (s *Shard) block(i int, c *Cache, a *arena, x []float32, n int) {
 		}
 	}
 	c.store(i, c.len, n, hd, k, v)
+	pos0 := c.len
+	if lastOnly {
+		skip := n - 1
+		x, q, pos0, n = x[skip*d:], q[skip*qd:], pos0+skip, 1
+		h = h[:d]
+	}
 	att, o := a.att[:n*qd], a.o[:n*d]
-	s.attention(a, c, i, q, att, n)
+	s.attention(a, c, i, pos0, q, att, n)
 	s.matmul(a, att, n, mmPart{ly.o, o})
 	for j := range x {
 		x[j] += o[j]
@@ -238,18 +250,18 @@ func (j *attnJob) do(w, lo, hi int) {
 	}
 }
 
-// attention computes the attention of block i for the n positions whose
-// queries are q, after their keys and values were stored in c.
-func (s *Shard) attention(a *arena, c *Cache, i int, q, out []float32, n int) {
+// attention computes the attention of block i for the n positions from
+// pos0 whose queries are q, after their keys and values were stored in c.
+func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n int) {
 	cfg := s.Config
 	j := &a.at
 	*j = attnJob{
 		k: s.k, kc: c.k[i], vt: c.vt[i], q: q, out: out, scores: a.scores,
-		pos0: c.len, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
+		pos0: pos0, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap,
 		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
 	}
-	span := c.len + n
+	span := pos0 + n
 	s.pool.run(j, n*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)
 	*j = attnJob{}
 }
