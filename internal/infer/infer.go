@@ -91,6 +91,9 @@ type Request struct {
 	JSONSchema json.RawMessage `json:"json_schema,omitempty"`
 	// TemplateKwargs reach the chat template (e.g. enable_thinking).
 	TemplateKwargs map[string]any `json:"template_kwargs,omitempty"`
+	// CountOnly renders and tokenizes the prompt and generates nothing: the
+	// final chunk's usage counts the prompt (Anthropic's count_tokens).
+	CountOnly bool `json:"count_only,omitempty"`
 }
 
 // ChunkKind says what a Chunk carries.

@@ -404,3 +404,16 @@ func TestCloseReportsStopped(t *testing.T) {
 		t.Fatalf("exit %s", e)
 	}
 }
+
+// TestCountOnly renders and counts a prompt without generating.
+func TestCountOnly(t *testing.T) {
+	prompt, _, promptTokens, _ := reference(t)
+	c := loadedClient(t, LoadSpec{})
+	req := greedy(prompt, 64)
+	req.CountOnly = true
+	r := generateAll(t, c, "count", req)
+	if r.content != "" || r.last.Kind != infer.ChunkDone || r.last.Usage == nil ||
+		r.last.Usage.PromptTokens != promptTokens || r.last.Usage.CompletionTokens != 0 {
+		t.Fatalf("count only: content %q, last %+v", r.content, r.last)
+	}
+}

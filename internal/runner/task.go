@@ -94,6 +94,9 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 		return usage, "", err
 	}
 	usage.PromptTokens = len(p.prompt)
+	if req.CountOnly {
+		return usage, infer.FinishStop, nil
+	}
 	m := l.m
 	budget := l.context - len(p.prompt)
 	maxTokens := req.Sampling.MaxTokens
