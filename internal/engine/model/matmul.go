@@ -36,7 +36,6 @@ const (
 type matmulJob struct {
 	k        tensor.Kernels
 	parts    [maxParts]mmPart
-	np       int
 	ends     [maxParts]int // cumulative row-chunk counts per part
 	rowChunk [maxParts]int // rows per chunk, per part
 	perTile  int           // chunks per token tile
@@ -132,7 +131,7 @@ func (s *Shard) sameActs(a, b *matrix) bool {
 
 func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	j := &a.mm
-	*j = matmulJob{k: s.k, np: len(parts), n: n, x: x, tokTile: n}
+	*j = matmulJob{k: s.k, n: n, x: x, tokTile: n}
 	m0 := parts[0].m
 	cols := m0.cols
 	j.dotF32 = s.usesDotF32(m0)

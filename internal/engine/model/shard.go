@@ -20,7 +20,10 @@ func Whole(n int) Range { return Range{Start: 0, End: n, First: true, Last: true
 
 // Options tune a loaded shard.
 type Options struct {
-	Threads int // worker goroutines for matmul and attention; 0 = physical cores
+	// Threads is the size of the shard's worker pool (the calling goroutine
+	// included) for matmuls and attention; 0 = physical cores. Idle workers
+	// spin briefly after each job, then park.
+	Threads int
 	// ExactActivations keeps matmul activations in F32 instead of rounding
 	// them to the weights' dot-product type as llama.cpp does. Slower for
 	// quantized weights; the reference for checking dequantization.
