@@ -25,7 +25,8 @@ type job interface {
 // well under a microsecond, and an idle pool uses no CPU.
 type pool struct {
 	// Immutable after newPool.
-	n int // threads, the caller's included
+	n    int           // threads, the caller's included
+	spin time.Duration // how long idle workers and a waiting caller poll
 
 	runMu sync.Mutex // held by run: one job at a time
 
@@ -58,11 +59,13 @@ const (
 )
 
 // spinFor is how long an idle worker, or a caller waiting for workers,
-// polls before it parks.
+// polls before it parks: longer than the serial work between the jobs of a
+// forward pass, short enough that an idle shard soon stops using CPU.
 const spinFor = 100 * time.Microsecond
 
-func newPool(n int) *pool {
-	p := &pool{n: max(n, 1)}
+// newPool starts n-1 workers whose idle polling lasts spin before they park.
+func newPool(n int, spin time.Duration) *pool {
+	p := &pool{n: max(n, 1), spin: spin}
 	p.wake = sync.NewCond(&p.mu)
 	p.done = sync.NewCond(&p.mu)
 	for w := 1; w < p.n; w++ {
@@ -98,7 +101,7 @@ func (p *pool) run(j job, items, grain, work int) {
 		p.mu.Unlock()
 	}
 	p.claim(0, st)
-	if !spinUntil(func() bool { return p.finished.Load() == int64(chunks) }) {
+	if !spinUntil(p.spin, func() bool { return p.finished.Load() == int64(chunks) }) {
 		p.mu.Lock()
 		for p.finished.Load() != int64(chunks) {
 			p.done.Wait()
@@ -139,7 +142,7 @@ func (p *pool) claim(w int, st uint64) {
 func (p *pool) worker(w int) {
 	var seen uint64 // the generation last worked on
 	for {
-		if !spinUntil(func() bool { return p.state.Load()>>genShift != seen || p.closed.Load() }) {
+		if !spinUntil(p.spin, func() bool { return p.state.Load()>>genShift != seen || p.closed.Load() }) {
 			p.mu.Lock()
 			p.sleepers.Add(1)
 			for p.state.Load()>>genShift == seen && !p.closed.Load() {
@@ -157,18 +160,21 @@ func (p *pool) worker(w int) {
 	}
 }
 
-// spinUntil polls cond for up to spinFor, yielding the processor now and
-// then, and reports whether cond became true.
-func spinUntil(cond func() bool) bool {
+// spinUntil polls cond for up to d, yielding the processor now and then,
+// and reports whether cond became true.
+func spinUntil(d time.Duration, cond func() bool) bool {
 	var start time.Time
 	for i := 0; ; i++ {
 		if cond() {
 			return true
 		}
+		if d <= 0 {
+			return false
+		}
 		if i&255 == 255 {
 			if start.IsZero() {
 				start = time.Now()
-			} else if time.Since(start) > spinFor {
+			} else if time.Since(start) > d {
 				return false
 			}
 			runtime.Gosched()

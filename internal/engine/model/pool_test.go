@@ -41,29 +41,36 @@ func TestPoolRunsEveryItemOnce(t *testing.T) {
 		{"many chunks", 2, 1 << 21, 1, 1 << 30},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := newPool(tt.threads)
-			defer p.close()
-			for round := 0; round < 3; round++ {
-				j := &countJob{t: t, threads: tt.threads, seen: make([]atomic.Int32, tt.items)}
-				p.run(j, tt.items, tt.grn, tt.work)
-				for i := range j.seen {
-					if n := j.seen[i].Load(); n != 1 {
-						t.Fatalf("round %d: item %d ran %d times", round, i, n)
-					}
-				}
-			}
-		})
+		for _, mode := range []struct {
+			name string
+			spin time.Duration
+		}{{"spinning", spinFor}, {"parking", 0}} {
+			t.Run(tt.name+"/"+mode.name, func(t *testing.T) {
+				runEveryItemOnce(t, newPool(tt.threads, mode.spin), tt.threads, tt.items, tt.grn, tt.work)
+			})
+		}
 	}
 }
 
-// TestPoolParkedWorkersWake runs jobs far enough apart that the workers
-// park between them.
-func TestPoolParkedWorkersWake(t *testing.T) {
-	p := newPool(3)
+func runEveryItemOnce(t *testing.T, p *pool, threads, items, grain, work int) {
 	defer p.close()
 	for round := 0; round < 3; round++ {
-		time.Sleep(2 * spinFor)
+		j := &countJob{t: t, threads: threads, seen: make([]atomic.Int32, items)}
+		p.run(j, items, grain, work)
+		for i := range j.seen {
+			if n := j.seen[i].Load(); n != 1 {
+				t.Fatalf("round %d: item %d ran %d times", round, i, n)
+			}
+		}
+	}
+}
+
+// TestPoolParkedWorkersWake runs a pool whose workers and caller park at
+// once instead of spinning, so every job goes through the wake-ups.
+func TestPoolParkedWorkersWake(t *testing.T) {
+	p := newPool(3, 0)
+	defer p.close()
+	for round := 0; round < 200; round++ {
 		j := &countJob{t: t, threads: 3, seen: make([]atomic.Int32, 64)}
 		p.run(j, 64, 1, 1<<30)
 		for i := range j.seen {
@@ -76,7 +83,7 @@ func TestPoolParkedWorkersWake(t *testing.T) {
 
 func TestPoolCloseStopsWorkers(t *testing.T) {
 	before := runtime.NumGoroutine()
-	p := newPool(4)
+	p := newPool(4, spinFor)
 	p.run(&countJob{t: t, threads: 4, seen: make([]atomic.Int32, 16)}, 16, 1, 1<<30)
 	p.close()
 	// close waited for every worker's function to return; the goroutines

@@ -127,7 +127,7 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	}
 	s.k = tensor.Best()
 	s.actRowBytes = s.maxActRowBytes()
-	s.pool = newPool(threads)
+	s.pool = newPool(threads, spinFor)
 	return s, nil
 }
 
