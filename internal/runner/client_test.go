@@ -163,7 +163,7 @@ func TestTaskErrors(t *testing.T) {
 		}(), param: "temperature"},
 		{name: "json_schema", req: func() infer.Request {
 			r := greedy("hi", 4)
-			r.JSONSchema = []byte(`{}`)
+			r.JSONSchema = []byte(`{"type":"bogus"}`)
 			return r
 		}(), param: "json_schema"},
 		{name: "chat_without_messages", req: infer.Request{Chat: true}, param: "messages"},

@@ -109,11 +109,15 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	}
 	cache := m.Shard.NewCache(len(p.prompt) + budget)
 	sampler := sample.New(p.sample, m.Config.NVocab)
+	con, emit, err := p.structured.start(l, sampler, emit)
+	if err != nil {
+		return usage, "", err
+	}
 	res, err := m.Shard.Forward(cache, model.Batch{Tokens: p.prompt})
 	if err != nil {
 		return usage, "", fmt.Errorf("runner: prefill: %w", err)
 	}
-	st := newStreamer(m.Tok, p, req.Sampling, emit)
+	st := newStreamer(m.Tok, p, p.structured.sampling(req.Sampling), emit)
 	finish := infer.FinishLength
 	var history []int32
 	for usage.CompletionTokens < budget {
@@ -123,6 +127,9 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 		id := sampler.Sample(res.Logits, history)
 		if id == sample.NoToken {
 			return usage, "", errors.New("runner: the sampler found no token to draw (logits are all NaN or -Inf)")
+		}
+		if err := con.accept(id); err != nil {
+			return usage, "", err
 		}
 		if m.Tok.IsEOG(id) {
 			finish = infer.FinishStop
@@ -144,7 +151,8 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	if st.finish() && finish == infer.FinishStop {
 		finish = infer.FinishToolCalls
 	}
-	return usage, finish, nil
+	finish, err = con.finish(finish)
+	return usage, finish, err
 }
 
 // prepared is a request turned into tokens and settings.
@@ -153,6 +161,9 @@ type prepared struct {
 	sample    sample.Params
 	chat      bool
 	parserCfg output.Config
+	// structured is the grammar the answer follows (see constrain.go); nil
+	// for free text.
+	structured *structured
 }
 
 // prepare validates req and renders and tokenizes its prompt.
@@ -165,8 +176,8 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 	if err := check.Validate(); err != nil {
 		return p, err
 	}
-	if len(req.JSONSchema) > 0 {
-		return p, infer.ParamErrorf("json_schema", "constrained JSON output is not supported by this runner yet")
+	if err := checkToolChoice(req); err != nil {
+		return p, err
 	}
 	tok := l.m.Tok
 	text := req.Prompt
@@ -176,6 +187,16 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 			return p, err
 		}
 		text, p.chat, p.parserCfg = rendered, true, cfg
+	}
+	s, err := structure(req, p.parserCfg)
+	if err != nil {
+		return p, err
+	}
+	if s != nil {
+		// The answer is the value: it ends the prompt's text and is not
+		// parsed for reasoning or calls.
+		text += s.prefix
+		p.structured, p.chat = s, false
 	}
 	p.prompt = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	// A template that writes the BOS text itself must not get a second one.
@@ -212,6 +233,9 @@ func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
 	}
 	var tools []chat.Object
 	for i, t := range req.Tools {
+		if req.ToolChoice.Mode == "none" {
+			break // the model is not told about tools it may not call
+		}
 		o, err := chatTool(t)
 		if err != nil {
 			return "", cfg, infer.ParamErrorf("tools", "tools[%d]: %v", i, err)

@@ -1,0 +1,297 @@
+package runner
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/skulk/skulk/internal/engine/grammar"
+	"github.com/skulk/skulk/internal/engine/output"
+	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/tokenizer"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// Structured output: a JSON schema (response_format json_object and
+// json_schema) and a forced tool call (tool_choice "required" or a named
+// function) both generate under a grammar.Constraint, which masks every
+// token that would leave the grammar before each sampling step.
+//
+//   - JSONSchema `{}` (json_object) is any JSON object; any other schema is
+//     compiled by grammar.Compile, and a schema it refuses is an
+//     invalid_request error on "json_schema" that names the problem.
+//   - The answer is the JSON value and nothing else: it is streamed as
+//     content, not parsed for reasoning or tool calls, and stop sequences do
+//     not apply (the grammar decides where the answer ends). Once the value
+//     is complete only end-of-generation tokens are allowed, so the task
+//     ends with finish_reason "stop" and the content parses and matches the
+//     schema. If max_tokens or the context window runs out first the
+//     finish_reason is "length" and the content may be incomplete JSON, as
+//     with OpenAI. A value completed by the last token allowed is "stop".
+//   - A forced tool call is the value {"name": N, "arguments": A} (Llama 3:
+//     "parameters"), with N one of the offered tools (only the named one for
+//     a named function) and A matching that tool's parameters schema, or any
+//     object where that schema uses $ref or a feature the grammar refuses.
+//     The prompt ends with the dialect's call opener (<tool_call>\n for
+//     Hermes and Qwen, [TOOL_CALLS] for Mistral, nothing for Llama 3 and
+//     templates without a dialect), so the model writes the call where it
+//     was trained to. The value is not streamed as text: when it is
+//     complete it becomes one tool_call chunk and the finish_reason is
+//     "tool_calls"; if the budget runs out first nothing is emitted and the
+//     finish_reason is "length". Logprobs are not reported for a forced
+//     call (OpenAI reports none for tool calls either).
+//   - A template that opened a <think> block gets "</think>\n\n" before
+//     the value, so the value is the answer, not the reasoning.
+//   - tool_choice "none" offers no tools to the template and parses no
+//     calls.
+
+// structured is a request's structured-output mode, built by prepare.
+type structured struct {
+	matcher *grammar.Matcher
+	prefix  string // text that ends the prompt, before the value
+	call    bool   // the value is a forced tool call
+	argsKey string // the call's arguments key
+}
+
+// checkToolChoice validates tool_choice against the tools offered.
+func checkToolChoice(req infer.Request) error {
+	tc := req.ToolChoice
+	switch tc.Mode {
+	case "", "auto", "none":
+		return nil
+	case "required", "function":
+	default:
+		return infer.ParamErrorf("tool_choice", "tool_choice %q is not one of auto, none, required, function", tc.Mode)
+	}
+	if !req.Chat {
+		return infer.ParamErrorf("tool_choice", "tool_choice %q needs a chat request", tc.Mode)
+	}
+	if len(req.Tools) == 0 {
+		return infer.ParamErrorf("tool_choice", "tool_choice %q needs at least one tool", tc.Mode)
+	}
+	if tc.Mode == "function" && !slices.ContainsFunc(req.Tools, func(t infer.Tool) bool { return t.Name == tc.Name }) {
+		return infer.ParamErrorf("tool_choice", "tool_choice names the function %q, which is not among the tools", tc.Name)
+	}
+	return nil
+}
+
+// structure works out req's structured-output mode from the parser
+// configuration of its rendered prompt; nil means free text.
+func structure(req infer.Request, cfg output.Config) (*structured, error) {
+	var s *structured
+	switch {
+	case req.ToolChoice.Mode == "required" || req.ToolChoice.Mode == "function":
+		var err error
+		if s, err = forcedCall(req.Tools, req.ToolChoice, cfg.Dialect); err != nil {
+			return nil, err
+		}
+	case len(req.JSONSchema) > 0:
+		m, err := compileSchema(req.JSONSchema)
+		if err != nil {
+			return nil, err
+		}
+		s = &structured{matcher: m}
+	default:
+		return nil, nil
+	}
+	if cfg.StartInReasoning {
+		s.prefix = "</think>\n\n" + s.prefix
+	}
+	return s, nil
+}
+
+// compileSchema compiles a request's JSON schema; {} is any JSON object.
+func compileSchema(schema json.RawMessage) (*grammar.Matcher, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &obj); err == nil && len(obj) == 0 {
+		return grammar.JSONObject(), nil
+	}
+	m, err := grammar.Compile(schema)
+	if err != nil {
+		return nil, infer.ParamErrorf("json_schema", "the JSON schema is refused: %v", err)
+	}
+	return m, nil
+}
+
+// forcedCall builds the grammar of a call to one of tools (only
+// choice.Name for a named function) in dialect d.
+func forcedCall(tools []infer.Tool, choice infer.ToolChoice, d output.Dialect) (*structured, error) {
+	s := &structured{call: true, argsKey: "arguments"}
+	switch d {
+	case output.Hermes, output.QwenXML:
+		s.prefix = "<tool_call>\n"
+	case output.Mistral:
+		s.prefix = "[TOOL_CALLS]"
+	case output.Llama3:
+		s.argsKey = "parameters"
+	}
+	var alts []string
+	var names []string
+	for i, t := range tools {
+		if choice.Mode == "function" && t.Name != choice.Name {
+			continue
+		}
+		args, err := argumentsSchema(t.Parameters)
+		if err != nil {
+			return nil, infer.ParamErrorf("tools", "tools[%d] (%s): the parameters schema is refused: %v", i, t.Name, err)
+		}
+		name, _ := json.Marshal(t.Name)
+		alts = append(alts, fmt.Sprintf(`{"type":"object","properties":{"name":{"const":%s},%q:%s},"required":["name",%q],"additionalProperties":false}`,
+			name, s.argsKey, args, s.argsKey))
+		names = append(names, string(name))
+	}
+	m, err := grammar.Compile([]byte(`{"anyOf":[` + strings.Join(alts, ",") + `]}`))
+	if err != nil {
+		// The tools' schemas compile alone but not together (over a compile
+		// limit): fall back to any arguments object.
+		m, err = grammar.Compile(fmt.Appendf(nil, `{"type":"object","properties":{"name":{"enum":[%s]},%q:{"type":"object"}},"required":["name",%q],"additionalProperties":false}`,
+			strings.Join(names, ","), s.argsKey, s.argsKey))
+		if err != nil {
+			return nil, infer.ParamErrorf("tools", "the tool-call grammar is refused: %v", err)
+		}
+	}
+	s.matcher = m
+	return s, nil
+}
+
+// argumentsSchema returns the schema a forced call's arguments follow: the
+// tool's parameters when the grammar supports them on their own, any object
+// otherwise. A schema that is not a schema at all is an error.
+func argumentsSchema(params json.RawMessage) (string, error) {
+	const anyObject = `{"type":"object"}`
+	if len(bytes.TrimSpace(params)) == 0 || bytes.Contains(params, []byte(`"$ref"`)) {
+		// $ref pointers are relative to the tool's schema, which is now a
+		// subschema: they would point elsewhere.
+		return anyObject, nil
+	}
+	if _, err := grammar.Compile(params); err != nil {
+		if errors.Is(err, grammar.ErrInvalidSchema) || errors.Is(err, grammar.ErrUnsatisfiable) {
+			return "", err
+		}
+		return anyObject, nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, params); err != nil {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// constrained is one task's constrained generation.
+type constrained struct {
+	s    *structured
+	con  *grammar.Constraint
+	emit func(infer.Chunk) // downstream
+	text strings.Builder   // a forced call's text, held back
+}
+
+// start installs the constraint on sampler. It returns the task's
+// constrained state (nil for free text) and the emit function the streamer
+// must use.
+func (s *structured) start(l *loaded, sampler *sample.Sampler, emit func(infer.Chunk)) (*constrained, func(infer.Chunk), error) {
+	if s == nil {
+		return nil, emit, nil
+	}
+	v, err := grammarVocab(l)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &constrained{s: s, con: grammar.NewConstraintVocab(s.matcher, v), emit: emit}
+	sampler.SetConstraint(c.con)
+	if s.call {
+		return c, c.hold, nil
+	}
+	return c, emit, nil
+}
+
+// sampling returns the streamer's settings: no stop sequences under a
+// grammar.
+func (s *structured) sampling(in infer.Sampling) infer.Sampling {
+	if s != nil {
+		in.Stop = nil
+	}
+	return in
+}
+
+// hold keeps a forced call's text from the client.
+func (c *constrained) hold(ch infer.Chunk) { c.text.WriteString(ch.Content) }
+
+// accept advances the grammar by the token sampled.
+func (c *constrained) accept(id int32) error {
+	if c == nil {
+		return nil
+	}
+	if err := c.con.Accept(id); err != nil {
+		return fmt.Errorf("runner: constrained decoding sampled a token the grammar refuses: %w", err)
+	}
+	return nil
+}
+
+// finish returns the task's finish reason, given the loop's: a value the
+// last allowed token completed is "stop", and a complete forced call is
+// emitted as a tool call with "tool_calls".
+func (c *constrained) finish(reason string) (string, error) {
+	if c == nil {
+		return reason, nil
+	}
+	if reason == infer.FinishLength && c.con.Done() {
+		reason = infer.FinishStop
+	}
+	if !c.s.call || reason != infer.FinishStop {
+		return reason, nil
+	}
+	var call map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(c.text.String()), &call); err != nil {
+		return "", fmt.Errorf("runner: a forced tool call is not JSON: %w (%q)", err, c.text.String())
+	}
+	var name string
+	if err := json.Unmarshal(call["name"], &name); err != nil {
+		return "", fmt.Errorf("runner: a forced tool call has no name: %w (%q)", err, c.text.String())
+	}
+	var args bytes.Buffer
+	if err := json.Compact(&args, call[c.s.argsKey]); err != nil {
+		return "", fmt.Errorf("runner: a forced tool call's arguments are not JSON: %w (%q)", err, c.text.String())
+	}
+	c.emit(infer.Chunk{Kind: infer.ChunkToolCall, ToolCall: &infer.ToolCall{ID: "call_0", Name: name, Arguments: args.String()}})
+	return infer.FinishToolCalls, nil
+}
+
+// grammarVocab returns the model's vocabulary prepared for masking, built
+// on first use: each token's piece as the streamer decodes it
+// (tok.Piece(id, false): SentencePiece spaces restored, byte tokens as
+// their byte, control and unknown tokens empty, so never allowed), with the
+// tokenizer's end-of-generation tokens.
+func grammarVocab(l *loaded) (*grammar.Vocab, error) {
+	e, _ := vocabs.LoadOrStore(l, new(lazyVocab))
+	lv := e.(*lazyVocab)
+	lv.once.Do(func() { lv.v, lv.err = buildVocab(l.m.Tok) })
+	return lv.v, lv.err
+}
+
+func buildVocab(tok *tokenizer.Tokenizer) (*grammar.Vocab, error) {
+	pieces := make([]string, tok.VocabSize())
+	for id := range pieces {
+		pieces[id] = tok.Piece(int32(id), false)
+	}
+	v, err := grammar.NewVocab(pieces, tok.EOG())
+	if err != nil {
+		return nil, fmt.Errorf("runner: the vocabulary cannot be constrained: %w", err)
+	}
+	return v, nil
+}
+
+// vocabs caches the grammar vocabulary of each loaded model (*loaded →
+// *lazyVocab). A runner loads one model in its life, so it holds one entry;
+// the cache belongs in loaded and is kept here only while loaded's file is
+// being changed by other work.
+var vocabs sync.Map
+
+type lazyVocab struct {
+	once sync.Once
+	v    *grammar.Vocab
+	err  error
+}
