@@ -12,9 +12,9 @@ import (
 
 // guard is the worker's pre-spawn memory check: the shard's stamped
 // estimate against a fresh reading, with the planner's tolerance.
-func guard(cat *catalog.Catalog) func(inst state.Instance, rank int) (int64, int64, error) {
+func guard(cat func() *catalog.Catalog) func(inst state.Instance, rank int) (int64, int64, error) {
 	return func(inst state.Instance, rank int) (int64, int64, error) {
-		card, ok := cat.Get(string(inst.Model))
+		card, ok := cat().Get(string(inst.Model))
 		if !ok {
 			return 0, 0, fmt.Errorf("model %s is not in the catalog", inst.Model)
 		}

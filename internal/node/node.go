@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/api"
-	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/election"
+	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
@@ -74,11 +74,12 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
 
-	cat, errs := catalog.Build(catalog.Builtin{})
-	for _, e := range errs {
-		log.Warn("catalog", "err", e)
+	mods, err := newModels(cfg, nodeID, os.Getenv, log.With("component", "models"))
+	if err != nil {
+		return err
 	}
-	card := func(id ids.ModelID) (catalog.Card, bool) { return cat.Get(string(id)) }
+	defer mods.close()
+	card := mods.card
 
 	// Cluster plumbing: identity, transport, membership.
 	key, err := clusterKey(cfg)
@@ -93,7 +94,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	refused := &refusals{}
 	ctl := &control{node: nodeID, log: elog, card: card, nodes: p.nodes, startedAt: started,
 		version: SoftwareVersion, commit: SoftwareCommit, logger: log}
-	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Catalog: func() *catalog.Catalog { return cat },
+	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Catalog: mods.catalog,
 		Nodes: p.nodes, NewID: newID, Logger: log.With("component", "gateway"),
 		Diagnostics: diagnostics(nodeID, ctl, &p, refused)})
 	ep, err := transport.Listen(transport.Config{
@@ -136,30 +137,25 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	ctl.dial = p.dial(ep, transport.ALPNControl)
 	ctl.onMaster = lifecycle{self: nodeID, members: p.members, newID: newID, logger: log.With("component", "lifecycle")}.run
 
-	models := filepath.Join(cfg.Home, "models")
+	mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) },
+		func(ctx context.Context, ev event.Event) error {
+			return ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: nodeID}, ev)
+		})
 	w := worker.New(worker.Config{
 		Node: nodeID, Master: ctl, Tasks: &gateway.RemoteTasks{Local: gw, Dial: p.dial(ep, transport.ALPNData)},
 		Threads: cfg.Threads, Now: time.Now, NewID: newID,
-		Spawn: spawner(opt.RunnerCommand, log.With("component", "runner")),
-		Resolve: func(ctx context.Context, model ids.ModelID) (worker.Model, error) {
-			card, ok := cat.Get(string(model))
-			if !ok {
-				return worker.Model{}, fmt.Errorf("model %s is not in the catalog", model)
-			}
-			if !card.Builtin {
-				return worker.Model{}, fmt.Errorf("model %s has no local weights (downloads come with the catalog)", model)
-			}
-			path, err := catalog.MaterializeBuiltin(models)
-			return worker.Model{Path: path, ChatTemplate: card.ChatTemplate}, err
-		},
-		Guard:  guard(cat),
-		Logger: log.With("component", "worker"),
+		Spawn:   spawner(opt.RunnerCommand, log.With("component", "runner")),
+		Resolve: mods.resolve,
+		Guard:   guard(mods.catalog),
+		Logger:  log.With("component", "worker"),
 	})
 	changed := make(chan struct{}, 1)
 	elect := election.New(election.Config{Self: nodeID, Members: mem, Roles: ctl, Changed: changed,
 		NetworkVer: key.NetworkVersion(), Logger: log.With("component", "election")})
 	srv := &http.Server{
-		Handler:           api.New(api.Config{APIKey: cfg.APIKey}, gw, log.With("component", "api")),
+		Handler: api.New(api.Config{APIKey: cfg.APIKey}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
+			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
+		})}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -189,6 +185,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		return nil
 	})
 	run("telemetry", func() error { publishResources(ctx, mem, log); return nil })
+	run("catalog", func() error { mods.rescan(ctx); return nil })
 	run("election", func() error { return elect.Run(ctx) })
 	run("worker", func() error { return w.Run(ctx) })
 	run("api", func() error { return srv.Serve(ln) })

@@ -1,0 +1,382 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/hub"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/state"
+)
+
+// Downloads is this node's download tracker as model management uses it.
+type Downloads interface {
+	// Start begins (or joins) the download of card's weights in the
+	// background; it returns at once.
+	Start(card catalog.Card)
+	// Status is the latest download of a model on this node, if any.
+	Status(model string) (DownloadStatus, bool)
+}
+
+// DownloadStatus is one model's download on this node.
+type DownloadStatus struct {
+	State      string `json:"state"` // downloading, done, failed or stopped
+	File       string `json:"file,omitempty"`
+	DoneBytes  int64  `json:"done_bytes"`
+	TotalBytes int64  `json:"total_bytes"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Download states.
+const (
+	DownloadRunning = "downloading"
+	DownloadDone    = "done"
+	DownloadFailed  = "failed"
+	DownloadStopped = "stopped"
+)
+
+// ModelsConfig wires the model management of a node.
+type ModelsConfig struct {
+	Gateway *Gateway // the catalog listing and the master
+	Store   *catalog.Store
+	Hub     *hub.Client
+	// Catalog returns the current catalog; Refresh rebuilds it now, after
+	// the cards on disk changed.
+	Catalog   func() *catalog.Catalog
+	Refresh   func()
+	Downloads Downloads
+}
+
+// ModelService implements api.ModelAdmin over a node's store, the Hub and
+// its downloads, and GET /models with each model's local installation.
+// Safe for concurrent use.
+type ModelService struct {
+	cfg ModelsConfig // immutable
+
+	mu sync.Mutex // serializes catalog mutations (add, import, remove)
+}
+
+// NewModels returns the model management service.
+func NewModels(cfg ModelsConfig) *ModelService { return &ModelService{cfg: cfg} }
+
+var _ api.ModelAdmin = (*ModelService)(nil)
+
+// ModelError is a model-management failure with the HTTP status it maps to.
+type ModelError struct {
+	Status int
+	Msg    string
+	Err    error // the cause, if any
+}
+
+func (e *ModelError) Error() string   { return e.Msg }
+func (e *ModelError) Unwrap() error   { return e.Err }
+func (e *ModelError) HTTPStatus() int { return e.Status }
+
+func modelErrorf(status int, err error, format string, args ...any) *ModelError {
+	return &ModelError{Status: status, Msg: fmt.Sprintf(format, args...), Err: err}
+}
+
+// hubError maps a Hub failure to its status: offline 503, gated 401/403,
+// missing 404, unreachable 503, another Hub status 502, and anything else
+// (a file that is not a model this node can serve) 400.
+func hubError(what string, err error) error {
+	var se *hub.StatusError
+	var ue *url.Error
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, hub.ErrOffline):
+		return modelErrorf(http.StatusServiceUnavailable, err, "%s: %v", what, err)
+	case errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden):
+		return modelErrorf(se.Code, err, "%s: %v", what, err)
+	case errors.Is(err, hub.ErrNotFound):
+		return modelErrorf(http.StatusNotFound, err, "%s: %v", what, err)
+	case errors.As(err, &se):
+		return modelErrorf(http.StatusBadGateway, err, "%s: %v", what, err)
+	case errors.As(err, &ue) || errors.As(err, &ne):
+		return modelErrorf(http.StatusServiceUnavailable, err, "%s: cannot reach the Hub (%v); check the network or HF_ENDPOINT, or run offline with installed models", what, err)
+	}
+	return modelErrorf(http.StatusBadRequest, err, "%s: %v", what, err)
+}
+
+// AddModel resolves a Hub reference to a pinned card and stores it as a
+// custom card. An id that is already in the catalog is refused (409).
+func (m *ModelService) AddModel(ctx context.Context, req api.AddModelRequest) (any, error) {
+	ref, err := hub.ParseRef(req.Ref)
+	if err != nil {
+		return nil, infer.ParamErrorf("ref", "%v", err)
+	}
+	if m.cfg.Hub.Offline() {
+		return nil, hubError("add "+ref.String(), &hub.OfflineError{Op: "adding " + ref.String()})
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if req.ID != "" {
+		if err := m.refuseExisting(req.ID); err != nil {
+			return nil, err
+		}
+	}
+	card, err := m.cfg.Hub.CardFor(ctx, ref, req.ID)
+	if err != nil {
+		return nil, hubError("add "+ref.String(), err)
+	}
+	if err := m.refuseExisting(card.ID); err != nil {
+		return nil, err
+	}
+	path, err := m.cfg.Store.AddCustom(card)
+	if err != nil {
+		return nil, err
+	}
+	m.cfg.Refresh()
+	return map[string]any{"model_id": card.ID, "card_file": path, "card": card}, nil
+}
+
+// refuseExisting answers 409 when id is in the catalog.
+func (m *ModelService) refuseExisting(id string) error {
+	if _, ok := m.cfg.Catalog().Get(id); ok {
+		return modelErrorf(http.StatusConflict, nil, "model %s already exists; remove it first (skulk models rm %s) or choose another id (--id)", id, id)
+	}
+	return nil
+}
+
+// ImportModel installs a GGUF file from the node's file system: the file
+// is validated as a GGUF model this node can describe, copied (hashed)
+// into the store and published with its sidecar.
+func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelRequest) (any, error) {
+	src := filepath.Clean(req.Path)
+	fi, err := os.Stat(src)
+	switch {
+	case err != nil:
+		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v (the path is on the node's machine, not the client's)", src, err)
+	case !fi.Mode().IsRegular():
+		return nil, infer.ParamErrorf("path", "%s is not a regular file", src)
+	}
+	id := req.ID
+	if id == "" {
+		id = hub.DefaultID(src)
+	}
+	if err := checkGGUF(id, src); err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.refuseExisting(id); err != nil {
+		return nil, err
+	}
+	card, err := m.cfg.Store.Import(ctx, id, src)
+	if err != nil {
+		return nil, err
+	}
+	m.cfg.Refresh()
+	return map[string]any{"model_id": card.ID, "card": card}, nil
+}
+
+// checkGGUF refuses a file that is not a GGUF model a card can describe.
+func checkGGUF(id, path string) error {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return infer.ParamErrorf("path", "%s is not a usable GGUF file: %v", path, err)
+	}
+	defer f.Close()
+	if _, err := catalog.CardFromGGUF(id, f); err != nil {
+		return infer.ParamErrorf("path", "%s cannot be served as model %s: %v", path, id, err)
+	}
+	return nil
+}
+
+// PullModel starts the download of a model's weights on this node.
+func (m *ModelService) PullModel(ctx context.Context, id ids.ModelID) (any, error) {
+	card, ok := m.cfg.Catalog().Get(string(id))
+	if !ok {
+		return nil, unknownModel(id)
+	}
+	done := map[string]any{"model_id": id, "download": DownloadStatus{State: DownloadDone, DoneBytes: card.StorageBytes, TotalBytes: card.StorageBytes}}
+	if card.Builtin {
+		return done, nil
+	}
+	if _, err := m.cfg.Store.Locate(card); err == nil {
+		return done, nil
+	} else if card.Repo == "" {
+		return nil, modelErrorf(http.StatusConflict, err, "model %s was imported from a local file and has no source to download from: %v", id, err)
+	}
+	if m.cfg.Hub.Offline() {
+		return nil, hubError("pull "+string(id), &hub.OfflineError{Op: "downloading " + string(id)})
+	}
+	m.cfg.Downloads.Start(card)
+	st, _ := m.cfg.Downloads.Status(string(id))
+	return map[string]any{"model_id": id, "download": st}, nil
+}
+
+func unknownModel(id ids.ModelID) error {
+	return infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog; skulk models add hf:OWNER/REPO adds one)", id)
+}
+
+// ModelEntry is one model of GET /models and GET /models/{id}: the catalog
+// entry and this node's copy of its weights.
+type ModelEntry struct {
+	CatalogEntry
+	Installed bool            `json:"installed"`        // this node has verified weights
+	Reason    string          `json:"reason,omitempty"` // why not, when not
+	Download  *DownloadStatus `json:"download,omitempty"`
+}
+
+// Catalog lists every model with its placement and this node's
+// installation, then the artifacts on disk that failed verification and
+// are in the catalog under no card (with the reason).
+func (m *ModelService) Catalog(ctx context.Context) (any, error) {
+	entries, err := m.entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"object": "list", "data": entries}, nil
+}
+
+func (m *ModelService) entries(ctx context.Context) ([]ModelEntry, error) {
+	doc, err := m.cfg.Gateway.Catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	base, ok := doc.(map[string]any)["data"].([]CatalogEntry)
+	if !ok && doc.(map[string]any)["data"] != nil {
+		return nil, fmt.Errorf("gateway: the catalog document has an unexpected shape %T", doc.(map[string]any)["data"])
+	}
+	out := make([]ModelEntry, 0, len(base))
+	seen := map[string]bool{}
+	for _, e := range base {
+		seen[e.ID] = true
+		out = append(out, m.entry(e))
+	}
+	insts, err := m.cfg.Store.Inventory()
+	if err != nil {
+		return nil, err
+	}
+	for _, in := range insts {
+		if in.Installed || in.Card.ID == "" || seen[in.Card.ID] {
+			continue
+		}
+		seen[in.Card.ID] = true
+		out = append(out, ModelEntry{CatalogEntry: CatalogEntry{Card: in.Card, Placement: "none", Instances: []ids.InstanceID{}},
+			Reason: in.Reason})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (m *ModelService) entry(e CatalogEntry) ModelEntry {
+	me := ModelEntry{CatalogEntry: e}
+	if e.Builtin {
+		me.Installed = true
+	} else if _, err := m.cfg.Store.Locate(e.Card); err == nil {
+		me.Installed = true
+	} else if nie := (*catalog.NotInstalledError)(nil); errors.As(err, &nie) {
+		me.Reason = nie.Reason
+	} else {
+		me.Reason = err.Error()
+	}
+	if st, ok := m.cfg.Downloads.Status(e.ID); ok {
+		me.Download = &st
+	}
+	return me
+}
+
+// ShowModel returns one model's entry.
+func (m *ModelService) ShowModel(ctx context.Context, id ids.ModelID) (any, error) {
+	entries, err := m.entries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.ID == string(id) {
+			return e, nil
+		}
+	}
+	return nil, unknownModel(id)
+}
+
+// RemoveModel deletes a model's custom card and, with files, every
+// downloaded copy of its weights. It refuses while an instance uses the
+// model, and for the built-in model.
+func (m *ModelService) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (any, error) {
+	if string(id) == catalog.BuiltinID {
+		return nil, modelErrorf(http.StatusConflict, nil, "model %s is built into the binary and cannot be removed", id)
+	}
+	st, err := m.cfg.Gateway.cfg.Master.State(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if used := instancesOf(st, id); len(used) > 0 {
+		return nil, modelErrorf(http.StatusConflict, nil, "model %s is used by instance %s; stop it first (skulk stop %s)", id, strings.Join(used, ", "), used[0])
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	card, err := m.cfg.Store.RemoveCustom(string(id))
+	if err != nil {
+		return nil, err
+	}
+	removed := 0
+	if files {
+		if removed, err = m.cfg.Store.RemoveArtifacts(string(id)); err != nil {
+			return nil, err
+		}
+	}
+	m.cfg.Refresh()
+	_, still := m.cfg.Catalog().Get(string(id))
+	if !card && removed == 0 {
+		if still {
+			return nil, modelErrorf(http.StatusConflict, nil, "model %s has no custom card, only installed files; remove them with files=true (skulk models rm %s --files)", id, id)
+		}
+		return nil, unknownModel(id)
+	}
+	return map[string]any{"model_id": id, "removed_card": card, "removed_artifacts": removed, "still_in_catalog": still}, nil
+}
+
+// instancesOf lists the instances of a model, sorted.
+func instancesOf(st state.State, id ids.ModelID) []string {
+	var out []string
+	for iid, inst := range st.Instances {
+		if inst.Model == id {
+			out = append(out, string(iid))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ModelRequirements sizes a model at a context window.
+func (m *ModelService) ModelRequirements(ctx context.Context, id ids.ModelID, contextTokens int) (any, error) {
+	card, ok := m.cfg.Catalog().Get(string(id))
+	if !ok {
+		return nil, unknownModel(id)
+	}
+	r, err := card.Requirements(contextTokens)
+	if err != nil {
+		return nil, infer.ParamErrorf("context", "%v", err)
+	}
+	return r, nil
+}
+
+// SearchModels lists GGUF repositories on the Hub.
+func (m *ModelService) SearchModels(ctx context.Context, query string, limit int) (any, error) {
+	res, err := m.cfg.Hub.Search(ctx, query, limit)
+	if err != nil {
+		return nil, hubError("search "+query, err)
+	}
+	if res == nil {
+		res = []hub.SearchResult{}
+	}
+	return map[string]any{"object": "list", "data": res}, nil
+}

@@ -1,0 +1,352 @@
+package node
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/gateway"
+	"github.com/skulk/skulk/internal/hub"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/worker"
+)
+
+// Model catalog timings.
+const (
+	// catalogRescan is how often the catalog is rebuilt from disk, so cards
+	// an operator edits by hand and files changed on disk are noticed.
+	catalogRescan = 2 * time.Second
+	// progressInterval throttles download progress readings (about 2/s).
+	progressInterval = 500 * time.Millisecond
+	// downloadKeyPrefix starts the telemetry key of a model's download.
+	downloadKeyPrefix = "dl/"
+)
+
+// storeConfig places the model directories under the node's home, unless
+// SKULK_MODELS_DIR or SKULK_CUSTOM_MODEL_CARDS_DIR name others.
+func storeConfig(cfg config.Node, getenv func(string) string) catalog.StoreConfig {
+	sc := catalog.StoreConfig{ModelsDir: filepath.Join(cfg.Home, "models"), CustomDir: filepath.Join(cfg.Home, "custom_model_cards")}
+	if d := getenv("SKULK_MODELS_DIR"); d != "" {
+		sc.ModelsDir = d
+	}
+	if d := getenv("SKULK_CUSTOM_MODEL_CARDS_DIR"); d != "" {
+		sc.CustomDir = d
+	}
+	return sc
+}
+
+// models owns the node's catalog (rebuilt from the store when cards change)
+// and its downloads: it resolves a placed model to local weights, publishes
+// download progress as telemetry and reports terminal download outcomes.
+type models struct {
+	// immutable after newModels
+	node  ids.NodeID
+	store *catalog.Store
+	hub   *hub.Client
+	mgr   *hub.Manager
+	log   *slog.Logger
+	ctx   context.Context // lifetime of background pulls, cancelled by close
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
+
+	cat      atomic.Pointer[catalog.Catalog] // the current catalog; reads never write
+	publish  atomic.Pointer[func(key string, value []byte) error]
+	report   atomic.Pointer[func(ctx context.Context, ev event.Event) error]
+	rebuilds sync.Mutex // serializes rebuilds; guards lastErrs
+	lastErrs string
+
+	mu        sync.Mutex                         // guards the fields below
+	downloads map[string]*gateway.DownloadStatus // by model id
+	active    map[string]int                     // callers waiting per model
+	published map[string]time.Time               // last progress reading per model
+}
+
+// newModels opens the store and the Hub client, builds the first catalog
+// (logging artifacts that fail verification) and starts nothing.
+func newModels(cfg config.Node, node ids.NodeID, getenv func(string) string, log *slog.Logger) (*models, error) {
+	hcfg := hub.ConfigFromEnv(getenv)
+	hcfg.Offline = hcfg.Offline || cfg.Offline
+	client, err := hub.New(hcfg)
+	if err != nil {
+		return nil, fmt.Errorf("node: %w", err)
+	}
+	store := catalog.NewStore(storeConfig(cfg, getenv))
+	mgr, err := hub.NewManager(hub.ManagerConfig{Client: client, Store: store, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	m := &models{node: node, store: store, hub: client, mgr: mgr, log: log, ctx: ctx, stop: stop,
+		downloads: map[string]*gateway.DownloadStatus{}, active: map[string]int{}, published: map[string]time.Time{}}
+	m.refresh()
+	if hcfg.Offline {
+		log.Info("offline mode: the Hub is never contacted; installed and custom models still serve")
+	}
+	return m, nil
+}
+
+// catalog returns the current catalog.
+func (m *models) catalog() *catalog.Catalog { return m.cat.Load() }
+
+// card looks a model up in the current catalog.
+func (m *models) card(id ids.ModelID) (catalog.Card, bool) { return m.catalog().Get(string(id)) }
+
+// refresh rebuilds the catalog now and logs what it had to skip when that
+// changed since the last rebuild.
+func (m *models) refresh() {
+	m.rebuilds.Lock()
+	defer m.rebuilds.Unlock()
+	cat, errs := m.store.Catalog()
+	m.cat.Store(cat)
+	var msgs []string
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	sort.Strings(msgs)
+	joined := strings.Join(msgs, "\n")
+	if joined == m.lastErrs {
+		return
+	}
+	m.lastErrs = joined
+	for _, e := range errs {
+		for _, one := range unjoin(e) {
+			if nie := (*catalog.NotInstalledError)(nil); errors.As(one, &nie) {
+				m.log.Warn("model is not installed", "model", nie.ID, "dir", nie.Dir, "reason", nie.Reason)
+				continue
+			}
+			m.log.Warn("catalog", "err", one)
+		}
+	}
+}
+
+// unjoin splits an errors.Join into its errors.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, unjoin(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// rescan rebuilds the catalog every catalogRescan until ctx ends.
+func (m *models) rescan(ctx context.Context) {
+	t := time.NewTicker(catalogRescan)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.refresh()
+		}
+	}
+}
+
+// attach connects the cluster plumbing once it exists: telemetry
+// publication and the worker's report path to the master.
+func (m *models) attach(publish func(string, []byte) error, report func(context.Context, event.Event) error) {
+	m.publish.Store(&publish)
+	m.report.Store(&report)
+}
+
+// close cancels background pulls, waits for them and closes the download
+// manager (partial files stay for a later resume).
+func (m *models) close() {
+	m.stop()
+	m.wg.Wait()
+	m.mgr.Close()
+}
+
+// resolve is the worker's Resolve: the model's verified local weights,
+// downloaded first when needed.
+func (m *models) resolve(ctx context.Context, model ids.ModelID) (worker.Model, error) {
+	card, ok := m.card(model)
+	if !ok {
+		return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog (add it on this node: skulk models add)", model)
+	}
+	in, err := m.ensure(ctx, card)
+	if err != nil {
+		return worker.Model{}, err
+	}
+	if len(in.Paths) == 0 {
+		return worker.Model{}, fmt.Errorf("model %s: the installation in %s lists no files", model, in.Dir)
+	}
+	return worker.Model{Path: in.Paths[0], ChatTemplate: card.ChatTemplate}, nil
+}
+
+// Start begins the download of card in the background (gateway.Downloads).
+func (m *models) Start(card catalog.Card) {
+	m.mu.Lock()
+	running := m.active[card.ID] > 0
+	m.mu.Unlock()
+	if running {
+		return
+	}
+	m.wg.Go(func() {
+		if _, err := m.ensure(m.ctx, card); err != nil && m.ctx.Err() == nil {
+			m.log.Warn("pull failed", "model", card.ID, "err", err)
+		}
+	})
+}
+
+// Status returns the latest download of a model (gateway.Downloads).
+func (m *models) Status(model string) (gateway.DownloadStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d, ok := m.downloads[model]
+	if !ok {
+		return gateway.DownloadStatus{}, false
+	}
+	return *d, true
+}
+
+// ensure returns card's verified installation, downloading it when needed,
+// with progress published as telemetry and the outcome reported to the
+// master (DownloadCompleted, DownloadFailed).
+func (m *models) ensure(ctx context.Context, card catalog.Card) (catalog.Installation, error) {
+	if card.Builtin {
+		return m.mgr.Ensure(ctx, card, nil)
+	}
+	if in, err := m.store.Locate(card); err == nil {
+		return in, nil
+	}
+	m.mu.Lock()
+	m.active[card.ID]++
+	if m.active[card.ID] == 1 {
+		m.downloads[card.ID] = &gateway.DownloadStatus{State: gateway.DownloadRunning, TotalBytes: card.StorageBytes}
+	}
+	m.mu.Unlock()
+	in, err := m.mgr.Ensure(ctx, card, func(p hub.Progress) { m.progress(card.ID, p) })
+	m.mu.Lock()
+	m.active[card.ID]--
+	last := m.active[card.ID] == 0
+	if last {
+		delete(m.active, card.ID)
+	}
+	d := m.downloads[card.ID]
+	switch {
+	case err == nil:
+		d.State, d.Error = gateway.DownloadDone, ""
+		d.DoneBytes = max(d.DoneBytes, d.TotalBytes)
+	case ctx.Err() != nil && !last:
+		// another caller still waits for the transfer
+	case ctx.Err() != nil:
+		d.State, d.Error = gateway.DownloadStopped, "cancelled; a later pull or placement resumes it"
+	default:
+		d.State, d.Error = gateway.DownloadFailed, err.Error()
+	}
+	final := *d
+	m.mu.Unlock()
+	if ctx.Err() != nil && err != nil {
+		return in, err
+	}
+	m.publishDownload(card.ID, final)
+	if err != nil {
+		m.reportEvent(event.DownloadFailed{Node: m.node, Model: ids.ModelID(card.ID), Reason: truncateReason(err.Error())})
+		return in, err
+	}
+	m.reportEvent(event.DownloadCompleted{Node: m.node, Model: ids.ModelID(card.ID), Bytes: uint64(max(final.TotalBytes, 0))})
+	m.refresh() // the download's installed card joins the catalog
+	return in, nil
+}
+
+// progress records a transfer's progress and publishes it, throttled.
+func (m *models) progress(model string, p hub.Progress) {
+	m.mu.Lock()
+	d := m.downloads[model]
+	if d == nil {
+		m.mu.Unlock()
+		return
+	}
+	d.File, d.DoneBytes, d.TotalBytes = p.File, p.Done, p.Total
+	now := time.Now()
+	due := now.Sub(m.published[model]) >= progressInterval || p.Done >= p.Total
+	if due {
+		m.published[model] = now
+	}
+	snap := *d
+	m.mu.Unlock()
+	if due {
+		m.publishDownload(model, snap)
+	}
+}
+
+// downloadReading is the telemetry value of a model's download.
+type downloadReading struct {
+	Model string `json:"model"`
+	gateway.DownloadStatus
+}
+
+// publishDownload gossips a model's download state as telemetry.
+func (m *models) publishDownload(model string, d gateway.DownloadStatus) {
+	pub := m.publish.Load()
+	if pub == nil {
+		return
+	}
+	d.File = truncateTo(d.File, 96)
+	d.Error = truncateTo(d.Error, 160)
+	b, err := json.Marshal(downloadReading{Model: model, DownloadStatus: d})
+	if err == nil {
+		err = (*pub)(downloadKey(model), b)
+	}
+	if err != nil {
+		m.log.Debug("cannot publish download progress", "model", model, "err", err)
+	}
+}
+
+// downloadKey is the telemetry key of a model's download: "dl/<model>", or
+// a digest of the id when that would exceed the key limit.
+func downloadKey(model string) string {
+	if k := downloadKeyPrefix + model; len(k) <= 64 {
+		return k
+	}
+	s := sha256.Sum256([]byte(model))
+	return downloadKeyPrefix + "sha256:" + hex.EncodeToString(s[:16])
+}
+
+func (m *models) reportEvent(ev event.Event) {
+	rep := m.report.Load()
+	if rep == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+	defer cancel()
+	if err := (*rep)(ctx, ev); err != nil {
+		m.log.Debug("download outcome not admitted", "kind", ev.Kind(), "err", err)
+	}
+}
+
+func truncateReason(s string) string { return truncateTo(s, event.MaxReasonBytes) }
+
+func truncateTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// backend is the API's Backend: the gateway, with model management and a
+// GET /models that includes this node's installation of each model.
+type backend struct {
+	*gateway.Gateway
+	*gateway.ModelService
+}
+
+// Catalog is GET /models.
+func (b backend) Catalog(ctx context.Context) (any, error) { return b.ModelService.Catalog(ctx) }
