@@ -1,4 +1,274 @@
 package api
 
-// anthropicRoutes registers the routes of Anthropic Messages: POST /v1/messages, POST /v1/messages/count_tokens.
-func (s *server) anthropicRoutes() {}
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/skulk/skulk/internal/api/anthropic"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// anthropicPingInterval is how long a stream may stay silent before it gets
+// a ping event. A stream whose task has sent nothing yet (a long prompt
+// evaluation) begins after this long, with message_start and a ping, so
+// clients and proxies see a live connection.
+const anthropicPingInterval = 10 * time.Second
+
+// anthropicPrefix is where the Anthropic routes live; every error under it
+// is answered in Anthropic's shape.
+const anthropicPrefix = "/v1/messages"
+
+// anthropicRoutes registers the routes of Anthropic Messages: POST
+// /v1/messages, POST /v1/messages/count_tokens, and answers in Anthropic's
+// error shape for other methods and paths under /v1/messages.
+func (s *server) anthropicRoutes() {
+	s.mux.Handle("POST /v1/messages", s.anthropicRecover(s.messages))
+	s.mux.Handle("POST /v1/messages/count_tokens", s.anthropicRecover(s.countTokens))
+	s.mux.HandleFunc("/v1/messages", s.anthropicMethodNotAllowed)
+	s.mux.HandleFunc("/v1/messages/count_tokens", s.anthropicMethodNotAllowed)
+	s.mux.HandleFunc("/v1/messages/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeAnthropicError(w, r, infer.Errorf(infer.ClassNotFound, "no route for %s %s; this server serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path))
+	})
+}
+
+// isAnthropicPath reports whether errors on path are answered in
+// Anthropic's shape.
+func isAnthropicPath(path string) bool {
+	return path == anthropicPrefix || strings.HasPrefix(path, anthropicPrefix+"/")
+}
+
+func (s *server) anthropicMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Allow", http.MethodPost)
+	s.writeAnthropicStatus(w, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: POST", r.Method, r.URL.Path))
+}
+
+// writeAnthropicError answers err in Anthropic's error shape, with the
+// status the one error mapper (classify) gives it.
+func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err error) {
+	status, e := s.classify(r, err)
+	if status >= 500 {
+		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
+	}
+	s.writeAnthropicStatus(w, status, e)
+}
+
+func (s *server) writeAnthropicStatus(w http.ResponseWriter, status int, e *infer.Error) {
+	s.writeJSON(w, status, anthropic.ErrorFrom(status, e))
+}
+
+// writeRouteError answers err in the error shape of the route family r is
+// for: Anthropic's under /v1/messages, OpenAI's elsewhere. The middleware
+// uses it for failures that happen before a route's handler runs.
+func (s *server) writeRouteError(w http.ResponseWriter, r *http.Request, err error) {
+	if isAnthropicPath(r.URL.Path) {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
+	s.writeError(w, r, err)
+}
+
+// anthropicRecover answers a panic in h in Anthropic's shape, as
+// recoverPanics does in OpenAI's for the other routes: a 500 when nothing
+// was written yet, else an aborted connection.
+func (s *server) anthropicRecover(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("http handler panic", "method", r.Method, "path", r.URL.Path,
+				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if sw, ok := w.(*statusWriter); !ok || sw.status != 0 {
+				panic(http.ErrAbortHandler)
+			}
+			s.writeAnthropicStatus(w, http.StatusInternalServerError, infer.Errorf(infer.ClassInternal, "internal error; the node's log has the details"))
+		}()
+		h(w, r)
+	})
+}
+
+// messages serves POST /v1/messages.
+func (s *server) messages(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
+	d, err := anthropic.DecodeMessagesRequest(body)
+	if err != nil {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
+	// The task lives exactly as long as this handler: returning (the answer
+	// is done, a write failed, the client left) cancels it.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	chunks, err := s.b.Generate(ctx, d.Request)
+	if err != nil {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
+	meta := anthropic.Meta{ID: "msg_" + s.cfg.NewID(), Model: d.Request.Model}
+	if d.Stream {
+		s.streamMessage(ctx, w, r, chunks, anthropic.NewStream(meta), anthropicPingInterval)
+		return
+	}
+	acc := anthropic.NewAccumulator(meta)
+	for {
+		c, ok := next(ctx, chunks)
+		if !ok {
+			return // the client left; nobody reads an answer
+		}
+		switch c.Kind {
+		case infer.ChunkError:
+			s.writeAnthropicError(w, r, chunkError(c))
+			return
+		case infer.ChunkDone:
+			acc.Add(c)
+			s.writeJSON(w, http.StatusOK, acc.Result())
+			return
+		}
+		acc.Add(c)
+	}
+}
+
+// countTokens serves POST /v1/messages/count_tokens: the request runs as a
+// CountOnly task, whose done chunk counts the rendered prompt.
+func (s *server) countTokens(w http.ResponseWriter, r *http.Request) {
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
+	req, err := anthropic.DecodeCountTokensRequest(body)
+	if err != nil {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	chunks, err := s.b.Generate(ctx, req)
+	if err != nil {
+		s.writeAnthropicError(w, r, err)
+		return
+	}
+	for {
+		c, ok := next(ctx, chunks)
+		if !ok {
+			return
+		}
+		switch c.Kind {
+		case infer.ChunkError:
+			s.writeAnthropicError(w, r, chunkError(c))
+			return
+		case infer.ChunkDone:
+			if c.Usage == nil {
+				s.writeAnthropicError(w, r, infer.Errorf(infer.ClassInternal, "the count task ended without a usage count"))
+				return
+			}
+			s.writeJSON(w, http.StatusOK, anthropic.TokenCount{InputTokens: c.Usage.PromptTokens})
+			return
+		}
+	}
+}
+
+// streamMessage sends a task's chunks as Anthropic's server-sent events.
+// Nothing is written until the first chunk arrives or the first ping
+// interval passes, so a task that fails at once is answered with an
+// ordinary error response; an error after that is sent as an error event,
+// which ends the stream. A ping goes out whenever an interval passes with
+// nothing sent.
+func (s *server) streamMessage(ctx context.Context, w http.ResponseWriter, r *http.Request, chunks <-chan infer.Chunk, enc *anthropic.Stream, ping time.Duration) {
+	rc := http.NewResponseController(w)
+	ticker := time.NewTicker(ping)
+	defer ticker.Stop()
+	started := false // the response header is written
+	quiet := true    // nothing was sent since the last tick
+	send := func(events []anthropic.Event) bool {
+		if len(events) == 0 {
+			return true
+		}
+		if !started {
+			started = true
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache")
+			h.Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+		}
+		for _, ev := range events {
+			if err := sendNamedEvent(rc, w, ev.Name, ev.Data); err != nil {
+				return false // the client left; returning cancels the task
+			}
+		}
+		quiet = false
+		return true
+	}
+	for {
+		var c infer.Chunk
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			events := enc.Start(nil)
+			if events == nil && quiet {
+				events = []anthropic.Event{anthropic.PingEvent()}
+			}
+			if !send(events) {
+				return
+			}
+			quiet = true
+			continue
+		case got, ok := <-chunks:
+			if !ok {
+				got = infer.Chunk{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassInternal, "the task ended without a final chunk")}
+			}
+			c = got
+		}
+		if c.Kind == infer.ChunkError {
+			e := chunkError(c)
+			if !started {
+				s.writeAnthropicError(w, r, e)
+				return
+			}
+			status, _ := s.classify(r, e)
+			s.log.Warn("http stream error", "method", r.Method, "path", r.URL.Path, "class", e.Class, "message", e.Message)
+			_ = sendNamedEvent(rc, w, anthropic.EventError, anthropic.ErrorFrom(status, e))
+			return
+		}
+		if !send(enc.Encode(c)) {
+			return
+		}
+		if c.Kind == infer.ChunkDone {
+			return
+		}
+	}
+}
+
+// sendNamedEvent writes v as one SSE event with an event name and flushes
+// it.
+func sendNamedEvent(rc *http.ResponseController, w http.ResponseWriter, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(b)+len(name)+16)
+	buf = append(buf, "event: "...)
+	buf = append(buf, name...)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, b...)
+	buf = append(buf, "\n\n"...)
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
+	return rc.Flush()
+}

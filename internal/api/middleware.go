@@ -78,28 +78,38 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate requires "Authorization: Bearer <key>" on every route when a
-// key is configured. Keys are compared as SHA-256 digests in constant time,
-// so neither their content nor their length leaks through timing.
+// authenticate requires the key on every route when one is configured, as
+// "Authorization: Bearer <key>" or, as Anthropic's clients send it, as
+// "x-api-key: <key>"; either header carrying the key admits the request.
+// Keys are compared as SHA-256 digests in constant time, so neither their
+// content nor their length leaks through timing. Failures under
+// /v1/messages are answered in Anthropic's shape.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	if s.cfg.APIKey == "" {
 		return next
 	}
 	want := sha256.Sum256([]byte(s.cfg.APIKey))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := bearer(r.Header.Get("Authorization"))
-		got := sha256.Sum256([]byte(key))
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 && ok {
+		key, hasBearer := bearer(r.Header.Get("Authorization"))
+		xKey := strings.TrimSpace(r.Header.Get("X-Api-Key"))
+		hasXKey := xKey != ""
+		if hasBearer && keyMatches(key, want) || hasXKey && keyMatches(xKey, want) {
 			next.ServeHTTP(w, r)
 			return
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skulk"`)
-		if !ok {
-			s.writeError(w, r, infer.Errorf(infer.ClassAuth, "this node requires an API key: send the header \"Authorization: Bearer <key>\""))
+		if !hasBearer && !hasXKey {
+			s.writeRouteError(w, r, infer.Errorf(infer.ClassAuth, "this node requires an API key: send the header \"Authorization: Bearer <key>\" or \"x-api-key: <key>\""))
 			return
 		}
-		s.writeError(w, r, infer.Errorf(infer.ClassAuth, "the API key is not valid"))
+		s.writeRouteError(w, r, infer.Errorf(infer.ClassAuth, "the API key is not valid"))
 	})
+}
+
+// keyMatches compares key's SHA-256 digest with want in constant time.
+func keyMatches(key string, want [sha256.Size]byte) bool {
+	got := sha256.Sum256([]byte(key))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // bearer returns the credential of an Authorization header of the Bearer

@@ -1,0 +1,413 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// Meta identifies one answer: its id ("msg_" and a unique part, which also
+// makes the ids of its tool_use blocks unique) and the model name echoed to
+// the client. The caller mints the id.
+type Meta struct {
+	ID    string
+	Model string
+}
+
+// toolID is the id of the answer's n-th tool_use block. The runner's own
+// call ids are unique only within one answer; these are unique across a
+// conversation, as Anthropic's clients expect.
+func (m Meta) toolID(n int) string {
+	return "toolu_" + strings.TrimPrefix(m.ID, "msg_") + "_" + strconv.Itoa(n)
+}
+
+// Stop reasons. stop_sequence is Anthropic's, which Skulk cannot report
+// yet (see the package doc).
+const (
+	StopEndTurn   = "end_turn"
+	StopMaxTokens = "max_tokens"
+	StopSequence  = "stop_sequence"
+	StopToolUse   = "tool_use"
+)
+
+// Content block and delta types.
+const (
+	BlockText      = "text"
+	BlockThinking  = "thinking"
+	BlockToolUse   = "tool_use"
+	DeltaText      = "text_delta"
+	DeltaThinking  = "thinking_delta"
+	DeltaInputJSON = "input_json_delta"
+)
+
+const (
+	typeMessage      = "message"
+	roleAssistant    = "assistant"
+	emptyInputObject = "{}"
+)
+
+// stopReason maps a Skulk finish reason to Anthropic's. A task that made
+// tool calls ends with tool_use. infer's chunks do not say whether a stop
+// sequence or the end-of-turn token ended the answer, so "stop" is always
+// end_turn and stop_sequence stays null (see the package doc).
+func stopReason(finish string, toolCalls int) string {
+	switch {
+	case finish == infer.FinishLength:
+		return StopMaxTokens
+	case finish == infer.FinishToolCalls, toolCalls > 0:
+		return StopToolUse
+	}
+	return StopEndTurn
+}
+
+// Usage counts the tokens of one answer.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+func usageFrom(u *infer.Usage) Usage {
+	if u == nil {
+		return Usage{}
+	}
+	return Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+}
+
+// ContentBlock is one block of an answer: text, thinking or tool_use.
+// Marshalled, it carries only its type's fields.
+type ContentBlock struct {
+	Type string
+	// Text is the text of a text block and the reasoning of a thinking
+	// block.
+	Text string
+	// ID, Name and Input (a JSON object as text) belong to tool_use.
+	ID, Name, Input string
+}
+
+// MarshalJSON writes the block in Anthropic's shape for its type.
+func (b ContentBlock) MarshalJSON() ([]byte, error) {
+	switch b.Type {
+	case BlockThinking:
+		// Skulk's reasoning is not signed; the field is there because
+		// clients expect it on every thinking block.
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"signature"`
+		}{b.Type, b.Text, ""})
+	case BlockToolUse:
+		return json.Marshal(struct {
+			Type  string          `json:"type"`
+			ID    string          `json:"id"`
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		}{b.Type, b.ID, b.Name, json.RawMessage(b.Input)})
+	}
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{b.Type, b.Text})
+}
+
+// Message is a whole, non-streamed answer and, with empty content and no
+// stop reason, the message of a stream's message_start event.
+type Message struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []ContentBlock `json:"content"`
+	StopReason   *string        `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        Usage          `json:"usage"`
+}
+
+// blocks builds an answer's content blocks from chunks: consecutive text
+// (or reasoning) extends the last block, a change of kind opens a new one,
+// and every tool call is a block of its own.
+type blocks struct {
+	meta      Meta
+	list      []ContentBlock
+	toolCalls int
+}
+
+// appendText extends the last block when it is of type typ, else opens a
+// new one.
+func (bs *blocks) appendText(typ, text string) {
+	if n := len(bs.list); n > 0 && bs.list[n-1].Type == typ {
+		bs.list[n-1].Text += text
+		return
+	}
+	bs.list = append(bs.list, ContentBlock{Type: typ, Text: text})
+}
+
+func (bs *blocks) appendToolCall(tc *infer.ToolCall) ContentBlock {
+	args := tc.Arguments
+	if strings.TrimSpace(args) == "" {
+		args = emptyInputObject
+	}
+	b := ContentBlock{Type: BlockToolUse, ID: bs.meta.toolID(bs.toolCalls), Name: tc.Name, Input: args}
+	bs.toolCalls++
+	bs.list = append(bs.list, b)
+	return b
+}
+
+// Accumulator aggregates one task's chunks into a [Message].
+type Accumulator struct {
+	blocks
+	finish string
+	usage  *infer.Usage
+}
+
+// NewAccumulator returns an accumulator for one answer.
+func NewAccumulator(m Meta) *Accumulator { return &Accumulator{blocks: blocks{meta: m}} }
+
+// Add folds c into the answer. Error chunks are the caller's to handle.
+func (a *Accumulator) Add(c infer.Chunk) {
+	switch c.Kind {
+	case infer.ChunkDelta:
+		if c.Reasoning != "" {
+			a.appendText(BlockThinking, c.Reasoning)
+		}
+		if c.Content != "" {
+			a.appendText(BlockText, c.Content)
+		}
+	case infer.ChunkToolCall:
+		if c.ToolCall != nil {
+			a.appendToolCall(c.ToolCall)
+		}
+	case infer.ChunkDone:
+		a.finish, a.usage = c.FinishReason, c.Usage
+	}
+}
+
+// Result returns the answer aggregated so far.
+func (a *Accumulator) Result() Message {
+	reason := stopReason(a.finish, a.toolCalls)
+	content := a.list
+	if content == nil {
+		content = []ContentBlock{}
+	}
+	return Message{
+		ID: a.meta.ID, Type: typeMessage, Role: roleAssistant, Model: a.meta.Model,
+		Content: content, StopReason: &reason, Usage: usageFrom(a.usage),
+	}
+}
+
+// Event is one server-sent event of a streamed answer: its name (the
+// "event:" line, which is also the payload's type) and its payload.
+type Event struct {
+	Name string
+	Data any
+}
+
+// Event names.
+const (
+	EventMessageStart      = "message_start"
+	EventPing              = "ping"
+	EventContentBlockStart = "content_block_start"
+	EventContentBlockDelta = "content_block_delta"
+	EventContentBlockStop  = "content_block_stop"
+	EventMessageDelta      = "message_delta"
+	EventMessageStop       = "message_stop"
+	EventError             = "error"
+)
+
+// MessageStart is the payload of message_start.
+type MessageStart struct {
+	Type    string  `json:"type"`
+	Message Message `json:"message"`
+}
+
+// Ping is the payload of ping.
+type Ping struct {
+	Type string `json:"type"`
+}
+
+// ContentBlockStart is the payload of content_block_start. The block is
+// empty: a text block with "", a tool_use block with input {}.
+type ContentBlockStart struct {
+	Type         string       `json:"type"`
+	Index        int          `json:"index"`
+	ContentBlock ContentBlock `json:"content_block"`
+}
+
+// ContentBlockDelta is the payload of content_block_delta.
+type ContentBlockDelta struct {
+	Type  string     `json:"type"`
+	Index int        `json:"index"`
+	Delta BlockDelta `json:"delta"`
+}
+
+// BlockDelta is what one content_block_delta adds to its block: text
+// (text_delta), thinking (thinking_delta) or partial_json
+// (input_json_delta). Marshalled, it carries only its type's field.
+type BlockDelta struct {
+	Type string
+	Text string
+}
+
+// MarshalJSON writes the delta in Anthropic's shape for its type.
+func (d BlockDelta) MarshalJSON() ([]byte, error) {
+	switch d.Type {
+	case DeltaText:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{d.Type, d.Text})
+	case DeltaThinking:
+		return json.Marshal(struct {
+			Type     string `json:"type"`
+			Thinking string `json:"thinking"`
+		}{d.Type, d.Text})
+	}
+	return json.Marshal(struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}{d.Type, d.Text})
+}
+
+// ContentBlockStop is the payload of content_block_stop.
+type ContentBlockStop struct {
+	Type  string `json:"type"`
+	Index int    `json:"index"`
+}
+
+// MessageDelta is the payload of message_delta: the stop reason and the
+// final usage. Usage carries input_tokens too, because the prompt count is
+// known only at the end of a task; clients take these as cumulative totals.
+type MessageDelta struct {
+	Type  string            `json:"type"`
+	Delta MessageDeltaStop  `json:"delta"`
+	Usage MessageDeltaUsage `json:"usage"`
+}
+
+// MessageDeltaStop is the delta of a message_delta.
+type MessageDeltaStop struct {
+	StopReason   string  `json:"stop_reason"`
+	StopSequence *string `json:"stop_sequence"`
+}
+
+// MessageDeltaUsage is the usage of a message_delta.
+type MessageDeltaUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// MessageStop is the payload of message_stop.
+type MessageStop struct {
+	Type string `json:"type"`
+}
+
+// Stream turns one task's chunks into the events of a streamed answer, in
+// Anthropic's order: message_start and a ping, then for each content block
+// content_block_start, its deltas and content_block_stop, then
+// message_delta with the stop reason and usage, and message_stop.
+type Stream struct {
+	blocks
+	started bool
+	open    bool // the last block is open (text or thinking; tool_use blocks close at once)
+}
+
+// NewStream returns a stream encoder for one answer.
+func NewStream(m Meta) *Stream { return &Stream{blocks: blocks{meta: m}} }
+
+// Start returns message_start and a ping, the first events of every stream,
+// or nothing when they were already returned. Encode calls it; the caller
+// calls it itself to open a stream before the first chunk arrives (so a
+// client sees the answer begin during a long prompt evaluation).
+// usage is nil when the prompt count is not known yet.
+func (s *Stream) Start(usage *infer.Usage) []Event {
+	if s.started {
+		return nil
+	}
+	s.started = true
+	u := usageFrom(usage)
+	u.OutputTokens = 0
+	return []Event{
+		{EventMessageStart, MessageStart{Type: EventMessageStart, Message: Message{
+			ID: s.meta.ID, Type: typeMessage, Role: roleAssistant, Model: s.meta.Model,
+			Content: []ContentBlock{}, Usage: u,
+		}}},
+		PingEvent(),
+	}
+}
+
+// PingEvent returns a ping event, which streams send during long silences.
+func PingEvent() Event { return Event{EventPing, Ping{Type: EventPing}} }
+
+// Encode returns the events to send for c, in order; none for an error
+// chunk (send [ErrorFrom] as an error event instead).
+func (s *Stream) Encode(c infer.Chunk) []Event {
+	if c.Kind == infer.ChunkError {
+		return nil
+	}
+	out := s.Start(c.Usage)
+	switch c.Kind {
+	case infer.ChunkDelta:
+		if c.Reasoning != "" {
+			out = s.text(out, BlockThinking, DeltaThinking, c.Reasoning)
+		}
+		if c.Content != "" {
+			out = s.text(out, BlockText, DeltaText, c.Content)
+		}
+	case infer.ChunkToolCall:
+		if c.ToolCall == nil {
+			break
+		}
+		out = s.closeBlock(out)
+		b := s.appendToolCall(c.ToolCall)
+		i := len(s.list) - 1
+		start := b
+		start.Input = emptyInputObject
+		out = append(out,
+			Event{EventContentBlockStart, ContentBlockStart{Type: EventContentBlockStart, Index: i, ContentBlock: start}},
+			Event{EventContentBlockDelta, ContentBlockDelta{Type: EventContentBlockDelta, Index: i, Delta: BlockDelta{Type: DeltaInputJSON, Text: b.Input}}},
+			Event{EventContentBlockStop, ContentBlockStop{Type: EventContentBlockStop, Index: i}},
+		)
+	case infer.ChunkDone:
+		out = s.closeBlock(out)
+		u := usageFrom(c.Usage)
+		out = append(out,
+			Event{EventMessageDelta, MessageDelta{
+				Type:  EventMessageDelta,
+				Delta: MessageDeltaStop{StopReason: stopReason(c.FinishReason, s.toolCalls)},
+				Usage: MessageDeltaUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens},
+			}},
+			Event{EventMessageStop, MessageStop{Type: EventMessageStop}},
+		)
+	}
+	return out
+}
+
+// text appends the events for text of a text or thinking block.
+func (s *Stream) text(out []Event, block, delta, text string) []Event {
+	if !s.open || s.list[len(s.list)-1].Type != block {
+		out = s.closeBlock(out)
+		s.list = append(s.list, ContentBlock{Type: block})
+		s.open = true
+		out = append(out, Event{EventContentBlockStart, ContentBlockStart{
+			Type: EventContentBlockStart, Index: len(s.list) - 1, ContentBlock: ContentBlock{Type: block},
+		}})
+	}
+	// The stream keeps no text: the blocks list only tracks kinds and
+	// indexes.
+	return append(out, Event{EventContentBlockDelta, ContentBlockDelta{
+		Type: EventContentBlockDelta, Index: len(s.list) - 1, Delta: BlockDelta{Type: delta, Text: text},
+	}})
+}
+
+func (s *Stream) closeBlock(out []Event) []Event {
+	if !s.open {
+		return out
+	}
+	s.open = false
+	return append(out, Event{EventContentBlockStop, ContentBlockStop{Type: EventContentBlockStop, Index: len(s.list) - 1}})
+}
+
+// TokenCount is the answer of POST /v1/messages/count_tokens.
+type TokenCount struct {
+	InputTokens int `json:"input_tokens"`
+}
