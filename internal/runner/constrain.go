@@ -34,8 +34,10 @@ import (
 //     with OpenAI. A value completed by the last token allowed is "stop".
 //   - A forced tool call is the value {"name": N, "arguments": A} (Llama 3:
 //     "parameters"), with N one of the offered tools (only the named one for
-//     a named function) and A matching that tool's parameters schema, or any
-//     object where that schema uses $ref or a feature the grammar refuses.
+//     a named function) and A matching that tool's parameters schema (no
+//     parameters: the empty object), or any object where that schema uses
+//     a feature the grammar refuses. A schema whose strings or numbers are
+//     unbounded lets a model that never closes them run to max_tokens.
 //     The prompt ends with the dialect's call opener (<tool_call>\n for
 //     Hermes and Qwen, [TOOL_CALLS] for Mistral, nothing for Llama 3 and
 //     templates without a dialect), so the model writes the call where it
@@ -135,7 +137,7 @@ func forcedCall(tools []infer.Tool, choice infer.ToolChoice, d output.Dialect) (
 		if choice.Mode == "function" && t.Name != choice.Name {
 			continue
 		}
-		args, err := argumentsSchema(t.Parameters)
+		args, err := argumentsSchema(t.Parameters, fmt.Sprintf("#/anyOf/%d/properties/%s", len(alts), s.argsKey))
 		if err != nil {
 			return nil, infer.ParamErrorf("tools", "tools[%d] (%s): the parameters schema is refused: %v", i, t.Name, err)
 		}
@@ -158,27 +160,62 @@ func forcedCall(tools []infer.Tool, choice infer.ToolChoice, d output.Dialect) (
 	return s, nil
 }
 
-// argumentsSchema returns the schema a forced call's arguments follow: the
-// tool's parameters when the grammar supports them on their own, any object
-// otherwise. A schema that is not a schema at all is an error.
-func argumentsSchema(params json.RawMessage) (string, error) {
-	const anyObject = `{"type":"object"}`
-	if len(bytes.TrimSpace(params)) == 0 || bytes.Contains(params, []byte(`"$ref"`)) {
-		// $ref pointers are relative to the tool's schema, which is now a
-		// subschema: they would point elsewhere.
-		return anyObject, nil
+// argumentsSchema returns the schema a forced call's arguments follow, to
+// be placed at the JSON pointer at: the tool's parameters when the grammar
+// supports them on their own (their local $refs rebased onto at), any
+// object otherwise. No parameters means none: the empty object, as OpenAI
+// reads an omitted parameters. A schema that is not a schema at all is an
+// error.
+func argumentsSchema(params json.RawMessage, at string) (string, error) {
+	if len(bytes.TrimSpace(params)) == 0 {
+		return `{"type":"object","properties":{},"additionalProperties":false}`, nil
 	}
 	if _, err := grammar.Compile(params); err != nil {
 		if errors.Is(err, grammar.ErrInvalidSchema) || errors.Is(err, grammar.ErrUnsatisfiable) {
 			return "", err
 		}
-		return anyObject, nil
+		return `{"type":"object"}`, nil
 	}
-	var b bytes.Buffer
-	if err := json.Compact(&b, params); err != nil {
-		return "", err
+	d := json.NewDecoder(bytes.NewReader(params))
+	d.UseNumber()
+	var doc any
+	if err := d.Decode(&doc); err != nil {
+		return "", err // Compile accepted it, so this does not happen
 	}
-	return b.String(), nil
+	b, err := json.Marshal(rebaseRefs(doc, at))
+	return string(b), err
+}
+
+// rebaseRefs rewrites every local "$ref" ("#...") of schema to start at the
+// pointer at instead of the document root. enum and const values are data,
+// not schemas, and are left alone; the maps of named subschemas are walked
+// whatever their names.
+func rebaseRefs(schema any, at string) any {
+	switch v := schema.(type) {
+	case map[string]any:
+		for k, x := range v {
+			switch k {
+			case "enum", "const":
+			case "$ref":
+				if ref, ok := x.(string); ok && strings.HasPrefix(ref, "#") {
+					v[k] = at + ref[1:]
+				}
+			case "properties", "$defs", "definitions", "patternProperties", "dependentSchemas":
+				if named, ok := x.(map[string]any); ok {
+					for name, sub := range named {
+						named[name] = rebaseRefs(sub, at)
+					}
+				}
+			default:
+				v[k] = rebaseRefs(x, at)
+			}
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = rebaseRefs(x, at)
+		}
+	}
+	return schema
 }
 
 // constrained is one task's constrained generation.
