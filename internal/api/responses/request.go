@@ -54,13 +54,11 @@ type Echo struct {
 	ParallelToolCalls bool
 	Temperature       *float64
 	TopP              *float64
-	TopLogprobs       int
 	Tools             []FunctionTool
 	ToolChoice        any // "auto" | "none" | "required" | ToolChoiceFunction
 	Text              TextConfig
 	Reasoning         Reasoning
 	User              string
-	Store             bool
 }
 
 // request is the wire shape of POST /v1/responses. Fields kept as
@@ -199,8 +197,8 @@ func DecodeRequest(body []byte) (Decoded, error) {
 	d.Echo = Echo{
 		Instructions: w.Instructions, MaxOutputTokens: w.MaxOutputTokens, Metadata: w.Metadata,
 		ParallelToolCalls: w.ParallelToolCalls == nil || *w.ParallelToolCalls,
-		Temperature:       w.Temperature, TopP: w.TopP, TopLogprobs: d.Sampling.TopLogprobs,
-		Tools: echoTools, ToolChoice: echoChoice, Text: echoText, Reasoning: echoReasoning, Store: d.Store,
+		Temperature:       w.Temperature, TopP: w.TopP,
+		Tools: echoTools, ToolChoice: echoChoice, Text: echoText, Reasoning: echoReasoning,
 	}
 	if w.User != nil {
 		d.Echo.User = *w.User

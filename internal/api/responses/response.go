@@ -49,12 +49,10 @@ type Response struct {
 	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
 	PreviousResponseID *string            `json:"previous_response_id"`
 	Reasoning          Reasoning          `json:"reasoning"`
-	Store              bool               `json:"store"`
 	Temperature        *float64           `json:"temperature"`
 	Text               TextConfig         `json:"text"`
 	ToolChoice         any                `json:"tool_choice"`
 	Tools              []FunctionTool     `json:"tools"`
-	TopLogprobs        int                `json:"top_logprobs"`
 	TopP               *float64           `json:"top_p"`
 	Truncation         string             `json:"truncation"`
 	Usage              *Usage             `json:"usage"`

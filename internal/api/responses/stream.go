@@ -182,8 +182,8 @@ func NewBuilder(m Meta, d *Decoded) *Builder {
 		ID: m.ID, Object: "response", CreatedAt: m.Created, Status: StatusInProgress,
 		Instructions: e.Instructions, MaxOutputTokens: e.MaxOutputTokens, Metadata: e.Metadata,
 		Model: m.Model, Output: []Item{}, ParallelToolCalls: e.ParallelToolCalls,
-		Reasoning: e.Reasoning, Store: e.Store, Temperature: e.Temperature, Text: e.Text,
-		ToolChoice: e.ToolChoice, Tools: e.Tools, TopLogprobs: e.TopLogprobs, TopP: e.TopP,
+		Reasoning: e.Reasoning, Temperature: e.Temperature, Text: e.Text,
+		ToolChoice: e.ToolChoice, Tools: e.Tools, TopP: e.TopP,
 		Truncation: "disabled", User: e.User,
 	}
 	if r.Metadata == nil {
