@@ -3,46 +3,355 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
 	"text/tabwriter"
+	"time"
 )
 
+const modelsUsage = `usage: skulk models <subcommand> [--host HOST]
+  list                     the catalog, with placement and this node's copy of each model
+  add REF [--id ID]        add a model from the Hugging Face Hub: hf:OWNER/REPO[/FILE.gguf][@REVISION]
+  pull ID                  download a model's weights onto the node now, with a progress bar
+  import FILE [--id ID]    install a GGUF file that is on the node's machine
+  rm ID [--files]          remove a model's card (and, with --files, its downloaded weights)
+  show ID                  one model: card, installation, download, instances`
+
+// pullPoll is how often `skulk models pull` asks the node for progress.
+const pullPoll = 250 * time.Millisecond
+
 func runModels(ctx context.Context, args []string, s stdio) error {
-	if len(args) == 0 || args[0] != "list" {
-		return &exitError{code: 2, err: fmt.Errorf("usage: skulk models list [--host HOST]")}
+	if len(args) == 0 {
+		return &exitError{code: 2, err: fmt.Errorf("%s", modelsUsage)}
 	}
-	fs := newFlagSet("models list", s)
+	sub := map[string]func(context.Context, []string, stdio) error{
+		"list": modelsList, "add": modelsAdd, "pull": modelsPull, "import": modelsImport, "rm": modelsRm, "show": modelsShow,
+	}[args[0]]
+	if sub == nil {
+		return &exitError{code: 2, err: fmt.Errorf("unknown subcommand %q\n%s", args[0], modelsUsage)}
+	}
+	return sub(ctx, args[1:], s)
+}
+
+// modelFlags parses a models subcommand's flags and checks that it got
+// exactly the positional arguments named in want (e.g. "ID").
+func modelFlags(name string, args []string, s stdio, want string, extra func(fs *flag.FlagSet)) (*apiClient, []string, error) {
+	fs := newFlagSet("models "+name, s)
 	host := fs.String("host", DefaultHost, "node API address")
-	asJSON := fs.Bool("json", false, "print the catalog as JSON")
-	if err := fs.Parse(args[1:]); err != nil {
-		return usageError(err)
+	if extra != nil {
+		extra(fs)
 	}
-	var raw json.RawMessage
-	if err := newAPIClient(*host).call(ctx, http.MethodGet, "/models", nil, &raw); err != nil {
+	pos, err := parseFlags(fs, args)
+	if err != nil {
+		return nil, nil, usageError(err)
+	}
+	if n := len(strings.Fields(want)); len(pos) != n {
+		return nil, nil, &exitError{code: 2, err: fmt.Errorf("usage: skulk models %s %s [--host HOST]", name, want)}
+	}
+	return newAPIClient(*host), pos, nil
+}
+
+// modelEntry is the part of a GET /models entry the commands print.
+type modelEntry struct {
+	ID           string   `json:"model_id"`
+	Name         string   `json:"name"`
+	Repo         string   `json:"source_repository"`
+	Revision     string   `json:"source_revision"`
+	Files        []string `json:"files"`
+	Builtin      bool     `json:"builtin"`
+	Arch         string   `json:"architecture"`
+	Layers       int      `json:"layers"`
+	Context      int      `json:"context_length"`
+	StorageBytes int64    `json:"storage_bytes"`
+	Placement    string   `json:"placement"`
+	Instances    []string `json:"instances"`
+	Installed    bool     `json:"installed"`
+	Reason       string   `json:"reason"`
+	Download     *struct {
+		State      string `json:"state"`
+		File       string `json:"file"`
+		DoneBytes  int64  `json:"done_bytes"`
+		TotalBytes int64  `json:"total_bytes"`
+		Error      string `json:"error"`
+	} `json:"download"`
+}
+
+func modelsList(ctx context.Context, args []string, s stdio) error {
+	var asJSON bool
+	c, _, err := modelFlags("list", args, s, "", func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON") })
+	if err != nil {
 		return err
 	}
-	if *asJSON {
+	var raw json.RawMessage
+	if err := c.call(ctx, http.MethodGet, "/models", nil, &raw); err != nil {
+		return err
+	}
+	if asJSON {
 		_, err := fmt.Fprintln(s.out, string(raw))
 		return err
 	}
 	var doc struct {
-		Data []struct {
-			ID           string `json:"model_id"`
-			Name         string `json:"name"`
-			StorageBytes int64  `json:"storage_bytes"`
-			Placement    string `json:"placement"`
-		} `json:"data"`
+		Data []modelEntry `json:"data"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("unexpected /models answer: %w", err)
 	}
 	tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tSIZE\tPLACEMENT\tNAME")
+	fmt.Fprintln(tw, "MODEL\tSIZE\tPLACEMENT\tLOCAL\tNAME")
 	for _, m := range doc.Data {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, humanBytes(m.StorageBytes), m.Placement, m.Name)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, humanBytes(m.StorageBytes), m.Placement, localState(m), m.Name)
 	}
 	return tw.Flush()
+}
+
+// localState says in a word or two whether the node has a model's weights.
+func localState(m modelEntry) string {
+	switch {
+	case m.Builtin:
+		return "built-in"
+	case m.Installed:
+		return "installed"
+	case m.Download != nil && m.Download.State == "downloading":
+		return fmt.Sprintf("downloading %d%%", percent(m.Download.DoneBytes, m.Download.TotalBytes))
+	case strings.HasPrefix(m.Reason, "no complete download"):
+		return "not downloaded"
+	}
+	return "not installed"
+}
+
+func modelsAdd(ctx context.Context, args []string, s stdio) error {
+	var id string
+	c, pos, err := modelFlags("add", args, s, "REF", func(fs *flag.FlagSet) {
+		fs.StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
+	})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		ModelID  string     `json:"model_id"`
+		CardFile string     `json:"card_file"`
+		Card     modelEntry `json:"card"`
+	}
+	if err := c.call(ctx, http.MethodPost, "/models/add", map[string]string{"ref": pos[0], "id": id}, &res); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "added %s: %s@%s %s (%s, %d layers)\n", res.ModelID, res.Card.Repo, res.Card.Revision,
+		strings.Join(res.Card.Files, ","), humanBytes(res.Card.StorageBytes), res.Card.Layers)
+	fmt.Fprintf(s.out, "weights download when the model is placed, or now: skulk models pull %s\n", res.ModelID)
+	return nil
+}
+
+func modelsPull(ctx context.Context, args []string, s stdio) error {
+	c, pos, err := modelFlags("pull", args, s, "ID", nil)
+	if err != nil {
+		return err
+	}
+	id := pos[0]
+	if err := c.call(ctx, http.MethodPost, "/models/pull", map[string]string{"model_id": id}, nil); err != nil {
+		return err
+	}
+	bar := &progressLine{w: s.out}
+	for {
+		var m modelEntry
+		if err := c.call(ctx, http.MethodGet, "/models/"+escapeID(id), nil, &m); err != nil {
+			bar.end()
+			return err
+		}
+		d := m.Download
+		switch {
+		case m.Installed || (d != nil && d.State == "done"):
+			total := m.StorageBytes
+			if d != nil && d.TotalBytes > 0 {
+				total = d.TotalBytes
+			}
+			bar.show(total, total, "")
+			bar.end()
+			fmt.Fprintf(s.out, "%s is installed\n", id)
+			return nil
+		case d == nil:
+		case d.State == "failed" || d.State == "stopped":
+			bar.end()
+			return fmt.Errorf("download of %s %s: %s", id, d.State, d.Error)
+		default:
+			bar.show(d.DoneBytes, d.TotalBytes, d.File)
+		}
+		select {
+		case <-ctx.Done():
+			bar.end()
+			return fmt.Errorf("stopped waiting; the node goes on downloading %s (skulk models show %s)", id, id)
+		case <-time.After(pullPoll):
+		}
+	}
+}
+
+// progressLine redraws one line of download progress in place.
+type progressLine struct {
+	w     io.Writer
+	drawn bool
+	last  string
+}
+
+func (p *progressLine) show(done, total int64, file string) {
+	line := progressBar(done, total, 30)
+	if file != "" {
+		line += "  " + file
+	}
+	if line == p.last {
+		return
+	}
+	fmt.Fprintf(p.w, "\r%s", line)
+	if n := len(p.last) - len(line); n > 0 {
+		fmt.Fprint(p.w, strings.Repeat(" ", n))
+	}
+	p.drawn, p.last = true, line
+}
+
+func (p *progressLine) end() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
+
+// progressBar renders "[#####-----]  50%  1.0 MiB / 2.0 MiB" in width cells.
+func progressBar(done, total int64, width int) string {
+	pct := percent(done, total)
+	fill := pct * width / 100
+	return fmt.Sprintf("[%s%s] %3d%%  %s / %s", strings.Repeat("#", fill), strings.Repeat("-", width-fill), pct, humanBytes(done), humanBytes(total))
+}
+
+// percent is done/total in whole percent, within 0..100.
+func percent(done, total int64) int {
+	if total <= 0 {
+		return 0
+	}
+	return int(min(max(done, 0)*100/total, 100))
+}
+
+func modelsImport(ctx context.Context, args []string, s stdio) error {
+	var id string
+	c, pos, err := modelFlags("import", args, s, "FILE", func(fs *flag.FlagSet) {
+		fs.StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
+	})
+	if err != nil {
+		return err
+	}
+	// The node reads the file: a relative path means the client's working
+	// directory, which is the node's only when both run on one machine.
+	path, err := filepath.Abs(pos[0])
+	if err != nil {
+		return err
+	}
+	var res struct {
+		ModelID string     `json:"model_id"`
+		Card    modelEntry `json:"card"`
+	}
+	if err := c.call(ctx, http.MethodPost, "/models/import", map[string]string{"path": path, "id": id}, &res); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %d layers)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), res.Card.Layers)
+	return nil
+}
+
+func modelsRm(ctx context.Context, args []string, s stdio) error {
+	var files bool
+	c, pos, err := modelFlags("rm", args, s, "ID", func(fs *flag.FlagSet) {
+		fs.BoolVar(&files, "files", false, "also delete the model's downloaded weights on the node")
+	})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		RemovedCard      bool `json:"removed_card"`
+		RemovedArtifacts int  `json:"removed_artifacts"`
+		StillInCatalog   bool `json:"still_in_catalog"`
+	}
+	path := "/models/" + escapeID(pos[0])
+	if files {
+		path += "?files=true"
+	}
+	if err := c.call(ctx, http.MethodDelete, path, nil, &res); err != nil {
+		return err
+	}
+	var done []string
+	if res.RemovedCard {
+		done = append(done, "its card")
+	}
+	if res.RemovedArtifacts > 0 {
+		done = append(done, fmt.Sprintf("%d downloaded copies", res.RemovedArtifacts))
+	}
+	fmt.Fprintf(s.out, "removed %s of %s\n", strings.Join(done, " and "), pos[0])
+	if res.StillInCatalog {
+		fmt.Fprintf(s.out, "%s stays in the catalog from its installed files; remove them with: skulk models rm %s --files\n", pos[0], pos[0])
+	}
+	return nil
+}
+
+func modelsShow(ctx context.Context, args []string, s stdio) error {
+	var asJSON bool
+	c, pos, err := modelFlags("show", args, s, "ID", func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print the model as JSON") })
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.call(ctx, http.MethodGet, "/models/"+escapeID(pos[0]), nil, &raw); err != nil {
+		return err
+	}
+	if asJSON {
+		_, err := fmt.Fprintln(s.out, string(raw))
+		return err
+	}
+	var m modelEntry
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("unexpected /models answer: %w", err)
+	}
+	tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("model", m.ID)
+	row("name", m.Name)
+	switch {
+	case m.Builtin:
+		row("source", "built in")
+	case m.Repo != "":
+		row("source", fmt.Sprintf("hf:%s@%s", m.Repo, m.Revision))
+	default:
+		row("source", "imported file")
+	}
+	row("files", strings.Join(m.Files, ", "))
+	row("shape", fmt.Sprintf("%s, %d layers, context %d", m.Arch, m.Layers, m.Context))
+	row("size", humanBytes(m.StorageBytes))
+	local := localState(m)
+	if !m.Installed && m.Reason != "" {
+		local += ": " + m.Reason
+	}
+	row("local", local)
+	if d := m.Download; d != nil {
+		dl := d.State + " " + progressBar(d.DoneBytes, d.TotalBytes, 20)
+		if d.Error != "" {
+			dl += ": " + d.Error
+		}
+		row("download", dl)
+	}
+	row("placement", m.Placement)
+	if len(m.Instances) > 0 {
+		row("instances", strings.Join(m.Instances, ", "))
+	}
+	return tw.Flush()
+}
+
+// escapeID escapes a model id for a URL path; its "/" stay separators,
+// which the node's route takes as part of the id.
+func escapeID(id string) string {
+	parts := strings.Split(id, "/")
+	for i, p := range parts {
+		parts[i] = url.PathEscape(p)
+	}
+	return strings.Join(parts, "/")
 }
 
 func humanBytes(n int64) string {
