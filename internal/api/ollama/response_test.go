@@ -1,0 +1,154 @@
+package ollama
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/skulk/skulk/internal/infer"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// at returns t0 plus ms milliseconds.
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func marshal(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// script is a task's chunks with their arrival times (ms after t0).
+var script = []struct {
+	ms int
+	c  infer.Chunk
+}{
+	{100, infer.Chunk{Kind: infer.ChunkDelta, Reasoning: "let me think"}},
+	{150, infer.Chunk{Kind: infer.ChunkDelta}}, // empty: no line
+	{200, infer.Chunk{Kind: infer.ChunkDelta, Content: "Hello", Logprobs: []infer.TokenLogprob{{Token: "Hello", Logprob: -0.5, Top: []infer.TopLogprob{{Token: "Hi", Logprob: -1}}}}}},
+	{300, infer.Chunk{Kind: infer.ChunkToolCall, ToolCall: &infer.ToolCall{ID: "call_0", Name: "f", Arguments: `{"a":1}`}}},
+	{400, infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishToolCalls, Usage: &infer.Usage{PromptTokens: 7, CompletionTokens: 3}}},
+}
+
+func TestChatStream(t *testing.T) {
+	s := NewChatStream("m", t0)
+	var lines []string
+	for _, sc := range script {
+		for _, l := range s.Encode(sc.c, at(sc.ms)) {
+			lines = append(lines, marshal(t, l))
+		}
+	}
+	want := []string{
+		`{"model":"m","created_at":"2026-01-02T03:04:05.1Z","message":{"role":"assistant","content":"","thinking":"let me think"},"done":false}`,
+		`{"model":"m","created_at":"2026-01-02T03:04:05.2Z","message":{"role":"assistant","content":"Hello"},"done":false,"logprobs":[{"token":"Hello","logprob":-0.5,"bytes":[72,101,108,108,111],"top_logprobs":[{"token":"Hi","logprob":-1,"bytes":[72,105]}]}]}`,
+		`{"model":"m","created_at":"2026-01-02T03:04:05.3Z","message":{"role":"assistant","content":"","tool_calls":[{"id":"call_0","function":{"index":0,"name":"f","arguments":{"a":1}}}]},"done":false}`,
+		// total 400 ms; prompt eval until the first chunk (100 ms); eval the rest (300 ms).
+		`{"model":"m","created_at":"2026-01-02T03:04:05.4Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","total_duration":400000000,"load_duration":0,"prompt_eval_count":7,"prompt_eval_duration":100000000,"eval_count":3,"eval_duration":300000000}`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), lines)
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Errorf("line %d\n got %s\nwant %s", i, lines[i], want[i])
+		}
+	}
+	if got := s.Encode(infer.Chunk{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassInternal, "x")}, at(500)); got != nil {
+		t.Errorf("an error chunk encoded as %v", got)
+	}
+}
+
+func TestChatAccumulator(t *testing.T) {
+	a := NewChatAccumulator("m", t0)
+	for _, sc := range script {
+		a.Add(sc.c, at(sc.ms))
+	}
+	got := marshal(t, a.Result())
+	want := `{"model":"m","created_at":"2026-01-02T03:04:05.4Z","message":{"role":"assistant","content":"Hello","thinking":"let me think","tool_calls":[{"id":"call_0","function":{"index":0,"name":"f","arguments":{"a":1}}}]},"done":true,"done_reason":"stop","total_duration":400000000,"load_duration":0,"prompt_eval_count":7,"prompt_eval_duration":100000000,"eval_count":3,"eval_duration":300000000,"logprobs":[{"token":"Hello","logprob":-0.5,"bytes":[72,101,108,108,111],"top_logprobs":[{"token":"Hi","logprob":-1,"bytes":[72,105]}]}]}`
+	if got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestGenerateStreamAndAccumulator(t *testing.T) {
+	chunks := []infer.Chunk{
+		{Kind: infer.ChunkDelta, Content: "Once"},
+		{Kind: infer.ChunkDelta, Content: " upon", Reasoning: "r"},
+		{Kind: infer.ChunkDone, FinishReason: infer.FinishLength, Usage: &infer.Usage{PromptTokens: 2, CompletionTokens: 2}},
+	}
+	s := NewGenerateStream("m", t0)
+	a := NewGenerateAccumulator("m", t0)
+	var lines []string
+	for i, c := range chunks {
+		for _, l := range s.Encode(c, at(10*(i+1))) {
+			lines = append(lines, marshal(t, l))
+		}
+		a.Add(c, at(10*(i+1)))
+	}
+	want := []string{
+		`{"model":"m","created_at":"2026-01-02T03:04:05.01Z","response":"Once","done":false}`,
+		`{"model":"m","created_at":"2026-01-02T03:04:05.02Z","response":" upon","thinking":"r","done":false}`,
+		`{"model":"m","created_at":"2026-01-02T03:04:05.03Z","response":"","done":true,"done_reason":"length","total_duration":30000000,"load_duration":0,"prompt_eval_count":2,"prompt_eval_duration":10000000,"eval_count":2,"eval_duration":20000000}`,
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("got %d lines, want %d:\n%s", len(lines), len(want), lines)
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Errorf("line %d\n got %s\nwant %s", i, lines[i], want[i])
+		}
+	}
+	got := marshal(t, a.Result())
+	wantWhole := `{"model":"m","created_at":"2026-01-02T03:04:05.03Z","response":"Once upon","thinking":"r","done":true,"done_reason":"length","total_duration":30000000,"load_duration":0,"prompt_eval_count":2,"prompt_eval_duration":10000000,"eval_count":2,"eval_duration":20000000}`
+	if got != wantWhole {
+		t.Errorf("whole\n got %s\nwant %s", got, wantWhole)
+	}
+}
+
+func TestDoneReason(t *testing.T) {
+	for in, want := range map[string]string{
+		infer.FinishStop: "stop", infer.FinishLength: "length", infer.FinishToolCalls: "stop", infer.FinishCancelled: "stop", "": "stop",
+	} {
+		if got := doneReason(in); got != want {
+			t.Errorf("doneReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestToolCallArguments(t *testing.T) {
+	tests := []struct{ args, want string }{
+		{`{"a": [1, 2]}`, `{"a": [1, 2]}`},
+		{``, `{}`},
+		{`not json`, `"not json"`},
+		{`[1]`, `"[1]"`},
+	}
+	for _, tt := range tests {
+		got := string(toolCallFrom(&infer.ToolCall{Name: "f", Arguments: tt.args}, 0).Function.Arguments)
+		if got != tt.want {
+			t.Errorf("arguments %q: got %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}
+
+func TestLoaded(t *testing.T) {
+	if got, want := marshal(t, ChatLoaded("m", t0)), `{"model":"m","created_at":"2026-01-02T03:04:05Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"load"}`; got != want {
+		t.Errorf("chat\n got %s\nwant %s", got, want)
+	}
+	if got, want := marshal(t, GenerateLoaded("m", t0)), `{"model":"m","created_at":"2026-01-02T03:04:05Z","response":"","done":true,"done_reason":"load"}`; got != want {
+		t.Errorf("generate\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestErrorFrom(t *testing.T) {
+	if got, want := marshal(t, ErrorFrom(infer.Errorf(infer.ClassInvalid, "bad"))), `{"error":"bad"}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	e := ModelNotFound("x", "place it first")
+	if e.Class != infer.ClassNotFound || e.Message != "model 'x' not found: place it first" {
+		t.Errorf("ModelNotFound = %+v", e)
+	}
+}
