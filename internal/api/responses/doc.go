@@ -23,17 +23,21 @@
 //	            becomes the next assistant message's reasoning);
 //	            instructions (a system message first; as in OpenAI's API
 //	            not carried into continuations); tools (function: name,
-//	            description, parameters, strict); tool_choice (auto, none,
+//	            description, parameters; strict is echoed, as infer.Tool
+//	            has no such switch); tool_choice (auto, none,
 //	            required, {type:function,name}); max_output_tokens;
 //	            temperature; top_p; text.format (text, json_object,
 //	            json_schema); reasoning.effort (see below); stream; store;
 //	            previous_response_id; include
 //	            ["message.output_text.logprobs"] and top_logprobs
 //	echoed only: metadata, user, parallel_tool_calls (runners may make
-//	            several calls in one turn either way), reasoning.summary,
-//	            text.verbosity, truncation (auto|disabled: contexts are
-//	            never truncated silently; an over-long prompt is refused)
-//	ignored:    service_tier, safety_identifier, prompt_cache_key,
+//	            several calls in one turn either way), reasoning.summary
+//	            (Skulk's models write no separate summary: the reasoning
+//	            item carries the reasoning text as content), text.verbosity
+//	ignored:    truncation "auto" or "disabled" (a context is never
+//	            truncated silently; an over-long prompt is refused, so the
+//	            Response always says "disabled"),
+//	            service_tier, safety_identifier, prompt_cache_key,
 //	            prompt_cache_retention, stream_options, max_tool_calls,
 //	            context_management, other include values, and any field
 //	            this package does not know
@@ -43,7 +47,8 @@
 //	            item_reference), image/file/audio content parts, a
 //	            function_call_output whose call_id answers no call in the
 //	            conversation, max_output_tokens outside 1..2^20, an unknown
-//	            reasoning.effort
+//	            reasoning.effort, another truncation value, an empty
+//	            previous_response_id, and no input at all
 //
 // reasoning.effort maps to the chat template's enable_thinking: any effort
 // but "none" sets it true, "none" sets it false, and no reasoning (or no

@@ -339,7 +339,11 @@ func input(raw json.RawMessage) ([]infer.Message, error) {
 		p := fmt.Sprintf("input[%d]", i)
 		var it inputItem
 		if err := json.Unmarshal(itemRaw, &it); err != nil {
-			return nil, infer.ParamErrorf(p, "%s must be an input item object (a message, function_call, function_call_output or reasoning item): %v", p, err)
+			if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" && te.Type != nil {
+				field := p + "." + te.Field
+				return nil, infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, typeName(te.Type.Kind().String()), te.Value)
+			}
+			return nil, infer.ParamErrorf(p, "%s must be an input item object (a message, function_call, function_call_output or reasoning item)", p)
 		}
 		if err := b.add(it, p); err != nil {
 			return nil, err

@@ -196,6 +196,7 @@ func TestDecodeRequestRefusals(t *testing.T) {
 		{"empty_input_list", `{"model":"m","input":[]}`, "input", "input is required"},
 		{"input_wrong_type", `{"model":"m","input":5}`, "input", "string or an array"},
 		{"item_not_object", `{"model":"m","input":["hi"]}`, "input[0]", "input item object"},
+		{"item_field_wrong_type", `{"model":"m","input":[{"role":5,"content":"hi"}]}`, "input[0].role", "must be a string"},
 		{"model_wrong_type", `{"model":5,"input":"hi"}`, "model", "must be a string"},
 		{"temperature_wrong_type", `{"model":"m","input":"hi","temperature":"hot"}`, "temperature", "must be a number"},
 		{"stream_wrong_type", `{"model":"m","input":"hi","stream":"yes"}`, "stream", "must be a boolean"},
