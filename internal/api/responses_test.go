@@ -375,6 +375,14 @@ func TestResponsesErrors(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no_key", func(t *testing.T) {
+		keyed := newResponsesFixture(t, Config{APIKey: "sk-k"})
+		keyed.key = ""
+		wantError(t, keyed.do(t, "POST", "/v1/responses", `{"model":"echo","input":"x"}`), 401, "authentication_error", "API key")
+		if keyed.lastRequest().Model != "" {
+			t.Error("an unauthenticated request reached the backend")
+		}
+	})
 	t.Run("wrong_method", func(t *testing.T) {
 		r := f.do(t, "GET", "/v1/responses", "")
 		wantError(t, r, 405, "invalid_request_error", "not allowed")
