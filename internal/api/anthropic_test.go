@@ -522,7 +522,7 @@ func TestAnthropicNodeClient(t *testing.T) {
 				StopReason string `json:"stop_reason"`
 				Name       string
 				Input      map[string]any
-				ID         string
+				ToolUseID  string `json:"tool_use_id"`
 			}
 			Second struct {
 				StopReason string `json:"stop_reason"`
@@ -541,6 +541,7 @@ func TestAnthropicNodeClient(t *testing.T) {
 			Text   string
 		} `json:"x_api_key"`
 	}
+	t.Logf("the client saw: %s", out)
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("client output %s: %v", out, err)
 	}
@@ -556,7 +557,7 @@ func TestAnthropicNodeClient(t *testing.T) {
 			ev["message_start"] == 1 && ev["content_block_start"] == 1 && ev["content_block_delta"] == 4 && ev["content_block_stop"] == 1 &&
 			ev["message_delta"] == 1 && ev["message_stop"] == 1},
 		{"tool_use", got.Tools.First.StopReason == "tool_use" && got.Tools.First.Name == "get_weather" &&
-			got.Tools.First.Input["echo"] == "What is the weather in Paris?" && strings.HasPrefix(got.Tools.First.ID, "toolu_")},
+			got.Tools.First.Input["echo"] == "What is the weather in Paris?" && strings.HasPrefix(got.Tools.First.ToolUseID, "toolu_")},
 		{"tool_result", got.Tools.Second.StopReason == "end_turn" && got.Tools.Second.Text == "Sunny, 18 degrees Celsius."},
 		{"count_tokens", got.CountTokens.InputTokens == 4},
 		{"not_found", got.NotFound.Status == 404 && got.NotFound.Type == "not_found_error"},
