@@ -60,6 +60,10 @@ type server struct {
 	running int
 	done    chan *task // running tasks report here when they have sent their last chunk
 	closing bool
+
+	embeds    map[string]*embedTask // embed tasks, queued and running (counted in running)
+	embedQ    []*embedTask          // queued, oldest first
+	embedDone chan *embedTask       // running embed tasks report here when they have answered
 }
 
 // readResult is one line read from stdin.
@@ -84,14 +88,15 @@ func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Log
 		readLoop(stdin, lines, stopRead)
 	}()
 
-	s := &server{log: log, slots: slots, out: out, tasks: map[string]*task{}, done: make(chan *task)}
+	s := &server{log: log, slots: slots, out: out, tasks: map[string]*task{}, done: make(chan *task),
+		embeds: map[string]*embedTask{}, embedDone: make(chan *embedTask)}
 	s.loop(ctx, lines, writeErr)
 
 	s.send(Message{Type: TypeStatus, Status: &Status{State: StateStopped, Reason: "shut down"}})
 	close(out)
 	<-writerDone
 	if s.model != nil {
-		s.model.m.Close()
+		s.model.close()
 	}
 	close(stopRead)
 	// The reader ends at its next line or at the end of input (the Client
@@ -133,6 +138,10 @@ func (s *server) loop(ctx context.Context, lines <-chan readResult, writeErr <-c
 			delete(s.tasks, t.id)
 			s.running--
 			s.startQueued()
+		case t := <-s.embedDone:
+			delete(s.embeds, t.id)
+			s.running--
+			s.startQueued()
 		case err := <-writeErr:
 			s.log.Error("stdout failed; shutting down", "err", err)
 			s.shutdown("stdout failed")
@@ -151,6 +160,8 @@ func (s *server) handle(c Command) {
 		s.generate(*c.Generate)
 	case OpCancel:
 		s.cancel(c.Cancel.Task)
+	case OpEmbed:
+		s.embed(*c.Embed)
 	case OpShutdown:
 		s.shutdown("shutdown requested")
 	}
@@ -197,16 +208,16 @@ func (s *server) loadEvent(ev loadEvent) {
 	case ev.err != nil:
 		s.status(Status{State: StateFailed, Reason: ev.err.Error()})
 	case s.closing:
-		ev.model.m.Close()
+		ev.model.close()
 	default:
 		s.model = ev.model
-		s.status(Status{State: StateReady, WeightBytes: ev.model.m.Shard.WeightBytes(), ContextTokens: ev.model.context})
+		s.status(Status{State: StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context})
 	}
 	s.loading = nil
 }
 
 func (s *server) generate(g GenerateCmd) {
-	if _, dup := s.tasks[g.Task]; dup {
+	if s.known(g.Task) {
 		s.protocolError(g.Task, infer.Errorf(infer.ClassConflict, "task %q is already running", g.Task))
 		return
 	}
@@ -216,6 +227,8 @@ func (s *server) generate(g GenerateCmd) {
 		refuse = infer.Errorf(infer.ClassUnavailable, "the runner is shutting down")
 	case s.state != StateReady:
 		refuse = infer.Errorf(infer.ClassUnavailable, "the runner is not ready (state %q)", s.state)
+	case s.model.enc != nil:
+		refuse = s.model.enc.refuseGenerate(g.Request.Model)
 	}
 	if refuse != nil {
 		s.send(Message{Type: TypeChunk, Task: g.Task, Chunk: &infer.Chunk{Kind: infer.ChunkError, Error: refuse}})
@@ -241,9 +254,13 @@ func (s *server) startQueued() {
 			s.done <- t
 		}()
 	}
+	s.startEmbeds()
 }
 
 func (s *server) cancel(id string) {
+	if s.cancelEmbed(id) {
+		return
+	}
 	t, ok := s.tasks[id]
 	if !ok {
 		return // finished already, or never known
@@ -277,6 +294,7 @@ func (s *server) shutdown(why string) {
 	for _, t := range s.tasks {
 		t.cancel()
 	}
+	s.shutdownEmbeds()
 }
 
 func cancelledChunk(task string, u infer.Usage) Message {
@@ -337,9 +355,25 @@ func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
 	}
 }
 
-// loaded is a model ready to serve.
+// loaded is a model ready to serve: a decoder (m) or an encoder (enc).
 type loaded struct {
 	m       *engine.Model
+	enc     *encoderModel
 	context int // tokens per task, prompt included
 	chat    chatSetup
+}
+
+func (l *loaded) close() {
+	if l.enc != nil {
+		l.enc.close()
+		return
+	}
+	l.m.Close()
+}
+
+func (l *loaded) weightBytes() int64 {
+	if l.enc != nil {
+		return l.enc.weightBytes
+	}
+	return l.m.Shard.WeightBytes()
 }

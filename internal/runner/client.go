@@ -77,9 +77,10 @@ type Client struct {
 }
 
 type registerReq struct {
-	task   string      // "" registers the load waiter
-	stream *stream     // for a task
-	load   chan Status // for the load
+	task   string       // "" registers the load waiter
+	stream *stream      // for a generate task
+	embed  chan Message // for an embed task: its answer (capacity 1)
+	load   chan Status  // for the load
 	reply  chan error
 }
 
@@ -213,6 +214,42 @@ func (c *Client) Generate(ctx context.Context, task string, req infer.Request) (
 	return s.out, nil
 }
 
+// Embed runs embedding task on the runner and returns its result. The
+// runner's refusals and failures are *infer.Error values (invalid_request
+// for a model that does not produce embeddings or a dimensions it cannot
+// give; internal when the runner dies). When ctx ends first, the runner is
+// told to cancel the task and ctx's error is returned.
+func (c *Client) Embed(ctx context.Context, task string, req infer.EmbedRequest) (infer.EmbedResult, error) {
+	if task == "" {
+		return infer.EmbedResult{}, infer.Errorf(infer.ClassInvalid, "runner: empty task id")
+	}
+	line, err := marshalLine(Command{Op: OpEmbed, Embed: &EmbedCmd{Task: task, Request: req}})
+	if err != nil {
+		return infer.EmbedResult{}, infer.Errorf(infer.ClassInvalid, "runner: encode request: %v", err)
+	}
+	if len(line) > MaxLine {
+		return infer.EmbedResult{}, infer.Errorf(infer.ClassTooLarge, "the request is %d bytes encoded; a runner takes at most %d", len(line), MaxLine)
+	}
+	answer := make(chan Message, 1)
+	if err := c.call(ctx, registerReq{task: task, embed: answer}); err != nil {
+		return infer.EmbedResult{}, err
+	}
+	if err := c.sendLine(ctx, line); err != nil {
+		c.drop(task, false)
+		return infer.EmbedResult{}, err
+	}
+	select {
+	case m := <-answer:
+		if m.Error != nil {
+			return infer.EmbedResult{}, m.Error
+		}
+		return *m.Embedding, nil
+	case <-ctx.Done():
+		c.drop(task, true)
+		return infer.EmbedResult{}, fmt.Errorf("runner: embed: %w", ctx.Err())
+	}
+}
+
 // Cancel tells the runner to cancel task. The task's channel still ends with
 // its final chunk (done, finish_reason "cancelled", unless it had finished).
 func (c *Client) Cancel(ctx context.Context, task string) error {
@@ -342,10 +379,21 @@ func (c *Client) readLoop(msgs chan<- Message) {
 	}
 }
 
-// inflight is run's record of one task.
+// inflight is run's record of one task: a generate task's stream or an
+// embed task's answer channel.
 type inflight struct {
 	stream    *stream
+	embed     chan Message
 	abandoned bool // the caller's ctx ended; waiting for the runner's last chunk
+}
+
+// fail ends the task with e.
+func (t *inflight) fail(task string, e *infer.Error) {
+	if t.embed != nil {
+		t.embed <- Message{Type: TypeEmbedding, Task: task, Error: e}
+		return
+	}
+	t.stream.push(infer.Chunk{Kind: infer.ChunkError, Error: e})
 }
 
 // run owns the task table: it routes the runner's messages and ends every
@@ -379,7 +427,7 @@ func (c *Client) run(msgs <-chan Message) {
 				}
 			case TypeChunk:
 				t, ok := tasks[m.Task]
-				if !ok {
+				if !ok || t.stream == nil {
 					c.log.Debug("chunk for an unknown task", "task", m.Task)
 					continue
 				}
@@ -399,9 +447,21 @@ func (c *Client) run(msgs <-chan Message) {
 				if t, ok := tasks[m.Task]; ok && m.Error.Class == infer.ClassConflict {
 					// Only a duplicate id is answered this way; the task
 					// is not the one registered here.
-					t.stream.push(infer.Chunk{Kind: infer.ChunkError, Error: m.Error})
+					if !t.abandoned {
+						t.fail(m.Task, m.Error)
+					}
 					delete(tasks, m.Task)
 				}
+			case TypeEmbedding:
+				t, ok := tasks[m.Task]
+				if !ok || t.embed == nil {
+					c.log.Debug("embedding for an unknown task", "task", m.Task)
+					continue
+				}
+				if !t.abandoned {
+					t.embed <- m
+				}
+				delete(tasks, m.Task)
 			}
 		case r := <-c.register:
 			switch {
@@ -413,7 +473,7 @@ func (c *Client) run(msgs <-chan Message) {
 			case tasks[r.task] != nil:
 				r.reply <- fmt.Errorf("%w: %q", ErrDuplicateTask, r.task)
 			default:
-				tasks[r.task] = &inflight{stream: r.stream}
+				tasks[r.task] = &inflight{stream: r.stream, embed: r.embed}
 				r.reply <- nil
 			}
 		case f := <-c.forget:
@@ -443,7 +503,7 @@ func (c *Client) run(msgs <-chan Message) {
 	reason := "runner exited: " + c.exit.String()
 	for id, t := range tasks {
 		if !t.abandoned {
-			t.stream.push(infer.Chunk{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassInternal, "%s", reason)})
+			t.fail(id, infer.Errorf(infer.ClassInternal, "%s", reason))
 		}
 		delete(tasks, id)
 	}

@@ -54,6 +54,9 @@ func openModel(spec LoadSpec, log *slog.Logger, warming func()) (*loaded, error)
 	if spec.Threads < 0 || spec.ContextTokens < 0 {
 		return nil, fmt.Errorf("runner: load: threads (%d) and context_tokens (%d) must not be negative", spec.Threads, spec.ContextTokens)
 	}
+	if l, ok, err := openEncoder(spec, log, warming); ok {
+		return l, err
+	}
 	opt := engine.Options{Threads: spec.Threads}
 	if !whole {
 		opt.Range = &model.Range{Start: spec.Start, End: spec.End, First: true, Last: true}

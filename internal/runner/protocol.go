@@ -23,6 +23,7 @@ const (
 	OpGenerate Op = "generate"
 	OpCancel   Op = "cancel"
 	OpShutdown Op = "shutdown"
+	OpEmbed    Op = "embed"
 )
 
 // Command is one parent-to-child line. Exactly the payload that Op names is
@@ -32,6 +33,7 @@ type Command struct {
 	Load     *LoadSpec    `json:"load,omitempty"`
 	Generate *GenerateCmd `json:"generate,omitempty"`
 	Cancel   *CancelCmd   `json:"cancel,omitempty"`
+	Embed    *EmbedCmd    `json:"embed,omitempty"`
 }
 
 // LoadSpec says what to load. Start and End select blocks [Start, End);
@@ -55,6 +57,12 @@ type GenerateCmd struct {
 	Request infer.Request `json:"request"`
 }
 
+// EmbedCmd starts embedding task Task.
+type EmbedCmd struct {
+	Task    string             `json:"task"`
+	Request infer.EmbedRequest `json:"request"`
+}
+
 // CancelCmd cancels task Task; cancelling a finished or unknown task does
 // nothing.
 type CancelCmd struct {
@@ -69,6 +77,9 @@ const (
 	TypeStatus MessageType = "status"
 	TypeChunk  MessageType = "chunk"
 	TypeError  MessageType = "error"
+	// TypeEmbedding answers an embed command: it carries the task's
+	// Embedding or its Error, and ends the task.
+	TypeEmbedding MessageType = "embedding"
 )
 
 // Message is one child-to-parent line.
@@ -78,6 +89,8 @@ type Message struct {
 	Status *Status      `json:"status,omitempty"`
 	Chunk  *infer.Chunk `json:"chunk,omitempty"`
 	Error  *infer.Error `json:"error,omitempty"`
+
+	Embedding *infer.EmbedResult `json:"embedding,omitempty"`
 }
 
 // State is a runner's lifecycle state.
@@ -146,7 +159,7 @@ func DecodeCommand(line []byte) (Command, error) {
 		return Command{}, &ProtocolError{Reason: "malformed command", Err: err}
 	}
 	payloads := 0
-	for _, set := range []bool{c.Load != nil, c.Generate != nil, c.Cancel != nil} {
+	for _, set := range []bool{c.Load != nil, c.Generate != nil, c.Cancel != nil, c.Embed != nil} {
 		if set {
 			payloads++
 		}
@@ -159,13 +172,15 @@ func DecodeCommand(line []byte) (Command, error) {
 		want = c.Generate != nil && c.Generate.Task != ""
 	case OpCancel:
 		want = c.Cancel != nil && c.Cancel.Task != ""
+	case OpEmbed:
+		want = c.Embed != nil && c.Embed.Task != ""
 	case OpShutdown:
 		want = payloads == 0
 	default:
 		return Command{}, &ProtocolError{Reason: fmt.Sprintf("unknown op %q", c.Op)}
 	}
 	if !want || payloads > 1 {
-		return Command{}, &ProtocolError{Reason: fmt.Sprintf("op %q needs exactly its own payload (with a task id for generate and cancel)", c.Op)}
+		return Command{}, &ProtocolError{Reason: fmt.Sprintf("op %q needs exactly its own payload (with a task id for generate, embed and cancel)", c.Op)}
 	}
 	return c, nil
 }
@@ -179,11 +194,13 @@ func DecodeMessage(line []byte) (Message, error) {
 	var ok bool
 	switch m.Type {
 	case TypeStatus:
-		ok = m.Status != nil && m.Chunk == nil && m.Error == nil
+		ok = m.Status != nil && m.Chunk == nil && m.Error == nil && m.Embedding == nil
 	case TypeChunk:
-		ok = m.Chunk != nil && m.Task != "" && m.Status == nil && m.Error == nil
+		ok = m.Chunk != nil && m.Task != "" && m.Status == nil && m.Error == nil && m.Embedding == nil
 	case TypeError:
-		ok = m.Error != nil && m.Status == nil && m.Chunk == nil
+		ok = m.Error != nil && m.Status == nil && m.Chunk == nil && m.Embedding == nil
+	case TypeEmbedding:
+		ok = m.Task != "" && (m.Embedding != nil) != (m.Error != nil) && m.Status == nil && m.Chunk == nil
 	default:
 		return Message{}, &ProtocolError{Reason: fmt.Sprintf("unknown message type %q", m.Type)}
 	}
