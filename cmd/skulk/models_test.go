@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestProgressBar(t *testing.T) {
+	tests := []struct {
+		name        string
+		done, total int64
+		want        string
+	}{
+		{"start", 0, 2 << 20, "[----------]   0%  0 B / 2.0 MiB"},
+		{"half", 1 << 20, 2 << 20, "[#####-----]  50%  1.0 MiB / 2.0 MiB"},
+		{"done", 2 << 20, 2 << 20, "[##########] 100%  2.0 MiB / 2.0 MiB"},
+		{"unknown_total", 5, 0, "[----------]   0%  5 B / 0 B"},
+		{"past_the_end", 3 << 20, 2 << 20, "[##########] 100%  3.0 MiB / 2.0 MiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := progressBar(tt.done, tt.total, 10); got != tt.want {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestProgressLine: a shorter line blanks the rest of the longer one it
+// replaces, an unchanged line is not redrawn, and end finishes the line.
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	p := &progressLine{w: &b}
+	p.show(1<<20, 2<<20, "a-long-file-name.gguf")
+	p.show(1<<20, 2<<20, "a-long-file-name.gguf")
+	p.show(2<<20, 2<<20, "")
+	p.end()
+	p.end()
+	lines := strings.Split(b.String(), "\r")
+	if len(lines) != 3 || !strings.HasSuffix(lines[2], strings.Repeat(" ", len("  a-long-file-name.gguf"))+"\n") {
+		t.Fatalf("output %q", b.String())
+	}
+}
+
+func TestModelsUsage(t *testing.T) {
+	tests := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"models"}, "usage: skulk models <subcommand>"},
+		{[]string{"models", "nope"}, `unknown subcommand "nope"`},
+		{[]string{"models", "add"}, "usage: skulk models add REF"},
+		{[]string{"models", "pull"}, "usage: skulk models pull ID"},
+		{[]string{"models", "rm", "a", "b"}, "usage: skulk models rm ID"},
+		{[]string{"models", "import"}, "usage: skulk models import FILE"},
+		{[]string{"models", "show", "--bogus", "x"}, "flag provided but not defined: -bogus"},
+	}
+	for _, tt := range tests {
+		code, _, errs := runCLI(t, tt.args...)
+		if code != 2 || !strings.Contains(errs, tt.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, errs, tt.msg)
+		}
+	}
+}
+
+// TestModelsNoNode: a client command says how to reach a node.
+func TestModelsNoNode(t *testing.T) {
+	code, _, errs := runCLI(t, "models", "show", "x", "--host", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(errs, "cannot reach a skulk node at http://127.0.0.1:1") {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+}
+
+func TestEscapeID(t *testing.T) {
+	if got := escapeID("org/model name:q4"); got != "org/model%20name:q4" {
+		t.Fatalf("got %q", got)
+	}
+}
