@@ -124,34 +124,49 @@ type Message struct {
 	Usage        Usage          `json:"usage"`
 }
 
-// blocks builds an answer's content blocks from chunks: consecutive text
-// (or reasoning) extends the last block, a change of kind opens a new one,
-// and every tool call is a block of its own.
+// blocks tracks an answer's content blocks: consecutive text (or
+// reasoning) extends the last block, a change of kind opens a new one, and
+// every tool call is a block of its own. The stream keeps only the blocks'
+// kinds; the accumulator also keeps their text, in builders, so a long
+// answer is not copied once per chunk.
 type blocks struct {
 	meta      Meta
 	list      []ContentBlock
+	text      []*strings.Builder // index-aligned with list; nil where unused
 	toolCalls int
 }
 
-// appendText extends the last block when it is of type typ, else opens a
-// new one.
-func (bs *blocks) appendText(typ, text string) {
-	if n := len(bs.list); n > 0 && bs.list[n-1].Type == typ {
-		bs.list[n-1].Text += text
-		return
-	}
-	bs.list = append(bs.list, ContentBlock{Type: typ, Text: text})
+// last returns the index of the last block, or -1.
+func (bs *blocks) last() int { return len(bs.list) - 1 }
+
+// open appends an empty block of type typ and returns its index.
+func (bs *blocks) open(typ string) int {
+	bs.list = append(bs.list, ContentBlock{Type: typ})
+	bs.text = append(bs.text, nil)
+	return bs.last()
 }
 
+// appendText adds text to the last block when it is of type typ, else to a
+// new one.
+func (bs *blocks) appendText(typ, text string) {
+	i := bs.last()
+	if i < 0 || bs.list[i].Type != typ {
+		i = bs.open(typ)
+		bs.text[i] = &strings.Builder{}
+	}
+	bs.text[i].WriteString(text)
+}
+
+// appendToolCall appends a tool_use block for tc and returns it.
 func (bs *blocks) appendToolCall(tc *infer.ToolCall) ContentBlock {
 	args := tc.Arguments
 	if strings.TrimSpace(args) == "" {
 		args = emptyInputObject
 	}
-	b := ContentBlock{Type: BlockToolUse, ID: bs.meta.toolID(bs.toolCalls), Name: tc.Name, Input: args}
+	i := bs.open(BlockToolUse)
+	bs.list[i] = ContentBlock{Type: BlockToolUse, ID: bs.meta.toolID(bs.toolCalls), Name: tc.Name, Input: args}
 	bs.toolCalls++
-	bs.list = append(bs.list, b)
-	return b
+	return bs.list[i]
 }
 
 // Accumulator aggregates one task's chunks into a [Message].
@@ -186,9 +201,12 @@ func (a *Accumulator) Add(c infer.Chunk) {
 // Result returns the answer aggregated so far.
 func (a *Accumulator) Result() Message {
 	reason := stopReason(a.finish, a.toolCalls)
-	content := a.list
-	if content == nil {
-		content = []ContentBlock{}
+	content := make([]ContentBlock, len(a.list))
+	for i, b := range a.list {
+		if a.text[i] != nil {
+			b.Text = a.text[i].String()
+		}
+		content[i] = b
 	}
 	return Message{
 		ID: a.meta.ID, Type: typeMessage, Role: roleAssistant, Model: a.meta.Model,
@@ -308,7 +326,7 @@ type MessageStop struct {
 type Stream struct {
 	blocks
 	started bool
-	open    bool // the last block is open (text or thinking; tool_use blocks close at once)
+	inBlock bool // the last block is open (text or thinking; tool_use blocks close at once)
 }
 
 // NewStream returns a stream encoder for one answer.
@@ -359,7 +377,7 @@ func (s *Stream) Encode(c infer.Chunk) []Event {
 		}
 		out = s.closeBlock(out)
 		b := s.appendToolCall(c.ToolCall)
-		i := len(s.list) - 1
+		i := s.last()
 		start := b
 		start.Input = emptyInputObject
 		out = append(out,
@@ -384,27 +402,25 @@ func (s *Stream) Encode(c infer.Chunk) []Event {
 
 // text appends the events for text of a text or thinking block.
 func (s *Stream) text(out []Event, block, delta, text string) []Event {
-	if !s.open || s.list[len(s.list)-1].Type != block {
+	if !s.inBlock || s.list[s.last()].Type != block {
 		out = s.closeBlock(out)
-		s.list = append(s.list, ContentBlock{Type: block})
-		s.open = true
+		i := s.open(block)
+		s.inBlock = true
 		out = append(out, Event{EventContentBlockStart, ContentBlockStart{
-			Type: EventContentBlockStart, Index: len(s.list) - 1, ContentBlock: ContentBlock{Type: block},
+			Type: EventContentBlockStart, Index: i, ContentBlock: ContentBlock{Type: block},
 		}})
 	}
-	// The stream keeps no text: the blocks list only tracks kinds and
-	// indexes.
 	return append(out, Event{EventContentBlockDelta, ContentBlockDelta{
-		Type: EventContentBlockDelta, Index: len(s.list) - 1, Delta: BlockDelta{Type: delta, Text: text},
+		Type: EventContentBlockDelta, Index: s.last(), Delta: BlockDelta{Type: delta, Text: text},
 	}})
 }
 
 func (s *Stream) closeBlock(out []Event) []Event {
-	if !s.open {
+	if !s.inBlock {
 		return out
 	}
-	s.open = false
-	return append(out, Event{EventContentBlockStop, ContentBlockStop{Type: EventContentBlockStop, Index: len(s.list) - 1}})
+	s.inBlock = false
+	return append(out, Event{EventContentBlockStop, ContentBlockStop{Type: EventContentBlockStop, Index: s.last()}})
 }
 
 // TokenCount is the answer of POST /v1/messages/count_tokens.
