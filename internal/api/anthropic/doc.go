@@ -58,7 +58,10 @@
 // content_block_delta / content_block_stop per block, message_delta,
 // message_stop). Reasoning becomes thinking blocks (with an empty
 // signature), content becomes text blocks, and each tool call a tool_use
-// block whose id is minted from the answer's id ("toolu_<unique>_<n>").
+// block whose id is minted from the answer's id ("toolu_<unique>_<n>") and
+// whose input is the call's arguments object (arguments that are not a JSON
+// object, which infer rules out, would travel as a JSON string rather than
+// as invalid JSON).
 // Finish reasons map as stop -> end_turn, length -> max_tokens, tool_calls
 // (or any answer with a tool call) -> tool_use.
 //

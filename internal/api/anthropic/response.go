@@ -159,14 +159,27 @@ func (bs *blocks) appendText(typ, text string) {
 
 // appendToolCall appends a tool_use block for tc and returns it.
 func (bs *blocks) appendToolCall(tc *infer.ToolCall) ContentBlock {
-	args := tc.Arguments
-	if strings.TrimSpace(args) == "" {
-		args = emptyInputObject
-	}
 	i := bs.open(BlockToolUse)
+	args := toolInput(tc.Arguments)
 	bs.list[i] = ContentBlock{Type: BlockToolUse, ID: bs.meta.toolID(bs.toolCalls), Name: tc.Name, Input: args}
 	bs.toolCalls++
 	return bs.list[i]
+}
+
+// toolInput is a tool call's arguments as a tool_use block's input: the
+// JSON object infer promises, {} for none, and, should a backend break that
+// promise, the text as a JSON string rather than invalid JSON on the wire
+// (a client sending it back is then told that input must be an object).
+func toolInput(args string) string {
+	t := strings.TrimSpace(args)
+	switch {
+	case t == "":
+		return emptyInputObject
+	case t[0] == '{' && json.Valid([]byte(t)):
+		return t
+	}
+	b, _ := json.Marshal(args) // a string always marshals
+	return string(b)
 }
 
 // Accumulator aggregates one task's chunks into a [Message].

@@ -50,6 +50,8 @@ func TestAccumulator(t *testing.T) {
 			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Checking."},{"type":"tool_use","id":"toolu_abc_0","name":"get_weather","input":{"city":"Paris"}},{"type":"tool_use","id":"toolu_abc_1","name":"noop","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":5,"output_tokens":7}}`},
 		{"tool_call_with_stop_finish", []infer.Chunk{call("c", "t", `{}`), done(infer.FinishStop, 1, 1)},
 			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_abc_0","name":"t","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`},
+		{"broken_arguments_stay_valid_json", []infer.Chunk{call("c", "t", `{"a":`), call("d", "u", `[1]`), done(infer.FinishToolCalls, 1, 1)},
+			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_abc_0","name":"t","input":"{\"a\":"},{"type":"tool_use","id":"toolu_abc_1","name":"u","input":"[1]"}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`},
 		{"empty_and_cancelled", []infer.Chunk{delta("", ""), {Kind: infer.ChunkDone, FinishReason: infer.FinishCancelled}},
 			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}`},
 	}
