@@ -122,7 +122,8 @@ func TestJSONSchemaOutput(t *testing.T) {
 
 // TestJSONSchemaLength: when max_tokens runs out before the value is
 // complete, the finish_reason is "length" and the content is a prefix of a
-// matching document, but not one.
+// matching document, but not one; when the last token allowed completes
+// it, "stop".
 func TestJSONSchemaLength(t *testing.T) {
 	c := loadedClient(t, LoadSpec{})
 	schema := testSchemas[1].schema // bounded: it ends with "stop" given room
@@ -138,6 +139,25 @@ func TestJSONSchemaLength(t *testing.T) {
 	}
 	if ok, complete := m.Prefix([]byte(r.content)); !ok || complete {
 		t.Fatalf("content %q: prefix %v complete %v, want an incomplete prefix", r.content, ok, complete)
+	}
+	// A value completed by the last token max_tokens allows is "stop"; one
+	// token fewer is "length".
+	req = structuredRequest(false, 0, 1, 200)
+	req.JSONSchema = json.RawMessage(schema)
+	full := generateAll(t, c, "full", req)
+	n := full.last.Usage.CompletionTokens
+	if full.last.FinishReason != infer.FinishStop {
+		t.Fatalf("with room: %+v", full.last)
+	}
+	for _, tt := range []struct {
+		max    int
+		finish string
+	}{{n, infer.FinishStop}, {n - 1, infer.FinishLength}} {
+		req.Sampling.MaxTokens = tt.max
+		r := generateAll(t, c, fmt.Sprint("exact-", tt.max), req)
+		if r.last.FinishReason != tt.finish || !strings.HasPrefix(full.content, r.content) {
+			t.Fatalf("max_tokens %d of %d: finish %q content %q, want %q and a prefix of %q", tt.max, n, r.last.FinishReason, r.content, tt.finish, full.content)
+		}
 	}
 	// Stop sequences do not cut a constrained answer.
 	req = structuredRequest(false, 0, 1, 256)
