@@ -58,6 +58,9 @@ type ModelsConfig struct {
 	Catalog   func() *catalog.Catalog
 	Refresh   func()
 	Downloads Downloads
+	// ClusterDownloads returns the download readings every node gossips
+	// (telemetry), by model id then node; nil when there is no cluster.
+	ClusterDownloads func() map[string]map[ids.NodeID]DownloadStatus
 }
 
 // ModelService implements api.ModelAdmin over a node's store, the Hub and
@@ -229,9 +232,12 @@ func unknownModel(id ids.ModelID) error {
 // entry and this node's copy of its weights.
 type ModelEntry struct {
 	CatalogEntry
-	Installed bool            `json:"installed"`        // this node has verified weights
-	Reason    string          `json:"reason,omitempty"` // why not, when not
-	Download  *DownloadStatus `json:"download,omitempty"`
+	Installed bool            `json:"installed"`          // this node has verified weights
+	Reason    string          `json:"reason,omitempty"`   // why not, when not
+	Download  *DownloadStatus `json:"download,omitempty"` // this node's
+	// NodeDownloads is every node's latest download of the model, as
+	// gossiped telemetry (throttled, so it lags this node's Download).
+	NodeDownloads map[ids.NodeID]DownloadStatus `json:"node_downloads,omitempty"`
 }
 
 // Catalog lists every model with its placement and this node's
@@ -256,9 +262,15 @@ func (m *ModelService) entries(ctx context.Context) ([]ModelEntry, error) {
 	}
 	out := make([]ModelEntry, 0, len(base))
 	seen := map[string]bool{}
+	var cluster map[string]map[ids.NodeID]DownloadStatus
+	if m.cfg.ClusterDownloads != nil {
+		cluster = m.cfg.ClusterDownloads()
+	}
 	for _, e := range base {
 		seen[e.ID] = true
-		out = append(out, m.entry(e))
+		me := m.entry(e)
+		me.NodeDownloads = cluster[e.ID]
+		out = append(out, me)
 	}
 	insts, err := m.cfg.Store.Inventory()
 	if err != nil {

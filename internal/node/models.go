@@ -332,6 +332,32 @@ func (m *models) reportEvent(ev event.Event) {
 	}
 }
 
+// clusterDownloads reads every node's download readings from the
+// membership's telemetry, by model then node.
+func clusterDownloads(p *peers) func() map[string]map[ids.NodeID]gateway.DownloadStatus {
+	return func() map[string]map[ids.NodeID]gateway.DownloadStatus {
+		mem := p.get()
+		if mem == nil {
+			return nil
+		}
+		out := map[string]map[ids.NodeID]gateway.DownloadStatus{}
+		for _, r := range mem.Readings() {
+			if !strings.HasPrefix(r.Key, downloadKeyPrefix) {
+				continue
+			}
+			var d downloadReading
+			if err := json.Unmarshal(r.Value, &d); err != nil || d.Model == "" {
+				continue
+			}
+			if out[d.Model] == nil {
+				out[d.Model] = map[ids.NodeID]gateway.DownloadStatus{}
+			}
+			out[d.Model][r.Node] = d.DownloadStatus
+		}
+		return out
+	}
+}
+
 func truncateReason(s string) string { return truncateTo(s, event.MaxReasonBytes) }
 
 func truncateTo(s string, n int) string {

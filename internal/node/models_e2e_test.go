@@ -41,20 +41,23 @@ func (n *node) cli(args ...string) (int, string) {
 
 // modelDoc is GET /models/{id}.
 type modelDoc struct {
-	ID           string   `json:"model_id"`
-	Repo         string   `json:"source_repository"`
-	Revision     string   `json:"source_revision"`
-	Files        []string `json:"files"`
-	StorageBytes int64    `json:"storage_bytes"`
-	Installed    bool     `json:"installed"`
-	Reason       string   `json:"reason"`
-	Placement    string   `json:"placement"`
-	Download     *struct {
-		State      string `json:"state"`
-		DoneBytes  int64  `json:"done_bytes"`
-		TotalBytes int64  `json:"total_bytes"`
-		Error      string `json:"error"`
-	} `json:"download"`
+	ID           string                 `json:"model_id"`
+	Repo         string                 `json:"source_repository"`
+	Revision     string                 `json:"source_revision"`
+	Files        []string               `json:"files"`
+	StorageBytes int64                  `json:"storage_bytes"`
+	Installed    bool                   `json:"installed"`
+	Reason       string                 `json:"reason"`
+	Placement    string                 `json:"placement"`
+	Download     *downloadDoc           `json:"download"`
+	NodeDownload map[string]downloadDoc `json:"node_downloads"`
+}
+
+type downloadDoc struct {
+	State      string `json:"state"`
+	DoneBytes  int64  `json:"done_bytes"`
+	TotalBytes int64  `json:"total_bytes"`
+	Error      string `json:"error"`
 }
 
 func (n *node) model(id string) (int, modelDoc) {
@@ -206,6 +209,16 @@ func TestModelFromHub(t *testing.T) {
 	if got := n.completion(id); got != llamaCppStory {
 		t.Fatalf("completion %q, want llama.cpp's %q", got, llamaCppStory)
 	}
+	// The outcome was gossiped as telemetry (dl/<model>).
+	waitFor(t, 10*time.Second, "the download reading in the telemetry", func() bool {
+		_, m := n.model(id)
+		for _, d := range m.NodeDownload {
+			if d.State == "done" && d.DoneBytes == d.TotalBytes && d.TotalBytes >= storiesStorage {
+				return true
+			}
+		}
+		return false
+	})
 	// The worker reported the download's outcome into the replicated State.
 	waitFor(t, 10*time.Second, "DownloadCompleted in the State", func() bool {
 		_, b := n.do("GET", "/state", nil)

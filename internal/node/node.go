@@ -155,6 +155,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	srv := &http.Server{
 		Handler: api.New(api.Config{APIKey: cfg.APIKey}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
 			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
+			ClusterDownloads: clusterDownloads(&p),
 		})}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
