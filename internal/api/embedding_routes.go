@@ -1,4 +1,53 @@
 package api
 
+import (
+	"context"
+	"net/http"
+
+	"github.com/skulk/skulk/internal/api/openai"
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// embedder is the optional Backend capability behind POST /v1/embeddings.
+// Embed runs one embedding request to its end: one vector per input, or an
+// error whose class says why (not_found for a model with no ready
+// instance, invalid_request for a model that does not produce embeddings or
+// a dimensions it cannot give).
+type embedder interface {
+	Embed(ctx context.Context, req infer.EmbedRequest) (infer.EmbedResult, error)
+}
+
 // embeddingRoutes registers the routes of embeddings: POST /v1/embeddings.
-func (s *server) embeddingRoutes() {}
+func (s *server) embeddingRoutes() {
+	s.mux.HandleFunc("POST /v1/embeddings", s.embeddings)
+}
+
+func (s *server) embeddings(w http.ResponseWriter, r *http.Request) {
+	e, ok := s.b.(embedder)
+	if !ok {
+		s.writeStatus(w, http.StatusNotImplemented, infer.Errorf(infer.ClassUnavailable,
+			"this node cannot serve embeddings: its backend has no embedding path"))
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	d, err := openai.DecodeEmbeddingRequest(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := e.Embed(r.Context(), d.Request)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, err := openai.EmbeddingResponse(d, res)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, list)
+}
