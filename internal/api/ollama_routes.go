@@ -337,22 +337,52 @@ func (s *server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, ollama.VersionResponse{Version: ollama.Version})
 }
 
-// POST /api/embed and POST /api/embeddings. The request is decoded and
-// checked, so a client learns of its own mistakes first; then, until the
-// Backend can embed, the answer is 501.
+// ollamaEmbedder is the optional Backend capability behind POST /api/embed
+// and POST /api/embeddings: one vector per input, or an error whose class
+// says why.
+type ollamaEmbedder interface {
+	Embed(ctx context.Context, req infer.EmbedRequest) (infer.EmbedResult, error)
+}
+
+// POST /api/embed and POST /api/embeddings. A Backend without an embedding
+// path answers 501 (after the request is checked, so a client learns of its
+// own mistakes first). An empty input is Ollama's "load" idiom: no vectors,
+// for a model with a ready instance.
 func (s *server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
+	start := s.cfg.Now()
 	body, err := s.readBody(w, r)
 	if err != nil {
 		s.writeOllamaError(w, r, err)
 		return
 	}
+	legacy := r.URL.Path == "/api/embeddings"
 	decode := ollama.DecodeEmbedRequest
-	if r.URL.Path == "/api/embeddings" {
+	if legacy {
 		decode = ollama.DecodeEmbeddingsRequest
 	}
-	if _, err := decode(body); err != nil {
+	req, err := decode(body)
+	if err != nil {
 		s.writeOllamaError(w, r, err)
 		return
 	}
-	s.writeOllamaStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassUnavailable, "embeddings are not available on this server"))
+	e, ok := s.b.(ollamaEmbedder)
+	if !ok {
+		s.writeOllamaStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassUnavailable, "embeddings are not available on this server"))
+		return
+	}
+	var res infer.EmbedResult
+	if len(req.Inputs) == 0 {
+		_, err = s.readyModel(r.Context(), req.Model)
+	} else {
+		res, err = e.Embed(r.Context(), req)
+	}
+	if err != nil {
+		s.writeOllamaError(w, r, ollamaModelError(req.Model, err))
+		return
+	}
+	if legacy {
+		s.writeJSON(w, http.StatusOK, ollama.EmbeddingsFrom(res))
+		return
+	}
+	s.writeJSON(w, http.StatusOK, ollama.EmbedFrom(req.Model, res, s.cfg.Now().Sub(start)))
 }

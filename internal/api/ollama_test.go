@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -47,16 +49,55 @@ func (b ollamaBackend) State(ctx context.Context) (any, error) {
 	}}, nil
 }
 
+// Embed embeds each input of the echo model as the unit vector along
+// (words, bytes), or the raw (words, bytes) when the request asks for no
+// normalization. org/other is a model that does not embed; any other model
+// has no ready instance, as in Generate.
+func (b ollamaBackend) Embed(ctx context.Context, req infer.EmbedRequest) (infer.EmbedResult, error) {
+	switch req.Model {
+	case "echo":
+	case "org/other":
+		return infer.EmbedResult{}, infer.ParamErrorf("model", "model %q does not produce embeddings", req.Model)
+	default:
+		return infer.EmbedResult{}, &infer.Error{Class: infer.ClassNotFound, Param: "model",
+			Message: fmt.Sprintf("model %q has no ready instance", req.Model)}
+	}
+	if req.Dimensions != 0 && req.Dimensions != 2 {
+		return infer.EmbedResult{}, infer.ParamErrorf("dimensions", "model %q embeds in 2 dimensions, not %d", req.Model, req.Dimensions)
+	}
+	var res infer.EmbedResult
+	for _, in := range req.Inputs {
+		words := len(strings.Fields(in))
+		v := []float32{float32(words), float32(len(in))}
+		if req.Normalized() {
+			n := float32(math.Hypot(float64(v[0]), float64(v[1])))
+			v[0], v[1] = v[0]/n, v[1]/n
+		}
+		res.Embeddings = append(res.Embeddings, v)
+		res.PromptTokens += words
+	}
+	return res, ctx.Err()
+}
+
+// noEmbedBackend is a Backend without the embedding capability.
+type noEmbedBackend struct{ Backend }
+
 // newOllamaFixture serves the API with the Ollama test backend on a
 // loopback socket. Its clock advances 1 ms per reading, so the durations of
 // an answer are non-zero and add up.
 func newOllamaFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return newOllamaFixtureWith(t, cfg, func(b Backend) Backend { return b })
+}
+
+// newOllamaFixtureWith is newOllamaFixture with the backend wrapped.
+func newOllamaFixtureWith(t *testing.T, cfg Config, wrap func(Backend) Backend) *fixture {
+	t.Helper()
 	b := newTestBackend(t)
 	logs := &syncBuffer{}
 	var ticks atomic.Int64
 	cfg.Now = func() time.Time { return time.Unix(1700000000, 0).Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
-	srv := httptest.NewServer(New(cfg, ollamaBackend{b}, slog.New(slog.NewTextHandler(logs, nil))))
+	srv := httptest.NewServer(New(cfg, wrap(ollamaBackend{b}), slog.New(slog.NewTextHandler(logs, nil))))
 	t.Cleanup(srv.Close)
 	return &fixture{url: srv.URL, b: b, log: logs, key: cfg.APIKey}
 }
@@ -361,8 +402,11 @@ func TestOllamaErrors(t *testing.T) {
 		{"show_unknown", "POST", "/api/show", `{"model":"nope"}`, 404, "model 'nope' not found"},
 		{"show_no_model", "POST", "/api/show", `{}`, 400, "model is required"},
 		{"embed_bad", "POST", "/api/embed", `{"model":"echo"}`, 400, "input is required"},
-		{"embed_unavailable", "POST", "/api/embed", `{"model":"echo","input":"x"}`, 501, "embeddings are not available on this server"},
-		{"embeddings_unavailable", "POST", "/api/embeddings", `{"model":"echo","prompt":"x"}`, 501, "embeddings are not available on this server"},
+		{"embed_unknown_model", "POST", "/api/embed", `{"model":"nope","input":"x"}`, 404, "model 'nope' not found: model \"nope\" has no ready instance"},
+		{"embed_not_an_embedder", "POST", "/api/embed", `{"model":"org/other","input":"x"}`, 400, "does not produce embeddings"},
+		{"embed_wrong_dimensions", "POST", "/api/embed", `{"model":"echo","input":"x","dimensions":3}`, 400, "2 dimensions, not 3"},
+		{"embed_load_unknown", "POST", "/api/embed", `{"model":"catalog-only","input":[]}`, 404, "model 'catalog-only' not found"},
+		{"embeddings_no_prompt", "POST", "/api/embeddings", `{"model":"echo"}`, 400, "prompt is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -379,6 +423,83 @@ func TestOllamaErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOllamaEmbed: /api/embed answers unit vectors, one per input, with
+// the token count; /api/embeddings the legacy single raw vector; an empty
+// input is the load idiom.
+func TestOllamaEmbed(t *testing.T) {
+	f := newOllamaFixture(t, Config{})
+	tests := []struct{ name, path, body, want string }{
+		{"embed", "/api/embed", `{"model":"echo","input":["three word input","x"],"truncate":true,"keep_alive":"1m"}`,
+			`{"model":"echo","embeddings":[[0.18428855,0.98287225],[0.70710677,0.70710677]],"total_duration":1000000,"load_duration":0,"prompt_eval_count":4}`},
+		{"embed_string", "/api/embed", `{"model":"echo","input":"ab"}`,
+			`{"model":"echo","embeddings":[[0.4472136,0.8944272]],"total_duration":1000000,"load_duration":0,"prompt_eval_count":1}`},
+		{"embed_load", "/api/embed", `{"model":"echo","input":""}`,
+			`{"model":"echo","embeddings":[],"total_duration":1000000,"load_duration":0,"prompt_eval_count":0}`},
+		{"embeddings", "/api/embeddings", `{"model":"echo","prompt":"two words"}`, `{"embedding":[2,9]}`},
+		{"embeddings_empty", "/api/embeddings", `{"model":"echo","prompt":""}`, `{"embedding":[]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.do(t, "POST", tt.path, tt.body)
+			if r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			// Compare as values: float formatting is not the point.
+			var got, want any
+			if err := json.Unmarshal(r.body, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !approxEqual(got, want) {
+				t.Errorf("\n got %s\nwant %s", bytes.TrimSpace(r.body), tt.want)
+			}
+		})
+	}
+
+	// Without an embedding backend: 501, after the request is checked.
+	f = newOllamaFixtureWith(t, Config{}, func(b Backend) Backend { return noEmbedBackend{b} })
+	if _, ok := any(noEmbedBackend{}).(ollamaEmbedder); ok {
+		t.Skip("every Backend embeds now; the 501 answer cannot happen")
+	}
+	wantOllamaError(t, f.do(t, "POST", "/api/embed", `{"model":"echo","input":"x"}`), 501, "embeddings are not available on this server")
+	wantOllamaError(t, f.do(t, "POST", "/api/embeddings", `{"model":"echo","prompt":"x"}`), 501, "embeddings are not available on this server")
+	wantOllamaError(t, f.do(t, "POST", "/api/embed", `{"model":"echo"}`), 400, "input is required")
+}
+
+// approxEqual compares decoded JSON values, numbers within 1e-6.
+func approxEqual(a, b any) bool {
+	switch a := a.(type) {
+	case float64:
+		bf, ok := b.(float64)
+		return ok && math.Abs(a-bf) < 1e-6
+	case []any:
+		bs, ok := b.([]any)
+		if !ok || len(a) != len(bs) {
+			return false
+		}
+		for i := range a {
+			if !approxEqual(a[i], bs[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		bm, ok := b.(map[string]any)
+		if !ok || len(a) != len(bm) {
+			return false
+		}
+		for k, v := range a {
+			if !approxEqual(v, bm[k]) {
+				return false
+			}
+		}
+		return true
+	}
+	return a == b
 }
 
 // TestOllamaStreamErrors: a task that fails after its first line ends the
@@ -597,8 +718,9 @@ func TestOllamaNodeClient(t *testing.T) {
 			Last     final  `json:"last"`
 		} `json:"generate_stream"`
 		Embed struct {
-			Status int    `json:"status"`
-			Error  string `json:"error"`
+			Status int `json:"status"`
+			Count  int `json:"count"`
+			Dims   int `json:"dims"`
 		} `json:"embed"`
 		NotFound struct {
 			Status int    `json:"status"`
@@ -626,7 +748,7 @@ func TestOllamaNodeClient(t *testing.T) {
 		{"chat_stream", got.ChatStream.Lines == 5 && got.ChatStream.Content == text && got.ChatStream.NotDoneBeforeLast && okFinal(got.ChatStream.Last)},
 		{"generate", got.Generate.Response == text && okFinal(got.Generate.final)},
 		{"generate_stream", got.GenerateStream.Lines == 5 && got.GenerateStream.Response == text && okFinal(got.GenerateStream.Last)},
-		{"embed", got.Embed.Status == 501 && strings.Contains(got.Embed.Error, "embeddings are not available")},
+		{"embed", got.Embed.Status == 200 && got.Embed.Count == 2 && got.Embed.Dims == 2},
 		{"not_found", got.NotFound.Status == 404 && strings.Contains(got.NotFound.Error, "not found")},
 	}
 	for _, c := range checks {

@@ -74,6 +74,17 @@
 // measured at the API node ([Metrics]); load_duration is always 0.
 // [ErrorFrom] builds Ollama's error document {"error": "..."}.
 //
+// # Embeddings
+//
+// [DecodeEmbedRequest] (POST /api/embed: model, input as a string or an
+// array of strings, dimensions only at the model's own size; truncate,
+// keep_alive and options accepted and ignored, an over-long input is
+// refused rather than cut) and [DecodeEmbeddingsRequest] (POST
+// /api/embeddings: model, prompt) return an [infer.EmbedRequest]. /api/embed
+// answers unit vectors and the token count ([EmbedFrom]); /api/embeddings
+// one vector as the model computes it, not normalized, as Ollama does
+// ([EmbeddingsFrom]). An empty input is the "load" idiom again: no vectors.
+//
 // # Models
 //
 // [Tags] (GET /api/tags) lists the models with a ready instance; [PS]

@@ -3,28 +3,22 @@ package ollama
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/skulk/skulk/internal/infer"
 )
 
-// MaxEmbedInputs bounds the number of inputs of one POST /api/embed.
-const MaxEmbedInputs = 2048
-
-// EmbedRequest is a decoded POST /api/embed or POST /api/embeddings body.
-type EmbedRequest struct {
-	Model string
-	Input []string
-	// Truncate is Ollama's truncate (default true): cut inputs longer than
-	// the context instead of failing.
-	Truncate   bool
-	Dimensions int // 0: the model's own
-}
-
-// DecodeEmbedRequest decodes a POST /api/embed body: model, input (a string
-// or an array of strings), truncate, dimensions; keep_alive is checked and
-// ignored like the generation endpoints'; options are accepted and ignored
-// (no option changes an embedding).
-func DecodeEmbedRequest(body []byte) (EmbedRequest, error) {
+// DecodeEmbedRequest decodes and validates a POST /api/embed body: model,
+// input (a string or an array of strings), dimensions (accepted only when it
+// is the model's own size, which the runner checks); truncate is
+// type-checked and ignored (an input longer than the model's context is
+// refused, never cut), keep_alive is checked and ignored like the
+// generation endpoints', options are accepted and ignored (none changes an
+// embedding). The vectors are unit vectors, as Ollama's are.
+//
+// An empty input ("" or []) is Ollama's "load the model" idiom: the request
+// comes back with no inputs and no error, and the answer holds no vectors.
+func DecodeEmbedRequest(body []byte) (infer.EmbedRequest, error) {
 	var w struct {
 		Model      string          `json:"model"`
 		Input      json.RawMessage `json:"input"`
@@ -34,45 +28,52 @@ func DecodeEmbedRequest(body []byte) (EmbedRequest, error) {
 		Options    json.RawMessage `json:"options"`
 	}
 	if err := unmarshal(body, &w); err != nil {
-		return EmbedRequest{}, err
+		return infer.EmbedRequest{}, err
 	}
 	if w.Model == "" {
-		return EmbedRequest{}, infer.ParamErrorf("model", "model is required")
+		return infer.EmbedRequest{}, infer.ParamErrorf("model", "model is required")
 	}
 	if err := keepAlive(w.KeepAlive); err != nil {
-		return EmbedRequest{}, err
+		return infer.EmbedRequest{}, err
 	}
-	req := EmbedRequest{Model: w.Model, Truncate: w.Truncate == nil || *w.Truncate}
+	req := infer.EmbedRequest{Model: w.Model}
 	if w.Dimensions != nil {
-		if *w.Dimensions < 0 || *w.Dimensions > 1<<16 {
-			return EmbedRequest{}, infer.ParamErrorf("dimensions", "dimensions must be between 0 and %d, got %d", 1<<16, *w.Dimensions)
+		if *w.Dimensions < 0 || *w.Dimensions > 1<<20 {
+			return infer.EmbedRequest{}, infer.ParamErrorf("dimensions", "dimensions must be between 0 and %d, got %d", 1<<20, *w.Dimensions)
 		}
 		req.Dimensions = int(*w.Dimensions)
 	}
 	in := bytes.TrimSpace(w.Input)
 	switch {
 	case isNull(in):
-		return EmbedRequest{}, infer.ParamErrorf("input", "input is required: a string or an array of strings")
+		return infer.EmbedRequest{}, infer.ParamErrorf("input", "input is required: a string or an array of strings")
 	case in[0] == '"':
 		var s string
 		if err := json.Unmarshal(in, &s); err != nil {
-			return EmbedRequest{}, infer.ParamErrorf("input", "input is not a valid JSON string: %v", err)
+			return infer.EmbedRequest{}, infer.ParamErrorf("input", "input is not a valid JSON string: %v", err)
 		}
-		req.Input = []string{s}
+		if s != "" {
+			req.Inputs = []string{s}
+		}
 	default:
-		if err := json.Unmarshal(in, &req.Input); err != nil {
-			return EmbedRequest{}, infer.ParamErrorf("input", "input must be a string or an array of strings")
+		if err := json.Unmarshal(in, &req.Inputs); err != nil {
+			return infer.EmbedRequest{}, infer.ParamErrorf("input", "input must be a string or an array of strings (token arrays are not supported)")
 		}
-		if len(req.Input) > MaxEmbedInputs {
-			return EmbedRequest{}, infer.ParamErrorf("input", "at most %d inputs are allowed, got %d", MaxEmbedInputs, len(req.Input))
-		}
+	}
+	if len(req.Inputs) == 0 {
+		req.Inputs = nil
+		return req, nil
+	}
+	if err := req.Validate(); err != nil {
+		return infer.EmbedRequest{}, err
 	}
 	return req, nil
 }
 
 // DecodeEmbeddingsRequest decodes a POST /api/embeddings body (Ollama's
-// older endpoint): model and prompt, one input.
-func DecodeEmbeddingsRequest(body []byte) (EmbedRequest, error) {
+// older endpoint): model and prompt, one input. As in Ollama, its vector is
+// not normalized, and an empty prompt gives an empty vector.
+func DecodeEmbeddingsRequest(body []byte) (infer.EmbedRequest, error) {
 	var w struct {
 		Model     string          `json:"model"`
 		Prompt    *string         `json:"prompt"`
@@ -80,21 +81,31 @@ func DecodeEmbeddingsRequest(body []byte) (EmbedRequest, error) {
 		Options   json.RawMessage `json:"options"`
 	}
 	if err := unmarshal(body, &w); err != nil {
-		return EmbedRequest{}, err
+		return infer.EmbedRequest{}, err
 	}
 	if w.Model == "" {
-		return EmbedRequest{}, infer.ParamErrorf("model", "model is required")
+		return infer.EmbedRequest{}, infer.ParamErrorf("model", "model is required")
 	}
 	if err := keepAlive(w.KeepAlive); err != nil {
-		return EmbedRequest{}, err
+		return infer.EmbedRequest{}, err
 	}
 	if w.Prompt == nil {
-		return EmbedRequest{}, infer.ParamErrorf("prompt", "prompt is required")
+		return infer.EmbedRequest{}, infer.ParamErrorf("prompt", "prompt is required")
 	}
-	return EmbedRequest{Model: w.Model, Input: []string{*w.Prompt}, Truncate: true}, nil
+	req := infer.EmbedRequest{Model: w.Model, Normalize: new(bool)}
+	if *w.Prompt == "" {
+		return req, nil
+	}
+	req.Inputs = []string{*w.Prompt}
+	if err := req.Validate(); err != nil {
+		return infer.EmbedRequest{}, err
+	}
+	return req, nil
 }
 
-// EmbedResponse is the POST /api/embed document.
+// EmbedResponse is the POST /api/embed document. TotalDuration is measured
+// at the API node; LoadDuration is always 0 (instances are placed ahead of
+// requests).
 type EmbedResponse struct {
 	Model           string      `json:"model"`
 	Embeddings      [][]float32 `json:"embeddings"`
@@ -103,7 +114,26 @@ type EmbedResponse struct {
 	PromptEvalCount int         `json:"prompt_eval_count"`
 }
 
+// EmbedFrom returns the /api/embed answer for res; took is the time from
+// the request's arrival to the result.
+func EmbedFrom(model string, res infer.EmbedResult, took time.Duration) EmbedResponse {
+	e := res.Embeddings
+	if e == nil {
+		e = [][]float32{}
+	}
+	return EmbedResponse{Model: model, Embeddings: e, TotalDuration: max(0, took.Nanoseconds()), PromptEvalCount: res.PromptTokens}
+}
+
 // EmbeddingsResponse is the POST /api/embeddings document.
 type EmbeddingsResponse struct {
 	Embedding []float32 `json:"embedding"`
+}
+
+// EmbeddingsFrom returns the /api/embeddings answer for res (its first
+// vector; none for an empty prompt).
+func EmbeddingsFrom(res infer.EmbedResult) EmbeddingsResponse {
+	if len(res.Embeddings) == 0 {
+		return EmbeddingsResponse{Embedding: []float32{}}
+	}
+	return EmbeddingsResponse{Embedding: res.Embeddings[0]}
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skulk/skulk/internal/infer"
 )
@@ -317,35 +318,67 @@ func TestDecodeShowRequest(t *testing.T) {
 }
 
 func TestDecodeEmbedRequest(t *testing.T) {
+	f := false
 	tests := []struct {
 		name, body string
-		want       EmbedRequest
+		decode     func([]byte) (infer.EmbedRequest, error)
+		want       infer.EmbedRequest
 	}{
-		{"string", `{"model":"e","input":"hi"}`, EmbedRequest{Model: "e", Input: []string{"hi"}, Truncate: true}},
+		{"string", `{"model":"e","input":"hi"}`, DecodeEmbedRequest, infer.EmbedRequest{Model: "e", Inputs: []string{"hi"}}},
 		{"array", `{"model":"e","input":["a","b"],"truncate":false,"dimensions":64,"keep_alive":"1m","options":{"num_ctx":1}}`,
-			EmbedRequest{Model: "e", Input: []string{"a", "b"}, Dimensions: 64}},
+			DecodeEmbedRequest, infer.EmbedRequest{Model: "e", Inputs: []string{"a", "b"}, Dimensions: 64}},
+		{"empty_string_loads", `{"model":"e","input":""}`, DecodeEmbedRequest, infer.EmbedRequest{Model: "e"}},
+		{"empty_array_loads", `{"model":"e","input":[]}`, DecodeEmbedRequest, infer.EmbedRequest{Model: "e"}},
+		{"legacy_not_normalized", `{"model":"e","prompt":"hello"}`, DecodeEmbeddingsRequest, infer.EmbedRequest{Model: "e", Inputs: []string{"hello"}, Normalize: &f}},
+		{"legacy_empty_prompt", `{"model":"e","prompt":""}`, DecodeEmbeddingsRequest, infer.EmbedRequest{Model: "e", Normalize: &f}},
 	}
 	for _, tt := range tests {
-		got, err := DecodeEmbedRequest([]byte(tt.body))
-		if err != nil || !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.decode([]byte(tt.body))
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
 	}
-	bad := []struct{ body, param, in string }{
-		{`{"input":"x"}`, "model", "required"},
-		{`{"model":"e"}`, "input", "required"},
-		{`{"model":"e","input":[1]}`, "input", "strings"},
-		{`{"model":"e","input":"x","dimensions":-1}`, "dimensions", "between"},
-		{`{"model":"e","input":"x","keep_alive":"soon"}`, "keep_alive", "duration"},
+	bad := []struct {
+		name, body, param, in string
+		decode                func([]byte) (infer.EmbedRequest, error)
+	}{
+		{"no_model", `{"input":"x"}`, "model", "required", DecodeEmbedRequest},
+		{"no_input", `{"model":"e"}`, "input", "required", DecodeEmbedRequest},
+		{"token_input", `{"model":"e","input":[1]}`, "input", "token arrays", DecodeEmbedRequest},
+		{"empty_item", `{"model":"e","input":["a",""]}`, "input", "input[1] is empty", DecodeEmbedRequest},
+		{"dimensions_negative", `{"model":"e","input":"x","dimensions":-1}`, "dimensions", "between", DecodeEmbedRequest},
+		{"keep_alive", `{"model":"e","input":"x","keep_alive":"soon"}`, "keep_alive", "duration", DecodeEmbedRequest},
+		{"truncate_type", `{"model":"e","input":"x","truncate":"no"}`, "truncate", "boolean", DecodeEmbedRequest},
+		{"legacy_no_prompt", `{"model":"e"}`, "prompt", "required", DecodeEmbeddingsRequest},
+		{"legacy_no_model", `{"prompt":"x"}`, "model", "required", DecodeEmbeddingsRequest},
 	}
 	for _, b := range bad {
-		_, err := DecodeEmbedRequest([]byte(b.body))
-		wantInvalid(t, err, b.param, b.in)
+		t.Run(b.name, func(t *testing.T) {
+			_, err := b.decode([]byte(b.body))
+			wantInvalid(t, err, b.param, b.in)
+		})
 	}
-	got, err := DecodeEmbeddingsRequest([]byte(`{"model":"e","prompt":"hello"}`))
-	if err != nil || !reflect.DeepEqual(got, EmbedRequest{Model: "e", Input: []string{"hello"}, Truncate: true}) {
-		t.Errorf("embeddings: got %+v, %v", got, err)
+	// Too much text is too large, not malformed.
+	_, err := DecodeEmbedRequest([]byte(`{"model":"e","input":"` + strings.Repeat("x", infer.MaxEmbedBytes+1) + `"}`))
+	if e, ok := errors.AsType[*infer.Error](err); !ok || e.Class != infer.ClassTooLarge {
+		t.Errorf("an oversized input: %v, want too_large", err)
 	}
-	_, err = DecodeEmbeddingsRequest([]byte(`{"model":"e"}`))
-	wantInvalid(t, err, "prompt", "required")
+}
+
+func TestEmbedResponses(t *testing.T) {
+	res := infer.EmbedResult{Embeddings: [][]float32{{0.6, 0.8}, {1, 0}}, PromptTokens: 5}
+	if got, want := marshal(t, EmbedFrom("e", res, 3*time.Millisecond)), `{"model":"e","embeddings":[[0.6,0.8],[1,0]],"total_duration":3000000,"load_duration":0,"prompt_eval_count":5}`; got != want {
+		t.Errorf("embed\n got %s\nwant %s", got, want)
+	}
+	if got, want := marshal(t, EmbedFrom("e", infer.EmbedResult{}, 0)), `{"model":"e","embeddings":[],"total_duration":0,"load_duration":0,"prompt_eval_count":0}`; got != want {
+		t.Errorf("empty embed\n got %s\nwant %s", got, want)
+	}
+	if got, want := marshal(t, EmbeddingsFrom(res)), `{"embedding":[0.6,0.8]}`; got != want {
+		t.Errorf("embeddings: got %s, want %s", got, want)
+	}
+	if got, want := marshal(t, EmbeddingsFrom(infer.EmbedResult{})), `{"embedding":[]}`; got != want {
+		t.Errorf("empty embeddings: got %s, want %s", got, want)
+	}
 }
