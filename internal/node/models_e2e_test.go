@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skulk/skulk/internal/catalog"
 )
 
 // storiesFile is the real GGUF the stand-in Hub serves.
@@ -335,6 +337,23 @@ func TestModelImportOffline(t *testing.T) {
 	builtin := n.place()
 	n.waitStatus(builtin, "ready")
 
+	// A card written by hand into the custom cards directory joins the
+	// catalog without a restart; placing it cannot download while offline,
+	// and the runner status and the State's download outcome say so.
+	hubCard := writeHubCard(t, n, "offline-model")
+	waitFor(t, 10*time.Second, "the hand-written card in the catalog", func() bool {
+		code, m := n.model(hubCard)
+		return code == 200 && !m.Installed && strings.Contains(m.Reason, "no complete download")
+	})
+	offline := n.placeModel(hubCard, 0)
+	reason := runnerFailure(t, n, offline)
+	if !strings.Contains(reason, "weights of offline-model are not available") || !strings.Contains(reason, "offline mode is on (SKULK_OFFLINE)") {
+		t.Fatalf("runner failure reason %q", reason)
+	}
+	waitFor(t, 10*time.Second, "DownloadFailed in the State", func() bool {
+		return strings.Contains(downloadOutcome(n, hubCard), "failed: hub: downloading offline-model needs the Hugging Face Hub")
+	})
+
 	dir := t.TempDir()
 	good, err := os.ReadFile(storiesFile)
 	if err != nil {
@@ -359,23 +378,7 @@ func TestModelImportOffline(t *testing.T) {
 		t.Fatalf("imported model %+v", m)
 	}
 	inst := n.placeModel("corrupt", 0)
-	var reason string
-	waitFor(t, 60*time.Second, "the corrupt model's runner to fail", func() bool {
-		_, b := n.do("GET", "/state", nil)
-		var st struct {
-			Instances map[string]struct {
-				Runners []struct{ Status, Reason string } `json:"runners"`
-			} `json:"instances"`
-		}
-		json.Unmarshal(b, &st)
-		for _, r := range st.Instances[inst].Runners {
-			if r.Status == "failed" {
-				reason = r.Reason
-				return true
-			}
-		}
-		return false
-	})
+	reason = runnerFailure(t, n, inst)
 	if !strings.Contains(reason, "load failed") || !strings.Contains(reason, "tensor blk.0.ffn_gate.weight has shape") {
 		t.Fatalf("runner failure reason %q", reason)
 	}
@@ -401,4 +404,72 @@ func patchUint32(t *testing.T, b []byte, key string, delta uint32) []byte {
 	v := binary.LittleEndian.Uint32(out[at+4:])
 	binary.LittleEndian.PutUint32(out[at+4:], v+delta)
 	return out
+}
+
+// runnerFailure waits until a runner of the instance reports failed and
+// returns its reason.
+func runnerFailure(t *testing.T, n *node, inst string) string {
+	t.Helper()
+	var reason string
+	waitFor(t, 60*time.Second, "a runner of "+inst+" to fail", func() bool {
+		_, b := n.do("GET", "/state", nil)
+		var st struct {
+			Instances map[string]struct {
+				Runners []struct{ Status, Reason string } `json:"runners"`
+			} `json:"instances"`
+		}
+		json.Unmarshal(b, &st)
+		for _, r := range st.Instances[inst].Runners {
+			if r.Status == "failed" {
+				reason = r.Reason
+				return true
+			}
+		}
+		return false
+	})
+	return reason
+}
+
+// downloadOutcome is "STATUS: REASON" of the model's download in the
+// State, on any node.
+func downloadOutcome(n *node, model string) string {
+	_, b := n.do("GET", "/state", nil)
+	var st struct {
+		Nodes map[string]struct {
+			Downloads map[string]struct{ Status, Reason string } `json:"downloads"`
+		} `json:"nodes"`
+	}
+	json.Unmarshal(b, &st)
+	for _, nd := range st.Nodes {
+		if d, ok := nd.Downloads[model]; ok {
+			return d.Status + ": " + d.Reason
+		}
+	}
+	return ""
+}
+
+// writeHubCard writes a custom card for a Hub model (the demo model's shape,
+// from a repository that is never contacted) into the node's custom cards
+// directory, as an operator would, and returns its id.
+func writeHubCard(t *testing.T, n *node, id string) string {
+	t.Helper()
+	code, b := n.do("GET", "/models/"+catalog.BuiltinID, nil)
+	var c catalog.Card
+	if err := json.Unmarshal(b, &c); code != 200 || err != nil {
+		t.Fatalf("GET /models/%s: %d %v", catalog.BuiltinID, code, err)
+	}
+	c.ID, c.Builtin, c.ChatTemplate = id, false, ""
+	c.Repo, c.Revision, c.Files = "skulk-test/unreachable-GGUF", strings.Repeat("ab", 20), []string{"m-Q8_0.gguf"}
+	toml, err := catalog.EncodeCardTOML(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(n.home, "custom_model_cards")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, id+".toml"), toml, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
