@@ -42,7 +42,7 @@ type Config struct {
 	// running cluster): tasks the State holds in flight died with the old
 	// processes and are failed.
 	Restarted bool
-	Now  func() time.Time
+	Now       func() time.Time
 	// Card looks a model up in the catalog.
 	Card func(ids.ModelID) (catalog.Card, bool)
 	// Nodes reports the current resources of the live nodes.

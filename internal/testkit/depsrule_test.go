@@ -50,6 +50,45 @@ func isStd(p string) bool { return !strings.Contains(strings.Split(p, "/")[0], "
 
 func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
 
+// allowedImports lists, for packages whose every non-standard import is
+// fixed, the import paths (or path prefixes ending in "/") they may use.
+// Packages of the module under internal/ are named without the module path.
+var allowedImports = map[string][]string{
+	"internal/ids":              {},
+	"internal/infer":            {},
+	"internal/event":            {"github.com/fxamacker/cbor/v2", "internal/ids"},
+	"internal/state":            {"github.com/fxamacker/cbor/v2", "internal/event", "internal/ids"},
+	"internal/placement":        {},
+	"internal/election/decide":  {"internal/ids"},
+	"internal/eventlog":         {"github.com/klauspost/compress/", "golang.org/x/sys/", "internal/vfs"},
+	"internal/engine/tensor":    {"golang.org/x/sys/"},
+	"internal/engine/gguf":      {"golang.org/x/sys/", "internal/engine/tensor"},
+	"internal/engine/tokenizer": {"internal/engine/gguf", "internal/engine/tensor"},
+	"internal/engine/sample":    {},
+	"internal/engine/output":    {},
+	"internal/engine/grammar":   {},
+	"internal/engine/chat":      {"github.com/ardanlabs/jinja"},
+	"internal/engine/synth":     {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
+	"internal/membership":       {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "internal/ids", "internal/transport/clusterkey"},
+	"internal/transport":        {"github.com/quic-go/quic-go", "internal/ids", "internal/transport/clusterkey"},
+}
+
+// stricterPure are standard packages placement must not import on top of
+// the pure set (it must not reach for unsafe tricks or the runtime either).
+var stricterPure = map[string]bool{"unsafe": true, "runtime": true}
+
+func allowedImport(list []string, im string) bool {
+	for _, a := range list {
+		if strings.HasPrefix(a, "internal/") {
+			a = module + "/" + a
+		}
+		if im == a || (strings.HasSuffix(a, "/") && strings.HasPrefix(im, a)) || strings.HasPrefix(im, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
 // TestDependencyRules enforces the rules of DESIGN.md's package layout.
 func TestDependencyRules(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -62,6 +101,11 @@ func TestDependencyRules(t *testing.T) {
 	all := imports(t, root)
 	if _, ok := all[module+"/internal/engine/model"]; !ok {
 		t.Fatalf("the import scan found no engine packages under %s", root)
+	}
+	for pkg := range allowedImports {
+		if _, ok := all[module+"/"+pkg]; !ok {
+			t.Errorf("the rule table names %s, which the scan did not find", pkg)
+		}
 	}
 	in := func(p string) string { return module + "/internal/" + p }
 	forbiddenPure := map[string]bool{"os": true, "net": true, "time": true, "sync": true, "log": true, "math/rand": true, "math/rand/v2": true, "log/slog": true}
@@ -98,6 +142,12 @@ func TestDependencyRules(t *testing.T) {
 			}
 			if under(im, in("testkit")) {
 				t.Errorf("%s imports testkit outside a test", pkg)
+			}
+			if list, ok := allowedImports[strings.TrimPrefix(pkg, module+"/")]; ok && !isStd(im) && !allowedImport(list, im) {
+				t.Errorf("%s imports %s; it may import only the standard library and %v", pkg, im, list)
+			}
+			if pkg == in("placement") && stricterPure[im] {
+				t.Errorf("%s imports %s: the planner is plain arithmetic", pkg, im)
 			}
 		}
 	}

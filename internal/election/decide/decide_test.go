@@ -1,13 +1,8 @@
 package decide
 
 import (
-	"go/parser"
-	"go/token"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/skulk/skulk/internal/ids"
@@ -80,30 +75,6 @@ func TestViewsAgree(t *testing.T) {
 		}
 		if electors != 1 {
 			t.Fatalf("%d nodes elect themselves in %+v", electors, members)
-		}
-	}
-}
-
-// TestPure enforces that election logic takes time and I/O as inputs.
-func TestPure(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pf, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, im := range pf.Imports {
-			p, _ := strconv.Unquote(im.Path.Value)
-			if p != "github.com/skulk/skulk/internal/ids" {
-				t.Errorf("%s imports %s", f, p)
-			}
 		}
 	}
 }
