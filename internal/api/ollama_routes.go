@@ -64,7 +64,7 @@ func (s *server) writeOllamaError(w http.ResponseWriter, r *http.Request, err er
 }
 
 func (s *server) writeOllamaStatus(w http.ResponseWriter, r *http.Request, status int, e *infer.Error) {
-	if status >= 500 {
+	if status >= 500 && status != http.StatusNotImplemented { // 501: a client asked for what Skulk does not do
 		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
 	}
 	s.writeJSON(w, status, ollama.ErrorFrom(e))
@@ -246,9 +246,9 @@ func (s *server) readyModel(ctx context.Context, model string) (ModelInfo, error
 	return ModelInfo{}, ollama.ModelNotFound(model, "it has no ready instance; GET /api/tags lists the models that have one")
 }
 
-// catalogCards reads the catalog's cards. A catalog that cannot be read
-// leaves the answers without card details (logged), rather than failing
-// the listing.
+// catalogCards reads the catalog's cards. The listings (tags, ps) log a
+// catalog that cannot be read and answer without card details rather than
+// fail; show fails.
 func (s *server) catalogCards(ctx context.Context) ([]ollama.Card, error) {
 	doc, err := s.b.Catalog(ctx)
 	if err != nil {
