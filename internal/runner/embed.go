@@ -53,14 +53,16 @@ func openEncoder(spec LoadSpec, log *slog.Logger, warming func()) (l *loaded, ok
 		f.Close()
 		return nil, false, nil
 	}
-	if spec.Start != 0 || spec.End != 0 {
-		f.Close()
-		return nil, true, fmt.Errorf("%w (an embedding model runs whole; asked for blocks [%d, %d))", ErrShardUnsupported, spec.Start, spec.End)
-	}
 	e, err := encoder.Open(f, encoder.Options{Threads: spec.Threads})
 	if err != nil {
 		f.Close()
 		return nil, true, fmt.Errorf("runner: load: %s: %w", spec.ModelPath, err)
+	}
+	// An encoder runs whole: blocks [0, 0), or every block on one rank.
+	if n := e.Config().NLayer; !(spec.Start == 0 && (spec.End == 0 || spec.First && spec.Last && spec.End == n)) {
+		f.Close()
+		return nil, true, fmt.Errorf("%w (an embedding model runs whole; asked for blocks [%d, %d) of %d, first=%v last=%v)",
+			ErrShardUnsupported, spec.Start, spec.End, n, spec.First, spec.Last)
 	}
 	if spec.ChatTemplateOverride != "" {
 		log.Warn("an embedding model has no chat template; chat_template_override is ignored")

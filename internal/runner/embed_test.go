@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/supervise"
 )
@@ -510,6 +511,47 @@ func TestDecodeEmbedLines(t *testing.T) {
 		t.Run("message_"+tt.name, func(t *testing.T) {
 			if _, err := DecodeMessage([]byte(tt.line)); (err == nil) != tt.ok {
 				t.Fatalf("DecodeMessage(%s) = %v, want ok=%v", tt.line, err, tt.ok)
+			}
+		})
+	}
+}
+
+// TestEncoderLoadRange checks which layer ranges an encoder loads: the
+// whole model, as blocks [0, 0) or as all its blocks on one rank, and no
+// pipeline stage.
+func TestEncoderLoadRange(t *testing.T) {
+	path := synthBert(t)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := f.Uint("bert.block_count")
+	f.Close()
+	if !ok || n < 2 {
+		t.Fatalf("synth-bert has bert.block_count %d, %v; want at least 2", n, ok)
+	}
+	tests := []struct {
+		name string
+		spec LoadSpec
+		ok   bool
+	}{
+		{name: "whole", spec: LoadSpec{}, ok: true},
+		{name: "one_rank", spec: LoadSpec{End: int(n), First: true, Last: true}, ok: true},
+		{name: "first_stage", spec: LoadSpec{End: 1, First: true}},
+		{name: "last_stage", spec: LoadSpec{Start: 1, End: int(n), Last: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := startClient(t, Options{}, "runner")
+			tt.spec.ModelPath, tt.spec.Threads = path, 1
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			_, err := c.Load(ctx, tt.spec)
+			if tt.ok && err != nil {
+				t.Fatal(err)
+			}
+			if le, isLoad := errors.AsType[*LoadError](err); !tt.ok && (!isLoad || !strings.Contains(le.Status.Reason, "only whole models are served")) {
+				t.Fatalf("Load(%+v) = %v, want a load failure saying only whole models are served", tt.spec, err)
 			}
 		})
 	}
