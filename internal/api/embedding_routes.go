@@ -25,7 +25,7 @@ func (s *server) embeddingRoutes() {
 func (s *server) embeddings(w http.ResponseWriter, r *http.Request) {
 	e, ok := s.b.(embedder)
 	if !ok {
-		s.writeStatus(w, http.StatusNotImplemented, infer.Errorf(infer.ClassUnavailable,
+		s.writeStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassUnavailable,
 			"this node cannot serve embeddings: its backend has no embedding path"))
 		return
 	}

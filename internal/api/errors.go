@@ -6,7 +6,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 
+	"github.com/skulk/skulk/internal/api/anthropic"
+	"github.com/skulk/skulk/internal/api/ollama"
 	"github.com/skulk/skulk/internal/api/openai"
 	"github.com/skulk/skulk/internal/infer"
 )
@@ -61,14 +64,21 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
 	}
-	s.writeStatus(w, status, e)
+	s.writeStatus(w, r, status, e)
 }
 
-// writeStatus writes e in OpenAI's error shape with the given status. Every
-// route answers errors in this shape today; formats with their own shape
-// (Anthropic, Ollama) will choose theirs here by route.
-func (s *server) writeStatus(w http.ResponseWriter, status int, e *infer.Error) {
-	s.writeJSON(w, status, openai.ErrorFrom(e))
+// writeStatus writes e with the given status in the error shape of the wire
+// format the request's route speaks: Anthropic's under /v1/messages,
+// Ollama's under /api/, OpenAI's everywhere else (the control routes too).
+func (s *server) writeStatus(w http.ResponseWriter, r *http.Request, status int, e *infer.Error) {
+	switch {
+	case isAnthropicPath(r.URL.Path):
+		s.writeJSON(w, status, anthropic.ErrorFrom(status, e))
+	case strings.HasPrefix(r.URL.Path, "/api/"):
+		s.writeJSON(w, status, ollama.ErrorFrom(e))
+	default:
+		s.writeJSON(w, status, openai.ErrorFrom(e))
+	}
 }
 
 // writeJSON writes v as a JSON document.

@@ -72,7 +72,7 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 			if sw, ok := w.(*statusWriter); ok && sw.status != 0 {
 				panic(http.ErrAbortHandler)
 			}
-			s.writeStatus(w, http.StatusInternalServerError, infer.Errorf(infer.ClassInternal, "internal error; the node's log has the details"))
+			s.writeStatus(w, r, http.StatusInternalServerError, infer.Errorf(infer.ClassInternal, "internal error; the node's log has the details"))
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -136,10 +136,10 @@ func (s *server) route(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(c, r)
 	switch c.status {
 	case http.StatusNotFound:
-		s.writeStatus(w, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", r.Method, r.URL.Path))
+		s.writeStatus(w, r, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", r.Method, r.URL.Path))
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", c.header.Get("Allow"))
-		s.writeStatus(w, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, c.header.Get("Allow")))
+		s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, c.header.Get("Allow")))
 	default: // the mux's redirect to a clean path
 		for k, v := range c.header {
 			w.Header()[k] = v
