@@ -116,6 +116,53 @@ func (k Kernels) VecDotRows(t Type, rows []byte, stride int, act []byte, n int, 
 	}
 }
 
+// VecDotTile computes out[a·outStride+r] = VecDot(t, row r, act a, n) for
+// every r < nrows and a < nacts, where weight row r starts at
+// rows[r·rowStride:] and activation row a at acts[a·actStride:]: a block of
+// a matrix-matrix product. Each result is bit for bit the VecDot of its pair,
+// however many rows and activations the call covers, so a caller may tile a
+// matmul any way it likes. Kernels that multiply small register tiles (four
+// rows by four activations) load every block once per tile instead of once
+// per dot product. Sizes that do not fit are a programming error and panic
+// with the typed error.
+func (k Kernels) VecDotTile(t Type, rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+	rb, ab := 0, 0
+	if be := t.BlockElems(); be > 0 {
+		rb = n / be * t.BlockBytes()
+	}
+	if at := VecDotType(t); at.BlockElems() > 0 {
+		ab = n / at.BlockElems() * at.BlockBytes()
+	}
+	if err := k.CheckDot(t, n, rb, ab); err != nil {
+		panic(err)
+	}
+	if nrows <= 0 || nacts <= 0 {
+		return
+	}
+	if rowStride < rb || len(rows) < rb || rowStride > 0 && nrows-1 > (len(rows)-rb)/rowStride {
+		panic(&SizeError{Op: "dot tile", Type: t, Elems: n, What: "rows", Got: len(rows), Want: (nrows-1)*rowStride + rb})
+	}
+	if actStride < ab || len(acts) < ab || actStride > 0 && nacts-1 > (len(acts)-ab)/actStride {
+		panic(&SizeError{Op: "dot tile", Type: VecDotType(t), Elems: n, What: "activations", Got: len(acts), Want: (nacts-1)*actStride + ab})
+	}
+	if nacts > 1 && outStride < nrows || len(out) < nrows || outStride > 0 && nacts-1 > (len(out)-nrows)/outStride {
+		panic(&SizeError{Op: "dot tile", Type: F32, Elems: nrows, What: "out", Got: len(out), Want: (nacts-1)*outStride + nrows})
+	}
+	tb := k.table()
+	if f := tb.vecDotTile[t]; f != nil {
+		f(rows, rowStride, nrows, acts, actStride, nacts, n, out, outStride)
+		return
+	}
+	f := tb.vecDot[t]
+	for a := 0; a < nacts; a++ {
+		act := acts[a*actStride : a*actStride+ab]
+		o := out[a*outStride : a*outStride+nrows]
+		for r := range o {
+			o[r] = f(rows[r*rowStride:r*rowStride+rb], act, n)
+		}
+	}
+}
+
 // QuantizeAct converts activations x into dst in VecDotType(t)'s layout;
 // dst must be RowBytes(VecDotType(t), len(x)) bytes.
 func (k Kernels) QuantizeAct(t Type, x []float32, dst []byte) error {
@@ -139,6 +186,11 @@ func DotF32(t Type, row []byte, x []float32) float32 { return Best().DotF32(t, r
 // VecDotRows is Best().VecDotRows.
 func VecDotRows(t Type, rows []byte, stride int, act []byte, n int, out []float32) {
 	Best().VecDotRows(t, rows, stride, act, n, out)
+}
+
+// VecDotTile is Best().VecDotTile.
+func VecDotTile(t Type, rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+	Best().VecDotTile(t, rows, rowStride, nrows, acts, actStride, nacts, n, out, outStride)
 }
 
 // VecDot is Best().VecDot.

@@ -19,6 +19,11 @@ type (
 	VecDotFunc func(row, act []byte, n int) float32
 	// QuantizeFunc converts floats into a type's blocks.
 	QuantizeFunc func(x []float32, dst []byte)
+	// VecDotTileFunc computes out[a·outStride+r] for r < nrows, a < nacts:
+	// the VecDotFunc of weight row r (rb bytes at rows[r·rowStride:]) with
+	// activation row a (at acts[a·actStride:]), each bit for bit what the
+	// table's VecDotFunc returns for that pair.
+	VecDotTileFunc func(rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int)
 )
 
 // typeSlots bounds the GGML type ids the tables are indexed by.
@@ -30,7 +35,8 @@ type kernelTable struct {
 	dequantize  [typeSlots]DequantizeFunc
 	dotF32      [typeSlots]DotF32Func
 	vecDot      [typeSlots]VecDotFunc
-	quantizeAct [typeSlots]QuantizeFunc // indexed by the activation type
+	vecDotTile  [typeSlots]VecDotTileFunc // nil: loop over vecDot
+	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
 }
 
 // Kernels is an immutable table of compute kernels, one per type and

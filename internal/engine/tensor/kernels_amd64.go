@@ -37,6 +37,13 @@ func vecDotQ8_0VNNI(row, act []byte, n int) float32
 //go:noescape
 func vecDotQ4_0VNNI(row, act []byte, n int) float32
 
+// vecDotQ8_0Tile4VNNI (vecdot_tile_amd64.s) computes the 4×4 block
+// out[a·outStride+r] = vecDotQ8_0VNNI(row r, act a, 32·nb) of rows rowStride
+// bytes apart and activations actStride bytes apart, bit for bit.
+//
+//go:noescape
+func vecDotQ8_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
 
@@ -51,6 +58,41 @@ func vecDotQ6_KAVX2(row, act []byte, n int) float32
 func dotF32F32AVX2(row []byte, x []float32) float32 {
 	act := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
 	return vecDotF32AVX2(row, act, len(x))
+}
+
+// tile4Func multiplies four weight rows with four activation rows of nb
+// blocks each (see vecDotQ8_0Tile4VNNI).
+type tile4Func func(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+// tiled builds a VecDotTileFunc that covers the tile with tile4 in 4×4
+// steps, four rows at a time against every activation, and the edges (fewer
+// than four rows or activations left) with one, which must compute what tile4
+// computes per pair. be is the weight type's block size; rb and ab follow
+// from n.
+func tiled(tile4 tile4Func, one VecDotFunc, be, rowBlock, actBlock int) VecDotTileFunc {
+	return func(rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+		nb := n / be
+		rb, ab := nb*rowBlock, nb*actBlock
+		r := 0
+		for ; nb > 0 && r+4 <= nrows; r += 4 {
+			a := 0
+			for ; a+4 <= nacts; a += 4 {
+				tile4(&rows[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
+			}
+			for ; a < nacts; a++ {
+				act := acts[a*actStride : a*actStride+ab]
+				for i := r; i < r+4; i++ {
+					out[a*outStride+i] = one(rows[i*rowStride:i*rowStride+rb], act, n)
+				}
+			}
+		}
+		for ; r < nrows; r++ {
+			row := rows[r*rowStride : r*rowStride+rb]
+			for a := 0; a < nacts; a++ {
+				out[a*outStride+r] = one(row, acts[a*actStride:a*actStride+ab], n)
+			}
+		}
+	}
 }
 
 // haveArchKernels says whether this build has assembly kernels at all.
@@ -78,6 +120,9 @@ func archTable(f Features) *kernelTable {
 	}
 	t.name = "avx512"
 	t.vecDot[Q8_0] = vecDotQ8_0VNNI
+	if f.AVX512BW {
+		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, vecDotQ8_0VNNI, 32, 34, 34)
+	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
 	return t
 }

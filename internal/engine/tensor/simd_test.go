@@ -17,7 +17,7 @@ type kernelPath struct {
 
 var kernelPaths = []kernelPath{
 	{"avx2", Features{AVX2: true, FMA: true, F16C: true}},
-	{"avx512", Features{AVX2: true, FMA: true, F16C: true, AVX512F: true, AVX512VL: true, AVX512VNNI: true}},
+	{"avx512", Features{AVX2: true, FMA: true, F16C: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true}},
 }
 
 // simdPaths runs fn for every SIMD path this build and CPU can execute and
