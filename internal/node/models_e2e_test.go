@@ -246,10 +246,14 @@ func TestModelFromHub(t *testing.T) {
 	}
 	// Restart: the placement comes back, the model is installed and
 	// verified, and nothing is asked of the Hub.
+	oldRunner := n.state().Instances[inst].Runners[0].ID
 	n.stop()
 	before := hubSrv.requests()
 	n = startNode(t, home, env...)
-	n.waitStatus(inst, "ready")
+	waitFor(t, 60*time.Second, "a new runner of the instance to be ready", func() bool {
+		in := n.state().Instances[inst]
+		return in.Status == "ready" && len(in.Runners) == 1 && in.Runners[0].ID != oldRunner && in.Runners[0].Status == "ready"
+	})
 	if got := n.completion(id); got != llamaCppStory {
 		t.Fatalf("completion after restart %q", got)
 	}
