@@ -56,11 +56,11 @@ type Gateway struct {
 // pending is a task this node owns: its request, and the stream back to the
 // HTTP handler waiting for it.
 type pending struct {
-	req  infer.Request
-	ref  event.PayloadRef
-	out  chan infer.Chunk
-	gone chan struct{} // closed when the client stops reading
-	once sync.Once
+	payload infer.TaskPayload
+	ref     event.PayloadRef
+	out     chan infer.Chunk
+	gone    chan struct{} // closed when the client stops reading
+	once    sync.Once
 }
 
 // chunkBuffer lets a runner run ahead of a slow client by this many chunks.
@@ -85,18 +85,25 @@ func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer
 	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
 		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog)", req.Model)
 	}
-	body, err := json.Marshal(req)
+	return g.submit(ctx, req.Model, infer.TaskPayload{Generate: &req})
+}
+
+// submit registers a task's payload, asks the master to bind it to an
+// instance of model, and returns the chunk stream. Cancelling ctx cancels
+// the task.
+func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPayload) (<-chan infer.Chunk, error) {
+	body, err := json.Marshal(payload)
 	if err != nil {
 		return nil, err
 	}
 	task := ids.TaskID(g.cfg.NewID())
-	p := &pending{req: req, ref: event.PayloadRef{Digest: sha256.Sum256(body), Size: uint64(len(body))},
+	p := &pending{payload: payload, ref: event.PayloadRef{Digest: sha256.Sum256(body), Size: uint64(len(body))},
 		out: make(chan infer.Chunk, chunkBuffer), gone: make(chan struct{})}
 	g.mu.Lock()
 	g.tasks[task] = p
 	g.mu.Unlock()
 	_, err = g.cfg.Master.Execute(ctx, event.TextGeneration{ID: ids.CommandID(g.cfg.NewID()), Task: task,
-		Model: ids.ModelID(req.Model), Owner: g.cfg.Node, Payload: p.ref})
+		Model: ids.ModelID(model), Owner: g.cfg.Node, Payload: p.ref})
 	if err != nil {
 		g.forget(task)
 		return nil, err
@@ -137,18 +144,18 @@ func (g *Gateway) lookup(task ids.TaskID) (*pending, bool) {
 
 // Payload returns the request of a task this node owns, checked against the
 // reference the master indexed.
-func (g *Gateway) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.Request, error) {
+func (g *Gateway) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.TaskPayload, error) {
 	if owner != g.cfg.Node {
-		return infer.Request{}, fmt.Errorf("gateway: task %s is owned by node %s; fetching payloads across nodes needs the cluster data plane", task, owner)
+		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s is owned by node %s; fetching payloads across nodes needs the cluster data plane", task, owner)
 	}
 	p, ok := g.lookup(task)
 	if !ok {
-		return infer.Request{}, fmt.Errorf("gateway: task %s is no longer waiting (its client left)", task)
+		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s is no longer waiting (its client left)", task)
 	}
 	if p.ref != ref {
-		return infer.Request{}, fmt.Errorf("gateway: task %s payload does not match the indexed digest", task)
+		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s payload does not match the indexed digest", task)
 	}
-	return p.req, nil
+	return p.payload, nil
 }
 
 // Deliver passes a chunk to the waiting client; the final chunk closes the

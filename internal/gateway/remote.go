@@ -34,8 +34,8 @@ type payloadReq struct {
 }
 
 type payloadResp struct {
-	Request *infer.Request `json:"request,omitempty"`
-	Error   string         `json:"error,omitempty"`
+	Payload *infer.TaskPayload `json:"payload,omitempty"`
+	Error   string             `json:"error,omitempty"`
 }
 
 func writeJSONFrame(w io.Writer, v any) error {
@@ -83,7 +83,7 @@ func (g *Gateway) ServeTask(ctx context.Context, peer ids.NodeID, st io.ReadWrit
 	if err != nil {
 		return writeJSONFrame(st, payloadResp{Error: err.Error()})
 	}
-	if err := writeJSONFrame(st, payloadResp{Request: &r}); err != nil {
+	if err := writeJSONFrame(st, payloadResp{Payload: &r}); err != nil {
 		return err
 	}
 	br := bufio.NewReader(st)
@@ -122,26 +122,26 @@ type remoteTask struct {
 }
 
 // Payload returns a task's request, fetching it from its owner.
-func (t *RemoteTasks) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.Request, error) {
+func (t *RemoteTasks) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.TaskPayload, error) {
 	if owner == t.Local.cfg.Node {
 		return t.Local.Payload(ctx, task, owner, ref)
 	}
 	st, err := t.Dial(ctx, owner)
 	if err != nil {
-		return infer.Request{}, fmt.Errorf("gateway: reach task owner %s: %w", owner, err)
+		return infer.TaskPayload{}, fmt.Errorf("gateway: reach task owner %s: %w", owner, err)
 	}
 	if err := writeJSONFrame(st, payloadReq{Task: task, Ref: ref}); err != nil {
 		st.Close()
-		return infer.Request{}, err
+		return infer.TaskPayload{}, err
 	}
 	var resp payloadResp
 	if err := readJSONFrame(st, &resp); err != nil {
 		st.Close()
-		return infer.Request{}, fmt.Errorf("gateway: payload of task %s from %s: %w", task, owner, err)
+		return infer.TaskPayload{}, fmt.Errorf("gateway: payload of task %s from %s: %w", task, owner, err)
 	}
-	if resp.Request == nil {
+	if resp.Payload == nil {
 		st.Close()
-		return infer.Request{}, errors.New(resp.Error)
+		return infer.TaskPayload{}, errors.New(resp.Error)
 	}
 	t.mu.Lock()
 	if t.streams == nil {
@@ -149,7 +149,7 @@ func (t *RemoteTasks) Payload(ctx context.Context, task ids.TaskID, owner ids.No
 	}
 	t.streams[task] = &remoteTask{st: st, w: bufio.NewWriter(st)}
 	t.mu.Unlock()
-	return *resp.Request, nil
+	return *resp.Payload, nil
 }
 
 // Deliver sends a chunk to the task's owner.

@@ -19,9 +19,10 @@ import (
 func TestRemoteTask(t *testing.T) {
 	owner := New(Config{Node: "owner"})
 	req := infer.Request{Model: "m", Prompt: "hello", Sampling: infer.Sampling{MaxTokens: 3}}
-	body, _ := json.Marshal(req)
+	payload := infer.TaskPayload{Generate: &req}
+	body, _ := json.Marshal(payload)
 	ref := event.PayloadRef{Digest: sha256.Sum256(body), Size: uint64(len(body))}
-	p := &pending{req: req, ref: ref, out: make(chan infer.Chunk, chunkBuffer), gone: make(chan struct{})}
+	p := &pending{payload: payload, ref: ref, out: make(chan infer.Chunk, chunkBuffer), gone: make(chan struct{})}
 	owner.tasks["task-1"] = p
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -57,7 +58,7 @@ func TestRemoteTask(t *testing.T) {
 		served <- owner.ServeTask(context.Background(), "runner-node", c)
 	}()
 	got, err := rt.Payload(ctx, "task-1", "owner", ref)
-	if err != nil || got.Prompt != "hello" {
+	if err != nil || got.Generate == nil || got.Generate.Prompt != "hello" {
 		t.Fatalf("payload %+v %v", got, err)
 	}
 	chunks := []infer.Chunk{{Kind: infer.ChunkDelta, Content: "a"}, {Kind: infer.ChunkDelta, Content: "b"},

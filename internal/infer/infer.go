@@ -147,4 +147,7 @@ type Chunk struct {
 	FinishReason string         `json:"finish_reason,omitempty"`
 	Usage        *Usage         `json:"usage,omitempty"`
 	Error        *Error         `json:"error,omitempty"`
+	// Embeddings are the vectors of an embedding task, on its done chunk
+	// (whose Usage counts the inputs' tokens).
+	Embeddings [][]float32 `json:"embeddings,omitempty"`
 }

@@ -40,6 +40,10 @@ func (r clientRunner) Generate(ctx context.Context, task string, req infer.Reque
 	return r.c.Generate(ctx, task, req)
 }
 
+func (r clientRunner) Embed(ctx context.Context, task string, req infer.EmbedRequest) (infer.EmbedResult, error) {
+	return r.c.Embed(ctx, task, req)
+}
+
 func (r clientRunner) Exited() <-chan struct{} { return r.c.Done() }
 
 func (r clientRunner) Err() error {

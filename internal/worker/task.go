@@ -47,11 +47,17 @@ func (w *Worker) stream(tctx, ctx context.Context, tc event.TaskCreated, r Runne
 	if r == nil {
 		return fail(infer.Errorf(infer.ClassUnavailable, "%v; retry in a moment", errNoRunner))
 	}
-	req, err := w.cfg.Tasks.Payload(tctx, tc.Task, tc.Owner, tc.Payload)
+	p, err := w.cfg.Tasks.Payload(tctx, tc.Task, tc.Owner, tc.Payload)
 	if err != nil {
 		return fail(infer.Errorf(infer.ClassCancelled, "the request is gone: %v", err))
 	}
-	chunks, err := r.Generate(tctx, string(tc.Task), req)
+	switch {
+	case p.Embed != nil:
+		return w.embed(tctx, ctx, tc, r, *p.Embed, fail)
+	case p.Generate == nil:
+		return fail(infer.Errorf(infer.ClassInternal, "the task carries no request"))
+	}
+	chunks, err := r.Generate(tctx, string(tc.Task), *p.Generate)
 	if err != nil {
 		return fail(infer.Errorf(infer.ClassInternal, "the runner refused the task: %v", err))
 	}

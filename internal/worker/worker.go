@@ -45,7 +45,7 @@ type Runner interface {
 // request and streams its answer (same node: in process; otherwise over the
 // data plane).
 type Tasks interface {
-	Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.Request, error)
+	Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.TaskPayload, error)
 	Deliver(ctx context.Context, task ids.TaskID, owner ids.NodeID, c infer.Chunk) error
 }
 
