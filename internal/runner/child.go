@@ -361,6 +361,7 @@ type loaded struct {
 	enc     *encoderModel
 	context int // tokens per task, prompt included
 	chat    chatSetup
+	vocab   lazyVocab // the grammar vocabulary, built on the first constrained task
 }
 
 func (l *loaded) close() {

@@ -303,8 +303,7 @@ func (c *constrained) finish(reason string) (string, error) {
 // their byte, control and unknown tokens empty, so never allowed), with the
 // tokenizer's end-of-generation tokens.
 func grammarVocab(l *loaded) (*grammar.Vocab, error) {
-	e, _ := vocabs.LoadOrStore(l, new(lazyVocab))
-	lv := e.(*lazyVocab)
+	lv := &l.vocab
 	lv.once.Do(func() { lv.v, lv.err = buildVocab(l.m.Tok) })
 	return lv.v, lv.err
 }
@@ -321,12 +320,7 @@ func buildVocab(tok *tokenizer.Tokenizer) (*grammar.Vocab, error) {
 	return v, nil
 }
 
-// vocabs caches the grammar vocabulary of each loaded model (*loaded →
-// *lazyVocab). A runner loads one model in its life, so it holds one entry;
-// the cache belongs in loaded and is kept here only while loaded's file is
-// being changed by other work.
-var vocabs sync.Map
-
+// lazyVocab is a loaded model's grammar vocabulary, built once.
 type lazyVocab struct {
 	once sync.Once
 	v    *grammar.Vocab
