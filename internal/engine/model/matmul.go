@@ -19,9 +19,9 @@ const maxParts = 3
 // batch is a matrix-matrix product: each chunk is a tile of weight rows
 // small enough to stay in L1 (tileBytes) against prefillTokens activation
 // rows, which stay in L2, so every weight byte read from memory is used by
-// prefillTokens tokens. The kernels compute one (row, token) dot product
-// per call, so the tiling only moves data; a kernel that multiplies a tile
-// in registers would make prefill compute-efficient as well.
+// prefillTokens tokens. Within a chunk, VecDotTile multiplies register
+// tiles of four rows by four tokens, so a chunk holds a multiple of four
+// rows.
 const (
 	decodeChunkBytes = 256 << 10
 	tileBytes        = 32 << 10
@@ -30,9 +30,10 @@ const (
 )
 
 // matmulJob computes out[t][r] = Σ_c m[r][c]·x[t][c] for one or more
-// matrices reading the same activations. Each (row, token) result comes from
-// one kernel call whatever the tiling, so it does not depend on the batch
-// size, the thread count or how rows were split.
+// matrices reading the same activations. Each (row, token) result is bit
+// for bit the kernels' one-pair VecDot whatever the tiling (VecDotTile's
+// contract), so it does not depend on the batch size, the thread count or
+// how rows were split.
 type matmulJob struct {
 	k        tensor.Kernels
 	parts    [maxParts]mmPart
@@ -72,10 +73,8 @@ func (j *matmulJob) do(_, lo, hi int) {
 			}
 			continue
 		}
-		rows := m.data[r0*m.rowBytes : r1*m.rowBytes]
-		for t := t0; t < t1; t++ {
-			j.k.VecDotRows(m.typ, rows, m.rowBytes, j.act[t*j.ab:(t+1)*j.ab], m.cols, out[t*m.rows+r0:t*m.rows+r1])
-		}
+		j.k.VecDotTile(m.typ, m.data[r0*m.rowBytes:r1*m.rowBytes], m.rowBytes, r1-r0,
+			j.act[t0*j.ab:t1*j.ab], j.ab, t1-t0, m.cols, out[t0*m.rows+r0:], m.rows)
 	}
 }
 
@@ -156,7 +155,7 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 		j.parts[i] = p
 		rc := max(decodeChunkBytes/p.m.rowBytes, 1)
 		if n > 1 {
-			rc = min(max(tileBytes/p.m.rowBytes, 1), maxTileRows)
+			rc = min(max(tileBytes/p.m.rowBytes&^3, 4), maxTileRows)
 		}
 		j.rowChunk[i] = rc
 		chunks += (p.m.rows + rc - 1) / rc
