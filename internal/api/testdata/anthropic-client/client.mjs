@@ -79,7 +79,9 @@ const tools = [
   {
     name: "get_weather",
     description: "Get the current weather in a city.",
-    input_schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+    // maxLength and additionalProperties bound the arguments so that even a
+    // tiny model's forced call completes within max_tokens.
+    input_schema: { type: "object", properties: { city: { type: "string", maxLength: 24 } }, required: ["city"], additionalProperties: false },
   },
 ];
 const question = { role: "user", content: "What is the weather in Paris?" };

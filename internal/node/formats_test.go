@@ -1,0 +1,115 @@
+package node_test
+
+import (
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skulk/skulk/internal/testkit"
+)
+
+// TestSameTextEveryFormat sends the same greedy request through all four
+// wire formats of a live node: each returns llama.cpp's continuation.
+func TestSameTextEveryFormat(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	inst := n.place()
+	n.waitStatus(inst, "ready")
+	user := []map[string]any{{"role": "user", "content": "Once upon a time"}}
+	texts := map[string]string{}
+
+	code, b := n.do("POST", "/v1/chat/completions", map[string]any{"model": "stories260k", "messages": user, "temperature": 0, "max_tokens": 64})
+	var oc struct {
+		Choices []struct{ Message struct{ Content string } }
+	}
+	json.Unmarshal(b, &oc)
+	if code != 200 || len(oc.Choices) == 0 {
+		t.Fatalf("chat completions: %d %s", code, b)
+	}
+	texts["openai chat"] = oc.Choices[0].Message.Content
+
+	code, b = n.do("POST", "/v1/responses", map[string]any{"model": "stories260k", "input": "Once upon a time", "temperature": 0, "max_output_tokens": 64})
+	var rs struct {
+		Output []struct {
+			Type    string
+			Content []struct{ Type, Text string }
+		}
+	}
+	json.Unmarshal(b, &rs)
+	for _, o := range rs.Output {
+		for _, c := range o.Content {
+			if o.Type == "message" && c.Type == "output_text" {
+				texts["openai responses"] += c.Text
+			}
+		}
+	}
+	if code != 200 {
+		t.Fatalf("responses: %d %s", code, b)
+	}
+
+	code, b = n.do("POST", "/v1/messages", map[string]any{"model": "stories260k", "messages": user, "temperature": 0, "max_tokens": 64})
+	var am struct {
+		Content []struct{ Type, Text string }
+	}
+	json.Unmarshal(b, &am)
+	if code != 200 {
+		t.Fatalf("anthropic messages: %d %s", code, b)
+	}
+	for _, c := range am.Content {
+		if c.Type == "text" {
+			texts["anthropic"] += c.Text
+		}
+	}
+
+	code, b = n.do("POST", "/api/chat", map[string]any{"model": "stories260k", "messages": user, "stream": false,
+		"options": map[string]any{"temperature": 0, "num_predict": 64}})
+	var ol struct {
+		Message struct{ Content string }
+	}
+	json.Unmarshal(b, &ol)
+	if code != 200 {
+		t.Fatalf("ollama chat: %d %s", code, b)
+	}
+	texts["ollama"] = ol.Message.Content
+
+	for format, text := range texts {
+		if text != llamaCppStory {
+			t.Errorf("%s: %q, want llama.cpp's %q", format, text, llamaCppStory)
+		}
+	}
+	if len(texts) != 4 {
+		t.Fatalf("only %d formats answered: %v", len(texts), texts)
+	}
+}
+
+// TestOfficialClientsLive runs the official Anthropic, Ollama and OpenAI
+// Responses npm clients (pinned, from committed lock files) against a live
+// node serving the demo model.
+func TestOfficialClientsLive(t *testing.T) {
+	n := startNode(t, t.TempDir())
+	inst := n.place()
+	n.waitStatus(inst, "ready")
+	api := filepath.Join("..", "api", "testdata")
+	cases := []struct {
+		name, dir, script string
+		args              []string
+	}{
+		{"anthropic", "anthropic-client", "client.mjs", []string{n.base, "stories260k"}},
+		{"ollama", "ollama-client", "client.mjs", []string{n.base, "stories260k"}},
+		{"openai responses", "openai-client", "responses.mjs", []string{n.base + "/v1", "stories260k"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir, node := testkit.NodeProject(t, filepath.Join(api, c.dir), c.script)
+			out, err := exec.Command(node, append([]string{filepath.Join(dir, c.script)}, c.args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", c.script, err, out)
+			}
+			if !strings.Contains(string(out), "{") {
+				t.Fatalf("%s printed no report: %s", c.script, out)
+			}
+			t.Logf("%s", strings.TrimSpace(string(out)))
+		})
+	}
+}
