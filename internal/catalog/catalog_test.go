@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/skulk/skulk/internal/engine/gguf"
 )
 
 func TestBuiltinCard(t *testing.T) {
@@ -72,5 +75,30 @@ func TestPrecedence(t *testing.T) {
 	}
 	if len(cat.List()) != 1 {
 		t.Fatalf("list %v", cat.List())
+	}
+}
+
+// TestEncoderCard cards the synthetic bert model (an embedding model).
+func TestEncoderCard(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "shared", "models", "synthetic", "synth-bert.gguf")
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Skipf("skipping: %v (the shared models are absent)", err)
+	}
+	defer f.Close()
+	c, err := CardFromGGUF("synth-bert", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Arch != "bert" || c.Layers != 2 || c.HiddenSize != 64 || c.VocabSize != 30522 || c.ContextLength <= 0 ||
+		len(c.Tasks) != 1 || c.Tasks[0] != "embeddings" {
+		t.Fatalf("card %+v", c)
+	}
+	var sum int64 = c.EmbeddingBytes
+	for _, b := range c.LayerBytes {
+		sum += b
+	}
+	if sum != c.StorageBytes {
+		t.Fatalf("sizes add up to %d, storage %d", sum, c.StorageBytes)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skulk/skulk/internal/engine/encoder"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/engine/model"
 )
@@ -23,6 +24,9 @@ func CardFromHeaders(id string, parts []*gguf.File) (Card, error) {
 		return Card{}, fmt.Errorf("catalog: model %s: no GGUF headers", id)
 	}
 	f := parts[0]
+	if f.Architecture() == "bert" {
+		return encoderCard(id, parts)
+	}
 	cfg, err := model.ReadConfig(f)
 	if err != nil {
 		return Card{}, fmt.Errorf("catalog: model %s: %w", id, err)
@@ -71,4 +75,42 @@ func capabilitiesFromTemplate(t string) []Capability {
 		caps = append(caps, CapReasoning)
 	}
 	return caps
+}
+
+// encoderCard cards an embedding model (a bert encoder): it has no KV cache
+// to size and no head, and serves the embeddings task only.
+func encoderCard(id string, parts []*gguf.File) (Card, error) {
+	f := parts[0]
+	cfg, err := encoder.ReadConfig(f)
+	if err != nil {
+		return Card{}, fmt.Errorf("catalog: model %s: %w", id, err)
+	}
+	c := Card{
+		ID: id, Arch: "bert", Layers: cfg.NLayer, HiddenSize: cfg.NEmbd, Heads: cfg.NHead, KVHeads: cfg.NHead,
+		HeadDim: cfg.HeadDim, LayerBytes: make([]int64, cfg.NLayer), Tasks: []string{"embeddings"},
+		Capabilities: []Capability{CapEmbeddings}, CompatibleBackends: []string{"native-cpu"},
+	}
+	if name, ok := f.String("general.name"); ok {
+		c.Name = name
+	}
+	for _, p := range parts {
+		for _, t := range p.Tensors {
+			c.StorageBytes += t.Size
+			var b int
+			if _, err := fmt.Sscanf(t.Name, "blk.%d.", &b); err == nil && b >= 0 && b < cfg.NLayer {
+				c.LayerBytes[b] += t.Size
+				continue
+			}
+			c.EmbeddingBytes += t.Size // token, position and type embeddings and their norm
+			if len(t.Dims) == 2 {
+				switch t.Name {
+				case "token_embd.weight":
+					c.VocabSize = int(t.Dims[1])
+				case "position_embd.weight":
+					c.ContextLength = int(t.Dims[1])
+				}
+			}
+		}
+	}
+	return c, c.Validate()
 }

@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -86,23 +87,50 @@ func TestSameTextEveryFormat(t *testing.T) {
 // TestOfficialClientsLive runs the official Anthropic, Ollama and OpenAI
 // Responses npm clients (pinned, from committed lock files) against a live
 // node serving the demo model.
+//
+// With ../shared present it also imports the synthetic bert model as an
+// embedding model and runs the clients' embedding checks against it.
 func TestOfficialClientsLive(t *testing.T) {
 	n := startNode(t, t.TempDir())
 	inst := n.place()
 	n.waitStatus(inst, "ready")
+	embed := ""
+	if bert, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models", "synthetic", "synth-bert.gguf")); err == nil {
+		if _, err := os.Stat(bert); err == nil {
+			if code, b := n.do("POST", "/models/import", map[string]any{"path": bert, "id": "synth-bert"}); code != 200 {
+				t.Fatalf("import synth-bert: %d %s", code, b)
+			}
+			code, b := n.do("POST", "/place_instance", map[string]any{"model_id": "synth-bert"})
+			if code != 200 {
+				t.Fatalf("place synth-bert: %d %s", code, b)
+			}
+			var r struct {
+				InstanceID string `json:"instance_id"`
+			}
+			json.Unmarshal(b, &r)
+			n.waitStatus(r.InstanceID, "ready")
+			embed = "synth-bert"
+		} else {
+			t.Logf("no embedding checks: %s is absent", bert)
+		}
+	}
 	api := filepath.Join("..", "api", "testdata")
 	cases := []struct {
 		name, dir, script string
 		args              []string
+		env               []string
 	}{
-		{"anthropic", "anthropic-client", "client.mjs", []string{n.base, "stories260k"}},
-		{"ollama", "ollama-client", "client.mjs", []string{n.base, "stories260k"}},
-		{"openai responses", "openai-client", "responses.mjs", []string{n.base + "/v1", "stories260k"}},
+		{"anthropic", "anthropic-client", "client.mjs", []string{n.base, "stories260k"}, nil},
+		{"ollama", "ollama-client", "client.mjs", []string{n.base, "stories260k"}, []string{"EMBED_MODEL=" + embed}},
+		{"openai responses", "openai-client", "responses.mjs", []string{n.base + "/v1", "stories260k"}, nil},
+		{"openai tools and embeddings", "openai-client", "tools.mjs", []string{n.base + "/v1", "stories260k", embed}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir, node := testkit.NodeProject(t, filepath.Join(api, c.dir), c.script)
-			out, err := exec.Command(node, append([]string{filepath.Join(dir, c.script)}, c.args...)...).CombinedOutput()
+			cmd := exec.Command(node, append([]string{filepath.Join(dir, c.script)}, c.args...)...)
+			cmd.Env = append(os.Environ(), c.env...)
+			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", c.script, err, out)
 			}
