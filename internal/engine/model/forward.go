@@ -243,7 +243,7 @@ func (j *attnJob) do(w, lo, hi int) {
 		qh := j.q[t*j.qd+h*hd : t*j.qd+(h+1)*hd]
 		keys := j.kc[g*cp*hd : (g*cp+span)*hd]
 		j.k.VecDotRows(tensor.F32, f32Bytes(keys), 4*hd, f32Bytes(qh), hd, sc)
-		softmaxScaled(sc, j.scale)
+		softmaxScaled(j.k, sc, j.scale)
 		// Row e of the transposed values holds element e of every position.
 		vals := j.vt[g*hd*cp : g*hd*cp+(hd-1)*cp+span]
 		j.k.VecDotRows(tensor.F32, f32Bytes(vals), 4*cp, f32Bytes(sc), span, j.out[t*j.qd+h*hd:t*j.qd+(h+1)*hd])

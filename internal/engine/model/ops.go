@@ -2,6 +2,8 @@ package model
 
 import (
 	"math"
+
+	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
 // The elementwise operations follow ggml's CPU arithmetic (the order of
@@ -25,8 +27,10 @@ func silu(x float32) float32 { return x / (1 + expf(-x)) }
 
 func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
 
-// softmaxScaled turns x into softmax(x·scale) in place.
-func softmaxScaled(x []float32, scale float32) {
+// softmaxScaled turns x into softmax(x·scale) in place, with k's
+// exponentials (a deterministic function of the scaled scores, so the same
+// scores give the same weights whatever the batch).
+func softmaxScaled(k tensor.Kernels, x []float32, scale float32) {
 	max := float32(math.Inf(-1))
 	for i := range x {
 		x[i] *= scale
@@ -34,13 +38,7 @@ func softmaxScaled(x []float32, scale float32) {
 			max = x[i]
 		}
 	}
-	var sum float64
-	for i, v := range x {
-		e := expf(v - max)
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
+	inv := 1 / k.ExpSub(x, max)
 	for i := range x {
 		x[i] *= inv
 	}

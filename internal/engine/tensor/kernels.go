@@ -37,6 +37,7 @@ type kernelTable struct {
 	vecDot      [typeSlots]VecDotFunc
 	vecDotTile  [typeSlots]VecDotTileFunc // nil: loop over vecDot
 	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
+	expSub      ExpSubFunc
 }
 
 // Kernels is an immutable table of compute kernels, one per type and
@@ -144,6 +145,7 @@ func genericTable() *kernelTable {
 	t.quantizeAct[Q8_0] = quantQ8_0Act
 	t.quantizeAct[Q8_1] = quantQ8_1Act
 	t.quantizeAct[Q8_K] = quantQ8_K
+	t.expSub = expSub
 	return t
 }
 

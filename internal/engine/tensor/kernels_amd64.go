@@ -60,6 +60,11 @@ func dotF32F32AVX2(row []byte, x []float32) float32 {
 	return vecDotF32AVX2(row, act, len(x))
 }
 
+// expSubAVX2 is expSub (exp.go) on AVX2 and FMA.
+//
+//go:noescape
+func expSubAVX2(x []float32, m float32) float32
+
 // tile4Func multiplies four weight rows with four activation rows of nb
 // blocks each (see vecDotQ8_0Tile4VNNI).
 type tile4Func func(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
@@ -115,6 +120,7 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q4_K] = vecDotQ4_KAVX2
 	t.vecDot[Q5_K] = vecDotQ5_KAVX2
 	t.vecDot[Q6_K] = vecDotQ6_KAVX2
+	t.expSub = expSubAVX2
 	if !f.AVX512F || !f.AVX512VL || !f.AVX512VNNI {
 		return t
 	}
