@@ -39,6 +39,8 @@ type Config struct {
 	Catalog func() *catalog.Catalog
 	// Nodes reports the live nodes' resources, for previews and /state.
 	Nodes func() []placement.Node
+	// Health reports node health for the GET /state overlay.
+	Health func(st state.State) map[ids.NodeID]NodeHealth
 	// Diagnostics builds GET /v1/diagnostics/cluster.
 	Diagnostics func(ctx context.Context) (any, error)
 	NewID       func() string
@@ -213,6 +215,15 @@ type StateDocument struct {
 	LastAppliedIndex ids.Index        `json:"lastAppliedIndex"`
 	StateHash        string           `json:"stateHash"`
 	NodeResources    []placement.Node `json:"nodeResources"`
+	// NodeHealth says, for every node the State or the membership knows,
+	// whether it is healthy and why not.
+	NodeHealth map[ids.NodeID]NodeHealth `json:"nodeHealth"`
+}
+
+// NodeHealth is one node's health as this node sees it.
+type NodeHealth struct {
+	Healthy bool     `json:"healthy"`
+	Reasons []string `json:"reasons"` // e.g. unreachable, version_mismatch, telemetry_partial, telemetry_missing
 }
 
 // State returns the GET /state document.
@@ -225,6 +236,9 @@ func (g *Gateway) State(ctx context.Context) (any, error) {
 	doc := StateDocument{State: st, LastAppliedIndex: st.LastIndex, StateHash: fmt.Sprintf("%x", h[:])}
 	if g.cfg.Nodes != nil {
 		doc.NodeResources = g.cfg.Nodes()
+	}
+	if g.cfg.Health != nil {
+		doc.NodeHealth = g.cfg.Health(st)
 	}
 	return doc, nil
 }

@@ -155,6 +155,15 @@ func TestNetnsCluster(t *testing.T) {
 	}
 	master, _ := netConverge(t, nodes, 3, 60*time.Second)
 	t.Logf("3 nodes formed one cluster through mDNS; master %s", master)
+	waitHealth(t, nodes[0], func(h map[string]nodeHealth) bool {
+		healthy := 0
+		for _, nh := range h {
+			if nh.Healthy {
+				healthy++
+			}
+		}
+		return healthy == 3 && len(h) == 3
+	}, "all three nodes healthy in /state")
 
 	// A node with another cluster key and one of another network version
 	// are refused, visibly on both sides.
@@ -238,6 +247,10 @@ func TestNetnsCluster(t *testing.T) {
 	if failover > 5*time.Second {
 		t.Errorf("failover took %v, want under 5 s", failover)
 	}
+	// Until the master declares it gone, the dead node shows unreachable.
+	waitHealth(t, survivors[0], func(h map[string]nodeHealth) bool {
+		return len(h[master].Reasons) == 1 && h[master].Reasons[0] == "unreachable"
+	}, "the killed master shown unreachable in /state")
 	master2, _ := netConverge(t, survivors, 2, 30*time.Second)
 	if s, _ := survivors[0].state(); s.lastIndex() < replicated {
 		t.Fatalf("the new master's log ends at %d, before %d which was replicated", s.lastIndex(), replicated)
@@ -441,3 +454,27 @@ func TestNetnsCatchUp(t *testing.T) {
 func (s stateDoc) lastIndex() uint64 { return s.LastApplied }
 
 var _ = fmt.Sprintf
+
+type nodeHealth struct {
+	Healthy bool     `json:"healthy"`
+	Reasons []string `json:"reasons"`
+}
+
+// waitHealth polls GET /state until its nodeHealth overlay satisfies ok.
+func waitHealth(t *testing.T, n *netNode, ok func(map[string]nodeHealth) bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, b := n.do("GET", "/state", nil)
+		var doc struct {
+			NodeHealth map[string]nodeHealth `json:"nodeHealth"`
+		}
+		if code == 200 && json.Unmarshal(b, &doc) == nil && ok(doc.NodeHealth) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never; last nodeHealth %s", what, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/membership"
 	"github.com/skulk/skulk/internal/replica"
+	"github.com/skulk/skulk/internal/telemetry"
 	"github.com/skulk/skulk/internal/transport"
 	"github.com/skulk/skulk/internal/worker"
 )
@@ -96,6 +97,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		version: SoftwareVersion, commit: SoftwareCommit, logger: log}
 	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Catalog: mods.catalog,
 		Nodes: p.nodes, NewID: newID, Logger: log.With("component", "gateway"),
+		Health:      health(nodeID, &p, telemetry.NewFreshness(telemetryInterval)),
 		Diagnostics: diagnostics(nodeID, ctl, &p, refused)})
 	ep, err := transport.Listen(transport.Config{
 		Identity: ident, ClusterKey: key, ListenAddr: cfg.QUICAddr, Logger: log.With("component", "transport"),
