@@ -29,6 +29,18 @@
 DATA q8tilesign<>+0(SB)/4, $0x80808080
 GLOBL q8tilesign<>(SB), RODATA|NOPTR, $4
 
+// Word indices that spread the fp16 scales of a block pair (words 0 and 17
+// of its bytes) over words 0–7 and 8–15.
+DATA q8tilescales<>+0(SB)/8, $0
+DATA q8tilescales<>+8(SB)/8, $0
+DATA q8tilescales<>+16(SB)/8, $0x0011001100110011
+DATA q8tilescales<>+24(SB)/8, $0x0011001100110011
+DATA q8tilescales<>+32(SB)/8, $0
+DATA q8tilescales<>+40(SB)/8, $0
+DATA q8tilescales<>+48(SB)/8, $0
+DATA q8tilescales<>+56(SB)/8, $0
+GLOBL q8tilescales<>(SB), RODATA|NOPTR, $64
+
 // Q8TCORR sets NC to −128·Σw per lane of the weights in W (Z30 holds 0x80 in
 // every byte; Z31 is scratch).
 #define Q8TCORR(W, NC) \
@@ -40,13 +52,13 @@ GLOBL q8tilesign<>(SB), RODATA|NOPTR, $4
 // Q8TROW2 loads the quants of the block pair at P into W (block b in the low
 // half, b+1 in the high), their correction into NC and the two fp16 scales,
 // each in eight lanes, into RS as float32.
+// The scales come from one VPERMW of the pair's first 64 bytes with the
+// word indices in Z29 (q8tilescales).
 #define Q8TROW2(P, YW, W, NC, RS) \
-	VMOVDQU64    2(P), YW         \
-	VINSERTI64X4 $1, 36(P), W, W  \
-	Q8TCORR(W, NC)                \
-	VPBROADCASTW (P), X28         \
-	VPBROADCASTW 34(P), X29       \
-	VINSERTI32X4 $1, X29, Y28, Y28 \
+	VMOVDQU64    2(P), YW        \
+	VINSERTI64X4 $1, 36(P), W, W \
+	Q8TCORR(W, NC)               \
+	VPERMW       (P), Z29, Z28   \
 	VCVTPH2PS    Y28, RS
 
 // Q8TROW1 is Q8TROW2 for a single block: the high halves are zero.
@@ -73,13 +85,12 @@ GLOBL q8tilesign<>(SB), RODATA|NOPTR, $4
 
 // Q8TACT2 multiplies the activation block pair at P with the four rows.
 #define Q8TACT2(P, A0, A1, A2, A3) \
-	VMOVDQU64    2(P), Y28                      \
-	VINSERTI64X4 $1, 36(P), Z28, Z28            \
-	VPXORD.BCST  q8tilesign<>(SB), Z28, Z28     \
-	VPBROADCASTW (P), X29                       \
-	VPBROADCASTW 34(P), X30                     \
-	VINSERTI32X4 $1, X30, Y29, Y29              \
-	VCVTPH2PS    Y29, Z29                       \
+	VMOVDQU64    2(P), Y28                  \
+	VINSERTI64X4 $1, 36(P), Z28, Z28        \
+	VPXORD.BCST  q8tilesign<>(SB), Z28, Z28 \
+	VMOVDQU64    q8tilescales<>(SB), Z30    \
+	VPERMW       (P), Z30, Z29              \
+	VCVTPH2PS    Y29, Z29                   \
 	Q8TMAC4(A0, A1, A2, A3)
 
 #define Q8TACT1(P, A0, A1, A2, A3) \
@@ -142,6 +153,7 @@ TEXT ·vecDotQ8_0Tile4VNNI(SB), NOSPLIT, $0-56
 
 q8tpair:
 	VPBROADCASTD q8tilesign<>(SB), Z30
+	VMOVDQU64    q8tilescales<>(SB), Z29
 	Q8TROW2(SI, Y16, Z16, Z20, Z24)
 	Q8TROW2(R8, Y17, Z17, Z21, Z25)
 	Q8TROW2(R9, Y18, Z18, Z22, Z26)
