@@ -353,6 +353,71 @@ func TestNetnsRoutedBootstrap(t *testing.T) {
 		subnets[h.Subnet()] = true
 	}
 	t.Logf("5 nodes on %d subnets formed one cluster: master %s, state hash %s", len(subnets), master, hash)
+
+	// Node loss: an instance on a follower whose node dies is torn down and
+	// placed again elsewhere, still honouring its stamped exclusion.
+	code, b := nodes[0].do("POST", "/place_instance", map[string]any{"model_id": "stories260k", "excluded_nodes": []string{master}})
+	if code != 200 {
+		t.Fatalf("place: %d %s", code, b)
+	}
+	var placed struct {
+		InstanceID string `json:"instance_id"`
+	}
+	json.Unmarshal(b, &placed)
+	var holder string
+	deadline := time.Now().Add(60 * time.Second)
+	for holder == "" {
+		code, b := nodes[0].do("GET", "/state", nil)
+		var doc struct {
+			Instances map[string]struct {
+				Status    string `json:"status"`
+				Placement []struct {
+					Node string `json:"node"`
+				} `json:"placement"`
+			} `json:"instances"`
+		}
+		if code == 200 && json.Unmarshal(b, &doc) == nil && doc.Instances[placed.InstanceID].Status == "ready" {
+			holder = doc.Instances[placed.InstanceID].Placement[0].Node
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance never became ready: %s", b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	dead, alive := byID(nodes, holder)
+	dead.proc.Kill()
+	lost := time.Now()
+	for {
+		code, b := alive[0].do("GET", "/state", nil)
+		var doc struct {
+			Instances map[string]struct {
+				Model     string `json:"model"`
+				Status    string `json:"status"`
+				Placement []struct {
+					Node string `json:"node"`
+				} `json:"placement"`
+				ExcludedNodes []string `json:"excluded_nodes"`
+			} `json:"instances"`
+		}
+		if code == 200 && json.Unmarshal(b, &doc) == nil {
+			for id, in := range doc.Instances {
+				if id != placed.InstanceID && in.Model == "stories260k" && in.Status == "ready" {
+					if in.Placement[0].Node == master || in.Placement[0].Node == holder {
+						t.Fatalf("re-placed on %s, which is excluded or gone", in.Placement[0].Node)
+					}
+					t.Logf("instance on the lost node %s re-placed as %s on %s %v after the kill", holder[:8], id[:8], in.Placement[0].Node[:8], time.Since(lost))
+					if code, b := alive[0].chat(); code != 200 || !strings.Contains(b, "Lily") {
+						t.Fatalf("chat after re-placement: %d %s", code, b)
+					}
+					return
+				}
+			}
+		}
+		if time.Since(lost) > 60*time.Second {
+			t.Fatalf("the instance of the lost node was not re-placed within 60 s: %s", b)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // TestNetnsCatchUp: a node joining a cluster whose log holds 10,000 events
