@@ -44,6 +44,12 @@ func vecDotQ4_0VNNI(row, act []byte, n int) float32
 //go:noescape
 func vecDotQ8_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
+// vecDotQ4_0Tile4VNNI is vecDotQ8_0Tile4VNNI for Q4_0 weights, bit for bit
+// vecDotQ4_0VNNI per pair.
+//
+//go:noescape
+func vecDotQ4_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
 
@@ -128,6 +134,7 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q8_0] = vecDotQ8_0VNNI
 	if f.AVX512BW {
 		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, vecDotQ8_0VNNI, 32, 34, 34)
+		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, vecDotQ4_0VNNI, 32, 18, 34)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
 	return t
