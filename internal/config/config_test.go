@@ -8,15 +8,19 @@ import (
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestFromEnvAndValidate(t *testing.T) {
-	n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_API_ADDR": "127.0.0.1:9", "SKULK_OFFLINE": "1", "SKULK_API_KEY": "sekrit"}))
+	n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_API_ADDR": "127.0.0.1:9", "SKULK_OFFLINE": "1", "SKULK_API_KEY": "sekrit",
+		"SKULK_CLUSTER_KEY": "cluster-secret", "SKULK_BOOTSTRAP_PEERS": "10.0.0.1:52416, 10.0.0.2:52416"}))
 	if n.Home != "/tmp/h" || n.APIAddr != "127.0.0.1:9" || !n.Offline || n.APIKey != "sekrit" {
 		t.Fatalf("%+v", n)
 	}
 	if err := n.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(n.String(), "sekrit") {
-		t.Fatal("String leaks the API key")
+	if strings.Contains(n.String(), "sekrit") || strings.Contains(n.String(), "cluster-secret") {
+		t.Fatal("String leaks a secret")
+	}
+	if len(n.BootstrapPeers) != 2 || n.BootstrapPeers[1] != "10.0.0.2:52416" || n.ClusterKey != "cluster-secret" {
+		t.Fatalf("cluster settings %+v", n)
 	}
 	if h := DefaultHome(env(map[string]string{"XDG_DATA_HOME": "/x"})); h != "/x/skulk" {
 		t.Errorf("XDG home %s", h)
@@ -27,6 +31,8 @@ func TestFromEnvAndValidate(t *testing.T) {
 		func(n *Node) { n.LogFormat = "xml" },
 		func(n *Node) { n.LogLevel = "loud" },
 		func(n *Node) { n.Threads = -1 },
+		func(n *Node) { n.GossipAddr = "52416" },
+		func(n *Node) { n.BootstrapPeers = []string{"no-port"} },
 	}
 	for i, f := range bad {
 		c := n

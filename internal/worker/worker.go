@@ -240,12 +240,23 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 		if h.breaker.Record(l.w.cfg.Now()) {
 			h.gaveUp = true
 			l.w.cfg.Logger.Warn("runner keeps failing; giving up on the instance", "instance", m.key.inst, "rank", m.key.rank, "reason", m.reason)
-			go l.w.execute(ctx, event.FailInstance{ID: ids.CommandID(l.w.cfg.NewID()), Instance: m.key.inst, Node: l.w.cfg.Node,
-				Category: event.FailureCrashLoop, Detail: truncate(fmt.Sprintf("runner failed %d times within %s; last: %s", l.w.cfg.BreakerMax, l.w.cfg.BreakerWindow, m.reason))})
+			cmd := event.FailInstance{ID: ids.CommandID(l.w.cfg.NewID()), Instance: m.key.inst, Node: l.w.cfg.Node,
+				Category: event.FailureCrashLoop, Detail: truncate(fmt.Sprintf("runner failed %d times within %s; last: %s", l.w.cfg.BreakerMax, l.w.cfg.BreakerWindow, m.reason))}
+			// Off the loop (the master may be remote), but owned: shutdown waits for it.
+			l.wg.Add(1)
+			go func() { defer l.wg.Done(); l.w.execute(ctx, cmd) }()
 			return
 		}
 		k := m.key
-		time.AfterFunc(l.w.cfg.RestartDelay, func() { l.w.post(ctx, restartDue{k}) })
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			select {
+			case <-time.After(l.w.cfg.RestartDelay):
+				l.w.post(ctx, restartDue{k})
+			case <-ctx.Done():
+			}
+		}()
 	case restartDue:
 		h, ok := l.handles[m.key]
 		if !ok || h.gaveUp || !l.placed(m.key) {
