@@ -16,8 +16,9 @@ func tileKernels(t *testing.T, fn func(t *testing.T, k Kernels)) {
 // tileOperands builds nrows weight rows rowStride bytes apart and nacts
 // activation rows actStride bytes apart, with the padding between rows
 // filled with junk the kernels must not read into their results. extreme
-// fills the weight quants with −128 and 127 and the activation quants with
-// ±127, the integer limits.
+// pushes the integer sums to their limits: Q8_0 weight quants −128 and 127
+// with Q8_0 activation quants ±127, Q4_K scales, mins and quants at their
+// maxima with Q8_K activation quants ±127 and −128.
 func tileOperands(r *rand.Rand, typ Type, n, nrows, nacts, pad int, extreme bool) (rows []byte, rowStride int, acts []byte, actStride int) {
 	rb, _ := RowBytes(typ, int64(n))
 	ab, _ := RowBytes(VecDotType(typ), int64(n))
@@ -39,6 +40,15 @@ func tileOperands(r *rand.Rand, typ Type, n, nrows, nacts, pad int, extreme bool
 				}
 			}
 		}
+		if extreme && typ == Q4_K {
+			// Every scale and min 63, every quant 15: the largest
+			// integer sums a block can make.
+			for b := 0; b < len(row)/144; b++ {
+				for j := 4; j < 144; j++ {
+					row[b*144+j] = 0xff
+				}
+			}
+		}
 		copy(rows[i*rowStride:], row)
 	}
 	for a := 0; a < nacts; a++ {
@@ -47,6 +57,16 @@ func tileOperands(r *rand.Rand, typ Type, n, nrows, nacts, pad int, extreme bool
 		if extreme && VecDotType(typ) == Q8_0 {
 			for b := 0; b < len(act)/34; b++ {
 				fillActQuants(Q8_0, act[b*34:], 127, b%2 == 1)
+			}
+		}
+		if extreme && VecDotType(typ) == Q8_K {
+			// ±127 and −128, which the Q8_K quantizer can produce.
+			for b := 0; b < len(act)/292; b++ {
+				if b%2 == 0 {
+					fillActQuants(Q8_K, act[b*292:], 127, true)
+				} else {
+					fillActQuants(Q8_K, act[b*292:], -128, false)
+				}
 			}
 		}
 	}
@@ -63,8 +83,11 @@ func TestVecDotTile(t *testing.T) {
 		for _, typ := range dotTypes {
 			be := max(typ.BlockElems(), VecDotType(typ).BlockElems(), 32)
 			nbs := []int{1, 2, 3, 8}
-			if typ == Q8_0 || typ == Q4_0 {
+			switch typ {
+			case Q8_0, Q4_0:
 				nbs = append(nbs, 5, 64, 65)
+			case Q4_K:
+				nbs = append(nbs, 5, 32)
 			}
 			for _, nb := range nbs {
 				n := nb * be
