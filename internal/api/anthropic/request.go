@@ -8,6 +8,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -108,7 +109,7 @@ type outputFormat struct {
 // Every error is an *infer.Error of class invalid_request naming the field.
 func DecodeMessagesRequest(body []byte) (Decoded, error) {
 	var w messagesRequest
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return Decoded{}, err
 	}
 	if w.MaxTokens == nil {
@@ -142,7 +143,7 @@ func DecodeMessagesRequest(body []byte) (Decoded, error) {
 // stream) are not part of this endpoint and are ignored if sent.
 func DecodeCountTokensRequest(body []byte) (infer.Request, error) {
 	var w messagesRequest
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return infer.Request{}, err
 	}
 	req, err := w.request()
@@ -230,7 +231,7 @@ func (w *messagesRequest) sampling(s infer.Sampling) (infer.Sampling, error) {
 // system accepts a string or an array of text blocks, joined with
 // newlines; nil means no system prompt.
 func system(raw json.RawMessage) (*infer.Message, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil, nil
 	}
 	text, err := textContent(raw, "system")
@@ -299,7 +300,7 @@ func messages(in []message) ([]infer.Message, error) {
 	toolNames := map[string]string{} // tool_use id -> tool name, for tool results
 	for i, m := range in {
 		param := fmt.Sprintf("messages[%d]", i)
-		if isNull(m.Content) {
+		if wirejson.IsNull(m.Content) {
 			return nil, infer.ParamErrorf(param+".content", "%s.content is required", param)
 		}
 		var err error
@@ -356,7 +357,7 @@ func userTurn(out []infer.Message, raw json.RawMessage, param string, toolNames 
 				return nil, infer.ParamErrorf(p+".tool_use_id", "%s.tool_use_id is required", p)
 			}
 			content := ""
-			if !isNull(b.Content) {
+			if !wirejson.IsNull(b.Content) {
 				if content, err = textContent(b.Content, p+".content"); err != nil {
 					return nil, err
 				}
@@ -426,7 +427,7 @@ func assistantTurn(out []infer.Message, raw json.RawMessage, param string, toolN
 
 // input is a tool_use block's input object as compact JSON text.
 func input(raw json.RawMessage, param string) (string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "{}", nil
 	}
 	if raw[0] != '{' {
@@ -459,7 +460,7 @@ func tools(in []tool) ([]infer.Tool, error) {
 			return nil, infer.ParamErrorf(p+".name", "%s names tool %q a second time", p, t.Name)
 		}
 		seen[t.Name] = true
-		if isNull(t.InputSchema) {
+		if wirejson.IsNull(t.InputSchema) {
 			return nil, infer.ParamErrorf(p+".input_schema", "%s.input_schema is required", p)
 		}
 		if t.InputSchema[0] != '{' {
@@ -536,65 +537,16 @@ func (o *outputConfig) schema() (json.RawMessage, error) {
 	if o.Format.Type != "json_schema" {
 		return nil, infer.ParamErrorf("output_config.format.type", "output_config.format.type must be \"json_schema\", got %q", o.Format.Type)
 	}
-	if isNull(o.Format.Schema) || o.Format.Schema[0] != '{' {
+	if wirejson.IsNull(o.Format.Schema) || o.Format.Schema[0] != '{' {
 		return nil, infer.ParamErrorf("output_config.format.schema", "output_config.format.schema must be a JSON Schema object")
 	}
 	return o.Format.Schema, nil
 }
 
-// unmarshal decodes body into v and turns encoding/json's errors into
-// messages a client can act on.
-func unmarshal(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return infer.Errorf(infer.ClassInvalid, "the request body is empty; send a JSON object")
-	}
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return infer.Errorf(infer.ClassInvalid, "the request body is not valid JSON: %s (at byte %d)", syn.Error(), syn.Offset)
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field == "" {
-			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
-		}
-		return infer.ParamErrorf(te.Field, "field %s must be %s, not a JSON %s", te.Field, typeName(te), te.Value)
-	}
-	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
-}
-
 // fieldError words a nested decoding error.
 func fieldError(err error) string {
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-		return fmt.Sprintf("field %s must be %s, not a JSON %s", te.Field, typeName(te), te.Value)
+		return fmt.Sprintf("field %s must be %s, not a JSON %s", te.Field, wirejson.Expects(te), te.Value)
 	}
 	return err.Error()
-}
-
-// typeName says in JSON terms what a field expects.
-func typeName(te *json.UnmarshalTypeError) string {
-	if te.Type == nil {
-		return "a value of another type"
-	}
-	switch te.Type.Kind().String() {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "uint64", "uint", "uint32":
-		return "an integer in range"
-	case "float64", "float32":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	}
-	return "a value of another type"
-}
-
-func isNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
 }

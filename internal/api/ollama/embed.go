@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -27,7 +28,7 @@ func DecodeEmbedRequest(body []byte) (infer.EmbedRequest, error) {
 		KeepAlive  json.RawMessage `json:"keep_alive"`
 		Options    json.RawMessage `json:"options"`
 	}
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return infer.EmbedRequest{}, err
 	}
 	if w.Model == "" {
@@ -45,7 +46,7 @@ func DecodeEmbedRequest(body []byte) (infer.EmbedRequest, error) {
 	}
 	in := bytes.TrimSpace(w.Input)
 	switch {
-	case isNull(in):
+	case wirejson.IsNull(in):
 		return infer.EmbedRequest{}, infer.ParamErrorf("input", "input is required: a string or an array of strings")
 	case in[0] == '"':
 		var s string
@@ -80,7 +81,7 @@ func DecodeEmbeddingsRequest(body []byte) (infer.EmbedRequest, error) {
 		KeepAlive json.RawMessage `json:"keep_alive"`
 		Options   json.RawMessage `json:"options"`
 	}
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return infer.EmbedRequest{}, err
 	}
 	if w.Model == "" {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -253,7 +254,7 @@ func DecodeShowRequest(body []byte) (ShowRequest, error) {
 		Template *string         `json:"template"`
 		Options  json.RawMessage `json:"options"`
 	}
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return ShowRequest{}, err
 	}
 	if w.Model == "" {

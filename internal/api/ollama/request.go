@@ -3,13 +3,13 @@ package ollama
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -148,7 +148,7 @@ type options struct {
 // is an *infer.Error of class invalid_request naming the field.
 func DecodeChatRequest(body []byte) (Decoded, error) {
 	var w chatRequest
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return Decoded{}, err
 	}
 	if w.Model == "" {
@@ -173,7 +173,7 @@ func DecodeChatRequest(body []byte) (Decoded, error) {
 // naming the field.
 func DecodeGenerateRequest(body []byte) (Decoded, error) {
 	var w generateRequest
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return Decoded{}, err
 	}
 	switch {
@@ -201,59 +201,6 @@ func DecodeGenerateRequest(body []byte) (Decoded, error) {
 		req.Messages = append(req.Messages, infer.Message{Role: infer.RoleUser, Content: w.Prompt})
 	}
 	return w.common.finish(req, w.Prompt == "")
-}
-
-// unmarshal decodes body into v and turns encoding/json's errors into
-// messages a client can act on.
-func unmarshal(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return infer.Errorf(infer.ClassInvalid, "the request body is empty; send a JSON object")
-	}
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return infer.Errorf(infer.ClassInvalid, "the request body is not valid JSON: %s (at byte %d)", syn.Error(), syn.Offset)
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field == "" {
-			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
-		}
-		// encoding/json names the embedded struct in the path; clients
-		// never see it.
-		field := strings.TrimPrefix(te.Field, "common.")
-		want := "a value of another type"
-		if te.Type != nil {
-			want = typeName(te.Type.Kind().String())
-		}
-		return infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, want, te.Value)
-	}
-	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
-}
-
-// typeName says in JSON terms what a Go kind expects.
-func typeName(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "uint64", "uint", "uint32":
-		return "an integer in range"
-	case "float64", "float32":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	}
-	return "a value of another type"
-}
-
-func isNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
 }
 
 func messages(in []message) ([]infer.Message, error) {
@@ -295,7 +242,7 @@ func messages(in []message) ([]infer.Message, error) {
 // sends an object; a string holding a JSON object (OpenAI's habit) is
 // tolerated, and null means no arguments.
 func arguments(raw json.RawMessage, param string) (string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "{}", nil
 	}
 	raw = bytes.TrimSpace(raw)
@@ -328,7 +275,7 @@ func tools(in []tool) ([]infer.Tool, error) {
 			return nil, infer.ParamErrorf(p+".function.name", "%s.function.name is required", p)
 		}
 		var params json.RawMessage
-		if !isNull(f.Parameters) {
+		if !wirejson.IsNull(f.Parameters) {
 			if bytes.TrimSpace(f.Parameters)[0] != '{' {
 				return nil, infer.ParamErrorf(p+".function.parameters", "%s.function.parameters must be a JSON Schema object", p)
 			}
@@ -389,7 +336,7 @@ func anyObject() json.RawMessage { return json.RawMessage(`{}`) }
 // format maps "format": absent, null or "" is free text; "json" is any JSON
 // object; an object is a JSON Schema.
 func format(raw json.RawMessage) (json.RawMessage, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil, nil
 	}
 	raw = bytes.TrimSpace(raw)
@@ -420,7 +367,7 @@ func format(raw json.RawMessage) (json.RawMessage, error) {
 // enable_thinking; "high", "medium" or "low" turn thinking on and set
 // reasoning_effort (the variable templates such as gpt-oss's read).
 func think(raw json.RawMessage) (map[string]any, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil, nil
 	}
 	var b bool
@@ -441,7 +388,7 @@ func think(raw json.RawMessage) (map[string]any, error) {
 // string such as "5m"). Its value is ignored: placements are explicit, so
 // an instance neither loads nor unloads because of a request.
 func keepAlive(raw json.RawMessage) error {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil
 	}
 	var f float64
@@ -461,7 +408,7 @@ func keepAlive(raw json.RawMessage) error {
 // integer reads an integer option. JSON numbers with an integral value
 // (40.0) are accepted, as Ollama does; fractions are refused.
 func integer(raw json.RawMessage, name string) (int64, bool, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return 0, false, nil
 	}
 	t := strings.TrimSpace(string(raw))
@@ -587,7 +534,7 @@ func (o *options) unsupported() error {
 
 // stop accepts null, a string, or an array of strings.
 func stop(raw json.RawMessage) ([]string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil, nil
 	}
 	raw = bytes.TrimSpace(raw)

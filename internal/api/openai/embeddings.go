@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -38,7 +39,7 @@ type embeddingRequest struct {
 // Every error is an *infer.Error naming the field.
 func DecodeEmbeddingRequest(body []byte) (DecodedEmbedding, error) {
 	var w embeddingRequest
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return DecodedEmbedding{}, err
 	}
 	d := DecodedEmbedding{Request: infer.EmbedRequest{Model: w.Model}}
@@ -70,7 +71,7 @@ func DecodeEmbeddingRequest(body []byte) (DecodedEmbedding, error) {
 
 // embeddingInputs accepts a string or an array of strings.
 func embeddingInputs(raw json.RawMessage) ([]string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil, infer.ParamErrorf("input", "input is required: a string or an array of strings")
 	}
 	if raw[0] == '"' {

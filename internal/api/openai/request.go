@@ -3,10 +3,10 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -125,7 +125,7 @@ type jsonSchema struct {
 // Every error is an *infer.Error of class invalid_request naming the field.
 func DecodeChatRequest(body []byte) (Decoded, error) {
 	var w chatRequest
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return Decoded{}, err
 	}
 	req := infer.Request{Model: w.Model, Chat: true}
@@ -173,7 +173,7 @@ func DecodeChatRequest(body []byte) (Decoded, error) {
 			return Decoded{}, infer.ParamErrorf("modalities", "modality %q is not supported; this server produces text only", m)
 		}
 	}
-	if !isNull(w.Audio) {
+	if !wirejson.IsNull(w.Audio) {
 		return Decoded{}, infer.ParamErrorf("audio", "audio output is not supported")
 	}
 	if len(w.ChatTemplateKwargs) > 0 {
@@ -198,7 +198,7 @@ type completionRequest struct {
 // Every error is an *infer.Error of class invalid_request naming the field.
 func DecodeCompletionRequest(body []byte) (Decoded, error) {
 	var w completionRequest
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return Decoded{}, err
 	}
 	req := infer.Request{Model: w.Model}
@@ -227,59 +227,6 @@ func DecodeCompletionRequest(body []byte) (Decoded, error) {
 		return Decoded{}, infer.ParamErrorf("suffix", "suffix is not supported")
 	}
 	return w.common.finish(req)
-}
-
-// unmarshal decodes body into v and turns encoding/json's errors into
-// messages a client can act on.
-func unmarshal(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return infer.Errorf(infer.ClassInvalid, "the request body is empty; send a JSON object")
-	}
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return infer.Errorf(infer.ClassInvalid, "the request body is not valid JSON: %s (at byte %d)", syn.Error(), syn.Offset)
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field == "" {
-			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
-		}
-		// encoding/json names the embedded struct in the path; clients
-		// never see it.
-		field := strings.TrimPrefix(te.Field, "common.")
-		want := "a value of another type"
-		if te.Type != nil {
-			want = typeName(te.Type.Kind().String())
-		}
-		return infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, want, te.Value)
-	}
-	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
-}
-
-// typeName says in JSON terms what a Go kind expects.
-func typeName(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "uint64", "uint", "uint32":
-		return "an integer in range"
-	case "float64", "float32":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	}
-	return "a value of another type"
-}
-
-func isNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
 }
 
 func messages(in []chatMessage) ([]infer.Message, error) {
@@ -322,7 +269,7 @@ func messages(in []chatMessage) ([]infer.Message, error) {
 // messageContent accepts a string, null, or an array of text parts, which
 // are joined with newlines.
 func messageContent(raw json.RawMessage, param string) (string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "", nil
 	}
 	var s string
@@ -355,7 +302,7 @@ func messageContent(raw json.RawMessage, param string) (string, error) {
 
 // arguments accepts the OpenAI string form and, leniently, a JSON object.
 func arguments(raw json.RawMessage, param string) (string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "{}", nil
 	}
 	if raw[0] == '"' {
@@ -392,7 +339,7 @@ func tools(in []tool) ([]infer.Tool, error) {
 		}
 		seen[f.Name] = true
 		var params json.RawMessage
-		if !isNull(f.Parameters) {
+		if !wirejson.IsNull(f.Parameters) {
 			if bytes.TrimSpace(f.Parameters)[0] != '{' {
 				return nil, infer.ParamErrorf(p+".function.parameters", "%s.function.parameters must be a JSON Schema object", p)
 			}
@@ -409,7 +356,7 @@ func tools(in []tool) ([]infer.Tool, error) {
 // toolChoice accepts "none", "auto", "required" or
 // {"type":"function","function":{"name":...}} naming an offered tool.
 func toolChoice(raw json.RawMessage, offered []infer.Tool) (infer.ToolChoice, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return infer.ToolChoice{}, nil
 	}
 	var choice infer.ToolChoice
@@ -467,7 +414,7 @@ func (f *responseFormat) schema() (json.RawMessage, error) {
 	case "json_object":
 		return anyObject(), nil
 	case "json_schema":
-		if f.JSONSchema == nil || isNull(f.JSONSchema.Schema) {
+		if f.JSONSchema == nil || wirejson.IsNull(f.JSONSchema.Schema) {
 			return anyObject(), nil
 		}
 		if bytes.TrimSpace(f.JSONSchema.Schema)[0] != '{' {
@@ -480,7 +427,7 @@ func (f *responseFormat) schema() (json.RawMessage, error) {
 
 // prompt accepts a string or an array holding one string.
 func prompt(raw json.RawMessage) (string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "", infer.ParamErrorf("prompt", "prompt is required")
 	}
 	var s string
@@ -505,7 +452,7 @@ func prompt(raw json.RawMessage) (string, error) {
 
 // stop accepts null, a string, or an array of strings.
 func stop(raw json.RawMessage) ([]string, error) {
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {

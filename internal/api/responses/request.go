@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skulk/skulk/internal/api/openai"
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -152,7 +153,7 @@ type textPart struct {
 // [Continue].
 func DecodeRequest(body []byte) (Decoded, error) {
 	var w request
-	if err := unmarshal(body, &w); err != nil {
+	if err := wirejson.Unmarshal(body, &w); err != nil {
 		return Decoded{}, err
 	}
 	d := Decoded{Model: w.Model, Instructions: w.Instructions, Store: true}
@@ -211,9 +212,9 @@ func (w *request) refusals() error {
 	switch {
 	case w.Background != nil && *w.Background:
 		return infer.ParamErrorf("background", "background responses are not supported; send the request without background and keep the connection open (or stream)")
-	case !isNull(w.Conversation):
+	case !wirejson.IsNull(w.Conversation):
 		return infer.ParamErrorf("conversation", "the Conversations API is not supported; continue a conversation with previous_response_id")
-	case !isNull(w.Prompt):
+	case !wirejson.IsNull(w.Prompt):
 		return infer.ParamErrorf("prompt", "stored prompt templates are not supported; send input and instructions")
 	case len(w.LogitBias) > 0:
 		return infer.ParamErrorf("logit_bias", "logit_bias is not supported")
@@ -267,60 +268,10 @@ func (w *request) sampling() (infer.Sampling, error) {
 	return s, nil
 }
 
-// unmarshal decodes body into v and turns encoding/json's errors into
-// messages a client can act on.
-func unmarshal(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return infer.Errorf(infer.ClassInvalid, "the request body is empty; send a JSON object")
-	}
-	err := json.Unmarshal(body, v)
-	if err == nil {
-		return nil
-	}
-	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
-		return infer.Errorf(infer.ClassInvalid, "the request body is not valid JSON: %s (at byte %d)", syn.Error(), syn.Offset)
-	}
-	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if te.Field == "" {
-			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
-		}
-		want := "a value of another type"
-		if te.Type != nil {
-			want = typeName(te.Type.Kind().String())
-		}
-		return infer.ParamErrorf(te.Field, "field %s must be %s, not a JSON %s", te.Field, want, te.Value)
-	}
-	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
-}
-
-// typeName says in JSON terms what a Go kind expects.
-func typeName(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "int", "int64", "int32", "uint64", "uint", "uint32":
-		return "an integer in range"
-	case "float64", "float32":
-		return "a number"
-	case "slice", "array":
-		return "an array"
-	case "struct", "map", "ptr":
-		return "an object"
-	}
-	return "a value of another type"
-}
-
-func isNull(raw json.RawMessage) bool {
-	t := bytes.TrimSpace(raw)
-	return len(t) == 0 || string(t) == "null"
-}
-
 // input accepts a string (one user message) or a list of input items.
 func input(raw json.RawMessage) ([]infer.Message, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return nil, nil
 	}
 	if raw[0] == '"' {
@@ -341,7 +292,7 @@ func input(raw json.RawMessage) ([]infer.Message, error) {
 		if err := json.Unmarshal(itemRaw, &it); err != nil {
 			if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" && te.Type != nil {
 				field := p + "." + te.Field
-				return nil, infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, typeName(te.Type.Kind().String()), te.Value)
+				return nil, infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, wirejson.Expects(te), te.Value)
 			}
 			return nil, infer.ParamErrorf(p, "%s must be an input item object (a message, function_call, function_call_output or reasoning item)", p)
 		}
@@ -444,7 +395,7 @@ func (b *historyBuilder) finish() []infer.Message { return b.msgs }
 // output_text, refusal), joined with newlines.
 func messageContent(raw json.RawMessage, param string) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "", infer.ParamErrorf(param, "%s is required", param)
 	}
 	if raw[0] == '"' {
@@ -484,7 +435,7 @@ func messageContent(raw json.RawMessage, param string) (string, error) {
 // a list of input_text parts.
 func toolOutput(raw json.RawMessage, param string) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "", infer.ParamErrorf(param, "%s is required", param)
 	}
 	return messageContent(raw, param)
@@ -494,7 +445,7 @@ func toolOutput(raw json.RawMessage, param string) (string, error) {
 // reasoning_text content, or else its summary.
 func reasoningText(it inputItem, p string) (string, error) {
 	var parts []textPart
-	if !isNull(it.Content) {
+	if !wirejson.IsNull(it.Content) {
 		if err := json.Unmarshal(it.Content, &parts); err != nil {
 			return "", infer.ParamErrorf(p+".content", "%s.content must be an array of reasoning_text parts", p)
 		}
@@ -515,7 +466,7 @@ func reasoningText(it inputItem, p string) (string, error) {
 // leniently, a JSON object.
 func arguments(raw json.RawMessage, param string) (string, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return "{}", nil
 	}
 	switch raw[0] {
@@ -557,7 +508,7 @@ func tools(in []tool) ([]infer.Tool, []FunctionTool, error) {
 		}
 		seen[t.Name] = true
 		var params json.RawMessage
-		if !isNull(t.Parameters) {
+		if !wirejson.IsNull(t.Parameters) {
 			if bytes.TrimSpace(t.Parameters)[0] != '{' {
 				return nil, nil, infer.ParamErrorf(p+".parameters", "%s.parameters must be a JSON Schema object", p)
 			}
@@ -578,7 +529,7 @@ func tools(in []tool) ([]infer.Tool, []FunctionTool, error) {
 // Response object echoes.
 func toolChoice(raw json.RawMessage, offered []infer.Tool) (infer.ToolChoice, any, error) {
 	raw = bytes.TrimSpace(raw)
-	if isNull(raw) {
+	if wirejson.IsNull(raw) {
 		return infer.ToolChoice{}, "auto", nil
 	}
 	var choice infer.ToolChoice
@@ -641,7 +592,7 @@ func (t *textConfig) schema() (json.RawMessage, TextConfig, error) {
 		return json.RawMessage(`{}`), echo, nil
 	case "json_schema":
 		schema := json.RawMessage(`{}`)
-		if !isNull(f.Schema) {
+		if !wirejson.IsNull(f.Schema) {
 			if bytes.TrimSpace(f.Schema)[0] != '{' {
 				return nil, echo, infer.ParamErrorf("text.format.schema", "text.format.schema must be a JSON Schema object")
 			}

@@ -1,0 +1,73 @@
+// Package wirejson decodes the JSON request bodies of the wire-format
+// translators (api/openai, api/anthropic, api/ollama, api/responses) and
+// words encoding/json's errors as *infer.Error values a client can act on.
+// It is pure: no I/O, no state, and every function is safe for concurrent
+// use. It imports no net/http (a test enforces that); the translators under
+// internal/api are its only intended importers.
+package wirejson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/skulk/skulk/internal/infer"
+)
+
+// Unmarshal decodes body into v and turns encoding/json's errors into
+// messages a client can act on: an empty body, invalid JSON, a body that is
+// not an object, and a field of the wrong JSON type (an *infer.Error naming
+// the field) each get their own message.
+func Unmarshal(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return infer.Errorf(infer.ClassInvalid, "the request body is empty; send a JSON object")
+	}
+	err := json.Unmarshal(body, v)
+	if err == nil {
+		return nil
+	}
+	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return infer.Errorf(infer.ClassInvalid, "the request body is not valid JSON: %s (at byte %d)", syn.Error(), syn.Offset)
+	}
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		if te.Field == "" {
+			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
+		}
+		// encoding/json names an embedded struct in the path; the
+		// translators that share fields embed them as a struct named
+		// common, which clients never see.
+		field := strings.TrimPrefix(te.Field, "common.")
+		return infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, Expects(te), te.Value)
+	}
+	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
+}
+
+// Expects says in JSON terms what the Go value behind a type error expects:
+// "a string", "an integer in range", "an object" and so on.
+func Expects(te *json.UnmarshalTypeError) string {
+	if te.Type == nil {
+		return "a value of another type"
+	}
+	switch te.Type.Kind().String() {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "int32", "uint64", "uint", "uint32":
+		return "an integer in range"
+	case "float64", "float32":
+		return "a number"
+	case "slice", "array":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	}
+	return "a value of another type"
+}
+
+// IsNull reports whether raw is absent or the JSON literal null.
+func IsNull(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) == 0 || string(t) == "null"
+}
