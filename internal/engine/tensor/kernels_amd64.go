@@ -50,6 +50,12 @@ func vecDotQ8_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, n
 //go:noescape
 func vecDotQ4_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
+// vecDotQ4_KTile4VNNI is vecDotQ8_0Tile4VNNI for Q4_K weights and Q8_K
+// activations (256·nb elements), bit for bit vecDotQ4_KAVX2 per pair.
+//
+//go:noescape
+func vecDotQ4_KTile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
 
@@ -135,6 +141,7 @@ func archTable(f Features) *kernelTable {
 	if f.AVX512BW {
 		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, vecDotQ8_0VNNI, 32, 34, 34)
 		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, vecDotQ4_0VNNI, 32, 18, 34)
+		t.vecDotTile[Q4_K] = tiled(vecDotQ4_KTile4VNNI, vecDotQ4_KAVX2, QK_K, 144, 292)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
 	return t

@@ -389,3 +389,267 @@ q40tone:
 
 q40tdone:
 	Q8TSTORE
+
+// The Q4_K tile follows vecDotQ4_KAVX2 (vecdot_amd64.s) per pair. In block
+// b, lane l of its eight int32 lanes is the exact sum over the eight
+// 32-element sub-blocks j of sc_j·Σ q·y over elements 4l..4l+3 of j; the
+// lanes become floats and go into an eight-lane accumulator with one FMA by
+// fp16(d)·y.d rounded once to float32. Beside it a four-lane accumulator
+// takes, with one FMA by fp16(dmin)·y.d, lane i = m_2i·s_2i + m_2i+1·s_2i+1,
+// s_j the activations' sum over sub-block j. At the end the eight lanes are
+// reduced as HSUM8 does, the four likewise, and the second subtracted from
+// the first.
+//
+// Here both accumulators of a pair share one zmm in memory: lanes 0–7 the
+// sums, lanes 8–11 the mins, 12–15 zeros that stay zero, so one FMA serves
+// both. A weight row's group g (64 quants: 32 low nibbles for sub-block 2g,
+// then 32 high nibbles for 2g+1) unpacks into one zmm, kept in Z16–Z31 for
+// the whole block; the activations stay in memory. The scales of a group
+// spread over words (sc_2g in the low half, sc_2g+1 in the high) so that
+// VPDPWSSD multiplies them into VPMADDUBSW's pair sums (at most
+// 2·15·128, no saturation); the high half of the result is then added to the
+// low, lane by lane, which gives the one-row kernel's eight lanes exactly.
+//
+// Frame: scale words per row and group at 256r+64g, the row's float scale
+// vector [d ×8, dmin ×4, 0 ×4] at 1024+64r, its eight mins as words at
+// 1280+16r, and the accumulator of (row r, activation a) at 1344+64(4a+r).
+
+// VPSHUFB indices that widen scale bytes 2g and 2g+1 of a broadcast qword
+// into the low and high 16 words.
+DATA q4ktsc<>+0(SB)/8, $0x8000800080008000
+DATA q4ktsc<>+8(SB)/8, $0x8000800080008000
+DATA q4ktsc<>+16(SB)/8, $0x8000800080008000
+DATA q4ktsc<>+24(SB)/8, $0x8000800080008000
+DATA q4ktsc<>+32(SB)/8, $0x8001800180018001
+DATA q4ktsc<>+40(SB)/8, $0x8001800180018001
+DATA q4ktsc<>+48(SB)/8, $0x8001800180018001
+DATA q4ktsc<>+56(SB)/8, $0x8001800180018001
+DATA q4ktsc<>+64(SB)/8, $0x8002800280028002
+DATA q4ktsc<>+72(SB)/8, $0x8002800280028002
+DATA q4ktsc<>+80(SB)/8, $0x8002800280028002
+DATA q4ktsc<>+88(SB)/8, $0x8002800280028002
+DATA q4ktsc<>+96(SB)/8, $0x8003800380038003
+DATA q4ktsc<>+104(SB)/8, $0x8003800380038003
+DATA q4ktsc<>+112(SB)/8, $0x8003800380038003
+DATA q4ktsc<>+120(SB)/8, $0x8003800380038003
+DATA q4ktsc<>+128(SB)/8, $0x8004800480048004
+DATA q4ktsc<>+136(SB)/8, $0x8004800480048004
+DATA q4ktsc<>+144(SB)/8, $0x8004800480048004
+DATA q4ktsc<>+152(SB)/8, $0x8004800480048004
+DATA q4ktsc<>+160(SB)/8, $0x8005800580058005
+DATA q4ktsc<>+168(SB)/8, $0x8005800580058005
+DATA q4ktsc<>+176(SB)/8, $0x8005800580058005
+DATA q4ktsc<>+184(SB)/8, $0x8005800580058005
+DATA q4ktsc<>+192(SB)/8, $0x8006800680068006
+DATA q4ktsc<>+200(SB)/8, $0x8006800680068006
+DATA q4ktsc<>+208(SB)/8, $0x8006800680068006
+DATA q4ktsc<>+216(SB)/8, $0x8006800680068006
+DATA q4ktsc<>+224(SB)/8, $0x8007800780078007
+DATA q4ktsc<>+232(SB)/8, $0x8007800780078007
+DATA q4ktsc<>+240(SB)/8, $0x8007800780078007
+DATA q4ktsc<>+248(SB)/8, $0x8007800780078007
+GLOBL q4ktsc<>(SB), RODATA|NOPTR, $256
+
+// Word shift counts: 0 for the low 16 words (low nibbles), 4 for the high.
+DATA q4ktshift<>+0(SB)/8, $0
+DATA q4ktshift<>+8(SB)/8, $0
+DATA q4ktshift<>+16(SB)/8, $0
+DATA q4ktshift<>+24(SB)/8, $0
+DATA q4ktshift<>+32(SB)/8, $0x0004000400040004
+DATA q4ktshift<>+40(SB)/8, $0x0004000400040004
+DATA q4ktshift<>+48(SB)/8, $0x0004000400040004
+DATA q4ktshift<>+56(SB)/8, $0x0004000400040004
+GLOBL q4ktshift<>(SB), RODATA|NOPTR, $64
+
+// Dword indices that spread [d, dmin, 0, 0] into [d ×8, dmin ×4, 0 ×4].
+DATA q4ktperm<>+0(SB)/8, $0
+DATA q4ktperm<>+8(SB)/8, $0
+DATA q4ktperm<>+16(SB)/8, $0
+DATA q4ktperm<>+24(SB)/8, $0
+DATA q4ktperm<>+32(SB)/8, $0x0000000100000001
+DATA q4ktperm<>+40(SB)/8, $0x0000000100000001
+DATA q4ktperm<>+48(SB)/8, $0x0000000200000002
+DATA q4ktperm<>+56(SB)/8, $0x0000000200000002
+GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
+
+// Q4KTSCALES unpacks the six-bit scales and mins of the block at R9 as
+// KSCALES does: the eight scale bytes into AX, the eight mins into R8.
+#define Q4KTSCALES \
+	MOVL 4(R9), AX          \
+	MOVL 8(R9), R8          \
+	MOVL 12(R9), R11        \
+	MOVL AX, R12            \
+	SHRL $6, R12            \
+	ANDL $0x03030303, R12   \
+	SHLL $4, R12            \
+	MOVL R11, R13           \
+	ANDL $0x0f0f0f0f, R13   \
+	ORL  R13, R12           \
+	MOVL R8, R14            \
+	SHRL $6, R14            \
+	ANDL $0x03030303, R14   \
+	SHLL $4, R14            \
+	SHRL $4, R11            \
+	ANDL $0x0f0f0f0f, R11   \
+	ORL  R11, R14           \
+	ANDL $0x3f3f3f3f, AX    \
+	ANDL $0x3f3f3f3f, R8    \
+	SHLQ $32, R12           \
+	ORQ  R12, AX            \
+	SHLQ $32, R14           \
+	ORQ  R14, R8
+
+// Q4KTNIB unpacks group g of the block at R9 into W: low nibbles in the
+// low half, high nibbles in the high half.
+#define Q4KTNIB(g, W) \
+	VBROADCASTI64X4 (16+32*g)(R9), W \
+	VPSRLVW         Z14, W, W        \
+	VPANDD          Z13, W, W
+
+// Q4KTROW prepares row r's block at R9: its scale words, float scales and
+// mins in the frame, its quants in W0–W3.
+#define Q4KTROW(r, W0, W1, W2, W3) \
+	Q4KTSCALES                                \
+	VMOVQ        AX, X0                       \
+	VPBROADCASTQ X0, Z0                       \
+	VPSHUFB      q4ktsc<>+0(SB), Z0, Z1       \
+	VMOVDQU64    Z1, (256*r)(SP)              \
+	VPSHUFB      q4ktsc<>+64(SB), Z0, Z1      \
+	VMOVDQU64    Z1, (256*r+64)(SP)           \
+	VPSHUFB      q4ktsc<>+128(SB), Z0, Z1     \
+	VMOVDQU64    Z1, (256*r+128)(SP)          \
+	VPSHUFB      q4ktsc<>+192(SB), Z0, Z1     \
+	VMOVDQU64    Z1, (256*r+192)(SP)          \
+	VMOVQ        R8, X1                       \
+	VPMOVZXBW    X1, X1                       \
+	VMOVDQU      X1, (1280+16*r)(SP)          \
+	MOVL         (R9), AX                     \
+	VMOVD        AX, X2                       \
+	VCVTPH2PS    X2, X2                       \
+	VPERMPS      Z2, Z15, Z2                  \
+	VMOVUPS      Z2, (1024+64*r)(SP)          \
+	Q4KTNIB(0, W0)                            \
+	Q4KTNIB(1, W1)                            \
+	Q4KTNIB(2, W2)                            \
+	Q4KTNIB(3, W3)
+
+// Q4KTPAIR adds row r's block times the activation block at R10 (y.d
+// broadcast in Z0, sub-block sums as words in X1) to the accumulator at
+// acc(SP).
+#define Q4KTPAIR(r, acc, W0, W1, W2, W3) \
+	VPMADDUBSW    4(R10), W0, Z3              \
+	VPMADDWD      (256*r)(SP), Z3, Z2         \
+	VPMADDUBSW    68(R10), W1, Z3             \
+	VPDPWSSD      (256*r+64)(SP), Z3, Z2      \
+	VPMADDUBSW    132(R10), W2, Z3            \
+	VPDPWSSD      (256*r+128)(SP), Z3, Z2     \
+	VPMADDUBSW    196(R10), W3, Z3            \
+	VPDPWSSD      (256*r+192)(SP), Z3, Z2     \
+	VEXTRACTI64X4 $1, Z2, Y3                  \
+	VPADDD        Y3, Y2, Y2                  \
+	VPMADDWD      (1280+16*r)(SP), X1, X4     \
+	VINSERTI32X4  $2, X4, Z2, Z2              \
+	VCVTDQ2PS     Z2, Z2                      \
+	VMULPS        (1024+64*r)(SP), Z0, Z5     \
+	VFMADD213PS   acc(SP), Z5, Z2             \
+	VMOVUPS       Z2, acc(SP)
+
+// Q4KTACT multiplies the activation block at R10 with the four rows; the
+// accumulators of activation a start at acc0.
+#define Q4KTACT(acc0) \
+	VBROADCASTSS (R10), Z0                                \
+	VMOVDQU      260(R10), X1                             \
+	VPHADDW      276(R10), X1, X1                         \
+	Q4KTPAIR(0, acc0, Z16, Z17, Z18, Z19)                 \
+	Q4KTPAIR(1, (acc0+64), Z20, Z21, Z22, Z23)            \
+	Q4KTPAIR(2, (acc0+128), Z24, Z25, Z26, Z27)           \
+	Q4KTPAIR(3, (acc0+192), Z28, Z29, Z30, Z31)
+
+// Q4KTOUT reduces the accumulator at acc(SP) and stores the result to
+// off(R14).
+#define Q4KTOUT(acc, off) \
+	VMOVUPS       acc(SP), Z2   \
+	VEXTRACTF32X4 $2, Z2, X3    \
+	VEXTRACTF128  $1, Y2, X4    \
+	VADDPS        X4, X2, X2    \
+	VPERMILPS     $0x4e, X2, X4 \
+	VADDPS        X4, X2, X2    \
+	VPERMILPS     $0xb1, X2, X4 \
+	VADDPS        X4, X2, X2    \
+	VPERMILPS     $0x4e, X3, X4 \
+	VADDPS        X4, X3, X3    \
+	VPERMILPS     $0xb1, X3, X4 \
+	VADDPS        X4, X3, X3    \
+	VSUBSS        X3, X2, X2    \
+	VMOVSS        X2, off(R14)
+
+#define Q4KTOUT4(acc0) \
+	Q4KTOUT(acc0, 0)          \
+	Q4KTOUT((acc0+64), 4)     \
+	Q4KTOUT((acc0+128), 8)    \
+	Q4KTOUT((acc0+192), 12)   \
+	ADDQ DX, R14
+
+// func vecDotQ4_KTile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+//
+// out[a·outStride+r] = vecDotQ4_KAVX2(row r, act a, 256·nb) for r, a < 4,
+// bit for bit.
+TEXT ·vecDotQ4_KTile4VNNI(SB), 0, $2368-56
+	MOVQ rows+0(FP), SI
+	MOVQ rowStride+8(FP), BX
+	MOVQ acts+16(FP), DI
+	MOVQ actStride+24(FP), DX
+	MOVQ nb+32(FP), CX
+
+	VMOVDQU64    q4ktperm<>(SB), Z15
+	VMOVDQU64    q4ktshift<>(SB), Z14
+	VPBROADCASTD q40tilenib<>(SB), Z13
+	VPXORD       Z0, Z0, Z0
+	VMOVDQU64    Z0, 1344(SP)
+	VMOVDQU64    Z0, 1408(SP)
+	VMOVDQU64    Z0, 1472(SP)
+	VMOVDQU64    Z0, 1536(SP)
+	VMOVDQU64    Z0, 1600(SP)
+	VMOVDQU64    Z0, 1664(SP)
+	VMOVDQU64    Z0, 1728(SP)
+	VMOVDQU64    Z0, 1792(SP)
+	VMOVDQU64    Z0, 1856(SP)
+	VMOVDQU64    Z0, 1920(SP)
+	VMOVDQU64    Z0, 1984(SP)
+	VMOVDQU64    Z0, 2048(SP)
+	VMOVDQU64    Z0, 2112(SP)
+	VMOVDQU64    Z0, 2176(SP)
+	VMOVDQU64    Z0, 2240(SP)
+	VMOVDQU64    Z0, 2304(SP)
+
+q4ktloop:
+	MOVQ SI, R9
+	Q4KTROW(0, Z16, Z17, Z18, Z19)
+	ADDQ BX, R9
+	Q4KTROW(1, Z20, Z21, Z22, Z23)
+	ADDQ BX, R9
+	Q4KTROW(2, Z24, Z25, Z26, Z27)
+	ADDQ BX, R9
+	Q4KTROW(3, Z28, Z29, Z30, Z31)
+	MOVQ DI, R10
+	Q4KTACT(1344)
+	ADDQ DX, R10
+	Q4KTACT(1600)
+	ADDQ DX, R10
+	Q4KTACT(1856)
+	ADDQ DX, R10
+	Q4KTACT(2112)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q4ktloop
+
+	MOVQ out+40(FP), R14
+	MOVQ outStride+48(FP), DX
+	SHLQ $2, DX
+	Q4KTOUT4(1344)
+	Q4KTOUT4(1600)
+	Q4KTOUT4(1856)
+	Q4KTOUT4(2112)
+	VZEROUPPER
+	RET
