@@ -25,7 +25,14 @@ type File struct {
 }
 
 // Parse parses a whole GGUF file held in memory. The File aliases b.
-func Parse(b []byte) (*File, error) {
+func Parse(b []byte) (*File, error) { return parse(b, true) }
+
+// parse reads the header (metadata and tensor infos) of the GGUF file in b.
+// whole says b is the whole file, whose data section must hold every
+// tensor; otherwise b is a prefix (ParseHeader), the data section is not
+// read, and each tensor offset is checked for alignment as its info is read,
+// before a later info can run past the end of the prefix.
+func parse(b []byte, whole bool) (*File, error) {
 	d := &decoder{b: b}
 	m, err := d.u32("magic")
 	if err != nil {
@@ -80,11 +87,18 @@ func Parse(b []byte) (*File, error) {
 		if _, dup := f.tensors[ti.Name]; dup {
 			return nil, d.fail(fmt.Sprintf("tensor[%d].name", i), fmt.Errorf("%w: tensor %q appears twice", ErrDuplicate, ti.Name))
 		}
+		if !whole && ti.Offset%f.Alignment != 0 {
+			return nil, d.fail(fmt.Sprintf("tensor[%q].offset", ti.Name), fmt.Errorf("%w: offset %d is not a multiple of the alignment %d", ErrInvalid, ti.Offset, f.Alignment))
+		}
 		f.tensors[ti.Name] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, ti)
 	}
 	// The data section starts at the next multiple of the alignment.
 	start := (uint64(d.off) + f.Alignment - 1) / f.Alignment * f.Alignment
+	if !whole {
+		f.DataOffset = int64(start)
+		return f, nil
+	}
 	if nTensors == 0 {
 		// Vocabulary-only files may end right after the metadata.
 		if start > uint64(len(b)) {
