@@ -13,6 +13,7 @@ import (
 
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/testkit/hubstandin"
 )
 
 const (
@@ -23,18 +24,18 @@ const (
 )
 
 type env struct {
-	hub   *standIn
+	hub   *hubstandin.Server
 	store *catalog.Store
 	root  string
 }
 
 func newEnv(t *testing.T) *env {
 	root := t.TempDir()
-	return &env{hub: newStandIn(t), root: root, store: catalog.NewStore(catalog.StoreConfig{ModelsDir: filepath.Join(root, "models"), CustomDir: filepath.Join(root, "cards")})}
+	return &env{hub: hubstandin.New(t), root: root, store: catalog.NewStore(catalog.StoreConfig{ModelsDir: filepath.Join(root, "models"), CustomDir: filepath.Join(root, "cards")})}
 }
 
 func (e *env) client(t *testing.T, mod func(*Config)) *Client {
-	cfg := Config{Endpoint: e.hub.srv.URL, InitialHeaderBytes: 4096}
+	cfg := Config{Endpoint: e.hub.URL(), InitialHeaderBytes: 4096}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -135,7 +136,7 @@ func TestPickFiles(t *testing.T) {
 // prefix was transferred, through growing Range requests.
 func TestAddReadsOnlyTheHeader(t *testing.T) {
 	e := newEnv(t)
-	commit := e.hub.addRepo("skulk-test/synth-GGUF", "", [3]string{"synth-Q8_0.gguf", synthQ8, "lfs"}, [3]string{"synth-Q4_K_M.gguf", synthQ4, "lfs"}, [3]string{"README.md", "../../testdata/SOURCES.md", "git"})
+	commit := e.hub.AddRepo("skulk-test/synth-GGUF", "", hubstandin.File{Path: "synth-Q8_0.gguf", Local: synthQ8, LFS: true}, hubstandin.File{Path: "synth-Q4_K_M.gguf", Local: synthQ4, LFS: true}, hubstandin.File{Path: "README.md", Local: "../../testdata/SOURCES.md"})
 	c := e.client(t, nil)
 	ref, _ := ParseRef("hf:skulk-test/synth-GGUF")
 	card, path, err := Add(t.Context(), c, e.store, ref, "")
@@ -151,7 +152,7 @@ func TestAddReadsOnlyTheHeader(t *testing.T) {
 		t.Fatalf("header-only card differs from the whole file's:\n%+v\n%+v", card, want)
 	}
 	var ranges []string
-	for _, r := range e.hub.requests("/cdn/") {
+	for _, r := range e.hub.Requests("/cdn/") {
 		if !strings.HasPrefix(r.Range, "bytes=0-") {
 			t.Fatalf("header read without a prefix range: %+v", r)
 		}
@@ -184,14 +185,14 @@ func TestHeaderThatNeverEnds(t *testing.T) {
 	b[40], b[41], b[42] = 0xff, 0xff, 0x7f // value length ~8 MiB
 	p := filepath.Join(t.TempDir(), "endless.gguf")
 	os.WriteFile(p, b, 0o644)
-	commit := e.hub.addRepo("o/endless", "", [3]string{"endless.gguf", p, "lfs"})
+	commit := e.hub.AddRepo("o/endless", "", hubstandin.File{Path: "endless.gguf", Local: p, LFS: true})
 	c := e.client(t, func(c *Config) { c.MaxHeaderBytes = 64 << 10 })
 	_, err := c.ReadHeader(t.Context(), "o/endless", commit, "endless.gguf")
 	var hte *HeaderTooLargeError
 	if !errors.As(err, &hte) || hte.Limit != 64<<10 {
 		t.Fatalf("got %v, want HeaderTooLargeError", err)
 	}
-	reqs := e.hub.requests("/cdn/")
+	reqs := e.hub.Requests("/cdn/")
 	if last := reqs[len(reqs)-1].Range; last != "bytes=0-65535" {
 		t.Fatalf("last range %q, want the limit", last)
 	}
@@ -199,7 +200,7 @@ func TestHeaderThatNeverEnds(t *testing.T) {
 
 func TestGatedRepository(t *testing.T) {
 	e := newEnv(t)
-	e.hub.addRepo("o/gated", "hf_secret", [3]string{"m-Q8_0.gguf", stories, "lfs"})
+	e.hub.AddRepo("o/gated", "hf_secret", hubstandin.File{Path: "m-Q8_0.gguf", Local: stories, LFS: true})
 	ref, _ := ParseRef("hf:o/gated")
 	for _, tt := range []struct {
 		name, token, want string
@@ -221,7 +222,7 @@ func TestGatedRepository(t *testing.T) {
 	if _, err := m.Ensure(t.Context(), card, nil); err != nil {
 		t.Fatalf("download with the token: %v", err)
 	}
-	for _, r := range e.hub.requests("/o/gated/") {
+	for _, r := range e.hub.Requests("/o/gated/") {
 		if r.Auth == "Bearer hf_secret" {
 			return
 		}
@@ -231,7 +232,7 @@ func TestGatedRepository(t *testing.T) {
 
 func TestNotFound(t *testing.T) {
 	e := newEnv(t)
-	e.hub.addRepo("o/r", "", [3]string{"m.gguf", stories, "lfs"})
+	e.hub.AddRepo("o/r", "", hubstandin.File{Path: "m.gguf", Local: stories, LFS: true})
 	c := e.client(t, nil)
 	for _, ref := range []string{"hf:o/missing", "hf:o/r/other.gguf"} {
 		r, _ := ParseRef(ref)
@@ -242,7 +243,7 @@ func TestNotFound(t *testing.T) {
 }
 
 func addStories(t *testing.T, e *env, how string) catalog.Card {
-	e.hub.addRepo("o/stories", "", [3]string{"stories260K.gguf", stories, how})
+	e.hub.AddRepo("o/stories", "", hubstandin.File{Path: "stories260K.gguf", Local: stories, LFS: how == "lfs"})
 	ref, _ := ParseRef("hf:o/stories")
 	card, err := e.client(t, nil).CardFor(t.Context(), ref, "stories")
 	if err != nil {
@@ -269,9 +270,7 @@ func TestDownloadResumesAfterCut(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			e := newEnv(t)
 			card := addStories(t, e, how)
-			e.hub.mu.Lock()
-			e.hub.cutAfter, e.hub.cutTimes = 300000, 1
-			e.hub.mu.Unlock()
+			e.hub.CutAfter(300000, 1)
 			var mu sync.Mutex
 			var last Progress
 			in, err := e.manager(t, e.client(t, nil), nil).Ensure(t.Context(), card, func(p Progress) { mu.Lock(); last = p; mu.Unlock() })
@@ -284,7 +283,7 @@ func TestDownloadResumesAfterCut(t *testing.T) {
 			if how == "git" {
 				path = "/o/stories/resolve/"
 			}
-			for _, r := range e.hub.requests(path) {
+			for _, r := range e.hub.Requests(path) {
 				if r.Range != "" && !strings.HasPrefix(r.Range, "bytes=0-") {
 					ranges = append(ranges, r.Range)
 				}
@@ -302,9 +301,7 @@ func TestDownloadResumesAfterCut(t *testing.T) {
 func TestCorruptByteIsNeverPublished(t *testing.T) {
 	e := newEnv(t)
 	card := addStories(t, e, "lfs")
-	e.hub.mu.Lock()
-	e.hub.corruptAt = 700000
-	e.hub.mu.Unlock()
+	e.hub.CorruptAt(700000)
 	_, err := e.manager(t, e.client(t, nil), nil).Ensure(t.Context(), card, nil)
 	var ie *IntegrityError
 	if !errors.As(err, &ie) || !errors.Is(err, ErrIntegrity) {
@@ -323,9 +320,7 @@ func TestCorruptByteIsNeverPublished(t *testing.T) {
 		t.Fatal("a corrupt download entered the catalog")
 	}
 	// The next pull, with honest bytes, succeeds from scratch.
-	e.hub.mu.Lock()
-	e.hub.corruptAt = -1
-	e.hub.mu.Unlock()
+	e.hub.CorruptAt(-1)
 	if _, err := e.manager(t, e.client(t, nil), nil).Ensure(t.Context(), card, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -338,9 +333,7 @@ func TestCancelThenRestartResumes(t *testing.T) {
 	e := newEnv(t)
 	card := addStories(t, e, "lfs")
 	hold, arrived := make(chan struct{}), make(chan string, 4)
-	e.hub.mu.Lock()
-	e.hub.hold, e.hub.holdAfter, e.hub.arrived = hold, 400000, arrived
-	e.hub.mu.Unlock()
+	e.hub.Hold(hold, 400000, arrived)
 	ctx, cancel := context.WithCancel(t.Context())
 	m1 := e.manager(t, e.client(t, nil), nil)
 	partial, _ := e.store.PartialDir(card)
@@ -361,20 +354,18 @@ func TestCancelThenRestartResumes(t *testing.T) {
 	if err != nil || fi.Size() != 400000 {
 		t.Fatalf("the partial file was not kept: %v", err)
 	}
-	e.hub.mu.Lock()
-	e.hub.hold, e.hub.arrived = nil, nil
-	e.hub.mu.Unlock()
+	e.hub.Hold(nil, 0, nil)
 	if _, err := e.manager(t, e.client(t, nil), nil).Ensure(t.Context(), card, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkInstalled(t, e, card)
 	want := "bytes=" + itoa(fi.Size()) + "-"
-	for _, r := range e.hub.requests("/cdn/") {
+	for _, r := range e.hub.Requests("/cdn/") {
 		if r.Range == want {
 			return
 		}
 	}
-	t.Fatalf("no request resumed with %q: %+v", want, e.hub.requests("/cdn/"))
+	t.Fatalf("no request resumed with %q: %+v", want, e.hub.Requests("/cdn/"))
 }
 
 // waitFor polls cond for up to ten seconds (the one polling helper).
@@ -395,11 +386,9 @@ func TestRacingRequestsShareOneTransfer(t *testing.T) {
 	e := newEnv(t)
 	card := addStories(t, e, "lfs")
 	hold, arrived := make(chan struct{}), make(chan string, 4)
-	e.hub.mu.Lock()
-	e.hub.hold, e.hub.holdAfter, e.hub.arrived = hold, 1000, arrived
-	e.hub.mu.Unlock()
+	e.hub.Hold(hold, 1000, arrived)
 	m := e.manager(t, e.client(t, nil), func(c *ManagerConfig) { c.MaxConcurrent = 1 })
-	before := len(e.hub.requests("/cdn/")) // the header reads
+	before := len(e.hub.Requests("/cdn/")) // the header reads
 	type result struct {
 		in  catalog.Installation
 		err error
@@ -419,7 +408,7 @@ func TestRacingRequestsShareOneTransfer(t *testing.T) {
 	if a.err != nil || b.err != nil || a.in.Paths[0] != b.in.Paths[0] {
 		t.Fatalf("results %+v %+v", a, b)
 	}
-	if n := len(e.hub.requests("/cdn/")) - before; n != 1 {
+	if n := len(e.hub.Requests("/cdn/")) - before; n != 1 {
 		t.Fatalf("%d transfers, want 1", n)
 	}
 }
@@ -427,13 +416,13 @@ func TestRacingRequestsShareOneTransfer(t *testing.T) {
 func TestDiskSpaceRefusal(t *testing.T) {
 	e := newEnv(t)
 	card := addStories(t, e, "lfs")
-	before := len(e.hub.requests("/cdn/"))
+	before := len(e.hub.Requests("/cdn/"))
 	_, err := e.manager(t, e.client(t, nil), func(c *ManagerConfig) { c.HeadroomBytes = 1 << 62 }).Ensure(t.Context(), card, nil)
 	var se *SpaceError
 	if !errors.As(err, &se) || !errors.Is(err, ErrNoSpace) || se.Need != 1185376 || !strings.Contains(err.Error(), "free disk space") {
 		t.Fatalf("got %v", err)
 	}
-	if len(e.hub.requests("/cdn/")) != before {
+	if len(e.hub.Requests("/cdn/")) != before {
 		t.Fatal("bytes were transferred before admission")
 	}
 }
@@ -441,7 +430,7 @@ func TestDiskSpaceRefusal(t *testing.T) {
 func TestOffline(t *testing.T) {
 	e := newEnv(t)
 	card := addStories(t, e, "lfs")
-	before := len(e.hub.requests("/"))
+	before := len(e.hub.Requests("/"))
 	off := e.client(t, func(c *Config) { c.Offline = true })
 	ref, _ := ParseRef("hf:o/stories")
 	if _, err := off.CardFor(t.Context(), ref, ""); !errors.Is(err, ErrOffline) {
@@ -454,24 +443,24 @@ func TestOffline(t *testing.T) {
 	if _, err := moff.Ensure(t.Context(), card, nil); !errors.Is(err, ErrOffline) || !strings.Contains(err.Error(), "SKULK_OFFLINE") {
 		t.Fatalf("download offline: %v", err)
 	}
-	if len(e.hub.requests("/")) != before {
+	if len(e.hub.Requests("/")) != before {
 		t.Fatal("offline mode touched the network")
 	}
 	if _, err := e.manager(t, e.client(t, nil), nil).Ensure(t.Context(), card, nil); err != nil {
 		t.Fatal(err)
 	}
-	before = len(e.hub.requests("/"))
+	before = len(e.hub.Requests("/"))
 	if _, err := moff.Ensure(t.Context(), card, nil); err != nil {
 		t.Fatalf("an installed model offline: %v", err)
 	}
-	if len(e.hub.requests("/")) != before {
+	if len(e.hub.Requests("/")) != before {
 		t.Fatal("offline mode touched the network")
 	}
 }
 
 func TestSearch(t *testing.T) {
 	e := newEnv(t)
-	e.hub.addRepo("o/stories-GGUF", "", [3]string{"m.gguf", stories, "lfs"})
+	e.hub.AddRepo("o/stories-GGUF", "", hubstandin.File{Path: "m.gguf", Local: stories, LFS: true})
 	got, err := e.client(t, nil).Search(t.Context(), "stories", 5)
 	if err != nil || len(got) != 1 || got[0].ID != "o/stories-GGUF" {
 		t.Fatalf("%+v %v", got, err)

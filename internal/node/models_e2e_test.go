@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/testkit/hubstandin"
 )
 
 // storiesFile is the real GGUF the stand-in Hub serves.
@@ -146,10 +147,10 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // disk and finds it reported not installed with the reason; pulls it back
 // with the CLI's progress bar, and removes it.
 func TestModelFromHub(t *testing.T) {
-	hubSrv := newHubStandIn(t)
-	commit := hubSrv.addRepo("skulk-test/stories-GGUF", map[string]string{"stories-Q8_0.gguf": storiesFile})
+	hubSrv := hubstandin.New(t)
+	commit := hubSrv.AddRepo("skulk-test/stories-GGUF", "", hubstandin.File{Path: "stories-Q8_0.gguf", Local: storiesFile, LFS: true})
 	home := t.TempDir()
-	env := []string{"HF_ENDPOINT=" + hubSrv.srv.URL, "HF_TOKEN="}
+	env := []string{"HF_ENDPOINT=" + hubSrv.URL(), "HF_TOKEN="}
 	n := startNode(t, home, env...)
 	const id = "stories-q8_0"
 
@@ -192,7 +193,7 @@ func TestModelFromHub(t *testing.T) {
 
 	// Place: the node downloads the weights (paced, so it can be watched),
 	// loads them and serves llama.cpp's greedy text.
-	hubSrv.setPace(32 << 10)
+	hubSrv.SetPace(32 << 10)
 	inst := n.placeModel(id, 0)
 	sawDownloading := false
 	waitFor(t, 60*time.Second, "the instance to be ready", func() bool {
@@ -201,7 +202,7 @@ func TestModelFromHub(t *testing.T) {
 		}
 		return n.state().Instances[inst].Status == "ready"
 	})
-	hubSrv.setPace(0)
+	hubSrv.SetPace(0)
 	if !sawDownloading {
 		t.Error("the download was never seen in progress")
 	}
@@ -241,14 +242,14 @@ func TestModelFromHub(t *testing.T) {
 		return false
 	})
 
-	if hubSrv.requests() == 0 {
+	if len(hubSrv.Requests("")) == 0 {
 		t.Fatal("the stand-in Hub saw no requests")
 	}
 	// Restart: the placement comes back, the model is installed and
 	// verified, and nothing is asked of the Hub.
 	oldRunner := n.state().Instances[inst].Runners[0].ID
 	n.stop()
-	before := hubSrv.requests()
+	before := len(hubSrv.Requests(""))
 	n = startNode(t, home, env...)
 	waitFor(t, 60*time.Second, "a new runner of the instance to be ready", func() bool {
 		in := n.state().Instances[inst]
@@ -260,7 +261,7 @@ func TestModelFromHub(t *testing.T) {
 	if m := n.catalogEntries()[id]; !m.Installed {
 		t.Fatalf("after restart: %+v", m)
 	}
-	if after := hubSrv.requests(); after != before {
+	if after := len(hubSrv.Requests("")); after != before {
 		t.Fatalf("the restarted node made %d requests to the Hub", after-before)
 	}
 
@@ -298,7 +299,7 @@ func TestModelFromHub(t *testing.T) {
 	}
 
 	// Pull it again with the CLI: a progress bar, then installed.
-	hubSrv.setPace(64 << 10)
+	hubSrv.SetPace(64 << 10)
 	code, out = n.cli("models", "pull", id)
 	if code != 0 || !strings.Contains(out, "[##############################] 100%") || !strings.Contains(out, id+" is installed") {
 		t.Fatalf("models pull: exit %d: %q", code, out)

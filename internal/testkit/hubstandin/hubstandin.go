@@ -1,4 +1,16 @@
-package hub
+// Package hubstandin provides a local HTTP server that stands in for the
+// Hugging Face Hub, which tests cannot reach. It implements the endpoints
+// Skulk uses as the Hub does (see docs/model-cards.md, "What Skulk expects of
+// the Hub"): search, repository info with siblings and the commit sha,
+// resolve URLs that redirect LFS files to a CDN-like path with X-Repo-Commit
+// and X-Linked-Etag, Range/Content-Range, 401 for gated repositories, 404,
+// 416. The files it serves are read from local files, usually real GGUF
+// files from testdata. CDN and direct responses can be paced, cut, corrupted
+// or held to test downloads.
+//
+// A Server is safe for concurrent use. Only _test.go files may import this
+// package.
+package hubstandin
 
 import (
 	"crypto/sha1"
@@ -13,66 +25,76 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
-// standIn is a local HTTP server that stands in for the Hugging Face Hub,
-// which these tests cannot reach. It implements the endpoints the client
-// uses as the Hub does (see docs/model-cards.md, "What Skulk expects of the
-// Hub"): repository info with siblings and the commit sha, resolve URLs
-// that redirect LFS files to a CDN-like path with X-Repo-Commit and
-// X-Linked-Etag, Range/Content-Range, 401 for gated repositories, 404, 416.
-// The files it serves are real GGUF files from testdata.
-type standIn struct {
-	t   *testing.T
+// Server is the stand-in Hub. Its URL is the endpoint a client is pointed at
+// (HF_ENDPOINT).
+type Server struct {
+	// Immutable after New.
+	t   testing.TB
 	srv *httptest.Server
 
-	mu    sync.Mutex
-	repos map[string]*standInRepo // by owner/name
-	log   []standInRequest
-	// Fault injection on CDN responses.
+	mu    sync.Mutex             // guards the fields below
+	repos map[string]*repository // by owner/name
+	log   []Request
+	// Fault injection and pacing on file bodies.
 	cutAfter  int64         // >0: the next cutTimes responses stop after this many body bytes and drop the connection
 	cutTimes  int           //
 	corruptAt int64         // >=0: this byte is served flipped
-	hold      chan struct{} // non-nil: CDN responses send holdAfter bytes, then wait for hold to close
+	hold      chan struct{} // non-nil: responses send holdAfter bytes, then wait for hold to close
 	holdAfter int64
-	arrived   chan string // non-nil: each CDN request's Range header is sent here
+	arrived   chan string // non-nil: each file request's Range header is sent here
+	pace      int         // >0: bodies are written pace bytes every 20 ms
 }
 
-type standInRepo struct {
+type repository struct {
 	commit string
 	gated  string // the token it requires; "" = public
-	files  map[string]standInFile
+	files  map[string]repoFile
 	order  []string
 }
 
-type standInFile struct {
+type repoFile struct {
 	data []byte
 	lfs  bool
 }
 
-type standInRequest struct {
+// File is a file to publish in a repository.
+type File struct {
+	Path  string // the path in the repository
+	Local string // the local file to serve, read when published
+	LFS   bool   // stored in LFS: resolve redirects to the CDN
+}
+
+// Request is a request the stand-in answered.
+type Request struct {
 	Path, Range, Auth string
 }
 
-func newStandIn(t *testing.T) *standIn {
-	s := &standIn{t: t, repos: map[string]*standInRepo{}, corruptAt: -1}
+// New starts a stand-in Hub that is closed when the test ends.
+func New(t testing.TB) *Server {
+	s := &Server{t: t, repos: map[string]*repository{}, corruptAt: -1}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
 }
 
-// addRepo publishes a repository; files maps a repository path to a local
-// file (read now) and whether it is stored in LFS.
-func (s *standIn) addRepo(name, token string, files ...[3]string) string {
+// URL is the stand-in's base URL.
+func (s *Server) URL() string { return s.srv.URL }
+
+// AddRepo publishes a repository and returns its commit. A non-empty token
+// gates it: requests without "Bearer "+token get 401.
+func (s *Server) AddRepo(name, token string, files ...File) string {
 	sum := sha1.Sum([]byte(name))
-	r := &standInRepo{commit: hex.EncodeToString(sum[:]), gated: token, files: map[string]standInFile{}}
+	r := &repository{commit: hex.EncodeToString(sum[:]), gated: token, files: map[string]repoFile{}}
 	for _, f := range files {
-		b, err := os.ReadFile(f[1])
+		b, err := os.ReadFile(f.Local)
 		if err != nil {
 			s.t.Fatal(err)
 		}
-		r.files[f[0]] = standInFile{data: b, lfs: f[2] == "lfs"}
-		r.order = append(r.order, f[0])
+		r.files[f.Path] = repoFile{data: b, lfs: f.LFS}
+		r.order = append(r.order, f.Path)
 	}
 	s.mu.Lock()
 	s.repos[name] = r
@@ -80,16 +102,51 @@ func (s *standIn) addRepo(name, token string, files ...[3]string) string {
 	return r.commit
 }
 
-func (s *standIn) requests(prefix string) []standInRequest {
+// Requests returns the requests answered so far whose path starts with
+// prefix, in order.
+func (s *Server) Requests(prefix string) []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []standInRequest
+	var out []Request
 	for _, r := range s.log {
 		if strings.HasPrefix(r.Path, prefix) {
 			out = append(out, r)
 		}
 	}
 	return out
+}
+
+// CutAfter makes the next times file responses stop after n body bytes and
+// drop the connection.
+func (s *Server) CutAfter(n int64, times int) {
+	s.mu.Lock()
+	s.cutAfter, s.cutTimes = n, times
+	s.mu.Unlock()
+}
+
+// CorruptAt makes file responses serve byte off of the file flipped; -1
+// turns corruption off.
+func (s *Server) CorruptAt(off int64) {
+	s.mu.Lock()
+	s.corruptAt = off
+	s.mu.Unlock()
+}
+
+// Hold makes file responses send after bytes and then wait for hold to
+// close; each file request's Range header is sent to arrived first. A nil
+// hold and arrived turn this off.
+func (s *Server) Hold(hold chan struct{}, after int64, arrived chan string) {
+	s.mu.Lock()
+	s.hold, s.holdAfter, s.arrived = hold, after, arrived
+	s.mu.Unlock()
+}
+
+// SetPace makes file bodies arrive n bytes every 20 ms, so a download lasts
+// long enough to be watched; 0 sends them at once.
+func (s *Server) SetPace(n int) {
+	s.mu.Lock()
+	s.pace = n
+	s.mu.Unlock()
 }
 
 func sha256Hex(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
@@ -101,9 +158,9 @@ func gitBlobID(b []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.log = append(s.log, standInRequest{Path: r.URL.Path, Range: r.Header.Get("Range"), Auth: r.Header.Get("Authorization")})
+	s.log = append(s.log, Request{Path: r.URL.Path, Range: r.Header.Get("Range"), Auth: r.Header.Get("Authorization")})
 	s.mu.Unlock()
 	p := r.URL.Path
 	switch {
@@ -129,7 +186,7 @@ func (s *standIn) serve(w http.ResponseWriter, r *http.Request) {
 
 // repo finds a repository and applies the gate: 401 (as the Hub answers for
 // gated and private repositories) or 404.
-func (s *standIn) repo(w http.ResponseWriter, r *http.Request, name string) *standInRepo {
+func (s *Server) repo(w http.ResponseWriter, r *http.Request, name string) *repository {
 	s.mu.Lock()
 	repo := s.repos[name]
 	s.mu.Unlock()
@@ -147,7 +204,7 @@ func (s *standIn) repo(w http.ResponseWriter, r *http.Request, name string) *sta
 	return repo
 }
 
-func (s *standIn) serveInfo(w http.ResponseWriter, r *http.Request, rest string) {
+func (s *Server) serveInfo(w http.ResponseWriter, r *http.Request, rest string) {
 	parts := strings.SplitN(rest, "/", 4) // owner, name, "revision", rev
 	if len(parts) != 4 || parts[2] != "revision" {
 		http.NotFound(w, r)
@@ -172,10 +229,10 @@ func (s *standIn) serveInfo(w http.ResponseWriter, r *http.Request, rest string)
 		sib = append(sib, e)
 	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"_id": "x", "id": parts[0] + "/" + parts[1], "sha": repo.commit, "private": false, "gated": repo.gated != "" && true, "siblings": sib, "tags": []string{"gguf"}})
+	json.NewEncoder(w).Encode(map[string]any{"_id": "x", "id": parts[0] + "/" + parts[1], "sha": repo.commit, "private": false, "gated": repo.gated != "", "siblings": sib, "tags": []string{"gguf"}})
 }
 
-func (s *standIn) serveResolve(w http.ResponseWriter, r *http.Request, rest string) {
+func (s *Server) serveResolve(w http.ResponseWriter, r *http.Request, rest string) {
 	parts := strings.SplitN(rest, "/", 5) // owner, name, "resolve", rev, path
 	if len(parts) != 5 || parts[2] != "resolve" {
 		http.NotFound(w, r)
@@ -204,7 +261,7 @@ func (s *standIn) serveResolve(w http.ResponseWriter, r *http.Request, rest stri
 	s.serveBytes(w, r, f.data)
 }
 
-func (s *standIn) serveCDN(w http.ResponseWriter, r *http.Request, sum string) {
+func (s *Server) serveCDN(w http.ResponseWriter, r *http.Request, sum string) {
 	s.mu.Lock()
 	var data []byte
 	for _, repo := range s.repos {
@@ -224,8 +281,8 @@ func (s *standIn) serveCDN(w http.ResponseWriter, r *http.Request, sum string) {
 }
 
 // serveBytes answers a GET with an optional single "bytes=A-" or "bytes=A-B"
-// range as a CDN does, applying the configured faults.
-func (s *standIn) serveBytes(w http.ResponseWriter, r *http.Request, data []byte) {
+// range as a CDN does, applying the configured faults and pace.
+func (s *Server) serveBytes(w http.ResponseWriter, r *http.Request, data []byte) {
 	size := int64(len(data))
 	start, end := int64(0), size-1
 	status := http.StatusOK
@@ -262,7 +319,7 @@ func (s *standIn) serveBytes(w http.ResponseWriter, r *http.Request, data []byte
 		s.cutTimes--
 		cut = s.cutAfter
 	}
-	hold, holdAfter, arrived := s.hold, s.holdAfter, s.arrived
+	hold, holdAfter, arrived, pace := s.hold, s.holdAfter, s.arrived, s.pace
 	s.mu.Unlock()
 	if arrived != nil {
 		arrived <- r.Header.Get("Range")
@@ -289,5 +346,28 @@ func (s *standIn) serveBytes(w http.ResponseWriter, r *http.Request, data []byte
 		}
 		body = body[holdAfter:]
 	}
-	w.Write(body)
+	writePaced(w, r, body, pace)
+}
+
+// writePaced writes body pace bytes every 20 ms, or at once when pace is 0,
+// and gives up when the client goes away.
+func writePaced(w http.ResponseWriter, r *http.Request, body []byte, pace int) {
+	for len(body) > 0 {
+		n := len(body)
+		if pace > 0 {
+			n = min(n, pace)
+		}
+		if _, err := w.Write(body[:n]); err != nil {
+			return
+		}
+		body = body[n:]
+		if pace > 0 && len(body) > 0 {
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
 }
