@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -280,55 +279,17 @@ func TestMessagesClientDisconnectCancelsTask(t *testing.T) {
 			name = "streaming"
 		}
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
 			body := `{"model":"block","max_tokens":9,"stream":` + map[bool]string{true: "true", false: "false"}[stream] + `,"messages":[{"role":"user","content":"x"}]}`
-			req, err := http.NewRequestWithContext(ctx, "POST", f.url+"/v1/messages", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { // owned by this subtest: it waits on done below
-				resp, err := http.DefaultClient.Do(req)
-				if err == nil {
-					if stream {
-						// Read up to the first text delta, then leave.
-						rd := bufio.NewReader(resp.Body)
-						for err == nil {
-							var line string
-							line, err = rd.ReadString('\n')
-							if strings.Contains(line, "text_delta") {
-								break
-							}
-						}
+			f.leaveAndWantCancelled(t, "/v1/messages", body, stream, func(r io.Reader) error {
+				// Read up to the first text delta, then leave.
+				rd := bufio.NewReader(r)
+				for {
+					line, err := rd.ReadString('\n')
+					if err != nil || strings.Contains(line, "text_delta") {
+						return err
 					}
-					cancel()
-					resp.Body.Close()
 				}
-				done <- err
-			}()
-			if !stream {
-				waitFor(t, func() bool {
-					f.b.mu.Lock()
-					defer f.b.mu.Unlock()
-					return f.b.lastReq.Model == "block"
-				})
-				cancel()
-			}
-			select {
-			case err := <-f.b.cancelled:
-				if err != context.Canceled {
-					t.Fatalf("backend saw %v, want context.Canceled", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the backend's context was not cancelled after the client left")
-			}
-			if err := <-done; err != nil && ctx.Err() == nil {
-				t.Fatal(err)
-			}
-			f.b.mu.Lock()
-			f.b.lastReq.Model = ""
-			f.b.mu.Unlock()
+			})
 		})
 	}
 }
@@ -491,14 +452,7 @@ func TestAnthropicNodeClient(t *testing.T) {
 	f := newFixture(t, Config{APIKey: key})
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs", f.url, "echo", key)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client.mjs: %v\nstdout: %s\nstderr: %s", err, out, stderr.Bytes())
-	}
+	out := runNodeScript(ctx, t, node, dir, "client.mjs", f.url, "echo", key)
 	var got struct {
 		Message struct {
 			Type, Role, Text string

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/placement"
 )
 
@@ -460,55 +461,70 @@ func TestClientDisconnectCancelsTask(t *testing.T) {
 			name = "streaming"
 		}
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
 			body := `{"model":"block","stream":` + map[bool]string{true: "true", false: "false"}[stream] + `,"messages":[{"role":"user","content":"x"}]}`
-			req, err := http.NewRequestWithContext(ctx, "POST", f.url+"/v1/chat/completions", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { // owned by this subtest: it waits on done below
-				resp, err := http.DefaultClient.Do(req)
-				if err == nil {
-					if stream {
-						// Read the role event and the first delta, then leave.
-						rd := bufio.NewReader(resp.Body)
-						for n := 0; n < 4 && err == nil; n++ {
-							_, err = rd.ReadString('\n')
-						}
-					}
-					cancel()
-					resp.Body.Close()
+			f.leaveAndWantCancelled(t, "/v1/chat/completions", body, stream, func(r io.Reader) error {
+				// Read the role event and the first delta, then leave.
+				rd := bufio.NewReader(r)
+				var err error
+				for n := 0; n < 4 && err == nil; n++ {
+					_, err = rd.ReadString('\n')
 				}
-				done <- err
-			}()
-			if !stream {
-				// The non-streamed answer never comes; leave once the task
-				// has started.
-				waitFor(t, func() bool {
-					f.b.mu.Lock()
-					defer f.b.mu.Unlock()
-					return f.b.lastReq.Model == "block"
-				})
-				cancel()
-			}
-			select {
-			case err := <-f.b.cancelled:
-				if err != context.Canceled {
-					t.Fatalf("backend saw %v, want context.Canceled", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the backend's context was not cancelled after the client left")
-			}
-			if err := <-done; err != nil && ctx.Err() == nil {
-				t.Fatal(err)
-			}
-			f.b.mu.Lock()
-			f.b.lastReq.Model = ""
-			f.b.mu.Unlock()
+				return err
+			})
 		})
 	}
+}
+
+// leaveAndWantCancelled posts body to path and leaves: a stream once
+// readStart has read its start, a whole answer once the backend has the
+// task (the answer never comes). It fails unless the backend's context is
+// then cancelled, and clears the recorded model so the next call waits for
+// its own task. The test backend's "block" model is the one to ask for.
+func (f *fixture) leaveAndWantCancelled(t *testing.T, path, body string, stream bool, readStart func(io.Reader) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", f.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { // owned by this call: it waits on done below
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			if stream {
+				err = readStart(resp.Body)
+			}
+			cancel()
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	if !stream {
+		waitFor(t, func() bool { return f.lastRequest().Model == "block" })
+		cancel()
+	}
+	select {
+	case err := <-f.b.cancelled:
+		if err != context.Canceled {
+			t.Fatalf("backend saw %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backend's context was not cancelled after the client left")
+	}
+	if err := <-done; err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	f.b.mu.Lock()
+	f.b.lastReq.Model = ""
+	f.b.mu.Unlock()
+}
+
+// lastRequest returns the request the backend last received.
+func (f *fixture) lastRequest() infer.Request {
+	f.b.mu.Lock()
+	defer f.b.mu.Unlock()
+	return f.b.lastReq
 }
 
 // waitFor polls cond (the one polling helper the house style allows),

@@ -15,6 +15,21 @@ import (
 // lead reuses its client.mjs against a live node.
 const clientDir = "testdata/openai-client"
 
+// runNodeScript runs node script in dir with args and returns its standard
+// output, failing the test with both outputs when the script fails.
+func runNodeScript(ctx context.Context, t *testing.T, node, dir, script string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, append([]string{script}, args...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\nstdout: %s\nstderr: %s", script, err, out, stderr.Bytes())
+	}
+	return out
+}
+
 // lockedOpenAIVersion is the openai version package-lock.json pins.
 func lockedOpenAIVersion(t *testing.T) string {
 	t.Helper()
@@ -86,14 +101,7 @@ func TestOpenAINodeClient(t *testing.T) {
 
 	const key = "sk-node-client"
 	f := newFixture(t, Config{APIKey: key})
-	cmd := exec.CommandContext(ctx, node, "client.mjs", f.url+"/v1", "echo", key)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client.mjs: %v\nstdout: %s\nstderr: %s", err, out, stderr.Bytes())
-	}
+	out := runNodeScript(ctx, t, node, dir, "client.mjs", f.url+"/v1", "echo", key)
 	var got struct {
 		Models []string
 		Chat   struct {

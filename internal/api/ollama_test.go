@@ -6,11 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
-	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -533,48 +532,12 @@ func TestOllamaClientDisconnectCancelsTask(t *testing.T) {
 	for _, stream := range []bool{true, false} {
 		name := map[bool]string{true: "streaming", false: "non_streaming"}[stream]
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
 			body := `{"model":"block","stream":` + map[bool]string{true: "true", false: "false"}[stream] + `,"messages":[{"role":"user","content":"x"}]}`
-			req, err := http.NewRequestWithContext(ctx, "POST", f.url+"/api/chat", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { // owned by this subtest: it waits on done below
-				resp, err := http.DefaultClient.Do(req)
-				if err == nil {
-					if stream {
-						// Read the first line, then leave.
-						_, err = bufio.NewReader(resp.Body).ReadString('\n')
-					}
-					cancel()
-					resp.Body.Close()
-				}
-				done <- err
-			}()
-			if !stream {
-				waitFor(t, func() bool {
-					f.b.mu.Lock()
-					defer f.b.mu.Unlock()
-					return f.b.lastReq.Model == "block"
-				})
-				cancel()
-			}
-			select {
-			case err := <-f.b.cancelled:
-				if err != context.Canceled {
-					t.Fatalf("backend saw %v, want context.Canceled", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the backend's context was not cancelled after the client left")
-			}
-			if err := <-done; err != nil && ctx.Err() == nil {
-				t.Fatal(err)
-			}
-			f.b.mu.Lock()
-			f.b.lastReq.Model = ""
-			f.b.mu.Unlock()
+			f.leaveAndWantCancelled(t, "/api/chat", body, stream, func(r io.Reader) error {
+				// Read the first line, then leave.
+				_, err := bufio.NewReader(r).ReadString('\n')
+				return err
+			})
 		})
 	}
 }
@@ -663,14 +626,7 @@ func TestOllamaNodeClient(t *testing.T) {
 	f := newOllamaFixture(t, Config{APIKey: key})
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "client.mjs", f.url, "echo", key)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client.mjs: %v\nstdout: %s\nstderr: %s", err, out, stderr.Bytes())
-	}
+	out := runNodeScript(ctx, t, node, dir, "client.mjs", f.url, "echo", key)
 	type final struct {
 		Done             bool   `json:"done"`
 		DoneReason       string `json:"done_reason"`

@@ -2,12 +2,11 @@ package api
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
-	"os/exec"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -138,13 +137,6 @@ func eventNames(evs []sseEvent) []string {
 		out[i] = e.name
 	}
 	return out
-}
-
-// lastRequest returns the request the backend last received.
-func (f *fixture) lastRequest() infer.Request {
-	f.b.mu.Lock()
-	defer f.b.mu.Unlock()
-	return f.b.lastReq
 }
 
 func TestResponsesWhole(t *testing.T) {
@@ -426,47 +418,14 @@ func TestResponsesClientDisconnectCancelsTask(t *testing.T) {
 	f := newResponsesFixture(t, Config{})
 	for _, stream := range []bool{true, false} {
 		t.Run(fmt.Sprintf("stream_%v", stream), func(t *testing.T) {
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
 			body := fmt.Sprintf(`{"model":"block","input":"x","stream":%v}`, stream)
-			req, err := http.NewRequestWithContext(ctx, "POST", f.url+"/v1/responses", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { // owned by this subtest: it waits on done below
-				resp, err := http.DefaultClient.Do(req)
-				if err == nil {
-					if stream {
-						// Read up to the first text delta, then leave.
-						sc := bufio.NewScanner(resp.Body)
-						for sc.Scan() && sc.Text() != "event: response.output_text.delta" {
-						}
-						err = sc.Err()
-					}
-					cancel()
-					resp.Body.Close()
+			f.leaveAndWantCancelled(t, "/v1/responses", body, stream, func(r io.Reader) error {
+				// Read up to the first text delta, then leave.
+				sc := bufio.NewScanner(r)
+				for sc.Scan() && sc.Text() != "event: response.output_text.delta" {
 				}
-				done <- err
-			}()
-			if !stream {
-				waitFor(t, func() bool { return f.lastRequest().Model == "block" })
-				cancel()
-			}
-			select {
-			case err := <-f.b.cancelled:
-				if err != context.Canceled {
-					t.Fatalf("backend saw %v, want context.Canceled", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("the backend's context was not cancelled after the client left")
-			}
-			if err := <-done; err != nil && ctx.Err() == nil {
-				t.Fatal(err)
-			}
-			f.b.mu.Lock()
-			f.b.lastReq.Model = ""
-			f.b.mu.Unlock()
+				return sc.Err()
+			})
 		})
 	}
 }
@@ -483,14 +442,7 @@ func TestResponsesNodeClient(t *testing.T) {
 	defer cancel()
 	const key = "sk-responses-client"
 	f := newResponsesFixture(t, Config{APIKey: key})
-	cmd := exec.CommandContext(ctx, node, "responses.mjs", f.url+"/v1", "echo", key)
-	cmd.Dir = dir
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("responses.mjs: %v\nstdout: %s\nstderr: %s", err, out, stderr.Bytes())
-	}
+	out := runNodeScript(ctx, t, node, dir, "responses.mjs", f.url+"/v1", "echo", key)
 	var got struct {
 		Whole struct {
 			ID, Object, Status string
