@@ -50,11 +50,12 @@ func vecDotQ8_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, n
 //go:noescape
 func vecDotQ4_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
-// vecDotQ4_KTile4VNNI is vecDotQ8_0Tile4VNNI for Q4_K weights and Q8_K
-// activations (256·nb elements), bit for bit vecDotQ4_KAVX2 per pair.
+// vecDotQ4_KTileVNNI computes out[a·outStride+r] = vecDotQ4_KAVX2(row r,
+// act a, 256·nb) for r < 4 and a < 4·nq (1 ≤ nq ≤ 4), bit for bit: the
+// four rows against up to 16 activations.
 //
 //go:noescape
-func vecDotQ4_KTile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+func vecDotQ4_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int, nq int)
 
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
@@ -112,6 +113,41 @@ func tiled(tile4 tile4Func, one VecDotFunc, be, rowBlock, actBlock int) VecDotTi
 	}
 }
 
+// tileQuadsFunc multiplies four weight rows with 4·nq activation rows of nb
+// blocks each (see vecDotQ4_KTileVNNI).
+type tileQuadsFunc func(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int, nq int)
+
+// tiledQuads is tiled for a kernel that takes four rows against up to
+// maxQuads quads of activations in one call, reusing each unpacked block of
+// the rows for all of them.
+func tiledQuads(tile tileQuadsFunc, maxQuads int, one VecDotFunc, be, rowBlock, actBlock int) VecDotTileFunc {
+	return func(rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+		nb := n / be
+		rb, ab := nb*rowBlock, nb*actBlock
+		r := 0
+		for ; nb > 0 && r+4 <= nrows; r += 4 {
+			a := 0
+			for a+4 <= nacts {
+				q := min((nacts-a)/4, maxQuads)
+				tile(&rows[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride, q)
+				a += 4 * q
+			}
+			for ; a < nacts; a++ {
+				act := acts[a*actStride : a*actStride+ab]
+				for i := r; i < r+4; i++ {
+					out[a*outStride+i] = one(rows[i*rowStride:i*rowStride+rb], act, n)
+				}
+			}
+		}
+		for ; r < nrows; r++ {
+			row := rows[r*rowStride : r*rowStride+rb]
+			for a := 0; a < nacts; a++ {
+				out[a*outStride+r] = one(row, acts[a*actStride:a*actStride+ab], n)
+			}
+		}
+	}
+}
+
 // haveArchKernels says whether this build has assembly kernels at all.
 const haveArchKernels = true
 
@@ -141,7 +177,7 @@ func archTable(f Features) *kernelTable {
 	if f.AVX512BW {
 		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, vecDotQ8_0VNNI, 32, 34, 34)
 		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, vecDotQ4_0VNNI, 32, 18, 34)
-		t.vecDotTile[Q4_K] = tiled(vecDotQ4_KTile4VNNI, vecDotQ4_KAVX2, QK_K, 144, 292)
+		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, vecDotQ4_KAVX2, QK_K, 144, 292)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
 	return t

@@ -410,6 +410,9 @@ q40tdone:
 // 2·15·128, no saturation); the high half of the result is then added to the
 // low, lane by lane, which gives the one-row kernel's eight lanes exactly.
 //
+// A call covers 4·nq activations (nq ≤ 4), so each block of the four rows
+// is unpacked once for up to 16 activations.
+//
 // Frame: scale words per row and group at 256r+64g, the row's float scale
 // vector [d ×8, dmin ×4, 0 ×4] at 1024+64r, its eight mins as words at
 // 1280+16r, and the accumulator of (row r, activation a) at 1344+64(4a+r).
@@ -535,7 +538,7 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 
 // Q4KTPAIR adds row r's block times the activation block at R10 (y.d
 // broadcast in Z0, sub-block sums as words in X1) to the accumulator at
-// acc(SP).
+// acc(R12).
 #define Q4KTPAIR(r, acc, W0, W1, W2, W3) \
 	VPMADDUBSW    4(R10), W0, Z3              \
 	VPMADDWD      (256*r)(SP), Z3, Z2         \
@@ -551,8 +554,8 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 	VINSERTI32X4  $2, X4, Z2, Z2              \
 	VCVTDQ2PS     Z2, Z2                      \
 	VMULPS        (1024+64*r)(SP), Z0, Z5     \
-	VFMADD213PS   acc(SP), Z5, Z2             \
-	VMOVUPS       Z2, acc(SP)
+	VFMADD213PS   acc(R12), Z5, Z2            \
+	VMOVUPS       Z2, acc(R12)
 
 // Q4KTACT multiplies the activation block at R10 with the four rows; the
 // accumulators of activation a start at acc0.
@@ -565,10 +568,10 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 	Q4KTPAIR(2, (acc0+128), Z24, Z25, Z26, Z27)           \
 	Q4KTPAIR(3, (acc0+192), Z28, Z29, Z30, Z31)
 
-// Q4KTOUT reduces the accumulator at acc(SP) and stores the result to
+// Q4KTOUT reduces the accumulator at acc(R12) and stores the result to
 // off(R14).
 #define Q4KTOUT(acc, off) \
-	VMOVUPS       acc(SP), Z2   \
+	VMOVUPS       acc(R12), Z2  \
 	VEXTRACTF32X4 $2, Z2, X3    \
 	VEXTRACTF128  $1, Y2, X4    \
 	VADDPS        X4, X2, X2    \
@@ -587,14 +590,13 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 	Q4KTOUT(acc0, 0)          \
 	Q4KTOUT((acc0+64), 4)     \
 	Q4KTOUT((acc0+128), 8)    \
-	Q4KTOUT((acc0+192), 12)   \
-	ADDQ DX, R14
+	Q4KTOUT((acc0+192), 12)
 
-// func vecDotQ4_KTile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+// func vecDotQ4_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int, nq int)
 //
-// out[a·outStride+r] = vecDotQ4_KAVX2(row r, act a, 256·nb) for r, a < 4,
-// bit for bit.
-TEXT ·vecDotQ4_KTile4VNNI(SB), 0, $2368-56
+// out[a·outStride+r] = vecDotQ4_KAVX2(row r, act a, 256·nb) for r < 4,
+// a < 4·nq, bit for bit; 1 ≤ nq ≤ 4.
+TEXT ·vecDotQ4_KTileVNNI(SB), 0, $5440-64
 	MOVQ rows+0(FP), SI
 	MOVQ rowStride+8(FP), BX
 	MOVQ acts+16(FP), DI
@@ -605,22 +607,18 @@ TEXT ·vecDotQ4_KTile4VNNI(SB), 0, $2368-56
 	VMOVDQU64    q4ktshift<>(SB), Z14
 	VPBROADCASTD q40tilenib<>(SB), Z13
 	VPXORD       Z0, Z0, Z0
-	VMOVDQU64    Z0, 1344(SP)
-	VMOVDQU64    Z0, 1408(SP)
-	VMOVDQU64    Z0, 1472(SP)
-	VMOVDQU64    Z0, 1536(SP)
-	VMOVDQU64    Z0, 1600(SP)
-	VMOVDQU64    Z0, 1664(SP)
-	VMOVDQU64    Z0, 1728(SP)
-	VMOVDQU64    Z0, 1792(SP)
-	VMOVDQU64    Z0, 1856(SP)
-	VMOVDQU64    Z0, 1920(SP)
-	VMOVDQU64    Z0, 1984(SP)
-	VMOVDQU64    Z0, 2048(SP)
-	VMOVDQU64    Z0, 2112(SP)
-	VMOVDQU64    Z0, 2176(SP)
-	VMOVDQU64    Z0, 2240(SP)
-	VMOVDQU64    Z0, 2304(SP)
+	LEAQ         1344(SP), R12
+	MOVQ         nq+56(FP), R11
+	SHLQ         $2, R11
+
+q4ktzero:
+	VMOVDQU64 Z0, 0(R12)
+	VMOVDQU64 Z0, 64(R12)
+	VMOVDQU64 Z0, 128(R12)
+	VMOVDQU64 Z0, 192(R12)
+	ADDQ      $256, R12
+	DECQ      R11
+	JNZ       q4ktzero
 
 q4ktloop:
 	MOVQ SI, R9
@@ -631,14 +629,25 @@ q4ktloop:
 	Q4KTROW(2, Z24, Z25, Z26, Z27)
 	ADDQ BX, R9
 	Q4KTROW(3, Z28, Z29, Z30, Z31)
+
+	// R11-R14 are free once the rows are unpacked.
 	MOVQ DI, R10
-	Q4KTACT(1344)
+	LEAQ 1344(SP), R12
+	MOVQ nq+56(FP), R11
+
+q4ktquad:
+	Q4KTACT(0)
 	ADDQ DX, R10
-	Q4KTACT(1600)
+	Q4KTACT(256)
 	ADDQ DX, R10
-	Q4KTACT(1856)
+	Q4KTACT(512)
 	ADDQ DX, R10
-	Q4KTACT(2112)
+	Q4KTACT(768)
+	ADDQ DX, R10
+	ADDQ $1024, R12
+	DECQ R11
+	JNZ  q4ktquad
+
 	ADDQ $144, SI
 	ADDQ $292, DI
 	DECQ CX
@@ -647,9 +656,15 @@ q4ktloop:
 	MOVQ out+40(FP), R14
 	MOVQ outStride+48(FP), DX
 	SHLQ $2, DX
-	Q4KTOUT4(1344)
-	Q4KTOUT4(1600)
-	Q4KTOUT4(1856)
-	Q4KTOUT4(2112)
+	LEAQ 1344(SP), R12
+	MOVQ nq+56(FP), R11
+	SHLQ $2, R11
+
+q4ktout:
+	Q4KTOUT4(0)
+	ADDQ DX, R14
+	ADDQ $256, R12
+	DECQ R11
+	JNZ  q4ktout
 	VZEROUPPER
 	RET
