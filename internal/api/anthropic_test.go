@@ -187,19 +187,7 @@ func TestMessagesStreaming(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), "POST", f.url+"/v1/messages", strings.NewReader(tt.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" {
-				t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
-			}
-			got := readNamedEvents(t, resp.Body)
+			got := readNamedEvents(t, f.openEventStream(t, "/v1/messages", tt.body))
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}

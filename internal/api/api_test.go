@@ -427,19 +427,7 @@ func TestStreaming(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), "POST", f.url+tt.path, strings.NewReader(tt.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" {
-				t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
-			}
-			got := readEvents(t, resp.Body)
+			got := readEvents(t, f.openEventStream(t, tt.path, tt.body))
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
@@ -473,6 +461,25 @@ func TestClientDisconnectCancelsTask(t *testing.T) {
 			})
 		})
 	}
+}
+
+// openEventStream posts body to path, checks that the answer is a 200 event
+// stream, and returns its body, which is closed when the test ends.
+func (f *fixture) openEventStream(t *testing.T, path, body string) io.Reader {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "POST", f.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	return resp.Body
 }
 
 // leaveAndWantCancelled posts body to path and leaves: a stream once
