@@ -57,6 +57,12 @@ func vecDotQ4_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, n
 //go:noescape
 func vecDotQ4_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int, nq int)
 
+// vecDotQ4_KVNNI (vecdot_tile_amd64.s) is vecDotQ4_KAVX2 on AVX-512 BW and
+// VNNI, bit for bit.
+//
+//go:noescape
+func vecDotQ4_KVNNI(row, act []byte, n int) float32
+
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
 
@@ -177,7 +183,8 @@ func archTable(f Features) *kernelTable {
 	if f.AVX512BW {
 		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, vecDotQ8_0VNNI, 32, 34, 34)
 		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, vecDotQ4_0VNNI, 32, 18, 34)
-		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, vecDotQ4_KAVX2, QK_K, 144, 292)
+		t.vecDot[Q4_K] = vecDotQ4_KVNNI
+		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, vecDotQ4_KVNNI, QK_K, 144, 292)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
 	return t
