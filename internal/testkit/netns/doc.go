@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package netns is a multi-host test harness: it builds a small network out of
 // Linux network namespaces, runs real processes on its hosts, and cuts and
 // heals the links between them.
