@@ -85,6 +85,7 @@ func benchCases() []benchCase {
 		{"tiny-f32", shapes["tiny"], tensor.F32},
 		{"1b-4L-q8_0", small, tensor.Q8_0},
 		{"1b-4L-q4_k", small, tensor.Q4_K},
+		{"1b-4L-f16", small, tensor.F16},
 	}
 	if *benchFull {
 		cs = append(cs, benchCase{"1b-q8_0", shapes["1b"], tensor.Q8_0})

@@ -44,6 +44,21 @@ func vecDotQ4_0VNNI(row, act []byte, n int) float32
 //go:noescape
 func vecDotQ8_0Tile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
+// vecDotF32Tile43AVX512 (vecdot_ftile_amd64.s) computes the 4×3 block
+// out[a·outStride+r] = vecDotF32AVX2(row r, act a, n) of rows rowStride
+// bytes apart and activations actStride bytes apart, bit for bit, on
+// AVX-512F registers holding two of the one-row kernel's accumulators each.
+//
+//go:noescape
+func vecDotF32Tile43AVX512(rows *byte, rowStride int, acts *byte, actStride int, n int, out *float32, outStride int)
+
+// vecDotF16Tile43AVX512 is vecDotF32Tile43AVX512 for F16 rows and
+// activations, bit for bit vecDotF16AVX2 per pair: each row and activation
+// chunk is converted once per tile instead of once per pair.
+//
+//go:noescape
+func vecDotF16Tile43AVX512(rows *byte, rowStride int, acts *byte, actStride int, n int, out *float32, outStride int)
+
 // vecDotQ4_0Tile4VNNI is vecDotQ8_0Tile4VNNI for Q4_0 weights, bit for bit
 // vecDotQ4_0VNNI per pair.
 //
@@ -84,23 +99,23 @@ func dotF32F32AVX2(row []byte, x []float32) float32 {
 //go:noescape
 func expSubAVX2(x []float32, m float32) float32
 
-// tile4Func multiplies four weight rows with four activation rows of nb
-// blocks each (see vecDotQ8_0Tile4VNNI).
+// tile4Func multiplies four weight rows with four activation rows (na for
+// tiled) of nb blocks each (see vecDotQ8_0Tile4VNNI).
 type tile4Func func(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
-// tiled builds a VecDotTileFunc that covers the tile with tile4 in 4×4
+// tiled builds a VecDotTileFunc that covers the tile with tile4 in 4×na
 // steps, four rows at a time against every activation, and the edges (fewer
-// than four rows or activations left) with one, which must compute what tile4
-// computes per pair. be is the weight type's block size; rb and ab follow
-// from n.
-func tiled(tile4 tile4Func, one VecDotFunc, be, rowBlock, actBlock int) VecDotTileFunc {
+// than four rows or na activations left) with one, which must compute what
+// tile4 computes per pair. be is the weight type's block size; rb and ab
+// follow from n.
+func tiled(tile4 tile4Func, na int, one VecDotFunc, be, rowBlock, actBlock int) VecDotTileFunc {
 	return func(rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
 		nb := n / be
 		rb, ab := nb*rowBlock, nb*actBlock
 		r := 0
 		for ; nb > 0 && r+4 <= nrows; r += 4 {
 			a := 0
-			for ; a+4 <= nacts; a += 4 {
+			for ; a+na <= nacts; a += na {
 				tile4(&rows[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
 			}
 			for ; a < nacts; a++ {
@@ -179,10 +194,12 @@ func archTable(f Features) *kernelTable {
 		return t
 	}
 	t.name = "avx512"
+	t.vecDotTile[F32] = tiled(vecDotF32Tile43AVX512, 3, vecDotF32AVX2, 1, 4, 4)
+	t.vecDotTile[F16] = tiled(vecDotF16Tile43AVX512, 3, vecDotF16AVX2, 1, 2, 2)
 	t.vecDot[Q8_0] = vecDotQ8_0VNNI
 	if f.AVX512BW {
-		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, vecDotQ8_0VNNI, 32, 34, 34)
-		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, vecDotQ4_0VNNI, 32, 18, 34)
+		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, 4, vecDotQ8_0VNNI, 32, 34, 34)
+		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, 4, vecDotQ4_0VNNI, 32, 18, 34)
 		t.vecDot[Q4_K] = vecDotQ4_KVNNI
 		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, vecDotQ4_KVNNI, QK_K, 144, 292)
 	}

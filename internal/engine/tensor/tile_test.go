@@ -89,8 +89,15 @@ func TestVecDotTile(t *testing.T) {
 			case Q4_K:
 				nbs = append(nbs, 5, 32)
 			}
+			ns := make([]int, 0, len(nbs)+8)
 			for _, nb := range nbs {
-				n := nb * be
+				ns = append(ns, nb*be)
+			}
+			if typ.BlockElems() == 1 {
+				// The float kernels' 8-element steps and scalar tails.
+				ns = append(ns, 1, 7, 8, 15, 40, 45, 63, 288+5)
+			}
+			for _, n := range ns {
 				for _, shape := range [][2]int{{1, 1}, {4, 4}, {3, 5}, {5, 3}, {8, 8}, {9, 7}, {4, 9}, {12, 4}} {
 					nrows, nacts := shape[0], shape[1]
 					for _, extreme := range []bool{false, true} {
