@@ -175,12 +175,12 @@ func (m *models) close() {
 
 // resolve is the worker's Resolve: the model's verified local weights,
 // downloaded first when needed.
-func (m *models) resolve(ctx context.Context, model ids.ModelID) (worker.Model, error) {
+func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading func()) (worker.Model, error) {
 	card, ok := m.card(model)
 	if !ok {
 		return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog (add it on this node: skulk models add)", model)
 	}
-	in, err := m.ensure(ctx, card)
+	in, err := m.ensure(ctx, card, downloading)
 	if err != nil {
 		return worker.Model{}, err
 	}
@@ -199,7 +199,7 @@ func (m *models) Start(card catalog.Card) {
 		return
 	}
 	m.wg.Go(func() {
-		if _, err := m.ensure(m.ctx, card); err != nil && m.ctx.Err() == nil {
+		if _, err := m.ensure(m.ctx, card, nil); err != nil && m.ctx.Err() == nil {
 			m.log.Warn("pull failed", "model", card.ID, "err", err)
 		}
 	})
@@ -219,12 +219,15 @@ func (m *models) Status(model string) (gateway.DownloadStatus, bool) {
 // ensure returns card's verified installation, downloading it when needed,
 // with progress published as telemetry and the outcome reported to the
 // master (DownloadCompleted, DownloadFailed).
-func (m *models) ensure(ctx context.Context, card catalog.Card) (catalog.Installation, error) {
+func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func()) (catalog.Installation, error) {
 	if card.Builtin {
 		return m.mgr.Ensure(ctx, card, nil)
 	}
 	if in, err := m.store.Locate(card); err == nil {
 		return in, nil
+	}
+	if downloading != nil {
+		downloading()
 	}
 	m.mu.Lock()
 	m.active[card.ID]++

@@ -195,16 +195,23 @@ func TestModelFromHub(t *testing.T) {
 	// loads them and serves llama.cpp's greedy text.
 	hubSrv.SetPace(32 << 10)
 	inst := n.placeModel(id, 0)
-	sawDownloading := false
+	sawDownloading, runnerDownloading := false, false
 	waitFor(t, 60*time.Second, "the instance to be ready", func() bool {
 		if _, m := n.model(id); m.Download != nil && m.Download.State == "downloading" {
 			sawDownloading = true
 		}
-		return n.state().Instances[inst].Status == "ready"
+		st := n.state()
+		for _, r := range st.Instances[inst].Runners {
+			runnerDownloading = runnerDownloading || r.Status == "downloading"
+		}
+		return st.Instances[inst].Status == "ready"
 	})
 	hubSrv.SetPace(0)
 	if !sawDownloading {
 		t.Error("the download was never seen in progress")
+	}
+	if !runnerDownloading {
+		t.Error("the runner never reported the downloading status")
 	}
 	if _, m := n.model(id); !m.Installed || m.Download == nil || m.Download.State != "done" || m.Download.DoneBytes != m.Download.TotalBytes {
 		t.Fatalf("after placement: %+v (download %+v)", m, m.Download)

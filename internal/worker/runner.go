@@ -28,13 +28,13 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 			return
 		}
 	}
-	status(event.RunnerLoading, "")
-	model, err := w.cfg.Resolve(ctx, inst.Model)
+	model, err := w.cfg.Resolve(ctx, inst.Model, func() { status(event.RunnerDownloading, "") })
 	if err != nil {
 		status(event.RunnerFailed, fmt.Sprintf("weights of %s are not available: %v", inst.Model, err))
 		exited(true, err.Error())
 		return
 	}
+	status(event.RunnerLoading, "")
 	r, err := w.cfg.Spawn(ctx, fmt.Sprintf("runner %s rank %d", k.inst, k.rank))
 	if err != nil {
 		status(event.RunnerFailed, "could not start the runner process: "+err.Error())
