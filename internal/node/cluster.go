@@ -36,9 +36,10 @@ const (
 
 // resources is the telemetry reading of a node's capacity.
 type resources struct {
-	TotalBytes     int64    `json:"total_bytes"`
-	AvailableBytes int64    `json:"available_bytes"`
-	Backends       []string `json:"backends"`
+	TotalBytes     int64         `json:"total_bytes"`
+	AvailableBytes int64         `json:"available_bytes"`
+	Backends       []string      `json:"backends"`
+	CPU            telemetry.CPU `json:"cpu"`
 }
 
 // clusterKey derives the key from the configuration.
@@ -192,7 +193,8 @@ func publishResources(ctx context.Context, m *membership.Membership, log *slog.L
 	for {
 		mem, err := telemetry.ReadMemory()
 		if err == nil {
-			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes, Backends: []string{Backend}})
+			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes,
+				Backends: []string{Backend}, CPU: telemetry.ReadCPU()})
 			if err := m.Publish(resourcesKey, b); err != nil {
 				log.Warn("cannot publish resources", "err", err)
 			}

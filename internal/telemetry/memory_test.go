@@ -11,3 +11,10 @@ func TestReadMemory(t *testing.T) {
 		t.Fatalf("implausible reading %+v", m)
 	}
 }
+
+func TestReadCPU(t *testing.T) {
+	c := ReadCPU()
+	if c.Cores < 1 || c.Load1 < 0 {
+		t.Fatalf("implausible reading %+v", c)
+	}
+}
