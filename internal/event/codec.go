@@ -19,10 +19,27 @@ var (
 	decMode = mustDecMode()
 )
 
+// CanonicalEncMode is the one canonical encoding of the control plane: CBOR
+// core deterministic, with nil and empty containers encoded alike (so a
+// value's bytes do not depend on which codec, CBOR or JSON, produced it).
+// The State's snapshots and hash use it too.
+func CanonicalEncMode() cbor.EncMode { return encMode }
+
+// StrictDecOptions are the decoding rules every control-plane decoder
+// shares: no duplicate keys, indefinite lengths, tags or unknown fields, and
+// case-sensitive names. Callers set the size limits of what they decode.
+func StrictDecOptions() cbor.DecOptions {
+	return cbor.DecOptions{
+		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
+		IndefLength:       cbor.IndefLengthForbidden,
+		TagsMd:            cbor.TagsForbidden,
+		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
+		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
+	}
+}
+
 func mustEncMode() cbor.EncMode {
 	opts := cbor.CoreDetEncOptions()
-	// nil and empty slices encode alike, so a value's bytes do not depend
-	// on which codec (CBOR or JSON) produced it.
 	opts.NilContainers = cbor.NilContainerAsEmpty
 	m, err := opts.EncMode()
 	if err != nil {
@@ -32,16 +49,9 @@ func mustEncMode() cbor.EncMode {
 }
 
 func mustDecMode() cbor.DecMode {
-	m, err := (cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-		MaxNestedLevels:   16,
-		MaxArrayElements:  4 * MaxRanks,
-		MaxMapPairs:       64,
-	}).DecMode()
+	opts := StrictDecOptions()
+	opts.MaxNestedLevels, opts.MaxArrayElements, opts.MaxMapPairs = 16, 4*MaxRanks, 64
+	m, err := opts.DecMode()
 	if err != nil {
 		panic(fmt.Sprintf("event: cbor decoder options: %v", err))
 	}

@@ -14,35 +14,18 @@ import (
 // MaxSnapshotBytes bounds an encoded State accepted by Decode.
 const MaxSnapshotBytes = 256 << 20
 
-// Codec modes are built once and never change (lookup tables, not state).
+// The State is encoded with the control plane's one canonical encoding (so
+// equal States hash alike), and decoded with its strict rules under the
+// snapshot's own size limits. The decoding mode is built once.
 var (
-	encMode = mustEncMode()
+	encMode = event.CanonicalEncMode()
 	decMode = mustDecMode()
 )
 
-func mustEncMode() cbor.EncMode {
-	opts := cbor.CoreDetEncOptions()
-	// nil and empty maps and slices encode alike: the zero State and a
-	// decoded empty State must hash the same.
-	opts.NilContainers = cbor.NilContainerAsEmpty
-	m, err := opts.EncMode()
-	if err != nil {
-		panic(fmt.Sprintf("state: cbor encoder options: %v", err))
-	}
-	return m
-}
-
 func mustDecMode() cbor.DecMode {
-	m, err := (cbor.DecOptions{
-		DupMapKey:         cbor.DupMapKeyEnforcedAPF,
-		IndefLength:       cbor.IndefLengthForbidden,
-		TagsMd:            cbor.TagsForbidden,
-		ExtraReturnErrors: cbor.ExtraDecErrorUnknownField,
-		FieldNameMatching: cbor.FieldNameMatchingCaseSensitive,
-		MaxNestedLevels:   16,
-		MaxArrayElements:  1 << 16,
-		MaxMapPairs:       1 << 20,
-	}).DecMode()
+	opts := event.StrictDecOptions()
+	opts.MaxNestedLevels, opts.MaxArrayElements, opts.MaxMapPairs = 16, 1<<16, 1<<20
+	m, err := opts.DecMode()
 	if err != nil {
 		panic(fmt.Sprintf("state: cbor decoder options: %v", err))
 	}
