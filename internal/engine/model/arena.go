@@ -20,7 +20,7 @@ type arena struct {
 	// Per-ubatch buffers, rows of their width.
 	h, q, k, v, att, o, gate, up, ffo []float32
 	act                               []byte    // activations in a vec-dot type
-	scores                            []float32 // per worker: a row of cache capacity
+	scores                            []float32 // per worker: attnQueries rows of cache capacity
 	rope                              ropeTable
 
 	mm matmulJob
@@ -54,7 +54,7 @@ func (a *arena) prepare(s *Shard, c *Cache, n, nLogits int) {
 	a.up = grow(a.up, m*cfg.NFF)
 	a.ffo = grow(a.ffo, m*cfg.NEmbd)
 	a.act = grow(a.act, m*s.actRowBytes)
-	a.scores = grow(a.scores, s.pool.n*c.cap)
+	a.scores = grow(a.scores, s.pool.n*attnQueries*c.cap)
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)

@@ -219,15 +219,22 @@ func (s *Shard) rows(a *arena, op rowsOp, dst, src, w []float32, width, n int) {
 	*j = rowsJob{}
 }
 
+// attnQueries is how many positions of one head an attention item scores
+// at once: their keys are the same rows, so VecDotTile reads each key once
+// for several queries.
+const attnQueries = 6
+
 // attnJob is causal scaled dot-product attention for n new positions
-// starting at pos0, one item per (position, query head), reading keys and
-// values [0, pos0+t] of the head's group from the cache.
+// starting at pos0, one item per (block of attnQueries positions, query
+// head), reading keys and values [0, pos0+t] of the head's group from the
+// cache. Every score is VecDot of its key and query (VecDotTile's
+// contract), so it does not depend on how positions were grouped.
 type attnJob struct {
 	k            tensor.Kernels
 	kc, vt       []float32 // the block's cache
 	q, out       []float32 // n × QDim
-	scores       []float32 // per worker, rows of cap
-	pos0         int
+	scores       []float32 // per worker, attnQueries rows of cap
+	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
 	scale        float32
@@ -236,17 +243,25 @@ type attnJob struct {
 func (j *attnJob) do(w, lo, hi int) {
 	hd, cp := j.hd, j.cap
 	for it := lo; it < hi; it++ {
-		t, h := it/j.nHead, it%j.nHead
+		tb, h := it/j.nHead, it%j.nHead
 		g := h / j.group
-		span := j.pos0 + t + 1
-		sc := j.scores[w*cp : w*cp+span]
-		qh := j.q[t*j.qd+h*hd : t*j.qd+(h+1)*hd]
-		keys := j.kc[g*cp*hd : (g*cp+span)*hd]
-		j.k.VecDotRows(tensor.F32, f32Bytes(keys), 4*hd, f32Bytes(qh), hd, sc)
-		softmaxScaled(j.k, sc, j.scale)
-		// Row e of the transposed values holds element e of every position.
-		vals := j.vt[g*hd*cp : g*hd*cp+(hd-1)*cp+span]
-		j.k.VecDotRows(tensor.F32, f32Bytes(vals), 4*cp, f32Bytes(sc), span, j.out[t*j.qd+h*hd:t*j.qd+(h+1)*hd])
+		t0 := tb * attnQueries
+		t1 := min(t0+attnQueries, j.n)
+		// The last position's keys cover the earlier ones'; the scores
+		// of the later keys for earlier positions are not used.
+		last := j.pos0 + t1
+		sc := j.scores[w*attnQueries*cp : (w+1)*attnQueries*cp]
+		keys := j.kc[g*cp*hd : (g*cp+last)*hd]
+		qs := j.q[t0*j.qd+h*hd : (t1-1)*j.qd+(h+1)*hd]
+		j.k.VecDotTile(tensor.F32, f32Bytes(keys), 4*hd, last, f32Bytes(qs), 4*j.qd, t1-t0, hd, sc, cp)
+		for t := t0; t < t1; t++ {
+			span := j.pos0 + t + 1
+			st := sc[(t-t0)*cp : (t-t0)*cp+span]
+			softmaxScaled(j.k, st, j.scale)
+			// Row e of the transposed values holds element e of every position.
+			vals := j.vt[g*hd*cp : g*hd*cp+(hd-1)*cp+span]
+			j.k.VecDotRows(tensor.F32, f32Bytes(vals), 4*cp, f32Bytes(st), span, j.out[t*j.qd+h*hd:t*j.qd+(h+1)*hd])
+		}
 	}
 }
 
@@ -257,11 +272,11 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 	j := &a.at
 	*j = attnJob{
 		k: s.k, kc: c.k[i], vt: c.vt[i], q: q, out: out, scores: a.scores,
-		pos0: pos0, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
+		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap,
 		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
 	}
 	span := pos0 + n
-	s.pool.run(j, n*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)
+	s.pool.run(j, (n+attnQueries-1)/attnQueries*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)
 	*j = attnJob{}
 }
