@@ -2,6 +2,8 @@
 
 package tensor
 
+//go:generate sh -c "python3 gen_ftile.py > vecdot_ftile_amd64.s"
+
 import "unsafe"
 
 // AVX2 kernels (vecdot_amd64.s). Each computes what the generic function of
