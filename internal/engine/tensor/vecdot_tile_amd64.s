@@ -400,22 +400,33 @@ q40tdone:
 // reduced as HSUM8 does, the four likewise, and the second subtracted from
 // the first.
 //
-// Here both accumulators of a pair share one zmm in memory: lanes 0–7 the
-// sums, lanes 8–11 the mins, 12–15 zeros that stay zero, so one FMA serves
-// both. A weight row's group g (64 quants: 32 low nibbles for sub-block 2g,
-// then 32 high nibbles for 2g+1) unpacks into one zmm, kept in Z16–Z31 for
-// the whole block; the activations stay in memory. The scales of a group
-// spread over words (sc_2g in the low half, sc_2g+1 in the high) so that
-// VPDPWSSD multiplies them into VPMADDUBSW's pair sums (at most
-// 2·15·128, no saturation); the high half of the result is then added to the
-// low, lane by lane, which gives the one-row kernel's eight lanes exactly.
+// Here the eight-lane accumulators of rows 0 and 1 (and of rows 2 and 3)
+// against one activation share one zmm in memory, and the four-lane ones of
+// all four rows another, so one conversion, multiply and FMA serve two sums
+// or four mins. A weight row's group g (64 quants: 32 low nibbles for
+// sub-block 2g, then 32 high nibbles for 2g+1) unpacks into one zmm, kept in
+// Z16–Z31 for the whole block; the activations stay in memory. The scales of
+// a group spread over words (sc_2g in the low half, sc_2g+1 in the high) so
+// that VPDPWSSD multiplies them into VPMADDUBSW's pair sums (at most
+// 2·15·128, no saturation); the high halves of two rows' results are then
+// added to their low halves, lane by lane, which gives the one-row kernel's
+// eight lanes exactly. The activation's eight sub-block sums, repeated in
+// each 128-bit lane, meet the four rows' mins in one VPMADDWD.
 //
 // A call covers 4·nq activations (nq ≤ 4), so each block of the four rows
 // is unpacked once for up to 16 activations.
 //
-// Frame: scale words per row and group at 256r+64g, the row's float scale
-// vector [d ×8, dmin ×4, 0 ×4] at 1024+64r, its eight mins as words at
-// 1280+16r, and the accumulator of (row r, activation a) at 1344+64(4a+r).
+// Frame: scale words per row and group at 256r+64g; float scales
+// [d0 ×8, d1 ×8] at 1024, [d2 ×8, d3 ×8] at 1088 and
+// [dmin0 ×4, dmin1 ×4, dmin2 ×4, dmin3 ×4] at 1152; the eight mins of row r
+// as words at 1280+16r; and from 1344 per activation a the accumulators of
+// rows 0–1 at 192a, of rows 2–3 at 192a+64 and the mins at 192a+128.
+
+// Frame offsets of the Q4_K tile.
+#define Q4KT_FS01 1024
+#define Q4KT_FS23 1088
+#define Q4KT_FMIN 1152
+#define Q4KT_MINS 1280
 
 // VPSHUFB indices that widen scale bytes 2g and 2g+1 of a broadcast qword
 // into the low and high 16 words.
@@ -530,73 +541,87 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 	VMOVD        AX, X2                       \
 	VCVTPH2PS    X2, X2                       \
 	VPERMPS      Z2, Z15, Z2                  \
-	VMOVUPS      Z2, (1024+64*r)(SP)          \
+	VMOVUPS      Y2, (1024+32*r)(SP)          \
+	VEXTRACTF32X4 $2, Z2, (1152+16*r)(SP)     \
 	Q4KTNIB(0, W0)                            \
 	Q4KTNIB(1, W1)                            \
 	Q4KTNIB(2, W2)                            \
 	Q4KTNIB(3, W3)
 
-// Q4KTPAIR adds row r's block times the activation block at R10 (y.d
-// broadcast in Z0, sub-block sums as words in X1) to the accumulator at
-// acc(R12).
-#define Q4KTPAIR(r, acc, W0, W1, W2, W3) \
-	VPMADDUBSW    4(R10), W0, Z3              \
-	VPMADDWD      (256*r)(SP), Z3, Z2         \
-	VPMADDUBSW    68(R10), W1, Z3             \
-	VPDPWSSD      (256*r+64)(SP), Z3, Z2      \
-	VPMADDUBSW    132(R10), W2, Z3            \
-	VPDPWSSD      (256*r+128)(SP), Z3, Z2     \
-	VPMADDUBSW    196(R10), W3, Z3            \
-	VPDPWSSD      (256*r+192)(SP), Z3, Z2     \
-	VEXTRACTI64X4 $1, Z2, Y3                  \
-	VPADDD        Y3, Y2, Y2                  \
-	VPMADDWD      (1280+16*r)(SP), X1, X4     \
-	VINSERTI32X4  $2, X4, Z2, Z2              \
-	VCVTDQ2PS     Z2, Z2                      \
-	VMULPS        (1024+64*r)(SP), Z0, Z5     \
-	VFMADD213PS   acc(R12), Z5, Z2            \
-	VMOVUPS       Z2, acc(R12)
+// Q4KTSUM sets Z to row r's sixteen lanes of its block times the
+// activation block at R10: sub-block 2g's share in the low half, 2g+1's in
+// the high.
+#define Q4KTSUM(r, Z, W0, W1, W2, W3) \
+	VPMADDUBSW 4(R10), W0, Z3          \
+	VPMADDWD   (256*r)(SP), Z3, Z       \
+	VPMADDUBSW 68(R10), W1, Z3         \
+	VPDPWSSD   (256*r+64)(SP), Z3, Z    \
+	VPMADDUBSW 132(R10), W2, Z3        \
+	VPDPWSSD   (256*r+128)(SP), Z3, Z   \
+	VPMADDUBSW 196(R10), W3, Z3        \
+	VPDPWSSD   (256*r+192)(SP), Z3, Z
+
+// Q4KTPAIR2 adds the blocks of rows r and r+1 (their sixteen lanes in ZA
+// and ZB) times the activation block (y.d broadcast in Z0) to the
+// accumulator at acc(R12), with the float scales at fs(SP).
+#define Q4KTPAIR2(ZA, ZB, fs, acc) \
+	VSHUFI64X2  $0x44, ZB, ZA, Z3 \
+	VSHUFI64X2  $0xee, ZB, ZA, ZA \
+	VPADDD      ZA, Z3, Z3        \
+	VCVTDQ2PS   Z3, Z3            \
+	VMULPS      fs(SP), Z0, Z5    \
+	VFMADD213PS acc(R12), Z5, Z3  \
+	VMOVUPS     Z3, acc(R12)
 
 // Q4KTACT multiplies the activation block at R10 with the four rows; the
-// accumulators of activation a start at acc0.
+// accumulators of its activation start at acc0.
 #define Q4KTACT(acc0) \
-	VBROADCASTSS (R10), Z0                                \
-	VMOVDQU      260(R10), X1                             \
-	VPHADDW      276(R10), X1, X1                         \
-	Q4KTPAIR(0, acc0, Z16, Z17, Z18, Z19)                 \
-	Q4KTPAIR(1, (acc0+64), Z20, Z21, Z22, Z23)            \
-	Q4KTPAIR(2, (acc0+128), Z24, Z25, Z26, Z27)           \
-	Q4KTPAIR(3, (acc0+192), Z28, Z29, Z30, Z31)
+	VBROADCASTSS (R10), Z0                  \
+	VMOVDQU      260(R10), X1               \
+	VPHADDW      276(R10), X1, X1           \
+	VSHUFI32X4   $0, Z1, Z1, Z1             \
+	VPMADDWD     Q4KT_MINS(SP), Z1, Z4           \
+	VCVTDQ2PS    Z4, Z4                     \
+	VMULPS       Q4KT_FMIN(SP), Z0, Z5           \
+	VFMADD213PS  (acc0+128)(R12), Z5, Z4    \
+	VMOVUPS      Z4, (acc0+128)(R12)        \
+	Q4KTSUM(0, Z6, Z16, Z17, Z18, Z19)      \
+	Q4KTSUM(1, Z7, Z20, Z21, Z22, Z23)      \
+	Q4KTPAIR2(Z6, Z7, Q4KT_FS01, acc0)           \
+	Q4KTSUM(2, Z8, Z24, Z25, Z26, Z27)      \
+	Q4KTSUM(3, Z9, Z28, Z29, Z30, Z31)      \
+	Q4KTPAIR2(Z8, Z9, Q4KT_FS23, (acc0+64))
 
-// Q4KTOUT reduces the accumulator at acc(R12) and stores the result to
-// off(R14).
-#define Q4KTOUT(acc, off) \
-	VMOVUPS       acc(R12), Z2  \
-	VEXTRACTF32X4 $2, Z2, X3    \
-	VEXTRACTF128  $1, Y2, X4    \
-	VADDPS        X4, X2, X2    \
-	VPERMILPS     $0x4e, X2, X4 \
-	VADDPS        X4, X2, X2    \
-	VPERMILPS     $0xb1, X2, X4 \
-	VADDPS        X4, X2, X2    \
-	VPERMILPS     $0x4e, X3, X4 \
-	VADDPS        X4, X3, X3    \
-	VPERMILPS     $0xb1, X3, X4 \
-	VADDPS        X4, X3, X3    \
-	VSUBSS        X3, X2, X2    \
+// Q4KTOUT reduces row r's accumulators of the activation at R12 (its eight
+// lanes at sum(R12), its four mins at (128+16r)(R12)) and stores the result
+// to off(R14).
+#define Q4KTOUT(sum, r, off) \
+	VMOVUPS       sum(R12), Y2        \
+	VMOVUPS       (128+16*r)(R12), X3 \
+	VEXTRACTF128  $1, Y2, X4          \
+	VADDPS        X4, X2, X2          \
+	VPERMILPS     $0x4e, X2, X4       \
+	VADDPS        X4, X2, X2          \
+	VPERMILPS     $0xb1, X2, X4       \
+	VADDPS        X4, X2, X2          \
+	VPERMILPS     $0x4e, X3, X4       \
+	VADDPS        X4, X3, X3          \
+	VPERMILPS     $0xb1, X3, X4       \
+	VADDPS        X4, X3, X3          \
+	VSUBSS        X3, X2, X2          \
 	VMOVSS        X2, off(R14)
 
-#define Q4KTOUT4(acc0) \
-	Q4KTOUT(acc0, 0)          \
-	Q4KTOUT((acc0+64), 4)     \
-	Q4KTOUT((acc0+128), 8)    \
-	Q4KTOUT((acc0+192), 12)
+#define Q4KTOUT4 \
+	Q4KTOUT(0, 0, 0)    \
+	Q4KTOUT(32, 1, 4)   \
+	Q4KTOUT(64, 2, 8)   \
+	Q4KTOUT(96, 3, 12)
 
 // func vecDotQ4_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int, nq int)
 //
 // out[a·outStride+r] = vecDotQ4_KAVX2(row r, act a, 256·nb) for r < 4,
 // a < 4·nq, bit for bit; 1 ≤ nq ≤ 4.
-TEXT ·vecDotQ4_KTileVNNI(SB), 0, $5440-64
+TEXT ·vecDotQ4_KTileVNNI(SB), 0, $4416-64
 	MOVQ rows+0(FP), SI
 	MOVQ rowStride+8(FP), BX
 	MOVQ acts+16(FP), DI
@@ -615,8 +640,7 @@ q4ktzero:
 	VMOVDQU64 Z0, 0(R12)
 	VMOVDQU64 Z0, 64(R12)
 	VMOVDQU64 Z0, 128(R12)
-	VMOVDQU64 Z0, 192(R12)
-	ADDQ      $256, R12
+	ADDQ      $192, R12
 	DECQ      R11
 	JNZ       q4ktzero
 
@@ -638,13 +662,13 @@ q4ktloop:
 q4ktquad:
 	Q4KTACT(0)
 	ADDQ DX, R10
-	Q4KTACT(256)
+	Q4KTACT(192)
 	ADDQ DX, R10
-	Q4KTACT(512)
+	Q4KTACT(384)
 	ADDQ DX, R10
-	Q4KTACT(768)
+	Q4KTACT(576)
 	ADDQ DX, R10
-	ADDQ $1024, R12
+	ADDQ $768, R12
 	DECQ R11
 	JNZ  q4ktquad
 
@@ -661,9 +685,9 @@ q4ktquad:
 	SHLQ $2, R11
 
 q4ktout:
-	Q4KTOUT4(0)
+	Q4KTOUT4
 	ADDQ DX, R14
-	ADDQ $256, R12
+	ADDQ $192, R12
 	DECQ R11
 	JNZ  q4ktout
 	VZEROUPPER
