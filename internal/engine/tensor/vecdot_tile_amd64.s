@@ -549,16 +549,16 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 	Q4KTNIB(3, W3)
 
 // Q4KTSUM sets Z to row r's sixteen lanes of its block times the
-// activation block at R10: sub-block 2g's share in the low half, 2g+1's in
+// activation block's quants in Z2, Z10, Z11 and Z12: sub-block 2g's share in the low half, 2g+1's in
 // the high.
 #define Q4KTSUM(r, Z, W0, W1, W2, W3) \
-	VPMADDUBSW 4(R10), W0, Z3          \
+	VPMADDUBSW Z2, W0, Z3              \
 	VPMADDWD   (256*r)(SP), Z3, Z       \
-	VPMADDUBSW 68(R10), W1, Z3         \
+	VPMADDUBSW Z10, W1, Z3             \
 	VPDPWSSD   (256*r+64)(SP), Z3, Z    \
-	VPMADDUBSW 132(R10), W2, Z3        \
+	VPMADDUBSW Z11, W2, Z3             \
 	VPDPWSSD   (256*r+128)(SP), Z3, Z   \
-	VPMADDUBSW 196(R10), W3, Z3        \
+	VPMADDUBSW Z12, W3, Z3             \
 	VPDPWSSD   (256*r+192)(SP), Z3, Z
 
 // Q4KTPAIR2 adds the blocks of rows r and r+1 (their sixteen lanes in ZA
@@ -577,6 +577,10 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 // accumulators of its activation start at acc0.
 #define Q4KTACT(acc0) \
 	VBROADCASTSS (R10), Z0                  \
+	VMOVDQU64    4(R10), Z2                 \
+	VMOVDQU64    68(R10), Z10               \
+	VMOVDQU64    132(R10), Z11              \
+	VMOVDQU64    196(R10), Z12              \
 	VMOVDQU      260(R10), X1               \
 	VPHADDW      276(R10), X1, X1           \
 	VSHUFI32X4   $0, Z1, Z1, Z1             \
