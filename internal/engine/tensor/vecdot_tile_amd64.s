@@ -403,20 +403,22 @@ q40tdone:
 // Here the eight-lane accumulators of rows 0 and 1 (and of rows 2 and 3)
 // against one activation share one zmm in memory, and the four-lane ones of
 // all four rows another, so one conversion, multiply and FMA serve two sums
-// or four mins. A weight row's group g (64 quants: 32 low nibbles for
-// sub-block 2g, then 32 high nibbles for 2g+1) unpacks into one zmm, kept in
-// Z16–Z31 for the whole block; the activations stay in memory. The scales of
-// a group spread over words (sc_2g in the low half, sc_2g+1 in the high) so
-// that VPDPWSSD multiplies them into VPMADDUBSW's pair sums (at most
-// 2·15·128, no saturation); the high halves of two rows' results are then
-// added to their low halves, lane by lane, which gives the one-row kernel's
-// eight lanes exactly. The activation's eight sub-block sums, repeated in
-// each 128-bit lane, meet the four rows' mins in one VPMADDWD.
+// or four mins. The rows go in two passes of two: a row's group g (64
+// quants: 32 low nibbles for sub-block 2g, then 32 high nibbles for 2g+1)
+// unpacks into one zmm and its scales into another, all sixteen in Z16–Z31
+// for the pass, and each activation block is loaded into four registers
+// once per pass. The scales of a group spread over words (sc_2g in the low
+// half, sc_2g+1 in the high) so that VPDPWSSD multiplies them into
+// VPMADDUBSW's pair sums (at most 2·15·128, no saturation); the high halves
+// of two rows' results are then added to their low halves, lane by lane,
+// which gives the one-row kernel's eight lanes exactly. In the first pass
+// the activation's eight sub-block sums, repeated in each 128-bit lane, meet
+// the four rows' mins in one VPMADDWD.
 //
 // A call covers 4·nq activations (nq ≤ 4), so each block of the four rows
 // is unpacked once for up to 16 activations.
 //
-// Frame: scale words per row and group at 256r+64g; float scales
+// Frame: the eight scale bytes of row r at 8r; float scales
 // [d0 ×8, d1 ×8] at 1024, [d2 ×8, d3 ×8] at 1088 and
 // [dmin0 ×4, dmin1 ×4, dmin2 ×4, dmin3 ×4] at 1152; the eight mins of row r
 // as words at 1280+16r; and from 1344 per activation a the accumulators of
@@ -520,81 +522,81 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 	VPSRLVW         Z14, W, W        \
 	VPANDD          Z13, W, W
 
-// Q4KTROW prepares row r's block at R9: its scale words, float scales and
-// mins in the frame, its quants in W0–W3.
-#define Q4KTROW(r, W0, W1, W2, W3) \
+// Q4KTPREP stores the scales and mins of row r's block at R9 in the frame.
+#define Q4KTPREP(r) \
 	Q4KTSCALES                                \
-	VMOVQ        AX, X0                       \
-	VPBROADCASTQ X0, Z0                       \
-	VPSHUFB      q4ktsc<>+0(SB), Z0, Z1       \
-	VMOVDQU64    Z1, (256*r)(SP)              \
-	VPSHUFB      q4ktsc<>+64(SB), Z0, Z1      \
-	VMOVDQU64    Z1, (256*r+64)(SP)           \
-	VPSHUFB      q4ktsc<>+128(SB), Z0, Z1     \
-	VMOVDQU64    Z1, (256*r+128)(SP)          \
-	VPSHUFB      q4ktsc<>+192(SB), Z0, Z1     \
-	VMOVDQU64    Z1, (256*r+192)(SP)          \
-	VMOVQ        R8, X1                       \
-	VPMOVZXBW    X1, X1                       \
-	VMOVDQU      X1, (1280+16*r)(SP)          \
-	MOVL         (R9), AX                     \
-	VMOVD        AX, X2                       \
-	VCVTPH2PS    X2, X2                       \
-	VPERMPS      Z2, Z15, Z2                  \
-	VMOVUPS      Y2, (1024+32*r)(SP)          \
-	VEXTRACTF32X4 $2, Z2, (1152+16*r)(SP)     \
+	MOVQ          AX, (8*r)(SP)               \
+	VMOVQ         R8, X1                      \
+	VPMOVZXBW     X1, X1                      \
+	VMOVDQU       X1, (1280+16*r)(SP)         \
+	MOVL          (R9), AX                    \
+	VMOVD         AX, X2                      \
+	VCVTPH2PS     X2, X2                      \
+	VPERMPS       Z2, Z15, Z2                 \
+	VMOVUPS       Y2, (1024+32*r)(SP)         \
+	VEXTRACTF32X4 $2, Z2, (1152+16*r)(SP)
+
+// Q4KTROW unpacks row r's block at R9: its quants into W0–W3, its scale
+// words into S0–S3.
+#define Q4KTROW(r, W0, W1, W2, W3, S0, S1, S2, S3) \
+	VPBROADCASTQ (8*r)(SP), S0               \
+	VPSHUFB      q4ktsc<>+64(SB), S0, S1      \
+	VPSHUFB      q4ktsc<>+128(SB), S0, S2     \
+	VPSHUFB      q4ktsc<>+192(SB), S0, S3     \
+	VPSHUFB      q4ktsc<>+0(SB), S0, S0       \
 	Q4KTNIB(0, W0)                            \
 	Q4KTNIB(1, W1)                            \
 	Q4KTNIB(2, W2)                            \
 	Q4KTNIB(3, W3)
 
-// Q4KTSUM sets Z to row r's sixteen lanes of its block times the
-// activation block's quants in Z2, Z10, Z11 and Z12: sub-block 2g's share in the low half, 2g+1's in
-// the high.
-#define Q4KTSUM(r, Z, W0, W1, W2, W3) \
-	VPMADDUBSW Z2, W0, Z3              \
-	VPMADDWD   (256*r)(SP), Z3, Z       \
-	VPMADDUBSW Z10, W1, Z3             \
-	VPDPWSSD   (256*r+64)(SP), Z3, Z    \
-	VPMADDUBSW Z11, W2, Z3             \
-	VPDPWSSD   (256*r+128)(SP), Z3, Z   \
-	VPMADDUBSW Z12, W3, Z3             \
-	VPDPWSSD   (256*r+192)(SP), Z3, Z
+// Q4KTSUM sets Z to a row's sixteen lanes of its block (quants W0–W3,
+// scale words S0–S3) times the activation block's quants in Z2, Z10, Z11
+// and Z12: sub-block 2g's share in the low half, 2g+1's in the high.
+#define Q4KTSUM(Z, W0, W1, W2, W3, S0, S1, S2, S3) \
+	VPMADDUBSW Z2, W0, Z3   \
+	VPMADDWD   S0, Z3, Z    \
+	VPMADDUBSW Z10, W1, Z3  \
+	VPDPWSSD   S1, Z3, Z    \
+	VPMADDUBSW Z11, W2, Z3  \
+	VPDPWSSD   S2, Z3, Z    \
+	VPMADDUBSW Z12, W3, Z3  \
+	VPDPWSSD   S3, Z3, Z
 
-// Q4KTPAIR2 adds the blocks of rows r and r+1 (their sixteen lanes in ZA
-// and ZB) times the activation block (y.d broadcast in Z0) to the
-// accumulator at acc(R12), with the float scales at fs(SP).
-#define Q4KTPAIR2(ZA, ZB, fs, acc) \
-	VSHUFI64X2  $0x44, ZB, ZA, Z3 \
-	VSHUFI64X2  $0xee, ZB, ZA, ZA \
-	VPADDD      ZA, Z3, Z3        \
-	VCVTDQ2PS   Z3, Z3            \
-	VMULPS      fs(SP), Z0, Z5    \
-	VFMADD213PS acc(R12), Z5, Z3  \
+// Q4KTLOAD loads the activation block at R10: y.d broadcast into Z0, the
+// quants into Z2, Z10, Z11 and Z12.
+#define Q4KTLOAD \
+	VBROADCASTSS (R10), Z0      \
+	VMOVDQU64    4(R10), Z2     \
+	VMOVDQU64    68(R10), Z10   \
+	VMOVDQU64    132(R10), Z11  \
+	VMOVDQU64    196(R10), Z12
+
+// Q4KTPAIR adds the pass's two rows (quants Z16–Z19 and Z20–Z23, scale
+// words Z24–Z27 and Z28–Z31, float scales in Z8) times the loaded
+// activation block to the accumulator at acc(R12).
+#define Q4KTPAIR(acc) \
+	Q4KTSUM(Z6, Z16, Z17, Z18, Z19, Z24, Z25, Z26, Z27) \
+	Q4KTSUM(Z7, Z20, Z21, Z22, Z23, Z28, Z29, Z30, Z31) \
+	VSHUFI64X2  $0x44, Z7, Z6, Z3                       \
+	VSHUFI64X2  $0xee, Z7, Z6, Z6                       \
+	VPADDD      Z6, Z3, Z3                              \
+	VCVTDQ2PS   Z3, Z3                                  \
+	VMULPS      Z8, Z0, Z5                              \
+	VFMADD213PS acc(R12), Z5, Z3                        \
 	VMOVUPS     Z3, acc(R12)
 
-// Q4KTACT multiplies the activation block at R10 with the four rows; the
-// accumulators of its activation start at acc0.
-#define Q4KTACT(acc0) \
-	VBROADCASTSS (R10), Z0                  \
-	VMOVDQU64    4(R10), Z2                 \
-	VMOVDQU64    68(R10), Z10               \
-	VMOVDQU64    132(R10), Z11              \
-	VMOVDQU64    196(R10), Z12              \
-	VMOVDQU      260(R10), X1               \
-	VPHADDW      276(R10), X1, X1           \
-	VSHUFI32X4   $0, Z1, Z1, Z1             \
-	VPMADDWD     Q4KT_MINS(SP), Z1, Z4           \
-	VCVTDQ2PS    Z4, Z4                     \
-	VMULPS       Q4KT_FMIN(SP), Z0, Z5           \
-	VFMADD213PS  (acc0+128)(R12), Z5, Z4    \
-	VMOVUPS      Z4, (acc0+128)(R12)        \
-	Q4KTSUM(0, Z6, Z16, Z17, Z18, Z19)      \
-	Q4KTSUM(1, Z7, Z20, Z21, Z22, Z23)      \
-	Q4KTPAIR2(Z6, Z7, Q4KT_FS01, acc0)           \
-	Q4KTSUM(2, Z8, Z24, Z25, Z26, Z27)      \
-	Q4KTSUM(3, Z9, Z28, Z29, Z30, Z31)      \
-	Q4KTPAIR2(Z8, Z9, Q4KT_FS23, (acc0+64))
+// Q4KTMINS adds the four rows' mins (words in Z15, float scales in Z9)
+// times the sub-block sums of the activation block at R10 (y.d in Z0) to
+// the accumulator at acc(R12).
+#define Q4KTMINS(acc) \
+	VMOVDQU     260(R10), X1      \
+	VPHADDW     276(R10), X1, X1  \
+	VSHUFI32X4  $0, Z1, Z1, Z1    \
+	VPMADDWD    Z15, Z1, Z4       \
+	VCVTDQ2PS   Z4, Z4            \
+	VMULPS      Z9, Z0, Z5        \
+	VFMADD213PS acc(R12), Z5, Z4  \
+	VMOVUPS     Z4, acc(R12)
 
 // Q4KTOUT reduces row r's accumulators of the activation at R12 (its eight
 // lanes at sum(R12), its four mins at (128+16r)(R12)) and stores the result
@@ -632,7 +634,6 @@ TEXT ·vecDotQ4_KTileVNNI(SB), 0, $4416-64
 	MOVQ actStride+24(FP), DX
 	MOVQ nb+32(FP), CX
 
-	VMOVDQU64    q4ktperm<>(SB), Z15
 	VMOVDQU64    q4ktshift<>(SB), Z14
 	VPBROADCASTD q40tilenib<>(SB), Z13
 	VPXORD       Z0, Z0, Z0
@@ -649,32 +650,76 @@ q4ktzero:
 	JNZ       q4ktzero
 
 q4ktloop:
-	MOVQ SI, R9
-	Q4KTROW(0, Z16, Z17, Z18, Z19)
-	ADDQ BX, R9
-	Q4KTROW(1, Z20, Z21, Z22, Z23)
-	ADDQ BX, R9
-	Q4KTROW(2, Z24, Z25, Z26, Z27)
-	ADDQ BX, R9
-	Q4KTROW(3, Z28, Z29, Z30, Z31)
+	VMOVDQU64 q4ktperm<>(SB), Z15
+	MOVQ      SI, R9
+	Q4KTPREP(0)
+	ADDQ      BX, R9
+	Q4KTPREP(1)
+	ADDQ      BX, R9
+	Q4KTPREP(2)
+	ADDQ      BX, R9
+	Q4KTPREP(3)
 
-	// R11-R14 are free once the rows are unpacked.
-	MOVQ DI, R10
-	LEAQ 1344(SP), R12
-	MOVQ nq+56(FP), R11
+	// Rows 0 and 1, and the mins of all four. R11-R14 are free once the
+	// scales are in the frame.
+	VMOVDQU64 Q4KT_MINS(SP), Z15
+	VMOVUPS   Q4KT_FMIN(SP), Z9
+	VMOVUPS   Q4KT_FS01(SP), Z8
+	MOVQ      SI, R9
+	Q4KTROW(0, Z16, Z17, Z18, Z19, Z24, Z25, Z26, Z27)
+	ADDQ      BX, R9
+	Q4KTROW(1, Z20, Z21, Z22, Z23, Z28, Z29, Z30, Z31)
+	MOVQ      DI, R10
+	LEAQ      1344(SP), R12
+	MOVQ      nq+56(FP), R11
 
-q4ktquad:
-	Q4KTACT(0)
+q4ktquad01:
+	Q4KTLOAD
+	Q4KTMINS(128)
+	Q4KTPAIR(0)
 	ADDQ DX, R10
-	Q4KTACT(192)
+	Q4KTLOAD
+	Q4KTMINS(320)
+	Q4KTPAIR(192)
 	ADDQ DX, R10
-	Q4KTACT(384)
+	Q4KTLOAD
+	Q4KTMINS(512)
+	Q4KTPAIR(384)
 	ADDQ DX, R10
-	Q4KTACT(576)
+	Q4KTLOAD
+	Q4KTMINS(704)
+	Q4KTPAIR(576)
 	ADDQ DX, R10
 	ADDQ $768, R12
 	DECQ R11
-	JNZ  q4ktquad
+	JNZ  q4ktquad01
+
+	// Rows 2 and 3.
+	VMOVUPS Q4KT_FS23(SP), Z8
+	ADDQ    BX, R9
+	Q4KTROW(2, Z16, Z17, Z18, Z19, Z24, Z25, Z26, Z27)
+	ADDQ    BX, R9
+	Q4KTROW(3, Z20, Z21, Z22, Z23, Z28, Z29, Z30, Z31)
+	MOVQ    DI, R10
+	LEAQ    1344(SP), R12
+	MOVQ    nq+56(FP), R11
+
+q4ktquad23:
+	Q4KTLOAD
+	Q4KTPAIR(64)
+	ADDQ DX, R10
+	Q4KTLOAD
+	Q4KTPAIR(256)
+	ADDQ DX, R10
+	Q4KTLOAD
+	Q4KTPAIR(448)
+	ADDQ DX, R10
+	Q4KTLOAD
+	Q4KTPAIR(640)
+	ADDQ DX, R10
+	ADDQ $768, R12
+	DECQ R11
+	JNZ  q4ktquad23
 
 	ADDQ $144, SI
 	ADDQ $292, DI
