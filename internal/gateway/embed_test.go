@@ -147,7 +147,7 @@ func cluster(t *testing.T) (*Gateway, string) {
 			}
 			return clientRunner{c}, nil
 		},
-		Resolve: func(ctx context.Context, id ids.ModelID) (worker.Model, error) {
+		Resolve: func(ctx context.Context, id ids.ModelID, _ func()) (worker.Model, error) {
 			p, ok := paths[id]
 			if !ok {
 				return worker.Model{}, fmt.Errorf("no weights for %s", id)
