@@ -14,8 +14,9 @@ type mmPart struct {
 const maxParts = 3
 
 // Tiling. A decode step streams every weight once, so its jobs hand out
-// chunks of about decodeChunkBytes of weight rows: long sequential reads,
-// and still enough chunks per matrix to even out the threads. A prefill
+// chunks of about decodeChunkBytes of weight rows, a multiple of the
+// threads per matrix (decodeRowChunk): long sequential reads, since every
+// chunk restarts the hardware prefetchers, and still the threads even out. A prefill
 // batch is a matrix-matrix product: each chunk is a tile of weight rows
 // small enough to stay in L1 (tileBytes) against prefillTokens activation
 // rows, which stay in L2, so every weight byte read from memory is used by
@@ -23,7 +24,7 @@ const maxParts = 3
 // tiles of four rows by four tokens, so a chunk holds a multiple of four
 // rows.
 const (
-	decodeChunkBytes = 256 << 10
+	decodeChunkBytes = 1024 << 10
 	tileBytes        = 32 << 10
 	maxTileRows      = 64
 	prefillTokens    = 64
@@ -153,7 +154,7 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	rows, chunks := 0, 0
 	for i, p := range parts {
 		j.parts[i] = p
-		rc := max(decodeChunkBytes/p.m.rowBytes, 1)
+		rc := s.decodeRowChunk(p.m)
 		if n > 1 {
 			rc = min(max(tileBytes/p.m.rowBytes&^3, 4), maxTileRows)
 		}
@@ -166,4 +167,15 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	tiles := (n + j.tokTile - 1) / j.tokTile
 	s.pool.run(j, tiles*chunks, 1, rows*cols*n)
 	*j = matmulJob{} // drop the references to x and the outputs
+}
+
+// decodeRowChunk is the rows per chunk of a decode matmul over m: about
+// decodeChunkBytes of weights, in a number of chunks that is a multiple of
+// the threads, so that the threads stream long runs of rows and, unless the
+// OS holds one back, finish together.
+func (s *Shard) decodeRowChunk(m *matrix) int {
+	bytes := m.rows * m.rowBytes
+	c := max((bytes+decodeChunkBytes/2)/decodeChunkBytes, 1)
+	c = (c + s.pool.n - 1) / s.pool.n * s.pool.n
+	return max((m.rows+c-1)/c, 1)
 }
