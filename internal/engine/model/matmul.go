@@ -16,8 +16,8 @@ const maxParts = 3
 // Tiling. A decode step streams every weight once, so its jobs hand out
 // chunks of about decodeChunkBytes of weight rows, a multiple of the
 // threads per matrix (decodeRowChunk): long sequential reads, since every
-// chunk restarts the hardware prefetchers, and still the threads even out. A prefill
-// batch is a matrix-matrix product: each chunk is a tile of weight rows
+// chunk restarts the hardware prefetchers, and the threads still even out.
+// A prefill batch is a matrix-matrix product: each chunk is a tile of weight rows
 // small enough to stay in L1 (tileBytes) against prefillTokens activation
 // rows, which stay in L2, so every weight byte read from memory is used by
 // prefillTokens tokens. Within a chunk, VecDotTile multiplies register
