@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/engine/output"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 )
@@ -18,8 +19,9 @@ import (
 // word, with usage counted in words, so every answer is predictable. The
 // model name selects other behaviours:
 //
-//	echo        the echo described above (honours max_tokens, logprobs,
-//	            tools and chat_template_kwargs.enable_thinking)
+//	echo        the echo described above (honours max_tokens, stop
+//	            sequences, logprobs, tools and
+//	            chat_template_kwargs.enable_thinking)
 //	fail-first  an error chunk (unavailable) before any output
 //	fail-after  two deltas, then an error chunk (internal, "runner crashed")
 //	silent      one delta, then the channel closes without a final chunk
@@ -114,18 +116,36 @@ func echo(req infer.Request) []infer.Chunk {
 	if m := req.Sampling.MaxTokens; m > 0 && len(words) > m {
 		words, finish = words[:m], infer.FinishLength
 	}
+	// Stop sequences cut the echo as they cut a model's text, through the
+	// runner's matcher.
+	stops := output.NewStopMatcher(req.Sampling.Stop)
+	n := 0
 	for i, w := range words {
 		if i > 0 {
 			w = " " + w
 		}
-		c := infer.Chunk{Kind: infer.ChunkDelta, Content: w}
-		if req.Sampling.Logprobs {
-			c.Logprobs = []infer.TokenLogprob{{Token: w, Logprob: -float32(i+1) / 4}}
+		n++
+		text, stopped := stops.Push(w)
+		if i == len(words)-1 && !stopped {
+			text += stops.Flush()
 		}
-		out = append(out, c)
+		if text != "" {
+			c := infer.Chunk{Kind: infer.ChunkDelta, Content: text}
+			if req.Sampling.Logprobs {
+				c.Logprobs = []infer.TokenLogprob{{Token: w, Logprob: -float32(i+1) / 4}}
+			}
+			out = append(out, c)
+		}
+		if stops.Stopped() {
+			break
+		}
 	}
-	return append(out, infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish,
-		Usage: &infer.Usage{PromptTokens: promptWords, CompletionTokens: len(words)}})
+	done := infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish,
+		Usage: &infer.Usage{PromptTokens: promptWords, CompletionTokens: n}}
+	if done.StopSequence = stops.Matched(); done.StopSequence != "" {
+		done.FinishReason = infer.FinishStop
+	}
+	return append(out, done)
 }
 
 func (b *testBackend) Models(ctx context.Context) ([]ModelInfo, error) {

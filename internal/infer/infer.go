@@ -145,8 +145,12 @@ type Chunk struct {
 	ToolCall     *ToolCall      `json:"tool_call,omitempty"`
 	Logprobs     []TokenLogprob `json:"logprobs,omitempty"`
 	FinishReason string         `json:"finish_reason,omitempty"`
-	Usage        *Usage         `json:"usage,omitempty"`
-	Error        *Error         `json:"error,omitempty"`
+	// StopSequence is the request's stop sequence that ended the answer,
+	// on a done chunk whose finish reason is "stop"; "" when the model's
+	// end-of-turn token (or anything else) ended it.
+	StopSequence string `json:"stop_sequence,omitempty"`
+	Usage        *Usage `json:"usage,omitempty"`
+	Error        *Error `json:"error,omitempty"`
 	// Embeddings are the vectors of an embedding task, on its done chunk
 	// (whose Usage counts the inputs' tokens).
 	Embeddings [][]float32 `json:"embeddings,omitempty"`

@@ -52,8 +52,8 @@ func TestGreedyMatchesLlamaCpp(t *testing.T) {
 	if r.content != want {
 		t.Fatalf("greedy text\n got %q\nwant %q", r.content, want)
 	}
-	if r.last.Kind != infer.ChunkDone || r.last.FinishReason != infer.FinishLength {
-		t.Fatalf("last chunk %+v, want done/length", r.last)
+	if r.last.Kind != infer.ChunkDone || r.last.FinishReason != infer.FinishLength || r.last.StopSequence != "" {
+		t.Fatalf("last chunk %+v, want done/length and no stop sequence", r.last)
 	}
 	if u := r.last.Usage; u == nil || u.PromptTokens != promptTokens || u.CompletionTokens != n {
 		t.Fatalf("usage %+v, want %d prompt and %d completion tokens", u, promptTokens, n)
@@ -95,8 +95,8 @@ func TestStopAndLogprobs(t *testing.T) {
 		req.Sampling.Stop = []string{"zebra", "Lily"}
 		r := generateAll(t, c, "stop", req)
 		cut := want[:strings.Index(want, "Lily")]
-		if r.content != cut || r.last.FinishReason != infer.FinishStop {
-			t.Fatalf("got %q finish %q, want %q finish stop", r.content, r.last.FinishReason, cut)
+		if r.content != cut || r.last.FinishReason != infer.FinishStop || r.last.StopSequence != "Lily" {
+			t.Fatalf("got %q finish %q stop sequence %q, want %q finish stop by \"Lily\"", r.content, r.last.FinishReason, r.last.StopSequence, cut)
 		}
 	})
 	t.Run("logprobs", func(t *testing.T) {

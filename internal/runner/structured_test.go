@@ -429,11 +429,11 @@ func BenchmarkConstrainedDecode(b *testing.B) {
 			for i := range b.N {
 				req := structuredRequest(false, 1, uint64(i), 128)
 				req.JSONSchema = json.RawMessage(bc.schema)
-				u, _, err := generate(context.Background(), l, req, func(infer.Chunk) {})
+				end, err := generate(context.Background(), l, req, func(infer.Chunk) {})
 				if err != nil {
 					b.Fatal(err)
 				}
-				tokens += u.CompletionTokens
+				tokens += end.usage.CompletionTokens
 			}
 			sec := b.Elapsed().Seconds()
 			b.ReportMetric(float64(tokens)/sec, "tok/s")

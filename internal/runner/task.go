@@ -30,10 +30,11 @@ type task struct {
 func (t *task) run(ctx context.Context, l *loaded, log *slog.Logger, out chan<- Message) {
 	emit := func(c infer.Chunk) { out <- Message{Type: TypeChunk, Task: t.id, Chunk: &c} }
 	start := time.Now()
-	usage, finish, err := generate(ctx, l, t.req, emit)
+	end, err := generate(ctx, l, t.req, emit)
+	usage, finish := end.usage, end.finish
 	switch {
 	case err == nil:
-		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, Usage: &usage})
+		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, StopSequence: end.stop, Usage: &usage})
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishCancelled, Usage: &usage})
 		finish = infer.FinishCancelled
@@ -85,17 +86,26 @@ func samplingParams(s infer.Sampling, randomSeed func() uint64) sample.Params {
 	return p
 }
 
-// generate runs one request to its end and returns its usage and finish
-// reason. Chunks other than the last go to emit.
-func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (infer.Usage, string, error) {
-	var usage infer.Usage
+// ending is how a generation ended: its usage, finish reason and the stop
+// sequence that ended it, if one did.
+type ending struct {
+	usage  infer.Usage
+	finish string
+	stop   string
+}
+
+// generate runs one request to its end and says how it ended (the usage
+// counts what was done on errors too). Chunks other than the last go to emit.
+func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (ending, error) {
+	var end ending
 	p, err := prepare(l, req)
 	if err != nil {
-		return usage, "", err
+		return end, err
 	}
-	usage.PromptTokens = len(p.prompt)
+	end.usage.PromptTokens = len(p.prompt)
 	if req.CountOnly {
-		return usage, infer.FinishStop, nil
+		end.finish = infer.FinishStop
+		return end, nil
 	}
 	m := l.m
 	budget := l.context - len(p.prompt)
@@ -105,54 +115,60 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	}
 	budget = min(budget, maxTokens)
 	if err := ctx.Err(); err != nil {
-		return usage, "", err
+		return end, err
 	}
 	cache := m.Shard.NewCache(len(p.prompt) + budget)
 	sampler := sample.New(p.sample, m.Config.NVocab)
 	con, emit, err := p.structured.start(l, sampler, emit)
 	if err != nil {
-		return usage, "", err
+		return end, err
 	}
 	res, err := m.Shard.Forward(cache, model.Batch{Tokens: p.prompt})
 	if err != nil {
-		return usage, "", fmt.Errorf("runner: prefill: %w", err)
+		return end, fmt.Errorf("runner: prefill: %w", err)
 	}
 	st := newStreamer(m.Tok, p, p.structured.sampling(req.Sampling), emit)
 	finish := infer.FinishLength
 	var history []int32
-	for usage.CompletionTokens < budget {
+	for end.usage.CompletionTokens < budget {
 		if err := ctx.Err(); err != nil {
-			return usage, "", err
+			return end, err
 		}
 		id := sampler.Sample(res.Logits, history)
 		if id == sample.NoToken {
-			return usage, "", errors.New("runner: the sampler found no token to draw (logits are all NaN or -Inf)")
+			return end, errors.New("runner: the sampler found no token to draw (logits are all NaN or -Inf)")
 		}
 		if err := con.accept(id); err != nil {
-			return usage, "", err
+			return end, err
 		}
 		if m.Tok.IsEOG(id) {
 			finish = infer.FinishStop
 			break
 		}
 		history = append(history, id)
-		usage.CompletionTokens++
+		end.usage.CompletionTokens++
 		if st.token(id, res.Logits) {
 			finish = infer.FinishStop
 			break
 		}
-		if usage.CompletionTokens == budget {
+		if end.usage.CompletionTokens == budget {
 			break
 		}
 		if res, err = m.Shard.Forward(cache, model.Batch{Tokens: []int32{id}}); err != nil {
-			return usage, "", fmt.Errorf("runner: decode: %w", err)
+			return end, fmt.Errorf("runner: decode: %w", err)
 		}
 	}
-	if st.finish() && finish == infer.FinishStop {
+	madeCalls := st.finish()
+	if end.stop = st.stop.Matched(); end.stop != "" {
+		// A stop sequence held back until the end still ends the text
+		// rather than the length limit.
+		finish = infer.FinishStop
+	}
+	if madeCalls && finish == infer.FinishStop {
 		finish = infer.FinishToolCalls
 	}
-	finish, err = con.finish(finish)
-	return usage, finish, err
+	end.finish, err = con.finish(finish)
+	return end, err
 }
 
 // prepared is a request turned into tokens and settings.

@@ -63,16 +63,14 @@
 // object, which infer rules out, would travel as a JSON string rather than
 // as invalid JSON).
 // Finish reasons map as stop -> end_turn, length -> max_tokens, tool_calls
-// (or any answer with a tool call) -> tool_use.
+// (or any answer with a tool call) -> tool_use, and a stop that one of the
+// request's stop_sequences caused -> stop_sequence, naming it in
+// stop_sequence (the shortest of several that start at the same place).
 //
-// Known gaps, both for want of a field in infer.Chunk: stop_sequence is
-// always null and a stop sequence ends the answer as end_turn, because the
-// done chunk does not say whether a stop sequence or the end-of-turn token
-// ended generation (the runner cuts the sequence from the text); and
-// message_start's usage.input_tokens is 0 because the prompt count arrives
-// only with the done chunk, so message_delta carries input_tokens as well
-// as output_tokens (clients take message_delta's usage as cumulative
-// totals).
+// Known gap, for want of a field in infer.Chunk: message_start's
+// usage.input_tokens is 0 because the prompt count arrives only with the
+// done chunk, so message_delta carries input_tokens as well as
+// output_tokens (clients take message_delta's usage as cumulative totals).
 //
 // [ErrorFrom] builds Anthropic's error document from an *infer.Error and
 // the status it is answered with.

@@ -23,8 +23,7 @@ func (m Meta) toolID(n int) string {
 	return "toolu_" + strings.TrimPrefix(m.ID, "msg_") + "_" + strconv.Itoa(n)
 }
 
-// Stop reasons. stop_sequence is Anthropic's, which Skulk cannot report
-// yet (see the package doc).
+// Stop reasons.
 const (
 	StopEndTurn   = "end_turn"
 	StopMaxTokens = "max_tokens"
@@ -48,18 +47,21 @@ const (
 	emptyInputObject = "{}"
 )
 
-// stopReason maps a Skulk finish reason to Anthropic's. A task that made
-// tool calls ends with tool_use. infer's chunks do not say whether a stop
-// sequence or the end-of-turn token ended the answer, so "stop" is always
-// end_turn and stop_sequence stays null (see the package doc).
-func stopReason(finish string, toolCalls int) string {
+// stopReason maps a done chunk's finish reason to Anthropic's stop_reason
+// and stop_sequence. A task that made tool calls ends with tool_use; a stop
+// sequence that ended the answer is stop_sequence and is named; any other
+// "stop" is end_turn.
+func stopReason(c infer.Chunk, toolCalls int) (string, *string) {
 	switch {
-	case finish == infer.FinishLength:
-		return StopMaxTokens
-	case finish == infer.FinishToolCalls, toolCalls > 0:
-		return StopToolUse
+	case c.FinishReason == infer.FinishLength:
+		return StopMaxTokens, nil
+	case c.FinishReason == infer.FinishToolCalls, toolCalls > 0:
+		return StopToolUse, nil
+	case c.StopSequence != "":
+		seq := c.StopSequence
+		return StopSequence, &seq
 	}
-	return StopEndTurn
+	return StopEndTurn, nil
 }
 
 // Usage counts the tokens of one answer.
@@ -185,8 +187,8 @@ func toolInput(args string) string {
 // Accumulator aggregates one task's chunks into a [Message].
 type Accumulator struct {
 	blocks
-	finish string
-	usage  *infer.Usage
+	done  infer.Chunk // the done chunk, once it has come
+	usage *infer.Usage
 }
 
 // NewAccumulator returns an accumulator for one answer.
@@ -207,13 +209,13 @@ func (a *Accumulator) Add(c infer.Chunk) {
 			a.appendToolCall(c.ToolCall)
 		}
 	case infer.ChunkDone:
-		a.finish, a.usage = c.FinishReason, c.Usage
+		a.done, a.usage = c, c.Usage
 	}
 }
 
 // Result returns the answer aggregated so far.
 func (a *Accumulator) Result() Message {
-	reason := stopReason(a.finish, a.toolCalls)
+	reason, seq := stopReason(a.done, a.toolCalls)
 	content := make([]ContentBlock, len(a.list))
 	for i, b := range a.list {
 		if a.text[i] != nil {
@@ -223,7 +225,7 @@ func (a *Accumulator) Result() Message {
 	}
 	return Message{
 		ID: a.meta.ID, Type: typeMessage, Role: roleAssistant, Model: a.meta.Model,
-		Content: content, StopReason: &reason, Usage: usageFrom(a.usage),
+		Content: content, StopReason: &reason, StopSequence: seq, Usage: usageFrom(a.usage),
 	}
 }
 
@@ -401,10 +403,11 @@ func (s *Stream) Encode(c infer.Chunk) []Event {
 	case infer.ChunkDone:
 		out = s.closeBlock(out)
 		u := usageFrom(c.Usage)
+		reason, seq := stopReason(c, s.toolCalls)
 		out = append(out,
 			Event{EventMessageDelta, MessageDelta{
 				Type:  EventMessageDelta,
-				Delta: MessageDeltaStop{StopReason: stopReason(c.FinishReason, s.toolCalls)},
+				Delta: MessageDeltaStop{StopReason: reason, StopSequence: seq},
 				Usage: MessageDeltaUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens},
 			}},
 			Event{EventMessageStop, MessageStop{Type: EventMessageStop}},

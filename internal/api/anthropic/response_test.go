@@ -27,6 +27,12 @@ func done(finish string, in, out int) infer.Chunk {
 	return infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, Usage: &infer.Usage{PromptTokens: in, CompletionTokens: out}}
 }
 
+func doneBy(stop string, in, out int) infer.Chunk {
+	c := done(infer.FinishStop, in, out)
+	c.StopSequence = stop
+	return c
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)
@@ -52,6 +58,8 @@ func TestAccumulator(t *testing.T) {
 			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_abc_0","name":"t","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`},
 		{"broken_arguments_stay_valid_json", []infer.Chunk{call("c", "t", `{"a":`), call("d", "u", `[1]`), done(infer.FinishToolCalls, 1, 1)},
 			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_abc_0","name":"t","input":"{\"a\":"},{"type":"tool_use","id":"toolu_abc_1","name":"u","input":"[1]"}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":1,"output_tokens":1}}`},
+		{"stop_sequence", []infer.Chunk{delta("Once upon", ""), doneBy("\n\nHuman:", 4, 3)},
+			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Once upon"}],"stop_reason":"stop_sequence","stop_sequence":"\n\nHuman:","usage":{"input_tokens":4,"output_tokens":3}}`},
 		{"empty_and_cancelled", []infer.Chunk{delta("", ""), {Kind: infer.ChunkDone, FinishReason: infer.FinishCancelled}},
 			`{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0}}`},
 	}
@@ -135,6 +143,11 @@ func TestStream(t *testing.T) {
 			`content_block_delta {"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"c"}}`,
 			`content_block_stop {"type":"content_block_stop","index":2}`,
 			`message_delta {"type":"message_delta","delta":{"stop_reason":"max_tokens","stop_sequence":null},"usage":{"input_tokens":1,"output_tokens":3}}`,
+			`message_stop {"type":"message_stop"}`,
+		}},
+		{"stop_sequence", []infer.Chunk{doneBy("END", 2, 1)}, []string{
+			`message_start {"type":"message_start","message":{"id":"msg_abc","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":2,"output_tokens":0}}}`, ping,
+			`message_delta {"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"input_tokens":2,"output_tokens":1}}`,
 			`message_stop {"type":"message_stop"}`,
 		}},
 		{"nothing_generated", []infer.Chunk{delta("", ""), done(infer.FinishStop, 2, 0)}, []string{

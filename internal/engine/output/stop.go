@@ -9,6 +9,7 @@ type StopMatcher struct {
 	maxLen  int
 	pending string // text that could still be the start of a stop string
 	stopped bool
+	matched string // the stop string that ended the text
 }
 
 // NewStopMatcher returns a matcher for stops; empty strings are ignored, so
@@ -82,12 +83,16 @@ func (m *StopMatcher) Flush() string {
 	return out
 }
 
-// firstHit returns the earliest position of a full stop string in buf, or -1.
+// firstHit returns the earliest position of a full stop string in buf, or
+// -1, and remembers which stop string it is. Of several starting there the
+// shortest wins: it is the one a stream completes first, so the answer does
+// not depend on how the text was split into pieces.
 func (m *StopMatcher) firstHit(buf string) int {
 	hit := -1
 	for _, s := range m.stops {
-		if i := strings.Index(buf, s); i >= 0 && (hit < 0 || i < hit) {
-			hit = i
+		i := strings.Index(buf, s)
+		if i >= 0 && (hit < 0 || i < hit || i == hit && len(s) < len(m.matched)) {
+			hit, m.matched = i, s
 		}
 	}
 	return hit
@@ -95,3 +100,11 @@ func (m *StopMatcher) firstHit(buf string) int {
 
 // Stopped reports whether a stop string has been matched.
 func (m *StopMatcher) Stopped() bool { return m.stopped }
+
+// Matched returns the stop string that ended the text, or "" while none has.
+func (m *StopMatcher) Matched() string {
+	if !m.stopped {
+		return ""
+	}
+	return m.matched
+}

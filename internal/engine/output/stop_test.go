@@ -6,37 +6,42 @@ import (
 	"testing"
 )
 
-// runStop feeds chunks to a matcher and returns the emitted text and
-// whether it stopped.
-func runStop(stops, chunks []string) (string, bool) {
+// runStop feeds chunks to a matcher and returns the emitted text and the
+// stop string that ended it ("" for none).
+func runStop(stops, chunks []string) (string, string) {
 	m := NewStopMatcher(stops)
 	var out strings.Builder
 	for _, c := range chunks {
 		emit, stopped := m.Push(c)
 		out.WriteString(emit)
 		if stopped {
-			return out.String(), true
+			return out.String(), m.Matched()
 		}
 	}
 	out.WriteString(m.Flush())
-	return out.String(), m.Stopped()
+	if m.Stopped() != (m.Matched() != "") {
+		return out.String(), "<Stopped and Matched disagree>"
+	}
+	return out.String(), m.Matched()
 }
 
-// referenceStop is the text up to the earliest occurrence of any stop.
-func referenceStop(stops []string, text string) (string, bool) {
-	cut := -1
+// referenceStop is the text up to the earliest occurrence of any stop, and
+// that stop (the shortest of those starting there).
+func referenceStop(stops []string, text string) (string, string) {
+	cut, matched := -1, ""
 	for _, s := range stops {
 		if s == "" {
 			continue
 		}
-		if i := strings.Index(text, s); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+		i := strings.Index(text, s)
+		if i >= 0 && (cut < 0 || i < cut || i == cut && len(s) < len(matched)) {
+			cut, matched = i, s
 		}
 	}
 	if cut < 0 {
-		return text, false
+		return text, ""
 	}
-	return text[:cut], true
+	return text[:cut], matched
 }
 
 func TestStopMatcher(t *testing.T) {
@@ -45,24 +50,25 @@ func TestStopMatcher(t *testing.T) {
 		stops   []string
 		chunks  []string
 		want    string
-		stopped bool
+		matched string
 	}{
-		{"no stops", nil, []string{"abc", "def"}, "abcdef", false},
-		{"stop inside one chunk", []string{"END"}, []string{"helloENDworld"}, "hello", true},
-		{"stop across chunks", []string{"END"}, []string{"hello E", "N", "D more"}, "hello ", true},
-		{"partial that never completes", []string{"END"}, []string{"hello EN", "x"}, "hello ENx", false},
-		{"partial held at the end", []string{"END"}, []string{"hello EN"}, "hello EN", false},
-		{"earliest of several", []string{"world", "lo w"}, []string{"hello world"}, "hel", true},
-		{"longer stop starting earlier wins", []string{"abcd", "bc"}, []string{"ab", "cd"}, "", true},
-		{"shorter stop when longer fails", []string{"abcd", "bc"}, []string{"ab", "cx"}, "a", true},
-		{"empty stop ignored", []string{""}, []string{"abc"}, "abc", false},
-		{"multibyte stop", []string{"。"}, []string{"你好", "\xe3\x80", "\x82再见"}, "你好", true},
+		{"no stops", nil, []string{"abc", "def"}, "abcdef", ""},
+		{"stop inside one chunk", []string{"END"}, []string{"helloENDworld"}, "hello", "END"},
+		{"stop across chunks", []string{"END"}, []string{"hello E", "N", "D more"}, "hello ", "END"},
+		{"partial that never completes", []string{"END"}, []string{"hello EN", "x"}, "hello ENx", ""},
+		{"partial held at the end", []string{"END"}, []string{"hello EN"}, "hello EN", ""},
+		{"earliest of several", []string{"world", "lo w"}, []string{"hello world"}, "hel", "lo w"},
+		{"longer stop starting earlier wins", []string{"abcd", "bc"}, []string{"ab", "cd"}, "", "abcd"},
+		{"shorter stop when longer fails", []string{"abcd", "bc"}, []string{"ab", "cx"}, "a", "bc"},
+		{"shortest of those starting together", []string{"abcd", "ab"}, []string{"abcd"}, "", "ab"},
+		{"empty stop ignored", []string{""}, []string{"abc"}, "abc", ""},
+		{"multibyte stop", []string{"。"}, []string{"你好", "\xe3\x80", "\x82再见"}, "你好", "。"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, stopped := runStop(tt.stops, tt.chunks)
-			if got != tt.want || stopped != tt.stopped {
-				t.Fatalf("got (%q, %v), want (%q, %v)", got, stopped, tt.want, tt.stopped)
+			got, matched := runStop(tt.stops, tt.chunks)
+			if got != tt.want || matched != tt.matched {
+				t.Fatalf("got (%q, %q), want (%q, %q)", got, matched, tt.want, tt.matched)
 			}
 		})
 	}
@@ -114,10 +120,10 @@ func TestStopMatcherProperty(t *testing.T) {
 			chunks = append(chunks, rest[:n])
 			rest = rest[n:]
 		}
-		got, stopped := runStop(stops, chunks)
-		want, wantStopped := referenceStop(stops, text)
-		if got != want || stopped != wantStopped {
-			t.Fatalf("iteration %d: stops %q chunks %q: got (%q, %v), want (%q, %v)", iter, stops, chunks, got, stopped, want, wantStopped)
+		got, matched := runStop(stops, chunks)
+		want, wantMatched := referenceStop(stops, text)
+		if got != want || matched != wantMatched {
+			t.Fatalf("iteration %d: stops %q chunks %q: got (%q, %q), want (%q, %q)", iter, stops, chunks, got, matched, want, wantMatched)
 		}
 	}
 }

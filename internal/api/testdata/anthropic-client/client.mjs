@@ -74,6 +74,27 @@ expect(out.stream.text.length > 0, "stream: non-empty text");
 expect(["end_turn", "max_tokens"].includes(streamed.stop_reason), "stream: stop_reason end_turn or max_tokens");
 expect(streamed.usage.input_tokens > 0 && streamed.usage.output_tokens > 0, "stream: usage counts (message_delta)");
 
+// A stop sequence taken from the middle of the first answer (greedy, so
+// the same request gives the same text): the answer must end just before
+// its first occurrence, with stop_reason stop_sequence naming it, both
+// non-streamed and streamed.
+const chars = Array.from(out.message.text);
+if (chars.length >= 4 && out.message.blocks.every((b) => b === "text")) {
+  const mid = Math.floor(chars.length / 2);
+  const stop = chars.slice(mid, mid + 3).join("");
+  const cut = out.message.text.slice(0, out.message.text.indexOf(stop));
+  const req = { model, max_tokens: 64, temperature: 0, messages, stop_sequences: ["\u0000never", stop] };
+  const stopped = await client.messages.create(req);
+  const stoppedStream = await client.messages.stream(req).finalMessage();
+  out.stop = { sequence: stop, message: summary(stopped), stream: summary(stoppedStream) };
+  for (const [what, msg] of [["message", stopped], ["stream", stoppedStream]]) {
+    expect(msg.stop_reason === "stop_sequence" && msg.stop_sequence === stop, `stop (${what}): stop_reason stop_sequence naming ${JSON.stringify(stop)}`);
+    expect(textOf(msg) === cut, `stop (${what}): text cut before the stop sequence`);
+  }
+} else {
+  failures.push("stop: the first answer is too short to take a stop sequence from");
+}
+
 // A tool round trip.
 const tools = [
   {
