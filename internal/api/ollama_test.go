@@ -265,8 +265,9 @@ func TestOllamaRequestMapping(t *testing.T) {
 	f.b.mu.Unlock()
 	seed := uint64(7)
 	temp, topP := 0.2, 0.8
+	window := 64
 	want := infer.Sampling{MaxTokens: 2, Temperature: &temp, TopP: &topP, TopK: 20, MinP: 0.1, Seed: &seed, Stop: []string{"\n"},
-		RepeatPenalty: 1.2, PresencePenalty: 0.3, FrequencyPenalty: 0.4}
+		RepeatPenalty: 1.2, PresencePenalty: 0.3, FrequencyPenalty: 0.4, RepeatLastN: &window}
 	gs, _ := json.Marshal(got.Sampling)
 	ws, _ := json.Marshal(want)
 	if string(gs) != string(ws) {

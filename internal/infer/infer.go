@@ -59,11 +59,19 @@ type Sampling struct {
 	RepeatPenalty    float64  `json:"repeat_penalty,omitempty"`
 	PresencePenalty  float64  `json:"presence_penalty,omitempty"`
 	FrequencyPenalty float64  `json:"frequency_penalty,omitempty"`
-	Seed             *uint64  `json:"seed,omitempty"`
-	Stop             []string `json:"stop,omitempty"`
-	Logprobs         bool     `json:"logprobs,omitempty"`
-	TopLogprobs      int      `json:"top_logprobs,omitempty"`
+	// RepeatLastN is the penalties' window in tokens of the answer: nil
+	// means DefaultRepeatLastN, 0 turns the penalties off, -1 takes the
+	// whole answer so far (Ollama's repeat_last_n).
+	RepeatLastN *int     `json:"repeat_last_n,omitempty"`
+	Seed        *uint64  `json:"seed,omitempty"`
+	Stop        []string `json:"stop,omitempty"`
+	Logprobs    bool     `json:"logprobs,omitempty"`
+	TopLogprobs int      `json:"top_logprobs,omitempty"`
 }
+
+// DefaultRepeatLastN is the penalties' window when a request names none
+// (llama.cpp's and Ollama's default).
+const DefaultRepeatLastN = 64
 
 // DefaultMaxTokens caps generation when a request names no limit.
 const DefaultMaxTokens = 4096

@@ -36,6 +36,8 @@ func (r *Request) Validate() error {
 		return ParamErrorf("frequency_penalty", "frequency_penalty must be between -2 and 2")
 	case math.IsNaN(s.RepeatPenalty) || s.RepeatPenalty < 0:
 		return ParamErrorf("repeat_penalty", "repeat_penalty must not be negative")
+	case s.RepeatLastN != nil && *s.RepeatLastN < -1:
+		return ParamErrorf("repeat_last_n", "repeat_last_n must be -1 (the whole answer), 0 (penalties off) or a positive window")
 	case len(s.Stop) > MaxStopSequences:
 		return ParamErrorf("stop", "at most %d stop sequences are allowed", MaxStopSequences)
 	case s.TopLogprobs < 0 || s.TopLogprobs > MaxTopLogprobs:

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/engine/sample"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/supervise"
 )
@@ -244,6 +245,37 @@ func TestSamplingParams(t *testing.T) {
 			p := samplingParams(tt.in, func() uint64 { return 7 })
 			if p.Temperature != tt.temp || p.TopP != tt.topP || p.Seed != tt.seed || p.TopK != tt.in.TopK || p.MinP != float32(tt.in.MinP) {
 				t.Fatalf("params %+v", p)
+			}
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestRepeatWindow: the request's window reaches the sampler, and an empty
+// one turns every penalty off.
+func TestRepeatWindow(t *testing.T) {
+	n := func(v int) *int { return &v }
+	pen := infer.Sampling{RepeatPenalty: 1.3, PresencePenalty: 0.5, FrequencyPenalty: 0.25}
+	tests := []struct {
+		name   string
+		window *int
+		want   sample.Params // only the penalty fields are compared
+	}{
+		{"default", nil, sample.Params{RepeatPenalty: 1.3, PresencePenalty: 0.5, FrequencyPenalty: 0.25, RepeatLastN: 64}},
+		{"window", n(8), sample.Params{RepeatPenalty: 1.3, PresencePenalty: 0.5, FrequencyPenalty: 0.25, RepeatLastN: 8}},
+		{"whole answer", n(-1), sample.Params{RepeatPenalty: 1.3, PresencePenalty: 0.5, FrequencyPenalty: 0.25, RepeatLastN: -1}},
+		{"off", n(0), sample.Params{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := pen
+			in.RepeatLastN = tt.window
+			p := samplingParams(in, func() uint64 { return 7 })
+			got := sample.Params{RepeatPenalty: p.RepeatPenalty, PresencePenalty: p.PresencePenalty, FrequencyPenalty: p.FrequencyPenalty, RepeatLastN: p.RepeatLastN}
+			if got != tt.want {
+				t.Fatalf("penalties %+v, want %+v", got, tt.want)
 			}
 			if err := p.Validate(); err != nil {
 				t.Fatal(err)

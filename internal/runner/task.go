@@ -72,6 +72,15 @@ func samplingParams(s infer.Sampling, randomSeed func() uint64) sample.Params {
 		PresencePenalty:  float32(s.PresencePenalty),
 		FrequencyPenalty: float32(s.FrequencyPenalty),
 	}
+	switch n := s.RepeatLastN; {
+	case n == nil:
+		p.RepeatLastN = infer.DefaultRepeatLastN
+	case *n == 0:
+		// An empty window penalises nothing.
+		p.RepeatPenalty, p.PresencePenalty, p.FrequencyPenalty = 0, 0, 0
+	default:
+		p.RepeatLastN = *n
+	}
 	if s.Temperature != nil {
 		p.Temperature = float32(*s.Temperature)
 	}

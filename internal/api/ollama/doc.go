@@ -51,10 +51,10 @@
 //	            unseeded), num_predict (the max tokens; -1, -2 and 0 mean
 //	            the server's default cap, infer.DefaultMaxTokens, as no
 //	            request may run unbounded), stop (an array or a string),
-//	            repeat_penalty, presence_penalty, frequency_penalty
-//	ignored:    repeat_last_n (the engine's penalty window is 64 tokens,
-//	            Ollama's default too, and infer.Sampling has no field for
-//	            another), num_ctx (the context window is stamped on the
+//	            repeat_penalty, presence_penalty, frequency_penalty,
+//	            repeat_last_n (the penalties' window over the answer: 64
+//	            by default, 0 off, -1 all of it)
+//	ignored:    num_ctx (the context window is stamped on the
 //	            instance at placement; POST /place_instance sets it),
 //	            num_thread, num_batch, num_gpu, main_gpu, numa, low_vram,
 //	            f16_kv, use_mmap, use_mlock, vocab_only, logits_all,

@@ -469,6 +469,16 @@ func (o *options) sampling() (infer.Sampling, error) {
 	if o.FrequencyPenalty != nil {
 		s.FrequencyPenalty = *o.FrequencyPenalty
 	}
+	if n, ok, err := integer(o.RepeatLastN, "repeat_last_n"); err != nil {
+		return s, err
+	} else if ok {
+		// Ollama's -1 is "the context window", which holds the whole answer.
+		if n < -1 || n > math.MaxInt32 {
+			return s, infer.ParamErrorf("options.repeat_last_n", "options.repeat_last_n must be -1 (the whole context), 0 (penalties off) or a positive window, got %d", n)
+		}
+		w := int(n)
+		s.RepeatLastN = &w
+	}
 	if n, ok, err := integer(o.TopK, "top_k"); err != nil {
 		return s, err
 	} else if ok {
@@ -522,7 +532,7 @@ func (o *options) unsupported() error {
 		name string
 		raw  json.RawMessage
 	}{
-		{"repeat_last_n", o.RepeatLastN}, {"num_ctx", o.NumCtx}, {"num_batch", o.NumBatch},
+		{"num_ctx", o.NumCtx}, {"num_batch", o.NumBatch},
 		{"num_gpu", o.NumGPU}, {"main_gpu", o.MainGPU}, {"num_thread", o.NumThread}, {"num_keep", o.NumKeep},
 	} {
 		if _, _, err := integer(opt.raw, opt.name); err != nil {

@@ -49,6 +49,18 @@ func TestDecodeChatRequest(t *testing.T) {
 					Stop: []string{"\n\n", "END"}}}},
 		},
 		{
+			name: "repeat_last_n",
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"options":{"repeat_last_n":0}}`,
+			want: Decoded{Stream: true, Request: infer.Request{Model: "m", Chat: true, Messages: user("hi"),
+				Sampling: infer.Sampling{RepeatLastN: ptr(0)}}},
+		},
+		{
+			name: "repeat_last_n_whole_context",
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"options":{"repeat_last_n":-1.0}}`,
+			want: Decoded{Stream: true, Request: infer.Request{Model: "m", Chat: true, Messages: user("hi"),
+				Sampling: infer.Sampling{RepeatLastN: ptr(-1)}}},
+		},
+		{
 			name: "integral_floats_and_string_stop",
 			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"options":{"top_k":40.0,"num_predict":8.0,"stop":"END"}}`,
 			want: Decoded{Stream: true, Request: infer.Request{Model: "m", Chat: true, Messages: user("hi"),
@@ -67,7 +79,7 @@ func TestDecodeChatRequest(t *testing.T) {
 		{
 			name: "ignored_options_and_neutral_samplers",
 			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"keep_alive":"5m","truncate":true,"options":{
-				"num_ctx":8192,"num_thread":8,"num_gpu":0,"repeat_last_n":64,"use_mmap":true,"numa":false,
+				"num_ctx":8192,"num_thread":8,"num_gpu":0,"use_mmap":true,"numa":false,
 				"typical_p":1,"tfs_z":1.0,"mirostat":0,"mirostat_tau":5,"penalize_newline":true,"future_option":"x"}}`,
 			want: Decoded{Stream: true, Request: infer.Request{Model: "m", Chat: true, Messages: user("hi")}},
 		},
@@ -253,6 +265,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"top_p_range", "chat", `{"model":"m",` + hi + `,"options":{"top_p":1.5}}`, "options.top_p", "between 0 and 1"},
 		{"min_p_range", "chat", `{"model":"m",` + hi + `,"options":{"min_p":-0.1}}`, "options.min_p", "between 0 and 1"},
 		{"repeat_penalty_negative", "chat", `{"model":"m",` + hi + `,"options":{"repeat_penalty":-1}}`, "options.repeat_penalty", "negative"},
+		{"repeat_last_n_below_minus_one", "chat", `{"model":"m",` + hi + `,"options":{"repeat_last_n":-2}}`, "options.repeat_last_n", "-1 (the whole context)"},
+		{"repeat_last_n_fraction", "chat", `{"model":"m",` + hi + `,"options":{"repeat_last_n":1.5}}`, "options.repeat_last_n", "must be an integer"},
 		{"presence_penalty_range", "chat", `{"model":"m",` + hi + `,"options":{"presence_penalty":3}}`, "options.presence_penalty", "between -2 and 2"},
 		{"frequency_penalty_range", "chat", `{"model":"m",` + hi + `,"options":{"frequency_penalty":-3}}`, "options.frequency_penalty", "between -2 and 2"},
 		{"top_k_fraction", "chat", `{"model":"m",` + hi + `,"options":{"top_k":4.5}}`, "options.top_k", "integer"},
