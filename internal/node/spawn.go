@@ -16,9 +16,13 @@ import (
 func spawner(command []string, log *slog.Logger) func(ctx context.Context, name string) (worker.Runner, error) {
 	return func(ctx context.Context, name string) (worker.Runner, error) {
 		l := log.With("runner", name)
-		spec := runner.SelfSpec(l)
+		// The child logs what the node's level lets through; its records
+		// keep their level on the way back (supervise re-emits them).
+		level := []string{"-log-level", enabledLevel(ctx, log).String()}
+		spec := runner.SelfSpec(l, level...)
 		if len(command) > 0 {
-			spec = supervise.Spec{Path: command[0], Args: append(append([]string(nil), command[1:]...), "runner"), Logger: l}
+			args := append(append(append([]string(nil), command[1:]...), "runner"), level...)
+			spec = supervise.Spec{Path: command[0], Args: args, Logger: l}
 		}
 		c, err := runner.Start(ctx, spec, runner.Options{Logger: l})
 		if err != nil {
@@ -26,6 +30,16 @@ func spawner(command []string, log *slog.Logger) func(ctx context.Context, name 
 		}
 		return clientRunner{c}, nil
 	}
+}
+
+// enabledLevel is the lowest of the standard levels log lets through.
+func enabledLevel(ctx context.Context, log *slog.Logger) slog.Level {
+	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn} {
+		if log.Enabled(ctx, l) {
+			return l
+		}
+	}
+	return slog.LevelError
 }
 
 // clientRunner adapts runner.Client to the worker's Runner.

@@ -42,8 +42,18 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("runner: --log-level: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	// JSON records keep their level and attributes in the node's log
+	// (supervise re-emits them). Durations travel as text ("1.5ms"), which
+	// reads better there than JSON's nanosecond count.
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText}))
 	return serve(ctx, stdin, stdout, log, *slots)
+}
+
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 // server is the child's state, owned by the goroutine running serve.

@@ -1,7 +1,8 @@
 // Package supervise starts and stops child processes: our own binary
 // re-executed with a hidden subcommand (or any program), in a process group of
 // its own, with its stdin and stdout handed to the caller as pipes and its
-// stderr logged line by line. Kill signals the whole group, so a grandchild
+// stderr logged line by line (a child's slog JSON records keep their level
+// and attributes). Kill signals the whole group, so a grandchild
 // (an engine's helper process) cannot outlive its runner. Breaker is the
 // crash circuit breaker: a pure value that says when a child has failed too
 // often to be started again.

@@ -25,7 +25,7 @@ func logLines(r io.Reader, log *slog.Logger, max int) {
 		case skipping:
 			skipping = false // the tail of a cut line
 		case len(line) > 0:
-			log.Info(trimEOL(line))
+			relog(log, trimEOL(line))
 		}
 		if err != nil {
 			return
@@ -33,12 +33,12 @@ func logLines(r io.Reader, log *slog.Logger, max int) {
 	}
 }
 
-func trimEOL(b []byte) string {
+func trimEOL(b []byte) []byte {
 	if n := len(b); n > 0 && b[n-1] == '\n' {
 		b = b[:n-1]
 		if n := len(b); n > 0 && b[n-1] == '\r' {
 			b = b[:n-1]
 		}
 	}
-	return string(b)
+	return b
 }

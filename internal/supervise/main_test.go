@@ -44,6 +44,12 @@ func runChild(role string) int {
 		fmt.Fprintln(os.Stderr, "after long")
 		fmt.Fprint(os.Stderr, "no newline")
 		return 0
+	case "slog": // records from slog's JSON handler, as the runner writes them
+		log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log.Warn("weights are slow to read", "file", "m.gguf", "mib_per_s", 12.5, "tries", 3)
+		log.Debug("detail", slog.Group("req", "id", "t1"))
+		fmt.Fprintln(os.Stderr, "plain text")
+		return 0
 	case "group": // start a grandchild sharing stdout, report both pids, wait
 		exe, _ := os.Executable()
 		gc := exec.Command(exe, "-test.run=^$")
@@ -134,6 +140,7 @@ type recorded struct {
 }
 
 type record struct {
+	level slog.Level
 	msg   string
 	attrs map[string]string
 }
@@ -143,7 +150,7 @@ func newRecorder() *recorder { return &recorder{shared: new(recorded)} }
 func (h *recorder) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h *recorder) Handle(_ context.Context, r slog.Record) error {
-	rec := record{msg: r.Message, attrs: map[string]string{}}
+	rec := record{level: r.Level, msg: r.Message, attrs: map[string]string{}}
 	for _, a := range h.attrs {
 		rec.attrs[a.Key] = a.Value.String()
 	}

@@ -41,9 +41,10 @@ type Spec struct {
 	Env []string
 	// Dir is the working directory; "" inherits ours.
 	Dir string
-	// Logger receives each stderr line as an Info record with the
-	// attribute stream=stderr; give it the child's identity with
-	// Logger.With. nil discards stderr.
+	// Logger receives each stderr line with the attribute stream=stderr:
+	// a slog JSON record keeps its level, message and attributes, any other
+	// line is an Info record of its text. Give it the child's identity
+	// with Logger.With. nil discards stderr.
 	Logger *slog.Logger
 	// Grace is the time between SIGTERM and SIGKILL in Kill (0 = DefaultGrace).
 	Grace time.Duration

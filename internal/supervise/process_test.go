@@ -198,6 +198,41 @@ func TestStderrCapture(t *testing.T) {
 	}
 }
 
+// TestStderrRecords: a child's slog JSON records keep their level, message
+// and attributes in the parent's log; plain text stays an Info record.
+func TestStderrRecords(t *testing.T) {
+	rec := newRecorder()
+	p := start(t, "slog", func(s *Spec) { s.Logger = slog.New(rec) })
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if _, err := p.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.all()
+	want := []record{
+		{slog.LevelWarn, "weights are slow to read", map[string]string{"file": "m.gguf", "mib_per_s": "12.5", "tries": "3"}},
+		{slog.LevelDebug, "detail", map[string]string{"req": "map[id:t1]"}},
+		{slog.LevelInfo, "plain text", nil},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d records %+v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.level != w.level || g.msg != w.msg {
+			t.Errorf("record %d: %v %q, want %v %q", i, g.level, g.msg, w.level, w.msg)
+		}
+		if _, ok := g.attrs["time"]; ok {
+			t.Errorf("record %d: the child's time was kept: %v", i, g.attrs)
+		}
+		for k, v := range w.attrs {
+			if g.attrs[k] != v {
+				t.Errorf("record %d: %s=%q, want %q (attrs %v)", i, k, g.attrs[k], v, g.attrs)
+			}
+		}
+	}
+}
+
 func TestStartErrors(t *testing.T) {
 	tests := []struct {
 		name string
