@@ -35,10 +35,14 @@ func percentiles(lat []time.Duration) (time.Duration, time.Duration) {
 }
 
 // stampedObjects writes count objects, each carrying its send time, and
-// reads them back on the other end, measuring per-object latency.
-func stampedObjects(ctx context.Context, w func(i int, buf []byte) error, r func(buf []byte) error, count, size int) (benchResult, error) {
+// reads them back on the other end, measuring per-object latency. In
+// lockstep the writer waits for each object to arrive before sending the
+// next, so the latency is that of an idle path (a pipeline stage handing
+// one activation row on), not of a queue.
+func stampedObjects(ctx context.Context, w func(i int, buf []byte) error, r func(buf []byte) error, count, size int, lockstep bool) (benchResult, error) {
 	base := time.Now()
 	errc := make(chan error, 1)
+	arrived := make(chan struct{}, 1)
 	go func() {
 		buf := make([]byte, size)
 		for i := range count {
@@ -46,6 +50,14 @@ func stampedObjects(ctx context.Context, w func(i int, buf []byte) error, r func
 			if err := w(i, buf); err != nil {
 				errc <- err
 				return
+			}
+			if lockstep {
+				select {
+				case <-arrived:
+				case <-ctx.Done():
+					errc <- ctx.Err()
+					return
+				}
 			}
 		}
 		errc <- nil
@@ -57,6 +69,9 @@ func stampedObjects(ctx context.Context, w func(i int, buf []byte) error, r func
 			return benchResult{}, err
 		}
 		lat = append(lat, time.Since(base)-time.Duration(binary.LittleEndian.Uint64(buf)))
+		if lockstep {
+			arrived <- struct{}{}
+		}
 	}
 	el := time.Since(base)
 	if err := <-errc; err != nil {
@@ -91,6 +106,7 @@ func childObjectWorker() error {
 	}
 	count, _ := envUint("COUNT")
 	size, _ := envUint("SIZE")
+	lockstep := os.Getenv("LOCKSTEP") == "1"
 	p, err := OpenProducer(arena.Bytes(), out, bells[0], bells[1])
 	if err != nil {
 		return err
@@ -112,7 +128,7 @@ func childObjectWorker() error {
 				err = fmt.Errorf("object of %d bytes, want %d", len(o.Payload), len(buf))
 			}
 			return err
-		}, int(count), int(size))
+		}, int(count), int(size), lockstep)
 	if err != nil {
 		return err
 	}
@@ -128,7 +144,7 @@ func childObjectWorker() error {
 
 // runQUICPath moves count objects runner process -> egress ring -> QUIC
 // (loopback) -> ingress ring -> runner process.
-func runQUICPath(b *testing.B, count, size int) benchResult {
+func runQUICPath(b *testing.B, count, size int, lockstep bool) benchResult {
 	b.Helper()
 	const ringCap = 4 << 20
 	nodes := newTestNodes(b, 2, 16<<20)
@@ -177,7 +193,7 @@ func runQUICPath(b *testing.B, count, size int) benchResult {
 	var stdout strings.Builder
 	cmd := spawnChildOut(b, "object-worker", &stdout, []string{
 		"EGRESS=" + encodeLayout(out.Layout), "INGRESS=" + encodeLayout(in.Layout),
-		"COUNT=" + strconv.Itoa(count), "SIZE=" + strconv.Itoa(size),
+		"COUNT=" + strconv.Itoa(count), "SIZE=" + strconv.Itoa(size), "LOCKSTEP=" + lockstepEnv(lockstep),
 	}, files...)
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("worker: %v", err)
@@ -189,8 +205,15 @@ func runQUICPath(b *testing.B, count, size int) benchResult {
 	return benchResult{uint64(bytes), time.Duration(el), time.Duration(p50), time.Duration(p99)}
 }
 
+func lockstepEnv(on bool) string {
+	if on {
+		return "1"
+	}
+	return "0"
+}
+
 // runTCPPath moves the same records over a plain loopback TCP socket.
-func runTCPPath(b *testing.B, count, size int) benchResult {
+func runTCPPath(b *testing.B, count, size int, lockstep bool) benchResult {
 	b.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -233,7 +256,7 @@ func runTCPPath(b *testing.B, count, size int) benchResult {
 			}
 			_, err := io.ReadFull(rc, buf)
 			return err
-		}, count, size)
+		}, count, size, lockstep)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,17 +267,38 @@ func runTCPPath(b *testing.B, count, size int) benchResult {
 // path and, in the same run, a plain TCP loopback copy of the same records.
 func BenchmarkEdgePath(b *testing.B) {
 	for _, size := range []int{8 << 10, 1 << 20} {
-		for _, path := range []struct {
-			name string
-			run  func(*testing.B, int, int) benchResult
-		}{{"ring_quic_ring", runQUICPath}, {"tcp_loopback", runTCPPath}} {
+		for _, path := range edgePaths {
 			b.Run(fmt.Sprintf("%s/%dKiB", path.name, size>>10), func(b *testing.B) {
 				count := max(b.N, 64)
 				b.SetBytes(int64(size))
 				b.ResetTimer()
-				res := path.run(b, count, size)
+				res := path.run(b, count, size, false)
 				b.StopTimer()
 				res.report(b)
+			})
+		}
+	}
+}
+
+var edgePaths = []struct {
+	name string
+	run  func(b *testing.B, count, size int, lockstep bool) benchResult
+}{{"ring_quic_ring", runQUICPath}, {"tcp_loopback", runTCPPath}}
+
+// BenchmarkEdgeLatency reports the one-way latency of an idle path: one
+// object in flight at a time, the size of an activation row handed between
+// pipeline stages (hidden 2048 and 4096 as F32), with plain TCP loopback in
+// the same run for the ratio.
+func BenchmarkEdgeLatency(b *testing.B) {
+	for _, size := range []int{8 << 10, 16 << 10} {
+		for _, path := range edgePaths {
+			b.Run(fmt.Sprintf("%s/%dKiB", path.name, size>>10), func(b *testing.B) {
+				count := max(b.N, 64)
+				b.ResetTimer()
+				res := path.run(b, count, size, true)
+				b.StopTimer()
+				b.ReportMetric(float64(res.p50.Nanoseconds())/1e3, "p50-µs")
+				b.ReportMetric(float64(res.p99.Nanoseconds())/1e3, "p99-µs")
 			})
 		}
 	}
