@@ -3,9 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -27,12 +25,12 @@ const anthropicPrefix = "/v1/messages"
 // /v1/messages, POST /v1/messages/count_tokens, and answers in Anthropic's
 // error shape for other methods and paths under /v1/messages.
 func (s *server) anthropicRoutes() {
-	s.mux.Handle("POST /v1/messages", s.anthropicRecover(s.messages))
-	s.mux.Handle("POST /v1/messages/count_tokens", s.anthropicRecover(s.countTokens))
+	s.mux.HandleFunc("POST /v1/messages", s.messages)
+	s.mux.HandleFunc("POST /v1/messages/count_tokens", s.countTokens)
 	s.mux.HandleFunc("/v1/messages", s.anthropicMethodNotAllowed)
 	s.mux.HandleFunc("/v1/messages/count_tokens", s.anthropicMethodNotAllowed)
 	s.mux.HandleFunc("/v1/messages/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeAnthropicError(w, r, infer.Errorf(infer.ClassNotFound, "no route for %s %s; this server serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path))
+		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "no route for %s %s; this server serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path))
 	})
 }
 
@@ -44,68 +42,19 @@ func isAnthropicPath(path string) bool {
 
 func (s *server) anthropicMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", http.MethodPost)
-	s.writeAnthropicStatus(w, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: POST", r.Method, r.URL.Path))
-}
-
-// writeAnthropicError answers err in Anthropic's error shape, with the
-// status the one error mapper (classify) gives it.
-func (s *server) writeAnthropicError(w http.ResponseWriter, r *http.Request, err error) {
-	status, e := s.classify(r, err)
-	if status >= 500 {
-		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
-	}
-	s.writeAnthropicStatus(w, status, e)
-}
-
-func (s *server) writeAnthropicStatus(w http.ResponseWriter, status int, e *infer.Error) {
-	s.writeJSON(w, status, anthropic.ErrorFrom(status, e))
-}
-
-// writeRouteError answers err in the error shape of the route family r is
-// for: Anthropic's under /v1/messages, OpenAI's elsewhere. The middleware
-// uses it for failures that happen before a route's handler runs.
-func (s *server) writeRouteError(w http.ResponseWriter, r *http.Request, err error) {
-	if isAnthropicPath(r.URL.Path) {
-		s.writeAnthropicError(w, r, err)
-		return
-	}
-	s.writeError(w, r, err)
-}
-
-// anthropicRecover answers a panic in h in Anthropic's shape, as
-// recoverPanics does in OpenAI's for the other routes: a 500 when nothing
-// was written yet, else an aborted connection.
-func (s *server) anthropicRecover(h http.HandlerFunc) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		defer func() {
-			v := recover()
-			if v == nil {
-				return
-			}
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			s.log.Error("http handler panic", "method", r.Method, "path", r.URL.Path,
-				"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			if sw, ok := w.(*statusWriter); !ok || sw.status != 0 {
-				panic(http.ErrAbortHandler)
-			}
-			s.writeAnthropicStatus(w, http.StatusInternalServerError, infer.Errorf(infer.ClassInternal, "internal error; the node's log has the details"))
-		}()
-		h(w, r)
-	})
+	s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: POST", r.Method, r.URL.Path))
 }
 
 // messages serves POST /v1/messages.
 func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeAnthropicError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	d, err := anthropic.DecodeMessagesRequest(body)
 	if err != nil {
-		s.writeAnthropicError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	// The task lives exactly as long as this handler: returning (the answer
@@ -114,7 +63,7 @@ func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	chunks, err := s.b.Generate(ctx, d.Request)
 	if err != nil {
-		s.writeAnthropicError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	meta := anthropic.Meta{ID: "msg_" + s.cfg.NewID(), Model: d.Request.Model}
@@ -130,7 +79,7 @@ func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 		}
 		switch c.Kind {
 		case infer.ChunkError:
-			s.writeAnthropicError(w, r, chunkError(c))
+			s.writeError(w, r, chunkError(c))
 			return
 		case infer.ChunkDone:
 			acc.Add(c)
@@ -146,19 +95,19 @@ func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 func (s *server) countTokens(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeAnthropicError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	req, err := anthropic.DecodeCountTokensRequest(body)
 	if err != nil {
-		s.writeAnthropicError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	chunks, err := s.b.Generate(ctx, req)
 	if err != nil {
-		s.writeAnthropicError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	for {
@@ -168,11 +117,11 @@ func (s *server) countTokens(w http.ResponseWriter, r *http.Request) {
 		}
 		switch c.Kind {
 		case infer.ChunkError:
-			s.writeAnthropicError(w, r, chunkError(c))
+			s.writeError(w, r, chunkError(c))
 			return
 		case infer.ChunkDone:
 			if c.Usage == nil {
-				s.writeAnthropicError(w, r, infer.Errorf(infer.ClassInternal, "the count task ended without a usage count"))
+				s.writeError(w, r, infer.Errorf(infer.ClassInternal, "the count task ended without a usage count"))
 				return
 			}
 			s.writeJSON(w, http.StatusOK, anthropic.TokenCount{InputTokens: c.Usage.PromptTokens})
@@ -237,7 +186,7 @@ func (s *server) streamMessage(ctx context.Context, w http.ResponseWriter, r *ht
 		if c.Kind == infer.ChunkError {
 			e := chunkError(c)
 			if !started {
-				s.writeAnthropicError(w, r, e)
+				s.writeError(w, r, e)
 				return
 			}
 			status, _ := s.classify(r, e)

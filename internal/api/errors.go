@@ -61,7 +61,7 @@ func classOfStatus(status int) infer.Class {
 // writeError answers err as an error document with its status.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, e := s.classify(r, err)
-	if status >= 500 {
+	if status >= 500 && status != http.StatusNotImplemented { // 501: a client asked for what Skulk does not do
 		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
 	}
 	s.writeStatus(w, r, status, e)

@@ -99,10 +99,10 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skulk"`)
 		if !hasBearer && !hasXKey {
-			s.writeRouteError(w, r, infer.Errorf(infer.ClassAuth, "this node requires an API key: send the header \"Authorization: Bearer <key>\" or \"x-api-key: <key>\""))
+			s.writeError(w, r, infer.Errorf(infer.ClassAuth, "this node requires an API key: send the header \"Authorization: Bearer <key>\" or \"x-api-key: <key>\""))
 			return
 		}
-		s.writeRouteError(w, r, infer.Errorf(infer.ClassAuth, "the API key is not valid"))
+		s.writeError(w, r, infer.Errorf(infer.ClassAuth, "the API key is not valid"))
 	})
 }
 

@@ -46,28 +46,15 @@ func (s *server) ollamaOther(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	if allow, ok := ollamaMethods[p]; ok {
 		w.Header().Set("Allow", allow)
-		s.writeOllamaStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", r.Method, p, allow))
+		s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", r.Method, p, allow))
 		return
 	}
 	if slices.ContainsFunc(ollamaManagement, func(m string) bool { return p == m || strings.HasSuffix(m, "/") && strings.HasPrefix(p, m) }) {
-		s.writeOllamaStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassInvalid,
+		s.writeStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassInvalid,
 			"%s is not supported: Skulk serves the models of its catalog (GET /models; add one with POST /models/add) where they are placed (POST /place_instance)", p))
 		return
 	}
-	s.writeOllamaStatus(w, r, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", r.Method, p))
-}
-
-// writeOllamaError answers err in Ollama's error shape with its status.
-func (s *server) writeOllamaError(w http.ResponseWriter, r *http.Request, err error) {
-	status, e := s.classify(r, err)
-	s.writeOllamaStatus(w, r, status, e)
-}
-
-func (s *server) writeOllamaStatus(w http.ResponseWriter, r *http.Request, status int, e *infer.Error) {
-	if status >= 500 && status != http.StatusNotImplemented { // 501: a client asked for what Skulk does not do
-		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
-	}
-	s.writeJSON(w, status, ollama.ErrorFrom(e))
+	s.writeStatus(w, r, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", r.Method, p))
 }
 
 // ollamaFormat is one generation endpoint of Ollama: how to decode its
@@ -120,18 +107,18 @@ func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f oll
 	start := s.cfg.Now()
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	d, err := f.decode(body)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	model := d.Request.Model
 	if d.Load {
 		if _, err := s.readyModel(r.Context(), model); err != nil {
-			s.writeOllamaError(w, r, err)
+			s.writeError(w, r, err)
 			return
 		}
 		s.writeJSON(w, http.StatusOK, f.loaded(model, s.cfg.Now()))
@@ -143,7 +130,7 @@ func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f oll
 	defer cancel()
 	chunks, err := s.b.Generate(ctx, d.Request)
 	if err != nil {
-		s.writeOllamaError(w, r, ollamaModelError(model, err))
+		s.writeError(w, r, ollamaModelError(model, err))
 		return
 	}
 	if d.Stream {
@@ -158,7 +145,7 @@ func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f oll
 		}
 		switch c.Kind {
 		case infer.ChunkError:
-			s.writeOllamaError(w, r, ollamaModelError(model, chunkError(c)))
+			s.writeError(w, r, ollamaModelError(model, chunkError(c)))
 			return
 		case infer.ChunkDone:
 			acc.Add(c, s.cfg.Now())
@@ -193,7 +180,7 @@ func streamOllama[T any](ctx context.Context, s *server, w http.ResponseWriter, 
 		if c.Kind == infer.ChunkError {
 			e := chunkError(c)
 			if !started {
-				s.writeOllamaError(w, r, ollamaModelError(model, e))
+				s.writeError(w, r, ollamaModelError(model, e))
 				return
 			}
 			s.log.Warn("http stream error", "method", r.Method, "path", r.URL.Path, "class", e.Class, "message", e.Message)
@@ -265,7 +252,7 @@ func (s *server) catalogCards(ctx context.Context) ([]ollama.Card, error) {
 func (s *server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 	models, err := s.b.Models(r.Context())
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	cards, err := s.catalogCards(r.Context())
@@ -283,17 +270,17 @@ func (s *server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 func (s *server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 	doc, err := s.b.State(r.Context())
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	instances, err := ollama.ParseInstances(b)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	cards, err := s.catalogCards(r.Context())
@@ -307,22 +294,22 @@ func (s *server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 func (s *server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	req, err := ollama.DecodeShowRequest(body)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	cards, err := s.catalogCards(r.Context())
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	i := slices.IndexFunc(cards, func(c ollama.Card) bool { return c.ID == req.Model })
 	if i < 0 {
-		s.writeOllamaError(w, r, ollama.ModelNotFound(req.Model, "it is not in the catalog (GET /models lists it)"))
+		s.writeError(w, r, ollama.ModelNotFound(req.Model, "it is not in the catalog (GET /models lists it)"))
 		return
 	}
 	var modified time.Time
@@ -352,7 +339,7 @@ func (s *server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	legacy := r.URL.Path == "/api/embeddings"
@@ -362,12 +349,12 @@ func (s *server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := decode(body)
 	if err != nil {
-		s.writeOllamaError(w, r, err)
+		s.writeError(w, r, err)
 		return
 	}
 	e, ok := s.b.(ollamaEmbedder)
 	if !ok {
-		s.writeOllamaStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassUnavailable, "embeddings are not available on this server"))
+		s.writeStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassUnavailable, "embeddings are not available on this server"))
 		return
 	}
 	var res infer.EmbedResult
@@ -377,7 +364,7 @@ func (s *server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 		res, err = e.Embed(r.Context(), req)
 	}
 	if err != nil {
-		s.writeOllamaError(w, r, ollamaModelError(req.Model, err))
+		s.writeError(w, r, ollamaModelError(req.Model, err))
 		return
 	}
 	if legacy {
