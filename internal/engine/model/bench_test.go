@@ -83,6 +83,7 @@ func benchCases() []benchCase {
 	small.Name, small.NLayer = "1b-4L", 4
 	cs := []benchCase{
 		{"tiny-f32", shapes["tiny"], tensor.F32},
+		{"tiny-q8_0", shapes["tiny"], tensor.Q8_0},
 		{"1b-4L-q8_0", small, tensor.Q8_0},
 		{"1b-4L-q4_k", small, tensor.Q4_K},
 		{"1b-4L-f16", small, tensor.F16},
