@@ -109,7 +109,7 @@ type ChunkKind string
 
 // Chunk kinds.
 const (
-	ChunkDelta    ChunkKind = "delta"     // Content and/or Reasoning text
+	ChunkDelta    ChunkKind = "delta"     // Content and/or Reasoning text; the first, empty, carries Usage.PromptTokens
 	ChunkToolCall ChunkKind = "tool_call" // a complete tool call
 	ChunkDone     ChunkKind = "done"      // the last chunk: FinishReason and Usage
 	ChunkError    ChunkKind = "error"     // the last chunk of a failed task

@@ -61,6 +61,10 @@ func TestGreedyMatchesLlamaCpp(t *testing.T) {
 	if len(r.chunks) < 10 {
 		t.Fatalf("%d chunks: the answer was not streamed", len(r.chunks))
 	}
+	// The prompt's size leads, in an empty delta sent before prefill.
+	if first := r.chunks[0]; first.Kind != infer.ChunkDelta || first.Content != "" || first.Usage == nil || first.Usage.PromptTokens != promptTokens {
+		t.Fatalf("first chunk %+v, want an empty delta carrying %d prompt tokens", first, promptTokens)
+	}
 }
 
 func TestConcurrentTasks(t *testing.T) {

@@ -128,10 +128,14 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	}
 	cache := m.Shard.NewCache(len(p.prompt) + budget)
 	sampler := sample.New(p.sample, m.Config.NVocab)
+	toClient := emit
 	con, emit, err := p.structured.start(l, sampler, emit)
 	if err != nil {
 		return end, err
 	}
+	// The prompt's size goes out before prompt processing, so a stream
+	// that opens with it (Anthropic's message_start) can carry it.
+	toClient(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
 	res, err := m.Shard.Forward(cache, model.Batch{Tokens: p.prompt})
 	if err != nil {
 		return end, fmt.Errorf("runner: prefill: %w", err)

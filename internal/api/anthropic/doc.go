@@ -67,10 +67,11 @@
 // request's stop_sequences caused -> stop_sequence, naming it in
 // stop_sequence (the shortest of several that start at the same place).
 //
-// Known gap, for want of a field in infer.Chunk: message_start's
-// usage.input_tokens is 0 because the prompt count arrives only with the
-// done chunk, so message_delta carries input_tokens as well as
-// output_tokens (clients take message_delta's usage as cumulative totals).
+// message_start carries usage.input_tokens from the runner's first chunk,
+// an empty delta with the prompt count sent before prompt processing (0 only
+// if a ping had to open the stream first); message_delta repeats
+// input_tokens with output_tokens, as clients take its usage as cumulative
+// totals.
 //
 // [ErrorFrom] builds Anthropic's error document from an *infer.Error and
 // the status it is answered with.

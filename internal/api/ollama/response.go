@@ -46,15 +46,23 @@ type clock struct {
 	start, first time.Time
 }
 
-// saw records the arrival of a chunk at at.
-func (c *clock) saw(at time.Time) {
+// saw records the arrival of ch at at. An empty delta (the prompt count a
+// runner sends before prompt processing) is not the answer's first output.
+func (c *clock) saw(ch infer.Chunk, at time.Time) {
+	if ch.Kind == infer.ChunkDelta && ch.Content == "" && ch.Reasoning == "" && len(ch.Logprobs) == 0 {
+		return
+	}
+	c.mark(at)
+}
+
+func (c *clock) mark(at time.Time) {
 	if c.first.IsZero() {
 		c.first = at
 	}
 }
 
 func (c *clock) metrics(end time.Time, u *infer.Usage) *Metrics {
-	c.saw(end)
+	c.mark(end)
 	m := &Metrics{
 		TotalDuration:      max(0, end.Sub(c.start).Nanoseconds()),
 		PromptEvalDuration: max(0, c.first.Sub(c.start).Nanoseconds()),
@@ -195,7 +203,7 @@ func (s *ChatStream) Encode(c infer.Chunk, at time.Time) []ChatResponse {
 	if c.Kind == infer.ChunkError {
 		return nil
 	}
-	s.clock.saw(at)
+	s.clock.saw(c, at)
 	switch c.Kind {
 	case infer.ChunkDelta:
 		if c.Content == "" && c.Reasoning == "" && len(c.Logprobs) == 0 {
@@ -241,7 +249,7 @@ func (a *ChatAccumulator) Add(c infer.Chunk, at time.Time) {
 	if c.Kind == infer.ChunkError {
 		return
 	}
-	a.clock.saw(at)
+	a.clock.saw(c, at)
 	switch c.Kind {
 	case infer.ChunkDelta:
 		a.content.WriteString(c.Content)
@@ -287,7 +295,7 @@ func (s *GenerateStream) Encode(c infer.Chunk, at time.Time) []GenerateResponse 
 	if c.Kind == infer.ChunkError {
 		return nil
 	}
-	s.clock.saw(at)
+	s.clock.saw(c, at)
 	l := GenerateResponse{Model: s.model, CreatedAt: at.UTC()}
 	switch c.Kind {
 	case infer.ChunkDelta:
@@ -332,7 +340,7 @@ func (a *GenerateAccumulator) Add(c infer.Chunk, at time.Time) {
 	if c.Kind == infer.ChunkError {
 		return
 	}
-	a.clock.saw(at)
+	a.clock.saw(c, at)
 	switch c.Kind {
 	case infer.ChunkDelta:
 		a.content.WriteString(c.Content)

@@ -152,3 +152,32 @@ func TestErrorFrom(t *testing.T) {
 		t.Errorf("ModelNotFound = %+v", e)
 	}
 }
+
+// TestTimingsSplitAtFirstText: the empty delta that carries the prompt
+// count is not the first output; prompt evaluation lasts until real text.
+func TestTimingsSplitAtFirstText(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	at := func(ns int) time.Time { return t0.Add(time.Duration(ns)) }
+	usage := &infer.Usage{PromptTokens: 4, CompletionTokens: 1}
+	chunks := []infer.Chunk{
+		{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: 4}},
+		{Kind: infer.ChunkDelta, Content: "a"},
+		{Kind: infer.ChunkDone, FinishReason: infer.FinishStop, Usage: usage},
+	}
+	times := []time.Time{at(1), at(5), at(9)}
+	a := NewChatAccumulator("m", t0)
+	s := NewChatStream("m", t0)
+	var last ChatResponse
+	for i, c := range chunks {
+		a.Add(c, times[i])
+		if lines := s.Encode(c, times[i]); len(lines) > 0 {
+			last = lines[len(lines)-1]
+		}
+	}
+	for name, r := range map[string]ChatResponse{"accumulator": a.Result(), "stream": last} {
+		m := r.Metrics
+		if m == nil || m.PromptEvalDuration != 5 || m.EvalDuration != 4 || m.TotalDuration != 9 || m.PromptEvalCount != 4 {
+			t.Errorf("%s: metrics %+v, want prompt eval 5 ns, eval 4 ns, total 9 ns", name, m)
+		}
+	}
+}
