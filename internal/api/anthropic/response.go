@@ -309,8 +309,8 @@ type ContentBlockStop struct {
 }
 
 // MessageDelta is the payload of message_delta: the stop reason and the
-// final usage. Usage carries input_tokens too, because the prompt count is
-// known only at the end of a task; clients take these as cumulative totals.
+// final usage. Usage repeats input_tokens, as Anthropic's API does;
+// clients take these as cumulative totals.
 type MessageDelta struct {
 	Type  string            `json:"type"`
 	Delta MessageDeltaStop  `json:"delta"`
