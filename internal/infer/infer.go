@@ -163,3 +163,9 @@ type Chunk struct {
 	// (whose Usage counts the inputs' tokens).
 	Embeddings [][]float32 `json:"embeddings,omitempty"`
 }
+
+// EmptyDelta reports whether c is a delta with no text and no logprobs,
+// such as the one that carries the prompt count ahead of the answer.
+func (c *Chunk) EmptyDelta() bool {
+	return c.Kind == ChunkDelta && c.Content == "" && c.Reasoning == "" && len(c.Logprobs) == 0
+}

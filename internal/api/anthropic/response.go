@@ -187,8 +187,7 @@ func toolInput(args string) string {
 // Accumulator aggregates one task's chunks into a [Message].
 type Accumulator struct {
 	blocks
-	done  infer.Chunk // the done chunk, once it has come
-	usage *infer.Usage
+	done infer.Chunk // the done chunk, once it has come
 }
 
 // NewAccumulator returns an accumulator for one answer.
@@ -209,7 +208,7 @@ func (a *Accumulator) Add(c infer.Chunk) {
 			a.appendToolCall(c.ToolCall)
 		}
 	case infer.ChunkDone:
-		a.done, a.usage = c, c.Usage
+		a.done = c
 	}
 }
 
@@ -225,7 +224,7 @@ func (a *Accumulator) Result() Message {
 	}
 	return Message{
 		ID: a.meta.ID, Type: typeMessage, Role: roleAssistant, Model: a.meta.Model,
-		Content: content, StopReason: &reason, StopSequence: seq, Usage: usageFrom(a.usage),
+		Content: content, StopReason: &reason, StopSequence: seq, Usage: usageFrom(a.done.Usage),
 	}
 }
 

@@ -49,7 +49,7 @@ type clock struct {
 // saw records the arrival of ch at at. An empty delta (the prompt count a
 // runner sends before prompt processing) is not the answer's first output.
 func (c *clock) saw(ch infer.Chunk, at time.Time) {
-	if ch.Kind == infer.ChunkDelta && ch.Content == "" && ch.Reasoning == "" && len(ch.Logprobs) == 0 {
+	if ch.EmptyDelta() {
 		return
 	}
 	c.mark(at)
@@ -206,7 +206,7 @@ func (s *ChatStream) Encode(c infer.Chunk, at time.Time) []ChatResponse {
 	s.clock.saw(c, at)
 	switch c.Kind {
 	case infer.ChunkDelta:
-		if c.Content == "" && c.Reasoning == "" && len(c.Logprobs) == 0 {
+		if c.EmptyDelta() {
 			return nil
 		}
 		l := s.line(at, Message{Content: c.Content, Thinking: c.Reasoning})
@@ -299,7 +299,7 @@ func (s *GenerateStream) Encode(c infer.Chunk, at time.Time) []GenerateResponse 
 	l := GenerateResponse{Model: s.model, CreatedAt: at.UTC()}
 	switch c.Kind {
 	case infer.ChunkDelta:
-		if c.Content == "" && c.Reasoning == "" && len(c.Logprobs) == 0 {
+		if c.EmptyDelta() {
 			return nil
 		}
 		l.Response, l.Thinking, l.Logprobs = c.Content, c.Reasoning, logprobs(c.Logprobs)

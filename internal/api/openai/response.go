@@ -178,7 +178,7 @@ func (s *ChatStream) Encode(c infer.Chunk) []ChatCompletionChunk {
 	}
 	switch c.Kind {
 	case infer.ChunkDelta:
-		if c.Content == "" && c.Reasoning == "" && len(c.Logprobs) == 0 {
+		if c.EmptyDelta() {
 			return out
 		}
 		d := Delta{ReasoningContent: c.Reasoning}
