@@ -23,12 +23,14 @@ func relog(log *slog.Logger, line []byte) {
 // parseRecord reads a slog JSON record, keeping the attributes in order.
 func parseRecord(line []byte) (level slog.Level, msg string, attrs []slog.Attr, ok bool) {
 	line = bytes.TrimSpace(line)
-	if len(line) < 2 || line[0] != '{' || !json.Valid(line) {
+	if len(line) < 2 || line[0] != '{' {
 		return 0, "", nil, false
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.UseNumber()
-	dec.Token() // the opening brace, already checked
+	if _, err := dec.Token(); err != nil { // the opening brace
+		return 0, "", nil, false
+	}
 	var haveLevel, haveMsg bool
 	for dec.More() {
 		tok, err := dec.Token()
@@ -53,7 +55,8 @@ func parseRecord(line []byte) (level slog.Level, msg string, attrs []slog.Attr, 
 			attrs = append(attrs, slog.Any(key, plain(v)))
 		}
 	}
-	if !haveLevel || !haveMsg {
+	// The closing brace must end the line: text after it is not a record.
+	if _, err := dec.Token(); err != nil || dec.InputOffset() != int64(len(line)) || !haveLevel || !haveMsg {
 		return 0, "", nil, false
 	}
 	return level, msg, attrs, true

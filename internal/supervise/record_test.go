@@ -26,6 +26,8 @@ func TestParseRecord(t *testing.T) {
 		{"bad level", `{"level":"LOUD","msg":"x"}`, false, 0, "", ""},
 		{"level not a string", `{"level":4,"msg":"x"}`, false, 0, "", ""},
 		{"broken json", `{"level":"INFO","msg":"x"`, false, 0, "", ""},
+		{"text after the object", `{"level":"INFO","msg":"x"} and more`, false, 0, "", ""},
+		{"second object", `{"level":"INFO","msg":"x"}{}`, false, 0, "", ""},
 		{"array", `["level","INFO"]`, false, 0, "", ""},
 		{"empty object", `{}`, false, 0, "", ""},
 	}
