@@ -202,9 +202,13 @@ func TestCancel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := <-ch
-		if first.Kind != infer.ChunkDelta {
-			t.Fatalf("first chunk %+v", first)
+		// Cancel once text flows: after the prompt-count chunk, at the
+		// first delta with text.
+		if first := <-ch; !first.EmptyDelta() || first.Usage == nil {
+			t.Fatalf("first chunk %+v, want the prompt count", first)
+		}
+		if text := <-ch; text.Kind != infer.ChunkDelta || text.Content == "" {
+			t.Fatalf("second chunk %+v, want text", text)
 		}
 		if err := c.Cancel(t.Context(), "long"); err != nil {
 			t.Fatal(err)
