@@ -186,6 +186,7 @@ const (
 
 // rowsJob applies a rowsOp to rows of width elements.
 type rowsJob struct {
+	k        tensor.Kernels
 	op       rowsOp
 	dst, src []float32
 	w        []float32
@@ -200,9 +201,7 @@ func (j *rowsJob) do(_, lo, hi int) {
 		case opNorm:
 			rmsNorm(dst, src, j.w, j.eps)
 		case opSwiGLU:
-			for e, g := range dst {
-				dst[e] = silu(g) * src[e]
-			}
+			j.k.SwiGLU(dst, src)
 		}
 	}
 }
@@ -210,7 +209,7 @@ func (j *rowsJob) do(_, lo, hi int) {
 // rows runs op over n rows, in parallel when they are many.
 func (s *Shard) rows(a *arena, op rowsOp, dst, src, w []float32, width, n int) {
 	j := &a.rj
-	*j = rowsJob{op: op, dst: dst, src: src, w: w, width: width, eps: s.Config.RMSEps}
+	*j = rowsJob{k: s.k, op: op, dst: dst, src: src, w: w, width: width, eps: s.Config.RMSEps}
 	work := n * width
 	if op == opSwiGLU {
 		work *= 16 // an exp per element

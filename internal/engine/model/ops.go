@@ -23,10 +23,6 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 }
 
-func silu(x float32) float32 { return x / (1 + expf(-x)) }
-
-func expf(x float32) float32 { return float32(math.Exp(float64(x))) }
-
 // softmaxScaled turns x into softmax(x·scale) in place, with k's
 // exponentials (a deterministic function of the scaled scores, so the same
 // scores give the same weights whatever the batch).

@@ -61,3 +61,27 @@ func expSub(x []float32, m float32) float32 {
 func (k Kernels) ExpSub(x []float32, m float32) float32 {
 	return k.table().expSub(x, m)
 }
+
+// SwiGLUFunc replaces every gate[i] with silu(gate[i])·up[i].
+type SwiGLUFunc func(gate, up []float32)
+
+// swiglu is the gated activation of a llama feed-forward block, with silu(x)
+// = x/(1 + e^−x) on expf32, the exponential ExpSub uses (ggml's SIMD SiLU
+// likewise uses its own vector expf).
+func swiglu(gate, up []float32) {
+	up = up[:len(gate)]
+	for i, g := range gate {
+		gate[i] = g / (1 + expf32(-g)) * up[i]
+	}
+}
+
+// SwiGLU replaces every gate[i] with silu(gate[i])·up[i]; up must be at
+// least as long as gate. Each result depends only on gate[i] and up[i]; the
+// SIMD variants use FMA in the exponential, so their last bits can differ
+// from the generic ones.
+func (k Kernels) SwiGLU(gate, up []float32) {
+	if len(up) < len(gate) {
+		panic("tensor: SwiGLU: up is shorter than gate")
+	}
+	k.table().swiglu(gate, up)
+}

@@ -125,3 +125,60 @@ expdone:
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func swigluAVX2(gate, up []float32)
+//
+// swiglu (exp.go) eight lanes at a time: gate[i] = gate[i]/(1 + e^−gate[i])
+// · up[i], with the exponential EXPSTEP computes, in the vector body and the
+// one-by-one tail alike.
+TEXT ·swigluAVX2(SB), NOSPLIT, $0-48
+	MOVQ         gate_base+0(FP), SI
+	MOVQ         gate_len+8(FP), CX
+	MOVQ         up_base+24(FP), DI
+	VBROADCASTSS expconst<>+0(SB), Y15
+	VBROADCASTSS expconst<>+4(SB), Y14
+	VBROADCASTSS expconst<>+8(SB), Y13
+	VBROADCASTSS expconst<>+12(SB), Y12
+	VBROADCASTSS expconst<>+16(SB), Y6
+	VBROADCASTSS expconst<>+20(SB), Y5
+	VBROADCASTSS expconst<>+24(SB), Y4
+	VPBROADCASTD expconst<>+28(SB), Y3
+	VXORPS       Y2, Y2, Y2
+	MOVQ         CX, DX
+	SHRQ         $3, DX
+	JE           silutailcheck
+
+siluloop:
+	VMOVUPS (SI), Y0
+	VSUBPS  Y0, Y2, Y1
+	EXPSTEP(Y1, Y7, Y8, Y9)
+	VADDPS  Y6, Y1, Y1
+	VDIVPS  Y1, Y0, Y0
+	VMULPS  (DI), Y0, Y0
+	VMOVUPS Y0, (SI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    DX
+	JNZ     siluloop
+
+silutailcheck:
+	ANDQ $7, CX
+	JE   siludone
+
+silutail:
+	VMOVSS (SI), X0
+	VSUBPS Y0, Y2, Y1
+	EXPSTEP(Y1, Y7, Y8, Y9)
+	VADDPS Y6, Y1, Y1
+	VDIVPS Y1, Y0, Y0
+	VMOVSS (DI), X10
+	VMULSS X10, X0, X0
+	VMOVSS X0, (SI)
+	ADDQ   $4, SI
+	ADDQ   $4, DI
+	DECQ   CX
+	JNZ    silutail
+
+siludone:
+	VZEROUPPER
+	RET

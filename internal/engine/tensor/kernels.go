@@ -38,6 +38,7 @@ type kernelTable struct {
 	vecDotTile  [typeSlots]VecDotTileFunc // nil: loop over vecDot
 	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
 	expSub      ExpSubFunc
+	swiglu      SwiGLUFunc
 }
 
 // Kernels is an immutable table of compute kernels, one per type and
@@ -146,6 +147,7 @@ func genericTable() *kernelTable {
 	t.quantizeAct[Q8_1] = quantQ8_1Act
 	t.quantizeAct[Q8_K] = quantQ8_K
 	t.expSub = expSub
+	t.swiglu = swiglu
 	return t
 }
 

@@ -101,6 +101,24 @@ func dotF32F32AVX2(row []byte, x []float32) float32 {
 //go:noescape
 func expSubAVX2(x []float32, m float32) float32
 
+// swigluAVX2 is swiglu (exp.go) on AVX2 and FMA; up is at least as long as
+// gate.
+//
+//go:noescape
+func swigluAVX2(gate, up []float32)
+
+// quantQ8_0ActAVX2 (quant_act_amd64.s) is quantQ8_0Act over nb blocks of x
+// into dst, bit for bit.
+//
+//go:noescape
+func quantQ8_0ActAVX2(x *float32, dst *byte, nb int)
+
+func quantQ8_0ActSIMD(x []float32, dst []byte) {
+	if nb := len(x) / 32; nb > 0 {
+		quantQ8_0ActAVX2(&x[0], &dst[0], nb)
+	}
+}
+
 // tile4Func multiplies four weight rows with four activation rows (na for
 // tiled) of nb blocks each (see vecDotQ8_0Tile4VNNI).
 type tile4Func func(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
@@ -192,6 +210,8 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q5_K] = vecDotQ5_KAVX2
 	t.vecDot[Q6_K] = vecDotQ6_KAVX2
 	t.expSub = expSubAVX2
+	t.swiglu = swigluAVX2
+	t.quantizeAct[Q8_0] = quantQ8_0ActSIMD
 	if !f.AVX512F || !f.AVX512VL || !f.AVX512VNNI {
 		return t
 	}

@@ -396,3 +396,46 @@ func TestVecDotRows(t *testing.T) {
 	// No rows is not an error, whatever the row buffer.
 	Best().VecDotRows(Q8_0, nil, 0, make([]byte, 34), 32, nil)
 }
+
+// TestSIMDQuantizeAct checks that every SIMD activation quantizer writes
+// the generic one's bytes exactly: Gaussian rows of many block counts, and
+// blocks built to hit the rounding cases (all zeros, halves that round to
+// even once scaled by 127/amax = 1, a lone nonzero, negative amax).
+func TestSIMDQuantizeAct(t *testing.T) {
+	simdPaths(t, func(t *testing.T, k Kernels) {
+		g := Generic()
+		r := rand.New(rand.NewPCG(39, 40))
+		special := make([]float32, 4*256)
+		for i := range 32 {
+			special[32+i] = float32(i) - 15.5 // ±0.5, ±1.5, … with amax 127 below
+			special[96+i] = float32(r.NormFloat64() * 1e-30)
+		}
+		special[32+31] = 127
+		special[64+17] = -3e-5
+		special[128] = -127
+		for i := 129; i < 160; i++ {
+			special[i] = float32(i-144) + 0.5
+		}
+		for _, typ := range simdTypes {
+			at := VecDotType(typ)
+			if at == F32 {
+				continue
+			}
+			for _, x := range [][]float32{special, gaussian(r, 256, 1), gaussian(r, 33*256, 3)} {
+				ab, _ := RowBytes(at, int64(len(x)))
+				want, got := make([]byte, ab), make([]byte, ab)
+				if err := g.QuantizeAct(typ, x, want); err != nil {
+					t.Fatal(err)
+				}
+				if err := k.QuantizeAct(typ, x, got); err != nil {
+					t.Fatal(err)
+				}
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("%s activations (%s), %d values: byte %d is %#x, generic %#x", at, k.Name(), len(x), i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}
