@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"text/tabwriter"
 
 	"github.com/skulk/skulk/internal/bench"
@@ -19,6 +21,7 @@ func runBench(ctx context.Context, args []string, s stdio) error {
 	tg := fs.Int("gen-tokens", 128, "decode test: single-token steps")
 	repeat := fs.Int("repeat", 5, "timed runs of each test, after one warm-up")
 	asJSON := fs.Bool("json", false, "print one JSON object (the fields bench/llamabench.c prints)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the timed runs to this file (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
@@ -33,6 +36,13 @@ func runBench(ctx context.Context, args []string, s stdio) error {
 		return err
 	}
 	defer m.Close()
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	res, err := bench.Run(ctx, m.Shard, bench.Config{Vocab: m.Config.NVocab, PromptTokens: *pp, GenTokens: *tg, Repeat: *repeat})
 	if err != nil {
 		return err
@@ -59,4 +69,21 @@ func runBench(ctx context.Context, args []string, s stdio) error {
 		fmt.Fprintf(tw, "%s\t%.2f\t%.2f\t%.2f\t\n", r.name, r.st.Min, r.st.Median, r.st.Max)
 	}
 	return tw.Flush()
+}
+
+// startCPUProfile starts writing a CPU profile to path; the returned stop
+// ends it and closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -110,7 +110,21 @@ func (k Kernels) VecDotRows(t Type, rows []byte, stride int, act []byte, n int, 
 	if stride < rb || len(rows) < rb || stride > 0 && len(out)-1 > (len(rows)-rb)/stride {
 		panic(&SizeError{Op: "dot rows", Type: t, Elems: n, What: "rows", Got: len(rows), Want: (len(out)-1)*stride + rb})
 	}
-	f := k.table().vecDot[t]
+	k.table().rows(t, rows, stride, act, n, out)
+}
+
+// rows is VecDotRows after the size checks: the type's rows kernel, or its
+// one-pair kernel row by row.
+func (tb *kernelTable) rows(t Type, rows []byte, stride int, act []byte, n int, out []float32) {
+	if f := tb.vecDotRows[t]; f != nil {
+		f(rows, stride, act, n, out)
+		return
+	}
+	rb := 0
+	if be := t.BlockElems(); be > 0 {
+		rb = n / be * t.BlockBytes()
+	}
+	f := tb.vecDot[t]
 	for r := range out {
 		out[r] = f(rows[r*stride:r*stride+rb], act, n)
 	}
@@ -153,13 +167,8 @@ func (k Kernels) VecDotTile(t Type, rows []byte, rowStride, nrows int, acts []by
 		f(rows, rowStride, nrows, acts, actStride, nacts, n, out, outStride)
 		return
 	}
-	f := tb.vecDot[t]
 	for a := 0; a < nacts; a++ {
-		act := acts[a*actStride : a*actStride+ab]
-		o := out[a*outStride : a*outStride+nrows]
-		for r := range o {
-			o[r] = f(rows[r*rowStride:r*rowStride+rb], act, n)
-		}
+		tb.rows(t, rows, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
 	}
 }
 

@@ -24,6 +24,9 @@ type (
 	// activation row a (at acts[a·actStride:]), each bit for bit what the
 	// table's VecDotFunc returns for that pair.
 	VecDotTileFunc func(rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int)
+	// VecDotRowsFunc computes out[r] for r < len(out): the VecDotFunc of
+	// the weight row at rows[r·stride:] with act, bit for bit.
+	VecDotRowsFunc func(rows []byte, stride int, act []byte, n int, out []float32)
 )
 
 // typeSlots bounds the GGML type ids the tables are indexed by.
@@ -35,7 +38,8 @@ type kernelTable struct {
 	dequantize  [typeSlots]DequantizeFunc
 	dotF32      [typeSlots]DotF32Func
 	vecDot      [typeSlots]VecDotFunc
-	vecDotTile  [typeSlots]VecDotTileFunc // nil: loop over vecDot
+	vecDotTile  [typeSlots]VecDotTileFunc // nil: loop over vecDotRows
+	vecDotRows  [typeSlots]VecDotRowsFunc // nil: loop over vecDot
 	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
 	expSub      ExpSubFunc
 	swiglu      SwiGLUFunc

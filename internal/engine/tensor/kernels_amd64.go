@@ -24,6 +24,12 @@ func vecDotF16AVX2(row, act []byte, n int) float32
 //go:noescape
 func vecDotBF16AVX2(row, act []byte, n int) float32
 
+// vecDotF16RowsAVX512 (AVX-512F) computes out[r] = vecDotF16AVX2(row r,
+// act, n) for r < nrows, rows rowStride bytes apart, bit for bit.
+//
+//go:noescape
+func vecDotF16RowsAVX512(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
+
 //go:noescape
 func vecDotQ8_0AVX2(row, act []byte, n int) float32
 
@@ -38,6 +44,13 @@ func vecDotQ8_0VNNI(row, act []byte, n int) float32
 
 //go:noescape
 func vecDotQ4_0VNNI(row, act []byte, n int) float32
+
+// vecDotQ8_0RowsVNNI (AVX-512 BW and VNNI) computes out[r] =
+// vecDotQ8_0VNNI(row r, act, n) for r < nrows, rows rowStride bytes apart,
+// bit for bit.
+//
+//go:noescape
+func vecDotQ8_0RowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
 
 // vecDotQ8_0Tile4VNNI (vecdot_tile_amd64.s) computes the 4×4 block
 // out[a·outStride+r] = vecDotQ8_0VNNI(row r, act a, 32·nb) of rows rowStride
@@ -79,6 +92,12 @@ func vecDotQ4_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb
 //
 //go:noescape
 func vecDotQ4_KVNNI(row, act []byte, n int) float32
+
+// vecDotQ4_KRowsVNNI computes out[r] = vecDotQ4_KVNNI(row r, act, n) for
+// r < nrows, rows rowStride bytes apart, bit for bit.
+//
+//go:noescape
+func vecDotQ4_KRowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
 
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
@@ -124,32 +143,38 @@ func quantQ8_0ActSIMD(x []float32, dst []byte) {
 type tile4Func func(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 // tiled builds a VecDotTileFunc that covers the tile with tile4 in 4×na
-// steps, four rows at a time against every activation, and the edges (fewer
-// than four rows or na activations left) with one, which must compute what
-// tile4 computes per pair. be is the weight type's block size; rb and ab
-// follow from n.
-func tiled(tile4 tile4Func, na int, one VecDotFunc, be, rowBlock, actBlock int) VecDotTileFunc {
-	return func(rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+// steps, four rows at a time against every activation, and the edges (the
+// activations past the last whole na, the rows past the last whole four)
+// with rows, which must compute what tile4 computes per pair. be is the
+// weight type's block size; rowBlock and actBlock the block bytes.
+func tiled(tile4 tile4Func, na int, rows VecDotRowsFunc, be, rowBlock, actBlock int) VecDotTileFunc {
+	return func(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
 		nb := n / be
-		rb, ab := nb*rowBlock, nb*actBlock
-		r := 0
-		for ; nb > 0 && r+4 <= nrows; r += 4 {
-			a := 0
-			for ; a+na <= nacts; a += na {
-				tile4(&rows[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
-			}
-			for ; a < nacts; a++ {
-				act := acts[a*actStride : a*actStride+ab]
-				for i := r; i < r+4; i++ {
-					out[a*outStride+i] = one(rows[i*rowStride:i*rowStride+rb], act, n)
-				}
+		r4, a0 := 0, 0
+		if nb > 0 && nacts >= na {
+			r4, a0 = nrows&^3, nacts/na*na
+		}
+		for r := 0; r < r4; r += 4 {
+			for a := 0; a < a0; a += na {
+				tile4(&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
 			}
 		}
-		for ; r < nrows; r++ {
-			row := rows[r*rowStride : r*rowStride+rb]
-			for a := 0; a < nacts; a++ {
-				out[a*outStride+r] = one(row, acts[a*actStride:a*actStride+ab], n)
-			}
+		tileEdges(rows, w, rowStride, nrows, r4, acts, actStride, nacts, a0, n, nb*rowBlock, nb*actBlock, out, outStride)
+	}
+}
+
+// tileEdges computes what tiled's register tiles left out, the activations
+// [a0, nacts) against rows [0, r4) and every activation against rows
+// [r4, nrows), one rows call per activation for each.
+func tileEdges(rows VecDotRowsFunc, w []byte, rowStride, nrows, r4 int, acts []byte, actStride, nacts, a0, n, rb, ab int, out []float32, outStride int) {
+	for a := 0; a < nacts; a++ {
+		act := acts[a*actStride : a*actStride+ab]
+		o := out[a*outStride : a*outStride+nrows]
+		if a >= a0 && r4 > 0 {
+			rows(w[:(r4-1)*rowStride+rb], rowStride, act, n, o[:r4])
+		}
+		if r4 < nrows {
+			rows(w[r4*rowStride:], rowStride, act, n, o[r4:])
 		}
 	}
 }
@@ -161,30 +186,48 @@ type tileQuadsFunc func(rows *byte, rowStride int, acts *byte, actStride int, nb
 // tiledQuads is tiled for a kernel that takes four rows against up to
 // maxQuads quads of activations in one call, reusing each unpacked block of
 // the rows for all of them.
-func tiledQuads(tile tileQuadsFunc, maxQuads int, one VecDotFunc, be, rowBlock, actBlock int) VecDotTileFunc {
-	return func(rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+func tiledQuads(tile tileQuadsFunc, maxQuads int, rows VecDotRowsFunc, be, rowBlock, actBlock int) VecDotTileFunc {
+	return func(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
 		nb := n / be
-		rb, ab := nb*rowBlock, nb*actBlock
-		r := 0
-		for ; nb > 0 && r+4 <= nrows; r += 4 {
-			a := 0
-			for a+4 <= nacts {
-				q := min((nacts-a)/4, maxQuads)
-				tile(&rows[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride, q)
+		r4, a0 := 0, 0
+		if nb > 0 && nacts >= 4 {
+			r4, a0 = nrows&^3, nacts&^3
+		}
+		for r := 0; r < r4; r += 4 {
+			for a := 0; a < a0; {
+				q := min((a0-a)/4, maxQuads)
+				tile(&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride, q)
 				a += 4 * q
 			}
-			for ; a < nacts; a++ {
-				act := acts[a*actStride : a*actStride+ab]
-				for i := r; i < r+4; i++ {
-					out[a*outStride+i] = one(rows[i*rowStride:i*rowStride+rb], act, n)
-				}
-			}
 		}
-		for ; r < nrows; r++ {
-			row := rows[r*rowStride : r*rowStride+rb]
-			for a := 0; a < nacts; a++ {
-				out[a*outStride+r] = one(row, acts[a*actStride:a*actStride+ab], n)
-			}
+		tileEdges(rows, w, rowStride, nrows, r4, acts, actStride, nacts, a0, n, nb*rowBlock, nb*actBlock, out, outStride)
+	}
+}
+
+// rowsAsmFunc is the shape of the assembly rows kernels: out[r] = the
+// one-pair kernel of the row at rows + r·rowStride with act, r < nrows.
+type rowsAsmFunc func(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
+
+// rowsOf adapts an assembly rows kernel to VecDotRowsFunc.
+func rowsOf(f rowsAsmFunc) VecDotRowsFunc {
+	return func(rows []byte, stride int, act []byte, n int, out []float32) {
+		switch {
+		case len(out) == 0:
+		case n == 0:
+			clear(out)
+		default:
+			f(&rows[0], stride, len(out), &act[0], n, &out[0])
+		}
+	}
+}
+
+// loopRows is a VecDotRowsFunc calling one, a one-pair kernel of a type
+// with be-element blocks of rowBlock bytes, once per row.
+func loopRows(one VecDotFunc, be, rowBlock int) VecDotRowsFunc {
+	return func(rows []byte, stride int, act []byte, n int, out []float32) {
+		rb := n / be * rowBlock
+		for r := range out {
+			out[r] = one(rows[r*stride:r*stride+rb], act, n)
 		}
 	}
 }
@@ -216,14 +259,17 @@ func archTable(f Features) *kernelTable {
 		return t
 	}
 	t.name = "avx512"
-	t.vecDotTile[F32] = tiled(vecDotF32Tile43AVX512, 3, vecDotF32AVX2, 1, 4, 4)
-	t.vecDotTile[F16] = tiled(vecDotF16Tile43AVX512, 3, vecDotF16AVX2, 1, 2, 2)
+	t.vecDotTile[F32] = tiled(vecDotF32Tile43AVX512, 3, loopRows(vecDotF32AVX2, 1, 4), 1, 4, 4)
+	t.vecDotRows[F16] = rowsOf(vecDotF16RowsAVX512)
+	t.vecDotTile[F16] = tiled(vecDotF16Tile43AVX512, 3, t.vecDotRows[F16], 1, 2, 2)
 	t.vecDot[Q8_0] = vecDotQ8_0VNNI
 	if f.AVX512BW {
-		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, 4, vecDotQ8_0VNNI, 32, 34, 34)
-		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, 4, vecDotQ4_0VNNI, 32, 18, 34)
+		t.vecDotRows[Q8_0] = rowsOf(vecDotQ8_0RowsVNNI)
+		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, 4, t.vecDotRows[Q8_0], 32, 34, 34)
+		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, 4, loopRows(vecDotQ4_0VNNI, 32, 18), 32, 18, 34)
 		t.vecDot[Q4_K] = vecDotQ4_KVNNI
-		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, vecDotQ4_KVNNI, QK_K, 144, 292)
+		t.vecDotRows[Q4_K] = rowsOf(vecDotQ4_KRowsVNNI)
+		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, t.vecDotRows[Q4_K], QK_K, 144, 292)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
 	return t

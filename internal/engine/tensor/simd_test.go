@@ -344,18 +344,14 @@ func TestCapFeatures(t *testing.T) {
 // TestVecDotRows checks the multi-row entry against VecDot row by row (the
 // same kernel, so bit for bit), with padded strides, and its size checks.
 func TestVecDotRows(t *testing.T) {
-	r := rand.New(rand.NewPCG(29, 30))
-	kernels := []Kernels{Generic()}
-	if k := Best(); k.Name() != "generic" {
-		kernels = append(kernels, k)
-	}
-	for _, k := range kernels {
+	tileKernels(t, func(t *testing.T, k Kernels) {
+		r := rand.New(rand.NewPCG(29, 30))
 		for _, typ := range dotTypes {
 			n := 2 * max(typ.BlockElems(), VecDotType(typ).BlockElems(), 32)
 			rb, _ := RowBytes(typ, int64(n))
 			for _, pad := range []int{0, 3} {
 				stride := int(rb) + pad
-				const nrows = 5
+				nrows := 5 + pad
 				rows := make([]byte, (nrows-1)*stride+int(rb))
 				for i := 0; i < nrows; i++ {
 					row, _ := Quantize(typ, gaussian(r, n, 0.05))
@@ -392,7 +388,7 @@ func TestVecDotRows(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 	// No rows is not an error, whatever the row buffer.
 	Best().VecDotRows(Q8_0, nil, 0, make([]byte, 34), 32, nil)
 }

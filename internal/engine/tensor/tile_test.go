@@ -98,7 +98,7 @@ func TestVecDotTile(t *testing.T) {
 				ns = append(ns, 1, 7, 8, 15, 40, 45, 63, 288+5)
 			}
 			for _, n := range ns {
-				for _, shape := range [][2]int{{1, 1}, {4, 4}, {3, 5}, {5, 3}, {8, 8}, {9, 7}, {4, 9}, {12, 4}, {4, 13}, {5, 17}} {
+				for _, shape := range [][2]int{{1, 1}, {7, 1}, {16, 1}, {13, 2}, {4, 4}, {3, 5}, {5, 3}, {8, 8}, {9, 7}, {4, 9}, {12, 4}, {4, 13}, {5, 17}} {
 					nrows, nacts := shape[0], shape[1]
 					for _, extreme := range []bool{false, true} {
 						pad := r.IntN(5)

@@ -182,6 +182,90 @@ f16done:
 	VZEROUPPER
 	RET
 
+// func vecDotF16RowsAVX512(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
+//
+// out[r] = vecDotF16AVX2(row r, act, n) for r < nrows, rows rowStride bytes
+// apart, bit for bit: the 32-element steps run on two zmm accumulators, Z0
+// holding the one-row kernel's Y0 and Y1 lane for lane and Z1 its Y2 and
+// Y3; the 8-element steps, the reduction and the tail are its own.
+TEXT ·vecDotF16RowsAVX512(SB), NOSPLIT, $0-48
+	MOVQ  rows+0(FP), R8
+	MOVQ  nrows+16(FP), R9
+	MOVQ  act+24(FP), R10
+	TESTQ R9, R9
+	JE    f16rdone
+
+f16rrow:
+	MOVQ   R8, SI
+	MOVQ   R10, DI
+	MOVQ   n+32(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+
+f16rloop32:
+	CMPQ        CX, $32
+	JL          f16rsplit
+	VCVTPH2PS   (SI), Z4
+	VCVTPH2PS   32(SI), Z5
+	VCVTPH2PS   (DI), Z8
+	VCVTPH2PS   32(DI), Z9
+	VFMADD231PS Z8, Z4, Z0
+	VFMADD231PS Z9, Z5, Z1
+	ADDQ        $64, SI
+	ADDQ        $64, DI
+	SUBQ        $32, CX
+	JMP         f16rloop32
+
+f16rsplit:
+	VEXTRACTF64X4 $1, Z1, Y3
+	VMOVAPS       Y1, Y2
+	VEXTRACTF64X4 $1, Z0, Y1
+
+f16rloop8:
+	CMPQ        CX, $8
+	JL          f16rreduce
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   (DI), Y8
+	VFMADD231PS Y8, Y4, Y0
+	ADDQ        $16, SI
+	ADDQ        $16, DI
+	SUBQ        $8, CX
+	JMP         f16rloop8
+
+f16rreduce:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM8(Y0, X0, X1)
+
+f16rtail:
+	TESTQ       CX, CX
+	JE          f16rout
+	MOVWLZX     (SI), AX
+	MOVWLZX     (DI), BX
+	VMOVD       AX, X4
+	VMOVD       BX, X5
+	VCVTPH2PS   X4, X4
+	VCVTPH2PS   X5, X5
+	VFMADD231SS X5, X4, X0
+	ADDQ        $2, SI
+	ADDQ        $2, DI
+	DECQ        CX
+	JMP         f16rtail
+
+f16rout:
+	MOVQ   out+40(FP), AX
+	VMOVSS X0, (AX)
+	ADDQ   $4, AX
+	MOVQ   AX, out+40(FP)
+	ADDQ   rowStride+8(FP), R8
+	DECQ   R9
+	JNZ    f16rrow
+
+f16rdone:
+	VZEROUPPER
+	RET
+
 // func vecDotBF16AVX2(row, act []byte, n int) float32
 TEXT ·vecDotBF16AVX2(SB), NOSPLIT, $0-60
 	MOVQ   row_base+0(FP), SI
@@ -666,6 +750,101 @@ q8vdone:
 	VADDPS     Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// Lane indices spreading lane 0 of a register over the low eight lanes of
+// a zmm and lane 2 over the high eight: the scales of a block pair.
+DATA q8pairidx<>+0(SB)/8, $0
+DATA q8pairidx<>+8(SB)/8, $0
+DATA q8pairidx<>+16(SB)/8, $0
+DATA q8pairidx<>+24(SB)/8, $0
+DATA q8pairidx<>+32(SB)/8, $0x0000000200000002
+DATA q8pairidx<>+40(SB)/8, $0x0000000200000002
+DATA q8pairidx<>+48(SB)/8, $0x0000000200000002
+DATA q8pairidx<>+56(SB)/8, $0x0000000200000002
+GLOBL q8pairidx<>(SB), RODATA|NOPTR, $64
+
+// Q8PAIRZ adds the Q8_0 block pair at SI, DI to Z0: the first block's
+// Q8BLOCKVNNI steps in the low eight lanes (vecDotQ8_0VNNI's Y0) and the
+// second's in the high eight (its Y1), the same operations lane for lane.
+// AVX-512 has no VPSIGNB, so the weights' signs move onto the activations
+// by a masked negation instead; where a weight is 0 its |x| is 0 as well,
+// so the integer sums are VPSIGNB's. Z14 holds q8pairidx; AX, BX, K1 and
+// Z2–Z7 are scratch.
+#define Q8PAIRZ \
+	MOVWLZX      (SI), AX        \
+	MOVWLZX      (DI), BX        \
+	VMOVD        AX, X2          \
+	VPINSRW      $1, BX, X2, X2  \
+	MOVWLZX      34(SI), AX      \
+	MOVWLZX      34(DI), BX      \
+	VPINSRW      $2, AX, X2, X2  \
+	VPINSRW      $3, BX, X2, X2  \
+	VCVTPH2PS    X2, X2          \
+	VMOVSHDUP    X2, X3          \
+	VMULPS       X3, X2, X2      \
+	VPERMPS      Z2, Z14, Z2     \
+	VMOVDQU      2(SI), Y4       \
+	VINSERTI64X4 $1, 36(SI), Z4, Z4 \
+	VMOVDQU      2(DI), Y5       \
+	VINSERTI64X4 $1, 36(DI), Z5, Z5 \
+	VPABSB       Z4, Z6          \
+	VPMOVB2M     Z4, K1          \
+	VPXORD       Z7, Z7, Z7      \
+	VPSUBB       Z5, Z7, K1, Z5  \
+	VPDPBUSD     Z5, Z6, Z7      \
+	VCVTDQ2PS    Z7, Z7          \
+	VFMADD231PS  Z2, Z7, Z0
+
+// func vecDotQ8_0RowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
+//
+// out[r] = vecDotQ8_0VNNI(row r, act, n) for r < nrows, rows rowStride
+// bytes apart, bit for bit: block pairs on zmm registers (Q8PAIRZ), an odd
+// last block on the one-row kernel's steps, then its reduction.
+TEXT ·vecDotQ8_0RowsVNNI(SB), NOSPLIT, $0-48
+	MOVQ      rows+0(FP), R8
+	MOVQ      nrows+16(FP), R9
+	MOVQ      act+24(FP), R10
+	TESTQ     R9, R9
+	JE        q8rdone
+	VMOVDQU64 q8pairidx<>(SB), Z14
+
+q8rrow:
+	MOVQ   R8, SI
+	MOVQ   R10, DI
+	MOVQ   n+32(FP), CX
+	SHRQ   $5, CX
+	VPXORD Z0, Z0, Z0
+	MOVQ   CX, DX
+	SHRQ   $1, DX
+	JE     q8rone
+
+q8rpair:
+	Q8PAIRZ
+	ADDQ $68, SI
+	ADDQ $68, DI
+	DECQ DX
+	JNZ  q8rpair
+
+q8rone:
+	VEXTRACTF64X4 $1, Z0, Y1
+	TESTQ         $1, CX
+	JE            q8rout
+	Q8BLOCKVNNI(0, 0, Y0)
+
+q8rout:
+	VADDPS Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	MOVQ   out+40(FP), AX
+	VMOVSS X0, (AX)
+	ADDQ   $4, AX
+	MOVQ   AX, out+40(FP)
+	ADDQ   rowStride+8(FP), R8
+	DECQ   R9
+	JNZ    q8rrow
+
+q8rdone:
 	VZEROUPPER
 	RET
 

@@ -742,6 +742,71 @@ q4ktout:
 	VZEROUPPER
 	RET
 
+// Q4KVCONST loads the constants of the one-pair Q4_K steps into Z9–Z15.
+#define Q4KVCONST \
+	VMOVDQU64    q4ktperm<>(SB), Z15 \
+	VMOVDQU64    q4ktshift<>(SB), Z14 \
+	VPBROADCASTD q40tilenib<>(SB), Z13 \
+	VMOVDQU64    q4ktsc<>+0(SB), Z12 \
+	VMOVDQU64    q4ktsc<>+64(SB), Z11 \
+	VMOVDQU64    q4ktsc<>+128(SB), Z10 \
+	VMOVDQU64    q4ktsc<>+192(SB), Z9
+
+// Q4KVBLOCK adds the Q4_K block at SI times the Q8_K block at DI to the
+// accumulator Z0 (eight lanes of scaled sums, four of mins); R9 and the
+// registers Q4KTSCALES names are scratch.
+#define Q4KVBLOCK \
+	MOVQ         SI, R9 \
+	Q4KTSCALES \
+	VMOVQ        AX, X1 \
+	VPBROADCASTQ X1, Z1 \
+	VPSHUFB      Z12, Z1, Z2 \
+	VPSHUFB      Z11, Z1, Z3 \
+	VPSHUFB      Z10, Z1, Z4 \
+	VPSHUFB      Z9, Z1, Z5 \
+	Q4KTNIB(0, Z6) \
+	VPMADDUBSW   4(DI), Z6, Z6 \
+	VPMADDWD     Z2, Z6, Z7 \
+	Q4KTNIB(1, Z6) \
+	VPMADDUBSW   68(DI), Z6, Z6 \
+	VPDPWSSD     Z3, Z6, Z7 \
+	Q4KTNIB(2, Z6) \
+	VPMADDUBSW   132(DI), Z6, Z6 \
+	VPDPWSSD     Z4, Z6, Z7 \
+	Q4KTNIB(3, Z6) \
+	VPMADDUBSW   196(DI), Z6, Z6 \
+	VPDPWSSD     Z5, Z6, Z7 \
+	VEXTRACTI64X4 $1, Z7, Y6 \
+	VPADDD       Y6, Y7, Y7 \
+	VMOVQ        R8, X1 \
+	VPMOVZXBW    X1, X1 \
+	VMOVDQU      260(DI), X6 \
+	VPHADDW      276(DI), X6, X6 \
+	VPMADDWD     X1, X6, X6 \
+	VINSERTI32X4 $2, X6, Z7, Z7 \
+	VCVTDQ2PS    Z7, Z7 \
+	MOVL         (SI), AX \
+	VMOVD        AX, X8 \
+	VCVTPH2PS    X8, X8 \
+	VPERMPS      Z8, Z15, Z8 \
+	VMULPS.BCST  (DI), Z8, Z8 \
+	VFMADD231PS  Z8, Z7, Z0
+
+// Q4KVREDUCE leaves the sums minus the mins of Z0 in X0.
+#define Q4KVREDUCE \
+	VEXTRACTF32X4 $2, Z0, X3 \
+	VEXTRACTF128  $1, Y0, X4 \
+	VADDPS        X4, X0, X0 \
+	VPERMILPS     $0x4e, X0, X4 \
+	VADDPS        X4, X0, X0 \
+	VPERMILPS     $0xb1, X0, X4 \
+	VADDPS        X4, X0, X0 \
+	VPERMILPS     $0x4e, X3, X4 \
+	VADDPS        X4, X3, X3 \
+	VPERMILPS     $0xb1, X3, X4 \
+	VADDPS        X4, X3, X3 \
+	VSUBSS        X3, X0, X0
+
 // func vecDotQ4_KVNNI(row, act []byte, n int) float32
 //
 // vecDotQ4_KAVX2 with the Q4_K tile's steps for one pair (the integer lanes
@@ -755,69 +820,60 @@ TEXT ·vecDotQ4_KVNNI(SB), NOSPLIT, $0-60
 	VPXORD Z0, Z0, Z0
 	TESTQ CX, CX
 	JE    q4kvdone
-
-	VMOVDQU64    q4ktperm<>(SB), Z15
-	VMOVDQU64    q4ktshift<>(SB), Z14
-	VPBROADCASTD q40tilenib<>(SB), Z13
-	VMOVDQU64    q4ktsc<>+0(SB), Z12
-	VMOVDQU64    q4ktsc<>+64(SB), Z11
-	VMOVDQU64    q4ktsc<>+128(SB), Z10
-	VMOVDQU64    q4ktsc<>+192(SB), Z9
+	Q4KVCONST
 
 q4kvloop:
-	MOVQ         SI, R9
-	Q4KTSCALES
-	VMOVQ        AX, X1
-	VPBROADCASTQ X1, Z1
-	VPSHUFB      Z12, Z1, Z2
-	VPSHUFB      Z11, Z1, Z3
-	VPSHUFB      Z10, Z1, Z4
-	VPSHUFB      Z9, Z1, Z5
-	Q4KTNIB(0, Z6)
-	VPMADDUBSW   4(DI), Z6, Z6
-	VPMADDWD     Z2, Z6, Z7
-	Q4KTNIB(1, Z6)
-	VPMADDUBSW   68(DI), Z6, Z6
-	VPDPWSSD     Z3, Z6, Z7
-	Q4KTNIB(2, Z6)
-	VPMADDUBSW   132(DI), Z6, Z6
-	VPDPWSSD     Z4, Z6, Z7
-	Q4KTNIB(3, Z6)
-	VPMADDUBSW   196(DI), Z6, Z6
-	VPDPWSSD     Z5, Z6, Z7
-	VEXTRACTI64X4 $1, Z7, Y6
-	VPADDD       Y6, Y7, Y7
-	VMOVQ        R8, X1
-	VPMOVZXBW    X1, X1
-	VMOVDQU      260(DI), X6
-	VPHADDW      276(DI), X6, X6
-	VPMADDWD     X1, X6, X6
-	VINSERTI32X4 $2, X6, Z7, Z7
-	VCVTDQ2PS    Z7, Z7
-	MOVL         (SI), AX
-	VMOVD        AX, X8
-	VCVTPH2PS    X8, X8
-	VPERMPS      Z8, Z15, Z8
-	VMULPS.BCST  (DI), Z8, Z8
-	VFMADD231PS  Z8, Z7, Z0
-	ADDQ         $144, SI
-	ADDQ         $292, DI
-	DECQ         CX
-	JNZ          q4kvloop
+	Q4KVBLOCK
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q4kvloop
 
 q4kvdone:
-	VEXTRACTF32X4 $2, Z0, X3
-	VEXTRACTF128  $1, Y0, X4
-	VADDPS        X4, X0, X0
-	VPERMILPS     $0x4e, X0, X4
-	VADDPS        X4, X0, X0
-	VPERMILPS     $0xb1, X0, X4
-	VADDPS        X4, X0, X0
-	VPERMILPS     $0x4e, X3, X4
-	VADDPS        X4, X3, X3
-	VPERMILPS     $0xb1, X3, X4
-	VADDPS        X4, X3, X3
-	VSUBSS        X3, X0, X0
-	VMOVSS        X0, ret+56(FP)
+	Q4KVREDUCE
+	VMOVSS X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func vecDotQ4_KRowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
+//
+// out[r] = vecDotQ4_KVNNI(row r, act, n) for r < nrows, rows rowStride
+// bytes apart: the same steps, with the constants loaded once and no call
+// per row, which is most of a 2048-wide row's cost otherwise.
+TEXT ·vecDotQ4_KRowsVNNI(SB), NOSPLIT, $0-48
+	MOVQ  rows+0(FP), BX
+	MOVQ  nrows+16(FP), DX
+	MOVQ  act+24(FP), R10
+	TESTQ DX, DX
+	JE    q4krdone
+	Q4KVCONST
+
+q4krrow:
+	MOVQ   BX, SI
+	MOVQ   R10, DI
+	MOVQ   n+32(FP), CX
+	SHRQ   $8, CX
+	VPXORD Z0, Z0, Z0
+	TESTQ  CX, CX
+	JE     q4krout
+
+q4krloop:
+	Q4KVBLOCK
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JNZ  q4krloop
+
+q4krout:
+	Q4KVREDUCE
+	MOVQ   out+40(FP), AX
+	VMOVSS X0, (AX)
+	ADDQ   $4, AX
+	MOVQ   AX, out+40(FP)
+	ADDQ   rowStride+8(FP), BX
+	DECQ   DX
+	JNZ    q4krrow
+
+q4krdone:
 	VZEROUPPER
 	RET
