@@ -132,6 +132,32 @@ func swigluAVX2(gate, up []float32)
 //go:noescape
 func quantQ8_0ActAVX2(x *float32, dst *byte, nb int)
 
+// quantQ8_KAVX2 (quant_act_amd64.s) is quantQ8_K over nb blocks of x into
+// dst, bit for bit.
+//
+//go:noescape
+func quantQ8_KAVX2(x *float32, dst *byte, nb int)
+
+func quantQ8_KSIMD(x []float32, dst []byte) {
+	if nb := len(x) / QK_K; nb > 0 {
+		quantQ8_KAVX2(&x[0], &dst[0], nb)
+	}
+}
+
+// quantF16AVX2 (quant_act_amd64.s) is quantF16 over n values, a multiple
+// of 16, bit for bit except for NaN payloads.
+//
+//go:noescape
+func quantF16AVX2(x *float32, dst *byte, n int)
+
+func quantF16SIMD(x []float32, dst []byte) {
+	n := len(x) &^ 15
+	if n > 0 {
+		quantF16AVX2(&x[0], &dst[0], n)
+	}
+	quantF16(x[n:], dst[2*n:])
+}
+
 func quantQ8_0ActSIMD(x []float32, dst []byte) {
 	if nb := len(x) / 32; nb > 0 {
 		quantQ8_0ActAVX2(&x[0], &dst[0], nb)
@@ -255,6 +281,8 @@ func archTable(f Features) *kernelTable {
 	t.expSub = expSubAVX2
 	t.swiglu = swigluAVX2
 	t.quantizeAct[Q8_0] = quantQ8_0ActSIMD
+	t.quantizeAct[Q8_K] = quantQ8_KSIMD
+	t.quantizeAct[F16] = quantF16SIMD
 	if !f.AVX512F || !f.AVX512VL || !f.AVX512VNNI {
 		return t
 	}

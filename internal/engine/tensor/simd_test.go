@@ -396,7 +396,8 @@ func TestVecDotRows(t *testing.T) {
 // TestSIMDQuantizeAct checks that every SIMD activation quantizer writes
 // the generic one's bytes exactly: Gaussian rows of many block counts, and
 // blocks built to hit the rounding cases (all zeros, halves that round to
-// even once scaled by 127/amax = 1, a lone nonzero, negative amax).
+// even once scaled by 127/amax = 1, a lone nonzero, ties for the largest
+// magnitude with either sign first).
 func TestSIMDQuantizeAct(t *testing.T) {
 	simdPaths(t, func(t *testing.T, k Kernels) {
 		g := Generic()
@@ -408,7 +409,9 @@ func TestSIMDQuantizeAct(t *testing.T) {
 		}
 		special[32+31] = 127
 		special[64+17] = -3e-5
-		special[128] = -127
+		special[128] = -127                           // ties 127 above: the first one sets the sign
+		special[256+5], special[256+200] = -50, 50    // the same tie, negative first
+		special[256+9], special[256+100] = 1.25, -3.5 // and smaller values around it
 		for i := 129; i < 160; i++ {
 			special[i] = float32(i-144) + 0.5
 		}
@@ -417,7 +420,11 @@ func TestSIMDQuantizeAct(t *testing.T) {
 			if at == F32 {
 				continue
 			}
-			for _, x := range [][]float32{special, gaussian(r, 256, 1), gaussian(r, 33*256, 3)} {
+			inputs := [][]float32{special, gaussian(r, 256, 1), gaussian(r, 33*256, 3)}
+			if at == F16 {
+				inputs = append(inputs, wideFloats(r, 1000+r.IntN(16)))
+			}
+			for _, x := range inputs {
 				ab, _ := RowBytes(at, int64(len(x)))
 				want, got := make([]byte, ab), make([]byte, ab)
 				if err := g.QuantizeAct(typ, x, want); err != nil {
@@ -434,4 +441,27 @@ func TestSIMDQuantizeAct(t *testing.T) {
 			}
 		}
 	})
+}
+
+// wideFloats returns n floats spread over the whole float32 range, with
+// the values where rounding to fp16 changes regime (its largest finite
+// value and the overflow threshold, its smallest subnormal and half of it,
+// infinities, zeros) among them. No NaN: the SIMD conversion keeps a NaN's
+// payload, which F32ToF16 does not.
+func wideFloats(r *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		for {
+			x[i] = math.Float32frombits(r.Uint32())
+			if !math.IsNaN(float64(x[i])) {
+				break
+			}
+		}
+		if i%3 == 0 {
+			x[i] = float32(math.Ldexp(r.Float64()+0.5, r.IntN(50)-30)) // mostly within fp16's range
+		}
+	}
+	copy(x, []float32{65504, 65519.996, 65520, -65520, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26, 0x1.002p-14,
+		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1 + 0x1p-11, 1 + 0x3p-11})
+	return x
 }
