@@ -187,7 +187,10 @@ f16done:
 // out[r] = vecDotF16AVX2(row r, act, n) for r < nrows, rows rowStride bytes
 // apart, bit for bit: the 32-element steps run on two zmm accumulators, Z0
 // holding the one-row kernel's Y0 and Y1 lane for lane and Z1 its Y2 and
-// Y3; the 8-element steps, the reduction and the tail are its own.
+// Y3; the 8-element steps, the reduction and the tail are its own. Each
+// step prefetches the row stream 4 KiB ahead: decode reads every weight
+// once, and with the hardware prefetchers alone it ran 7–13% slower (1, 2,
+// 8 and 16 KiB ahead measured worse than 4).
 TEXT ·vecDotF16RowsAVX512(SB), NOSPLIT, $0-48
 	MOVQ  rows+0(FP), R8
 	MOVQ  nrows+16(FP), R9
@@ -205,6 +208,7 @@ f16rrow:
 f16rloop32:
 	CMPQ        CX, $32
 	JL          f16rsplit
+	PREFETCHT0  4096(SI)
 	VCVTPH2PS   (SI), Z4
 	VCVTPH2PS   32(SI), Z5
 	VCVTPH2PS   (DI), Z8
@@ -801,7 +805,8 @@ GLOBL q8pairidx<>(SB), RODATA|NOPTR, $64
 //
 // out[r] = vecDotQ8_0VNNI(row r, act, n) for r < nrows, rows rowStride
 // bytes apart, bit for bit: block pairs on zmm registers (Q8PAIRZ), an odd
-// last block on the one-row kernel's steps, then its reduction.
+// last block on the one-row kernel's steps, then its reduction; the row
+// stream is prefetched 4 KiB ahead (see vecDotF16RowsAVX512).
 TEXT ·vecDotQ8_0RowsVNNI(SB), NOSPLIT, $0-48
 	MOVQ      rows+0(FP), R8
 	MOVQ      nrows+16(FP), R9
@@ -821,6 +826,7 @@ q8rrow:
 	JE     q8rone
 
 q8rpair:
+	PREFETCHT0 4096(SI)
 	Q8PAIRZ
 	ADDQ $68, SI
 	ADDQ $68, DI
