@@ -52,8 +52,8 @@ type kernelTable struct {
 type Kernels struct{ t *kernelTable }
 
 // KernelsEnv names the environment variable that caps the kernel set Best
-// picks: "generic" forces the portable Go kernels, "avx2" ignores AVX-512.
-// Any other value (or none) lets Best use everything the CPU has.
+// picks: "generic" forces the portable Go kernels, "avx2" ignores AVX-512,
+// "neon" ignores the ARM dot-product extension. Any other value (or none) lets Best use everything the CPU has.
 const KernelsEnv = "SKULK_KERNELS"
 
 var generic = sync.OnceValue(genericTable)
@@ -78,6 +78,8 @@ func capFeatures(f Features, env string) (_ Features, forceGeneric bool) {
 		return Features{}, true
 	case "avx2":
 		f.AVX512F, f.AVX512BW, f.AVX512VL, f.AVX512VNNI = false, false, false, false
+	case "neon":
+		f.ARMDotProd = false
 	}
 	return f, false
 }
@@ -162,5 +164,6 @@ func (k Kernels) table() *kernelTable {
 	return k.t
 }
 
-// Name says which kernel set this is: "generic", "avx2" or "avx512".
+// Name says which kernel set this is: "generic", "avx2", "avx512", "neon"
+// or "neon-dotprod".
 func (k Kernels) Name() string { return k.table().name }

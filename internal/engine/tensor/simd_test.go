@@ -18,6 +18,8 @@ type kernelPath struct {
 var kernelPaths = []kernelPath{
 	{"avx2", Features{AVX2: true, FMA: true, F16C: true}},
 	{"avx512", Features{AVX2: true, FMA: true, F16C: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true}},
+	{"neon", Features{NEON: true}},
+	{"neon-dotprod", Features{NEON: true, ARMDotProd: true}},
 }
 
 // simdPaths runs fn for every SIMD path this build and CPU can execute and
@@ -50,6 +52,7 @@ func missingFeatures(have, want Features) string {
 		{"AVX2", have.AVX2, want.AVX2}, {"FMA", have.FMA, want.FMA}, {"F16C", have.F16C, want.F16C},
 		{"AVX512F", have.AVX512F, want.AVX512F}, {"AVX512BW", have.AVX512BW, want.AVX512BW},
 		{"AVX512VL", have.AVX512VL, want.AVX512VL}, {"AVX512VNNI", have.AVX512VNNI, want.AVX512VNNI},
+		{"NEON", have.NEON, want.NEON}, {"ARMDotProd", have.ARMDotProd, want.ARMDotProd},
 	} {
 		if c.want && !c.have {
 			m += " " + c.name
@@ -323,13 +326,16 @@ func TestSIMDDotF32(t *testing.T) {
 }
 
 func TestCapFeatures(t *testing.T) {
-	all := Features{AVX2: true, FMA: true, F16C: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true}
+	all := Features{AVX2: true, FMA: true, F16C: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true, NEON: true, ARMDotProd: true}
 	if _, force := capFeatures(all, "generic"); !force {
 		t.Error(`SKULK_KERNELS=generic does not force the generic kernels`)
 	}
 	f, force := capFeatures(all, "avx2")
 	if force || f.AVX512F || f.AVX512BW || f.AVX512VL || f.AVX512VNNI || !f.AVX2 || !f.FMA || !f.F16C {
 		t.Errorf(`SKULK_KERNELS=avx2 gave %+v (force %v)`, f, force)
+	}
+	if f, force := capFeatures(all, "neon"); force || f.ARMDotProd || !f.NEON {
+		t.Errorf(`SKULK_KERNELS=neon gave %+v (force %v)`, f, force)
 	}
 	if f, force := capFeatures(all, ""); force || f != all {
 		t.Errorf("no SKULK_KERNELS changed the features to %+v (force %v)", f, force)

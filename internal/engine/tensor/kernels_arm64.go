@@ -1,0 +1,62 @@
+//go:build arm64 && !purego
+
+package tensor
+
+import "unsafe"
+
+// NEON kernels (vecdot_arm64.s). Each computes what the generic function of
+// the same name without the suffix computes (vecdot.go): the same exact
+// integer sums per block, the float accumulation spread over vector lanes,
+// so results differ from the generic ones only by float rounding. The
+// integer ones use SDOT (the ARMv8.2 dot-product extension, which every
+// Apple M-series and Neoverse core has); they trust their caller to have
+// checked the sizes (CheckDot).
+
+//go:noescape
+func vecDotF32NEON(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotF16NEON(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ8_0NEON(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ4_0NEON(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ4_KNEON(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ6_KNEON(row, act []byte, n int) float32
+
+// dotF32F32NEON is dotF32F32 on the F32 vec-dot kernel: the float
+// activations are the same bytes as an F32 activation row.
+func dotF32F32NEON(row []byte, x []float32) float32 {
+	act := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
+	return vecDotF32NEON(row, act, len(x))
+}
+
+// haveArchKernels says whether this build has assembly kernels at all.
+const haveArchKernels = true
+
+// archTable returns the NEON kernel table for f, or nil without NEON.
+func archTable(f Features) *kernelTable {
+	if !f.NEON {
+		return nil
+	}
+	t := genericTable()
+	t.name = "neon"
+	t.dotF32[F32] = dotF32F32NEON
+	t.vecDot[F32] = vecDotF32NEON
+	t.vecDot[F16] = vecDotF16NEON
+	if !f.ARMDotProd {
+		return t
+	}
+	t.name = "neon-dotprod"
+	t.vecDot[Q8_0] = vecDotQ8_0NEON
+	t.vecDot[Q4_0] = vecDotQ4_0NEON
+	t.vecDot[Q4_K] = vecDotQ4_KNEON
+	t.vecDot[Q6_K] = vecDotQ6_KNEON
+	return t
+}
