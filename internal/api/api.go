@@ -44,6 +44,12 @@ type Config struct {
 	// NewID mints the unique part of answer ids (default: 96 random bits
 	// in hex).
 	NewID func() string
+	// Responses stores this node's Responses conversations for
+	// previous_response_id (default: a private store).
+	Responses *ResponseStore
+	// PeerResponses, when set, is asked for a previous_response_id this
+	// node does not hold: the other nodes of the cluster.
+	PeerResponses func(ctx context.Context, id string) ([]infer.Message, bool)
 }
 
 // Backend is what the API needs from the cluster. Errors carry a class as an

@@ -12,36 +12,57 @@ import (
 )
 
 // responsesRoutes registers the routes of OpenAI Responses: POST /v1/responses.
-// The store of previous responses lives in this closure, one per handler.
 func (s *server) responsesRoutes() {
-	store := &responseStore{s: responses.NewStore(responses.DefaultStoreEntries, responses.DefaultStoreBytes)}
+	store := s.cfg.Responses
+	if store == nil {
+		store = NewResponseStore()
+	}
 	s.mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) {
 		s.createResponse(w, r, store)
 	})
 }
 
-// responseStore guards the previous-response store: request goroutines
-// share it, and each holds mu only for one Get or Put (no I/O, no calls
-// out).
-type responseStore struct {
+// ResponseStore keeps the conversations of this node's recent responses
+// for previous_response_id. Request goroutines share it, and each holds mu
+// only for one Get or Put (no I/O, no calls out).
+type ResponseStore struct {
 	mu sync.Mutex
 	s  *responses.Store // guarded by mu
 }
 
-func (st *responseStore) get(id string) ([]infer.Message, bool) {
+// NewResponseStore returns a store with the default bounds
+// (responses.DefaultStoreEntries, responses.DefaultStoreBytes).
+func NewResponseStore() *ResponseStore {
+	return &ResponseStore{s: responses.NewStore(responses.DefaultStoreEntries, responses.DefaultStoreBytes)}
+}
+
+// Get returns the conversation stored under id, if this node holds it.
+func (st *ResponseStore) Get(id string) ([]infer.Message, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.s.Get(id)
 }
 
-func (st *responseStore) put(id string, msgs []infer.Message) {
+func (st *ResponseStore) put(id string, msgs []infer.Message) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.s.Put(id, msgs)
 }
 
+// history finds the conversation a request continues: in this node's
+// store, else through Config.PeerResponses.
+func (s *server) history(ctx context.Context, store *ResponseStore, id string) ([]infer.Message, bool) {
+	if msgs, ok := store.Get(id); ok {
+		return msgs, true
+	}
+	if s.cfg.PeerResponses == nil {
+		return nil, false
+	}
+	return s.cfg.PeerResponses(ctx, id)
+}
+
 // POST /v1/responses
-func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *responseStore) {
+func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *ResponseStore) {
 	body, err := s.readBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -55,9 +76,9 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *r
 	var history []infer.Message
 	if id := d.PreviousResponseID; id != "" {
 		var ok bool
-		if history, ok = store.get(id); !ok {
+		if history, ok = s.history(r.Context(), store, id); !ok {
 			s.writeError(w, r, infer.ParamErrorf("previous_response_id",
-				"previous response %q is not known to this node: it was stored with store false, evicted (a node keeps its last %d responses), or made by another node or before a restart",
+				"previous response %q is not known to this cluster: it was stored with store false, evicted (a node keeps its last %d responses), or made before a restart of the node that answered it",
 				id, responses.DefaultStoreEntries))
 			return
 		}

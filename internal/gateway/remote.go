@@ -52,14 +52,17 @@ func writeJSONFrame(w io.Writer, v any) error {
 	return err
 }
 
-func readJSONFrame(r io.Reader, v any) error {
+func readJSONFrame(r io.Reader, v any) error { return readJSONFrameMax(r, v, maxDataFrame) }
+
+// readJSONFrameMax is readJSONFrame for frames of at most max bytes.
+func readJSONFrameMax(r io.Reader, v any, max uint32) error {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxDataFrame {
-		return fmt.Errorf("gateway: data frame of %d bytes exceeds %d", n, maxDataFrame)
+	if n > max {
+		return fmt.Errorf("gateway: data frame of %d bytes exceeds %d", n, max)
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {

@@ -156,6 +156,34 @@ func TestClusterLoopback(t *testing.T) {
 			t.Fatalf("chat through node %d: %d %s", i, code, b)
 		}
 	}
+	// A Responses conversation stored by one node continues through another
+	// (the second node asks its peers for the id), and an unknown id is
+	// still a clear 400 anywhere.
+	type respUsage struct {
+		ID    string `json:"id"`
+		Usage struct {
+			InputTokens  int `json:"input_tokens"`
+			OutputTokens int `json:"output_tokens"`
+		} `json:"usage"`
+	}
+	code, b := nodes[0].do("POST", "/v1/responses", map[string]any{"model": "stories260k", "input": "Once upon a time", "temperature": 0, "max_output_tokens": 8})
+	var first, second respUsage
+	if err := json.Unmarshal(b, &first); code != 200 || err != nil || first.ID == "" {
+		t.Fatalf("response through node 0: %d %s", code, b)
+	}
+	code, b = nodes[2].do("POST", "/v1/responses", map[string]any{"model": "stories260k", "input": "And then", "temperature": 0,
+		"max_output_tokens": 8, "previous_response_id": first.ID})
+	if err := json.Unmarshal(b, &second); code != 200 || err != nil {
+		t.Fatalf("continuing node 0's response %s through node 2: %d %s", first.ID, code, b)
+	}
+	if prior := first.Usage.InputTokens + first.Usage.OutputTokens; second.Usage.InputTokens <= prior {
+		t.Fatalf("the continued prompt has %d tokens, no more than the first turn's %d: the history was not used", second.Usage.InputTokens, prior)
+	}
+	code, b = nodes[1].do("POST", "/v1/responses", map[string]any{"model": "stories260k", "input": "x", "previous_response_id": "resp_0123456789abcdef01234567"})
+	if code != 400 || !strings.Contains(string(b), "not known to this cluster") {
+		t.Fatalf("unknown previous_response_id through node 1: %d %s", code, b)
+	}
+
 	converged(t, nodes, 3, 10*time.Second)
 
 	// Kill the master: a new master is elected and accepts commands.
@@ -219,7 +247,7 @@ func TestClusterLoopback(t *testing.T) {
 	for id := range nodes[0].state().Instances {
 		nodes[0].waitStatus(id, "ready")
 	}
-	code, b := nodes[2].do("POST", "/v1/chat/completions", storyRequest(false, 64))
+	code, b = nodes[2].do("POST", "/v1/chat/completions", storyRequest(false, 64))
 	if code != 200 || !strings.Contains(string(b), "Lily") {
 		t.Fatalf("chat after the whole-cluster restart: %d %s", code, b)
 	}

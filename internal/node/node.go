@@ -95,6 +95,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	refused := &refusals{}
 	ctl := &control{node: nodeID, log: elog, card: card, nodes: p.nodes, startedAt: started,
 		version: SoftwareVersion, commit: SoftwareCommit, logger: log}
+	responseStore := api.NewResponseStore()
 	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Catalog: mods.catalog,
 		Nodes: p.nodes, NewID: newID, Logger: log.With("component", "gateway"),
 		Health:      health(nodeID, &p, telemetry.NewFreshness(telemetryInterval)),
@@ -112,6 +113,9 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 			}),
 			transport.ALPNData: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
 				gw.ServeTask(ctx, c.Peer(), s)
+			}),
+			transport.ALPNResponses: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
+				gateway.ServeResponseLookup(ctx, s, responseStore.Get)
 			}),
 		},
 	})
@@ -155,7 +159,9 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	elect := election.New(election.Config{Self: nodeID, Members: mem, Roles: ctl, Changed: changed,
 		NetworkVer: key.NetworkVersion(), Logger: log.With("component", "election")})
 	srv := &http.Server{
-		Handler: api.New(api.Config{APIKey: cfg.APIKey}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
+		Handler: api.New(api.Config{APIKey: cfg.APIKey, Responses: responseStore,
+			PeerResponses: gateway.PeerResponses{Self: nodeID, Members: p.members, Dial: p.dial(ep, transport.ALPNResponses)}.Lookup,
+		}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
 			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
 			ClusterDownloads: clusterDownloads(&p),
 		})}, log.With("component", "api")),

@@ -24,6 +24,9 @@ const (
 	ALPNControl = "skulk/control/1"
 	ALPNData    = "skulk/data/1"
 	ALPNEdge    = "skulk/edge/1"
+	// ALPNResponses carries lookups of stored Responses conversations, so
+	// previous_response_id works through any node.
+	ALPNResponses = "skulk/responses/1"
 )
 
 // Defaults (DESIGN.md "Numbers to start from").

@@ -13,9 +13,10 @@ const (
 // previous_response_id, bounded both in entries and in bytes of text;
 // when either bound is passed the oldest entries are evicted first (FIFO:
 // continuing a conversation stores a new response that holds all of it, so
-// the entry continued is not needed again). It lives in one node's memory:
-// a response can be continued only through the node that produced it, and
-// not after that node restarts. A Store is not safe for concurrent use.
+// the entry continued is not needed again). It lives in one node's memory
+// (the API asks the other nodes for an id it does not hold), so a response
+// can be continued through any node but not after the node that answered
+// it restarts. A Store is not safe for concurrent use.
 type Store struct {
 	maxEntries int
 	maxBytes   int
