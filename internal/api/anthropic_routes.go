@@ -47,14 +47,8 @@ func (s *server) anthropicMethodNotAllowed(w http.ResponseWriter, r *http.Reques
 
 // messages serves POST /v1/messages.
 func (s *server) messages(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	d, err := anthropic.DecodeMessagesRequest(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	d, ok := decodeBody(s, w, r, anthropic.DecodeMessagesRequest)
+	if !ok {
 		return
 	}
 	// The task lives exactly as long as this handler: returning (the answer
@@ -93,14 +87,8 @@ func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 // countTokens serves POST /v1/messages/count_tokens: the request runs as a
 // CountOnly task, whose done chunk counts the rendered prompt.
 func (s *server) countTokens(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := anthropic.DecodeCountTokensRequest(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	req, ok := decodeBody(s, w, r, anthropic.DecodeCountTokensRequest)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())

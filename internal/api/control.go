@@ -101,14 +101,8 @@ func (s *server) previews(w http.ResponseWriter, r *http.Request) {
 
 // POST /place_instance
 func (s *server) placeInstance(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := DecodePlaceRequest(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	req, ok := decodeBody(s, w, r, DecodePlaceRequest)
+	if !ok {
 		return
 	}
 	res, err := s.b.Place(r.Context(), req)

@@ -29,14 +29,8 @@ func (s *server) embeddings(w http.ResponseWriter, r *http.Request) {
 			"this node cannot serve embeddings: its backend has no embedding path"))
 		return
 	}
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	d, err := openai.DecodeEmbeddingRequest(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	d, ok := decodeBody(s, w, r, openai.DecodeEmbeddingRequest)
+	if !ok {
 		return
 	}
 	res, err := e.Embed(r.Context(), d.Request)

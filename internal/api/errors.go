@@ -94,6 +94,21 @@ func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(append(body, '\n')) // a failed write means the client left
 }
 
+// decodeBody reads the request body and decodes it with decode; when either
+// fails it writes the error in the route's wire format and reports false.
+func decodeBody[T any](s *server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
+	body, err := s.readBody(w, r)
+	if err == nil {
+		var v T
+		if v, err = decode(body); err == nil {
+			return v, true
+		}
+	}
+	s.writeError(w, r, err)
+	var zero T
+	return zero, false
+}
+
 // readBody reads a request body of at most cfg.MaxBodyBytes.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))

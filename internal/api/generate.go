@@ -68,14 +68,8 @@ func (s *server) completions(w http.ResponseWriter, r *http.Request) {
 // serveText decodes a generation request, starts the task and answers with
 // its stream or its aggregate.
 func serveText[S, R any](s *server, w http.ResponseWriter, r *http.Request, f textFormat[S, R]) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	d, err := f.decode(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	d, ok := decodeBody(s, w, r, f.decode)
+	if !ok {
 		return
 	}
 	// The task lives exactly as long as this handler: returning (the answer

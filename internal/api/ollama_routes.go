@@ -105,14 +105,8 @@ func (s *server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 // with its NDJSON stream or its aggregate.
 func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f ollamaFormat[T]) {
 	start := s.cfg.Now()
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	d, err := f.decode(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	d, ok := decodeBody(s, w, r, f.decode)
+	if !ok {
 		return
 	}
 	model := d.Request.Model
@@ -292,14 +286,8 @@ func (s *server) ollamaPS(w http.ResponseWriter, r *http.Request) {
 
 // POST /api/show: a catalog model's details.
 func (s *server) ollamaShow(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	req, err := ollama.DecodeShowRequest(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	req, ok := decodeBody(s, w, r, ollama.DecodeShowRequest)
+	if !ok {
 		return
 	}
 	cards, err := s.catalogCards(r.Context())

@@ -63,19 +63,12 @@ func (s *server) history(ctx context.Context, store *ResponseStore, id string) (
 
 // POST /v1/responses
 func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *ResponseStore) {
-	body, err := s.readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	d, err := responses.DecodeRequest(body)
-	if err != nil {
-		s.writeError(w, r, err)
+	d, ok := decodeBody(s, w, r, responses.DecodeRequest)
+	if !ok {
 		return
 	}
 	var history []infer.Message
 	if id := d.PreviousResponseID; id != "" {
-		var ok bool
 		if history, ok = s.history(r.Context(), store, id); !ok {
 			s.writeError(w, r, infer.ParamErrorf("previous_response_id",
 				"previous response %q is not known to this cluster: it was stored with store false, evicted (a node keeps its last %d responses), or made before a restart of the node that answered it",
@@ -99,7 +92,6 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *R
 	}
 	meta := responses.Meta{ID: responses.IDPrefix + s.cfg.NewID(), Model: d.Model, Created: s.cfg.Now().Unix(), PreviousResponseID: d.PreviousResponseID}
 	b := responses.NewBuilder(meta, &d)
-	var ok bool
 	if d.Stream {
 		ok = s.streamResponse(ctx, w, r, chunks, b)
 	} else {
