@@ -102,6 +102,13 @@ func vecDotQ4_KRowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out 
 //go:noescape
 func vecDotQ4_KAVX2(row, act []byte, n int) float32
 
+// vecDotQ6_KTile4VNNI (vecdot_q6ktile_amd64.s, AVX-512 BW and VNNI)
+// computes the 4×4 block out[a·outStride+r] = vecDotQ6_KAVX2(row r, act a,
+// 256·nb), bit for bit.
+//
+//go:noescape
+func vecDotQ6_KTile4VNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
 //go:noescape
 func vecDotQ5_KAVX2(row, act []byte, n int) float32
 
@@ -297,6 +304,7 @@ func archTable(f Features) *kernelTable {
 		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, 4, loopRows(vecDotQ4_0VNNI, 32, 18), 32, 18, 34)
 		t.vecDot[Q4_K] = vecDotQ4_KVNNI
 		t.vecDotRows[Q4_K] = rowsOf(vecDotQ4_KRowsVNNI)
+		t.vecDotTile[Q6_K] = tiled(vecDotQ6_KTile4VNNI, 4, loopRows(vecDotQ6_KAVX2, QK_K, 210), QK_K, 210, 292)
 		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, t.vecDotRows[Q4_K], QK_K, 144, 292)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
