@@ -158,7 +158,7 @@ func BenchmarkVecDotRows(b *testing.B) {
 func BenchmarkVecDotTile(b *testing.B) {
 	const n, nrows, nacts = 2048, 64, 64
 	k := Best()
-	for _, typ := range []Type{Q8_0, Q4_0, Q4_K, Q6_K} {
+	for _, typ := range []Type{Q8_0, Q4_0, Q4_K, Q5_K, Q6_K} {
 		row, act := benchOperands(b, typ, n)
 		rows, acts := bytes.Repeat(row, nrows), bytes.Repeat(act, nacts)
 		out := make([]float32, nrows*nacts)

@@ -2,6 +2,108 @@
 
 #include "textflag.h"
 
+// KTILE is the body of the Q4_K and Q5_K tiles (vecDotQ4_KTileVNNI below):
+// ROW unpacks a row's block (Q4KTROW or Q5KTROW), BB is the weight block's
+// size in bytes. It is defined before the first TEXT so that go vet's
+// frame checks, which do not expand macros, do not read it as part of
+// another function.
+#define KTILE(ROW, BB) \
+	MOVQ rows+0(FP), SI \
+	MOVQ rowStride+8(FP), BX \
+	MOVQ acts+16(FP), DI \
+	MOVQ actStride+24(FP), DX \
+	MOVQ nb+32(FP), CX \
+	VMOVDQU64    q4ktshift<>(SB), Z14 \
+	VPBROADCASTD q40tilenib<>(SB), Z13 \
+	VPXORD       Z0, Z0, Z0 \
+	LEAQ         1344(SP), R12 \
+	MOVQ         nq+56(FP), R11 \
+	SHLQ         $2, R11 \
+q4ktzero: VMOVDQU64 Z0, 0(R12) \
+	VMOVDQU64 Z0, 64(R12) \
+	VMOVDQU64 Z0, 128(R12) \
+	ADDQ      $192, R12 \
+	DECQ      R11 \
+	JNZ       q4ktzero \
+q4ktloop: VMOVDQU64 q4ktperm<>(SB), Z15 \
+	MOVQ      SI, R9 \
+	Q4KTPREP(0) \
+	ADDQ      BX, R9 \
+	Q4KTPREP(1) \
+	ADDQ      BX, R9 \
+	Q4KTPREP(2) \
+	ADDQ      BX, R9 \
+	Q4KTPREP(3) \
+	VMOVDQU64 Q4KT_MINS(SP), Z15 \
+	VMOVUPS   Q4KT_FMIN(SP), Z9 \
+	VMOVUPS   Q4KT_FS01(SP), Z8 \
+	MOVQ      SI, R9 \
+	ROW(0, Z16, Z17, Z18, Z19, Z24, Z25, Z26, Z27) \
+	ADDQ      BX, R9 \
+	ROW(1, Z20, Z21, Z22, Z23, Z28, Z29, Z30, Z31) \
+	MOVQ      DI, R10 \
+	LEAQ      1344(SP), R12 \
+	MOVQ      nq+56(FP), R11 \
+q4ktquad01: Q4KTLOAD \
+	Q4KTMINS(128) \
+	Q4KTPAIR(0) \
+	ADDQ DX, R10 \
+	Q4KTLOAD \
+	Q4KTMINS(320) \
+	Q4KTPAIR(192) \
+	ADDQ DX, R10 \
+	Q4KTLOAD \
+	Q4KTMINS(512) \
+	Q4KTPAIR(384) \
+	ADDQ DX, R10 \
+	Q4KTLOAD \
+	Q4KTMINS(704) \
+	Q4KTPAIR(576) \
+	ADDQ DX, R10 \
+	ADDQ $768, R12 \
+	DECQ R11 \
+	JNZ  q4ktquad01 \
+	VMOVUPS Q4KT_FS23(SP), Z8 \
+	ADDQ    BX, R9 \
+	ROW(2, Z16, Z17, Z18, Z19, Z24, Z25, Z26, Z27) \
+	ADDQ    BX, R9 \
+	ROW(3, Z20, Z21, Z22, Z23, Z28, Z29, Z30, Z31) \
+	MOVQ    DI, R10 \
+	LEAQ    1344(SP), R12 \
+	MOVQ    nq+56(FP), R11 \
+q4ktquad23: Q4KTLOAD \
+	Q4KTPAIR(64) \
+	ADDQ DX, R10 \
+	Q4KTLOAD \
+	Q4KTPAIR(256) \
+	ADDQ DX, R10 \
+	Q4KTLOAD \
+	Q4KTPAIR(448) \
+	ADDQ DX, R10 \
+	Q4KTLOAD \
+	Q4KTPAIR(640) \
+	ADDQ DX, R10 \
+	ADDQ $768, R12 \
+	DECQ R11 \
+	JNZ  q4ktquad23 \
+	ADDQ $BB, SI \
+	ADDQ $292, DI \
+	DECQ CX \
+	JNZ  q4ktloop \
+	MOVQ out+40(FP), R14 \
+	MOVQ outStride+48(FP), DX \
+	SHLQ $2, DX \
+	LEAQ 1344(SP), R12 \
+	MOVQ nq+56(FP), R11 \
+	SHLQ $2, R11 \
+q4ktout: Q4KTOUT4 \
+	ADDQ DX, R14 \
+	ADDQ $192, R12 \
+	DECQ R11 \
+	JNZ  q4ktout \
+	VZEROUPPER \
+	RET
+
 // Register-tiled Q8_0 dot products: four weight rows against four activation
 // rows, 16 results, with each weight and activation block loaded once per
 // tile instead of once per dot product.
@@ -488,6 +590,45 @@ DATA q4ktperm<>+48(SB)/8, $0x0000000200000002
 DATA q4ktperm<>+56(SB)/8, $0x0000000200000002
 GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 
+// Word shift counts bringing bit 2g (low half) and 2g+1 (high half) of
+// each qh byte to bit 0, for the Q5_K tile's group g.
+DATA q5ktqh<>+0(SB)/8, $0x0000000000000000
+DATA q5ktqh<>+8(SB)/8, $0x0000000000000000
+DATA q5ktqh<>+16(SB)/8, $0x0000000000000000
+DATA q5ktqh<>+24(SB)/8, $0x0000000000000000
+DATA q5ktqh<>+32(SB)/8, $0x0001000100010001
+DATA q5ktqh<>+40(SB)/8, $0x0001000100010001
+DATA q5ktqh<>+48(SB)/8, $0x0001000100010001
+DATA q5ktqh<>+56(SB)/8, $0x0001000100010001
+DATA q5ktqh<>+64(SB)/8, $0x0002000200020002
+DATA q5ktqh<>+72(SB)/8, $0x0002000200020002
+DATA q5ktqh<>+80(SB)/8, $0x0002000200020002
+DATA q5ktqh<>+88(SB)/8, $0x0002000200020002
+DATA q5ktqh<>+96(SB)/8, $0x0003000300030003
+DATA q5ktqh<>+104(SB)/8, $0x0003000300030003
+DATA q5ktqh<>+112(SB)/8, $0x0003000300030003
+DATA q5ktqh<>+120(SB)/8, $0x0003000300030003
+DATA q5ktqh<>+128(SB)/8, $0x0004000400040004
+DATA q5ktqh<>+136(SB)/8, $0x0004000400040004
+DATA q5ktqh<>+144(SB)/8, $0x0004000400040004
+DATA q5ktqh<>+152(SB)/8, $0x0004000400040004
+DATA q5ktqh<>+160(SB)/8, $0x0005000500050005
+DATA q5ktqh<>+168(SB)/8, $0x0005000500050005
+DATA q5ktqh<>+176(SB)/8, $0x0005000500050005
+DATA q5ktqh<>+184(SB)/8, $0x0005000500050005
+DATA q5ktqh<>+192(SB)/8, $0x0006000600060006
+DATA q5ktqh<>+200(SB)/8, $0x0006000600060006
+DATA q5ktqh<>+208(SB)/8, $0x0006000600060006
+DATA q5ktqh<>+216(SB)/8, $0x0006000600060006
+DATA q5ktqh<>+224(SB)/8, $0x0007000700070007
+DATA q5ktqh<>+232(SB)/8, $0x0007000700070007
+DATA q5ktqh<>+240(SB)/8, $0x0007000700070007
+DATA q5ktqh<>+248(SB)/8, $0x0007000700070007
+GLOBL q5ktqh<>(SB), RODATA|NOPTR, $256
+
+DATA q5ktbit4<>+0(SB)/4, $0x10101010
+GLOBL q5ktbit4<>(SB), RODATA|NOPTR, $4
+
 // Q4KTSCALES unpacks the six-bit scales and mins of the block at R9 as
 // KSCALES does: the eight scale bytes into AX, the eight mins into R8.
 #define Q4KTSCALES \
@@ -548,6 +689,33 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 	Q4KTNIB(1, W1)                            \
 	Q4KTNIB(2, W2)                            \
 	Q4KTNIB(3, W3)
+
+// Q5KTNIB is Q4KTNIB for Q5_K (quants at 48, qh at 16): the nibbles plus
+// bit 2g (low half) and 2g+1 (high half) of each qh byte moved to bit 4:
+// shifting whole words right moves each byte's bit to bit 0 and the left
+// shift by 4 to bit 4; what crosses from the neighbouring byte never
+// reaches bit 4 and the mask drops it. Z1 is scratch.
+#define Q5KTNIB(g, W) \
+	VBROADCASTI64X4 (48+32*g)(R9), W      \
+	VPSRLVW         Z14, W, W             \
+	VPANDD          Z13, W, W             \
+	VBROADCASTI64X4 16(R9), Z1            \
+	VPSRLVW         q5ktqh<>+(64*g)(SB), Z1, Z1 \
+	VPSLLW          $4, Z1, Z1            \
+	VPANDD.BCST     q5ktbit4<>(SB), Z1, Z1 \
+	VPORD           Z1, W, W
+
+// Q5KTROW is Q4KTROW for Q5_K.
+#define Q5KTROW(r, W0, W1, W2, W3, S0, S1, S2, S3) \
+	VPBROADCASTQ (8*r)(SP), S0               \
+	VPSHUFB      q4ktsc<>+64(SB), S0, S1      \
+	VPSHUFB      q4ktsc<>+128(SB), S0, S2     \
+	VPSHUFB      q4ktsc<>+192(SB), S0, S3     \
+	VPSHUFB      q4ktsc<>+0(SB), S0, S0       \
+	Q5KTNIB(0, W0)                            \
+	Q5KTNIB(1, W1)                            \
+	Q5KTNIB(2, W2)                            \
+	Q5KTNIB(3, W3)
 
 // Q4KTSUM sets Z to a row's sixteen lanes of its block (quants W0–W3,
 // scale words S0–S3) times the activation block's quants in Z2, Z10, Z11
@@ -628,119 +796,14 @@ GLOBL q4ktperm<>(SB), RODATA|NOPTR, $64
 // out[a·outStride+r] = vecDotQ4_KAVX2(row r, act a, 256·nb) for r < 4,
 // a < 4·nq, bit for bit; 1 ≤ nq ≤ 4.
 TEXT ·vecDotQ4_KTileVNNI(SB), 0, $4416-64
-	MOVQ rows+0(FP), SI
-	MOVQ rowStride+8(FP), BX
-	MOVQ acts+16(FP), DI
-	MOVQ actStride+24(FP), DX
-	MOVQ nb+32(FP), CX
+	KTILE(Q4KTROW, 144)
 
-	VMOVDQU64    q4ktshift<>(SB), Z14
-	VPBROADCASTD q40tilenib<>(SB), Z13
-	VPXORD       Z0, Z0, Z0
-	LEAQ         1344(SP), R12
-	MOVQ         nq+56(FP), R11
-	SHLQ         $2, R11
-
-q4ktzero:
-	VMOVDQU64 Z0, 0(R12)
-	VMOVDQU64 Z0, 64(R12)
-	VMOVDQU64 Z0, 128(R12)
-	ADDQ      $192, R12
-	DECQ      R11
-	JNZ       q4ktzero
-
-q4ktloop:
-	VMOVDQU64 q4ktperm<>(SB), Z15
-	MOVQ      SI, R9
-	Q4KTPREP(0)
-	ADDQ      BX, R9
-	Q4KTPREP(1)
-	ADDQ      BX, R9
-	Q4KTPREP(2)
-	ADDQ      BX, R9
-	Q4KTPREP(3)
-
-	// Rows 0 and 1, and the mins of all four. R11-R14 are free once the
-	// scales are in the frame.
-	VMOVDQU64 Q4KT_MINS(SP), Z15
-	VMOVUPS   Q4KT_FMIN(SP), Z9
-	VMOVUPS   Q4KT_FS01(SP), Z8
-	MOVQ      SI, R9
-	Q4KTROW(0, Z16, Z17, Z18, Z19, Z24, Z25, Z26, Z27)
-	ADDQ      BX, R9
-	Q4KTROW(1, Z20, Z21, Z22, Z23, Z28, Z29, Z30, Z31)
-	MOVQ      DI, R10
-	LEAQ      1344(SP), R12
-	MOVQ      nq+56(FP), R11
-
-q4ktquad01:
-	Q4KTLOAD
-	Q4KTMINS(128)
-	Q4KTPAIR(0)
-	ADDQ DX, R10
-	Q4KTLOAD
-	Q4KTMINS(320)
-	Q4KTPAIR(192)
-	ADDQ DX, R10
-	Q4KTLOAD
-	Q4KTMINS(512)
-	Q4KTPAIR(384)
-	ADDQ DX, R10
-	Q4KTLOAD
-	Q4KTMINS(704)
-	Q4KTPAIR(576)
-	ADDQ DX, R10
-	ADDQ $768, R12
-	DECQ R11
-	JNZ  q4ktquad01
-
-	// Rows 2 and 3.
-	VMOVUPS Q4KT_FS23(SP), Z8
-	ADDQ    BX, R9
-	Q4KTROW(2, Z16, Z17, Z18, Z19, Z24, Z25, Z26, Z27)
-	ADDQ    BX, R9
-	Q4KTROW(3, Z20, Z21, Z22, Z23, Z28, Z29, Z30, Z31)
-	MOVQ    DI, R10
-	LEAQ    1344(SP), R12
-	MOVQ    nq+56(FP), R11
-
-q4ktquad23:
-	Q4KTLOAD
-	Q4KTPAIR(64)
-	ADDQ DX, R10
-	Q4KTLOAD
-	Q4KTPAIR(256)
-	ADDQ DX, R10
-	Q4KTLOAD
-	Q4KTPAIR(448)
-	ADDQ DX, R10
-	Q4KTLOAD
-	Q4KTPAIR(640)
-	ADDQ DX, R10
-	ADDQ $768, R12
-	DECQ R11
-	JNZ  q4ktquad23
-
-	ADDQ $144, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  q4ktloop
-
-	MOVQ out+40(FP), R14
-	MOVQ outStride+48(FP), DX
-	SHLQ $2, DX
-	LEAQ 1344(SP), R12
-	MOVQ nq+56(FP), R11
-	SHLQ $2, R11
-
-q4ktout:
-	Q4KTOUT4
-	ADDQ DX, R14
-	ADDQ $192, R12
-	DECQ R11
-	JNZ  q4ktout
-	VZEROUPPER
-	RET
+// func vecDotQ5_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int, nq int)
+//
+// The Q4_K tile for Q5_K weights, bit for bit vecDotQ5_KAVX2 per pair:
+// that kernel sums exactly as vecDotQ4_KAVX2 does, on 5-bit quants.
+TEXT ·vecDotQ5_KTileVNNI(SB), 0, $4416-64
+	KTILE(Q5KTROW, 176)
 
 // Q4KVCONST loads the constants of the one-pair Q4_K steps into Z9–Z15.
 #define Q4KVCONST \
