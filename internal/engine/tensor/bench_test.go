@@ -129,7 +129,7 @@ func BenchmarkDequantize(b *testing.B) {
 func BenchmarkVecDotRows(b *testing.B) {
 	const n, nrows = 2048, 64
 	k := Best()
-	for _, typ := range []Type{F16, Q8_0, Q4_K, Q6_K} {
+	for _, typ := range []Type{F16, Q8_0, Q4_K, Q5_K, Q6_K} {
 		row, act := benchOperands(b, typ, n)
 		rows := bytes.Repeat(row, nrows)
 		out := make([]float32, nrows)

@@ -93,6 +93,15 @@ func vecDotQ4_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb
 //go:noescape
 func vecDotQ5_KTileVNNI(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int, nq int)
 
+// vecDotQ5_KVNNI and vecDotQ5_KRowsVNNI are the Q4_K VNNI kernels for
+// Q5_K weights, bit for bit vecDotQ5_KAVX2.
+//
+//go:noescape
+func vecDotQ5_KVNNI(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ5_KRowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
+
 // vecDotQ4_KVNNI (vecdot_tile_amd64.s) is vecDotQ4_KAVX2 on AVX-512 BW and
 // VNNI, bit for bit.
 //
@@ -310,7 +319,9 @@ func archTable(f Features) *kernelTable {
 		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, 4, loopRows(vecDotQ4_0VNNI, 32, 18), 32, 18, 34)
 		t.vecDot[Q4_K] = vecDotQ4_KVNNI
 		t.vecDotRows[Q4_K] = rowsOf(vecDotQ4_KRowsVNNI)
-		t.vecDotTile[Q5_K] = tiledQuads(vecDotQ5_KTileVNNI, 4, loopRows(vecDotQ5_KAVX2, QK_K, 176), QK_K, 176, 292)
+		t.vecDot[Q5_K] = vecDotQ5_KVNNI
+		t.vecDotRows[Q5_K] = rowsOf(vecDotQ5_KRowsVNNI)
+		t.vecDotTile[Q5_K] = tiledQuads(vecDotQ5_KTileVNNI, 4, t.vecDotRows[Q5_K], QK_K, 176, 292)
 		t.vecDotTile[Q6_K] = tiled(vecDotQ6_KTile4VNNI, 4, loopRows(vecDotQ6_KAVX2, QK_K, 210), QK_K, 210, 292)
 		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, t.vecDotRows[Q4_K], QK_K, 144, 292)
 	}

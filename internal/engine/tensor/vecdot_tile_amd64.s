@@ -2,6 +2,63 @@
 
 #include "textflag.h"
 
+// KVONE and KVROWS are the bodies of the one-pair and rows K-quant VNNI
+// kernels (vecDotQ4_KVNNI and vecDotQ4_KRowsVNNI below, and their Q5_K
+// twins): NIB unpacks a group (Q4KTNIB or Q5KTNIB), BB is the weight
+// block's size in bytes. Defined before the first TEXT for go vet's frame
+// checks (see KTILE).
+#define KVONE(NIB, BB) \
+	MOVQ row_base+0(FP), SI \
+	MOVQ act_base+24(FP), DI \
+	MOVQ n+48(FP), CX \
+	SHRQ $8, CX \
+	VPXORD Z0, Z0, Z0 \
+	TESTQ CX, CX \
+	JE    q4kvdone \
+	Q4KVCONST \
+q4kvloop: KVBLOCK(NIB) \
+	ADDQ $BB, SI \
+	ADDQ $292, DI \
+	DECQ CX \
+	JNZ  q4kvloop \
+q4kvdone: Q4KVREDUCE \
+	VMOVSS X0, ret+56(FP) \
+	VZEROUPPER \
+	RET
+
+#define KVROWS(NIB, BB) \
+	MOVQ  rows+0(FP), BX \
+	MOVQ  nrows+16(FP), DX \
+	MOVQ  act+24(FP), R10 \
+	TESTQ DX, DX \
+	JE    q4krdone \
+	Q4KVCONST \
+q4krrow: MOVQ   BX, SI \
+	MOVQ   R10, DI \
+	MOVQ   n+32(FP), CX \
+	SHRQ   $8, CX \
+	VPXORD Z0, Z0, Z0 \
+	TESTQ  CX, CX \
+	JE     q4krout \
+q4krloop: PREFETCHT0 4096(SI) \
+	PREFETCHT0 4160(SI) \
+	PREFETCHT0 4224(SI) \
+	KVBLOCK(NIB) \
+	ADDQ $BB, SI \
+	ADDQ $292, DI \
+	DECQ CX \
+	JNZ  q4krloop \
+q4krout: Q4KVREDUCE \
+	MOVQ   out+40(FP), AX \
+	VMOVSS X0, (AX) \
+	ADDQ   $4, AX \
+	MOVQ   AX, out+40(FP) \
+	ADDQ   rowStride+8(FP), BX \
+	DECQ   DX \
+	JNZ    q4krrow \
+q4krdone: VZEROUPPER \
+	RET
+
 // KTILE is the body of the Q4_K and Q5_K tiles (vecDotQ4_KTileVNNI below):
 // ROW unpacks a row's block (Q4KTROW or Q5KTROW), BB is the weight block's
 // size in bytes. It is defined before the first TEXT so that go vet's
@@ -815,10 +872,10 @@ TEXT ·vecDotQ5_KTileVNNI(SB), 0, $4416-64
 	VMOVDQU64    q4ktsc<>+128(SB), Z10 \
 	VMOVDQU64    q4ktsc<>+192(SB), Z9
 
-// Q4KVBLOCK adds the Q4_K block at SI times the Q8_K block at DI to the
-// accumulator Z0 (eight lanes of scaled sums, four of mins); R9 and the
-// registers Q4KTSCALES names are scratch.
-#define Q4KVBLOCK \
+// KVBLOCK adds the Q4_K (NIB Q4KTNIB) or Q5_K (Q5KTNIB) block at SI times
+// the Q8_K block at DI to the accumulator Z0 (eight lanes of scaled sums,
+// four of mins); R9, Z1 and the registers Q4KTSCALES names are scratch.
+#define KVBLOCK(NIB) \
 	MOVQ         SI, R9 \
 	Q4KTSCALES \
 	VMOVQ        AX, X1 \
@@ -827,16 +884,16 @@ TEXT ·vecDotQ5_KTileVNNI(SB), 0, $4416-64
 	VPSHUFB      Z11, Z1, Z3 \
 	VPSHUFB      Z10, Z1, Z4 \
 	VPSHUFB      Z9, Z1, Z5 \
-	Q4KTNIB(0, Z6) \
+	NIB(0, Z6) \
 	VPMADDUBSW   4(DI), Z6, Z6 \
 	VPMADDWD     Z2, Z6, Z7 \
-	Q4KTNIB(1, Z6) \
+	NIB(1, Z6) \
 	VPMADDUBSW   68(DI), Z6, Z6 \
 	VPDPWSSD     Z3, Z6, Z7 \
-	Q4KTNIB(2, Z6) \
+	NIB(2, Z6) \
 	VPMADDUBSW   132(DI), Z6, Z6 \
 	VPDPWSSD     Z4, Z6, Z7 \
-	Q4KTNIB(3, Z6) \
+	NIB(3, Z6) \
 	VPMADDUBSW   196(DI), Z6, Z6 \
 	VPDPWSSD     Z5, Z6, Z7 \
 	VEXTRACTI64X4 $1, Z7, Y6 \
@@ -876,27 +933,7 @@ TEXT ·vecDotQ5_KTileVNNI(SB), 0, $4416-64
 // are the same exact sums, the float steps the same operations), so it
 // agrees with both bit for bit. The accumulator stays in Z0.
 TEXT ·vecDotQ4_KVNNI(SB), NOSPLIT, $0-60
-	MOVQ row_base+0(FP), SI
-	MOVQ act_base+24(FP), DI
-	MOVQ n+48(FP), CX
-	SHRQ $8, CX
-	VPXORD Z0, Z0, Z0
-	TESTQ CX, CX
-	JE    q4kvdone
-	Q4KVCONST
-
-q4kvloop:
-	Q4KVBLOCK
-	ADDQ $144, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  q4kvloop
-
-q4kvdone:
-	Q4KVREDUCE
-	VMOVSS X0, ret+56(FP)
-	VZEROUPPER
-	RET
+	KVONE(Q4KTNIB, 144)
 
 // func vecDotQ4_KRowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
 //
@@ -905,42 +942,17 @@ q4kvdone:
 // per row, which is most of a 2048-wide row's cost otherwise; the row
 // stream is prefetched 4 KiB ahead (see vecDotF16RowsAVX512).
 TEXT ·vecDotQ4_KRowsVNNI(SB), NOSPLIT, $0-48
-	MOVQ  rows+0(FP), BX
-	MOVQ  nrows+16(FP), DX
-	MOVQ  act+24(FP), R10
-	TESTQ DX, DX
-	JE    q4krdone
-	Q4KVCONST
+	KVROWS(Q4KTNIB, 144)
 
-q4krrow:
-	MOVQ   BX, SI
-	MOVQ   R10, DI
-	MOVQ   n+32(FP), CX
-	SHRQ   $8, CX
-	VPXORD Z0, Z0, Z0
-	TESTQ  CX, CX
-	JE     q4krout
+// func vecDotQ5_KVNNI(row, act []byte, n int) float32
+//
+// vecDotQ4_KVNNI for Q5_K weights: bit for bit vecDotQ5_KAVX2 and the Q5_K
+// tile.
+TEXT ·vecDotQ5_KVNNI(SB), NOSPLIT, $0-60
+	KVONE(Q5KTNIB, 176)
 
-q4krloop:
-	PREFETCHT0 4096(SI)
-	PREFETCHT0 4160(SI)
-	PREFETCHT0 4224(SI)
-	Q4KVBLOCK
-	ADDQ $144, SI
-	ADDQ $292, DI
-	DECQ CX
-	JNZ  q4krloop
-
-q4krout:
-	Q4KVREDUCE
-	MOVQ   out+40(FP), AX
-	VMOVSS X0, (AX)
-	ADDQ   $4, AX
-	MOVQ   AX, out+40(FP)
-	ADDQ   rowStride+8(FP), BX
-	DECQ   DX
-	JNZ    q4krrow
-
-q4krdone:
-	VZEROUPPER
-	RET
+// func vecDotQ5_KRowsVNNI(rows *byte, rowStride, nrows int, act *byte, n int, out *float32)
+//
+// vecDotQ4_KRowsVNNI for Q5_K weights.
+TEXT ·vecDotQ5_KRowsVNNI(SB), NOSPLIT, $0-48
+	KVROWS(Q5KTNIB, 176)
