@@ -122,7 +122,7 @@ func PlacementModel(c catalog.Card) placement.Model {
 	return placement.Model{
 		ID: c.ID, Layers: c.Layers, LayerBytes: c.LayerBytes, EmbeddingBytes: c.EmbeddingBytes,
 		HeadBytes: c.HeadBytes, TiedEmbedding: c.TiedEmbeddings,
-		KVBytesPerTokenLayer: 2 * int64(c.KVHeads) * int64(c.HeadDim) * 4,
+		KVBytesPerTokenLayer: 2 * int64(c.KVHeads) * int64(c.HeadDim) * 2, // K and V, fp16 (the engine's cache)
 		ContextLength:        c.ContextLength, CompatibleBackends: c.CompatibleBackends, BackendPreference: c.BackendPreference,
 	}
 }

@@ -72,10 +72,6 @@ func TestAPIKey(t *testing.T) {
 // TestPreviewsAndCatalog reads the control routes a dashboard uses.
 func TestPreviewsAndCatalog(t *testing.T) {
 	n := startNode(t, t.TempDir())
-	code, b := n.do("GET", "/instance/previews?model_id=stories260k", nil)
-	if code != 200 || !strings.Contains(string(b), `"previews"`) {
-		t.Fatalf("previews: %d %s", code, b)
-	}
 	var pv struct {
 		Previews []struct {
 			Width          int   `json:"width"`
@@ -83,7 +79,23 @@ func TestPreviewsAndCatalog(t *testing.T) {
 			MemoryBytes    int64 `json:"memory_bytes"`
 		} `json:"previews"`
 	}
-	json.Unmarshal(b, &pv)
+	// Until the node has published its own resources there is nothing to
+	// place on, and the previews are empty; on a loaded machine that can
+	// take a moment after startup.
+	var code int
+	var b []byte
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		code, b = n.do("GET", "/instance/previews?model_id=stories260k", nil)
+		if code != 200 || !strings.Contains(string(b), `"previews"`) {
+			t.Fatalf("previews: %d %s", code, b)
+		}
+		pv.Previews = nil
+		json.Unmarshal(b, &pv)
+		if len(pv.Previews) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if len(pv.Previews) == 0 || pv.Previews[0].Width != 1 || pv.Previews[0].ContextCeiling != 2048 || pv.Previews[0].MemoryBytes <= 0 {
 		t.Errorf("previews %s", b)
 	}

@@ -21,6 +21,7 @@ type arena struct {
 	h, q, k, v, att, o, gate, up, ffo []float32
 	act                               []byte    // activations in a vec-dot type
 	scores                            []float32 // per worker: attnQueries rows of cache capacity
+	qh                                []byte    // per worker: attnQueries fp16 queries of one head
 	rope                              ropeTable
 
 	mm matmulJob
@@ -55,6 +56,7 @@ func (a *arena) prepare(s *Shard, c *Cache, n, nLogits int) {
 	a.ffo = grow(a.ffo, m*cfg.NEmbd)
 	a.act = grow(a.act, m*s.actRowBytes)
 	a.scores = grow(a.scores, s.pool.n*attnQueries*c.cap)
+	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)

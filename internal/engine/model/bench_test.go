@@ -131,28 +131,34 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkDecodeLongContext measures single-token steps at positions
 // 2000..2047 (the earlier positions' keys and values are zeros, which cost
 // the attention as much as any others), where attention is a large part of
-// a step.
+// a step, with the default fp16 cache and an F32 one side by side.
 func BenchmarkDecodeLongContext(b *testing.B) {
 	for _, bc := range benchCases()[:2] {
-		b.Run(bc.name, func(b *testing.B) {
-			s := benchShard(b, bc)
-			const ctx, start = 2048, 2000
-			c := s.NewCache(ctx)
-			c.len = start
-			tok := []int32{1}
-			b.ReportAllocs()
-			cpu0 := cpuTime()
-			for b.Loop() {
-				if c.Len() == ctx {
-					c.len = start
+		for _, kv := range []struct {
+			name string
+			f32  bool
+		}{{"kv=f16", false}, {"kv=f32", true}} {
+			b.Run(bc.name+"/"+kv.name, func(b *testing.B) {
+				path := benchModel(b, bc.shape, bc.typ)
+				s, _ := openShard(b, path, whole, Options{Threads: *benchThreads, F32Cache: kv.f32})
+				const ctx, start = 2048, 2000
+				c := s.NewCache(ctx)
+				c.len = start
+				tok := []int32{1}
+				b.ReportAllocs()
+				cpu0 := cpuTime()
+				for b.Loop() {
+					if c.Len() == ctx {
+						c.len = start
+					}
+					if _, err := s.Forward(c, Batch{Tokens: tok}); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := s.Forward(c, Batch{Tokens: tok}); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
-			b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/token")
-		})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tok/s")
+				b.ReportMetric((cpuTime()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/token")
+			})
+		}
 	}
 }
 

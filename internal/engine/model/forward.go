@@ -230,9 +230,12 @@ const attnQueries = 6
 // contract), so it does not depend on how positions were grouped.
 type attnJob struct {
 	k            tensor.Kernels
-	kc, vt       []float32 // the block's cache
-	q, out       []float32 // n × QDim
-	scores       []float32 // per worker, attnQueries rows of cap
+	kc, vt       []byte      // the block's cache
+	typ          tensor.Type // its element type (F16 or F32)
+	esz          int         // bytes an element
+	q, out       []float32   // n × QDim
+	scores       []float32   // per worker, attnQueries rows of cap
+	qh           []byte      // per worker, attnQueries queries of one head in fp16
 	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
@@ -240,7 +243,7 @@ type attnJob struct {
 }
 
 func (j *attnJob) do(w, lo, hi int) {
-	hd, cp := j.hd, j.cap
+	hd, cp, es := j.hd, j.cap, j.esz
 	for it := lo; it < hi; it++ {
 		tb, h := it/j.nHead, it%j.nHead
 		g := h / j.group
@@ -250,16 +253,29 @@ func (j *attnJob) do(w, lo, hi int) {
 		// of the later keys for earlier positions are not used.
 		last := j.pos0 + t1
 		sc := j.scores[w*attnQueries*cp : (w+1)*attnQueries*cp]
-		keys := j.kc[g*cp*hd : (g*cp+last)*hd]
-		qs := j.q[t0*j.qd+h*hd : (t1-1)*j.qd+(h+1)*hd]
-		j.k.VecDotTile(tensor.F32, f32Bytes(keys), 4*hd, last, f32Bytes(qs), 4*j.qd, t1-t0, hd, sc, cp)
+		keys := j.kc[es*g*cp*hd : es*(g*cp+last)*hd]
+		qs, qStride := f32Bytes(j.q[t0*j.qd+h*hd:(t1-1)*j.qd+(h+1)*hd]), 4*j.qd
+		if j.typ == tensor.F16 {
+			// The queries meet fp16 keys in fp16, as in llama.cpp's
+			// attention over its fp16 cache.
+			qh := j.qh[w*attnQueries*2*hd : (w+1)*attnQueries*2*hd]
+			for t := t0; t < t1; t++ {
+				q := j.q[t*j.qd+h*hd : t*j.qd+(h+1)*hd]
+				if err := j.k.QuantizeAct(tensor.F16, q, qh[(t-t0)*2*hd:(t-t0+1)*2*hd]); err != nil {
+					panic(err) // sizes are fixed at load time; an error here is a bug
+				}
+			}
+			qs, qStride = qh[:(t1-t0)*2*hd], 2*hd
+		}
+		j.k.VecDotTile(j.typ, keys, es*hd, last, qs, qStride, t1-t0, hd, sc, cp)
 		for t := t0; t < t1; t++ {
 			span := j.pos0 + t + 1
 			st := sc[(t-t0)*cp : (t-t0)*cp+span]
 			softmaxScaled(j.k, st, j.scale)
-			// Row e of the transposed values holds element e of every position.
-			vals := j.vt[g*hd*cp : g*hd*cp+(hd-1)*cp+span]
-			j.k.VecDotRows(tensor.F32, f32Bytes(vals), 4*cp, f32Bytes(st), span, j.out[t*j.qd+h*hd:t*j.qd+(h+1)*hd])
+			// Row e of the transposed values holds element e of every
+			// position; the weights stay float32.
+			vals := j.vt[es*g*hd*cp : es*(g*hd*cp+(hd-1)*cp+span)]
+			j.k.DotF32Rows(j.typ, vals, es*cp, st, j.out[t*j.qd+h*hd:t*j.qd+(h+1)*hd])
 		}
 	}
 }
@@ -270,7 +286,7 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 	cfg := s.Config
 	j := &a.at
 	*j = attnJob{
-		k: s.k, kc: c.k[i], vt: c.vt[i], q: q, out: out, scores: a.scores,
+		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap,
 		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),

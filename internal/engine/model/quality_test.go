@@ -38,11 +38,15 @@ func TestActivationRoundingQuality(t *testing.T) {
 	var ref refFile
 	readJSON(t, findTestFile(t, "reference/stories260K.json", "reference/stories260K.json"), &ref)
 	// testdata path → shared path, and the texts to score.
+	// Each model runs with the K/V cache its reference texts were made
+	// with: fp16 for stories260K (llama.cpp's default), F32 for the
+	// synthetic ones (reference/synthetic/README.md).
 	type model struct {
-		shared string
-		cases  []genCase
+		shared   string
+		cases    []genCase
+		f32Cache bool
 	}
-	models := map[string]model{"models/stories260K.gguf": {"models/stories260K.gguf", ref.Generation.Cases}}
+	models := map[string]model{"models/stories260K.gguf": {"models/stories260K.gguf", ref.Generation.Cases, false}}
 	for _, name := range []string{"synth-llama-q8_0", "synth-llama-q4_k"} {
 		var sr synthRef
 		readJSON(t, findTestFile(t, filepath.Join("synthetic", name+".json"), filepath.Join("reference", "synthetic", name+".json")), &sr)
@@ -50,13 +54,13 @@ func TestActivationRoundingQuality(t *testing.T) {
 		for _, p := range sr.Prompts {
 			cases = append(cases, genCase{PromptIDs: p.IDs, GeneratedIDs: p.Generated})
 		}
-		models[filepath.Join("synthetic", name+".gguf")] = model{filepath.Join("models", "synthetic", name+".gguf"), cases}
+		models[filepath.Join("synthetic", name+".gguf")] = model{filepath.Join("models", "synthetic", name+".gguf"), cases, true}
 	}
 	for path, m := range models {
 		cases := m.cases
 		p := findTestFile(t, path, m.shared)
-		fast, _ := openShard(t, p, whole, Options{Threads: 2})
-		exact, _ := openShard(t, p, whole, Options{Threads: 2, ExactActivations: true})
+		fast, _ := openShard(t, p, whole, Options{Threads: 2, F32Cache: m.f32Cache})
+		exact, _ := openShard(t, p, whole, Options{Threads: 2, ExactActivations: true, F32Cache: m.f32Cache})
 		nf, ne := meanNLL(t, fast, cases), meanNLL(t, exact, cases)
 		t.Logf("%s: mean NLL %.5f with rounded activations, %.5f exact (%+.3f%%)", filepath.Base(path), nf, ne, 100*(nf-ne)/ne)
 		if nf > ne*1.005 {

@@ -28,6 +28,10 @@ type Options struct {
 	// them to the weights' dot-product type as llama.cpp does. Slower for
 	// quantized weights; the reference for checking dequantization.
 	ExactActivations bool
+	// F32Cache keeps the key/value cache in float32 instead of fp16
+	// (llama.cpp's default, and ours): twice the memory, the setting of
+	// reference runs made with an F32 cache.
+	F32Cache bool
 }
 
 type layer struct {
@@ -51,6 +55,7 @@ type Shard struct {
 	layers    []layer // index i is block Range.Start+i
 	ropeFreqs []float32
 	exactActs bool
+	kvType    tensor.Type // the cache's element type: F16, or F32 with Options.F32Cache
 	k         tensor.Kernels
 	// actRowBytes is the largest row of matmul activations in a vec-dot
 	// type, over every matrix.
@@ -79,7 +84,10 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if r.Start < 0 || r.End > cfg.NLayer || r.Start > r.End || (r.Start == r.End && !r.First && !r.Last) {
 		return nil, fmt.Errorf("model: layer range [%d, %d) is not within the model's %d blocks", r.Start, r.End, cfg.NLayer)
 	}
-	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations}
+	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations, kvType: tensor.F16}
+	if opt.F32Cache {
+		s.kvType = tensor.F32
+	}
 	l := loader{f}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {

@@ -77,6 +77,29 @@ func (k Kernels) DotF32(t Type, row []byte, x []float32) float32 {
 	return k.table().dotF32[t](row, x)
 }
 
+// DotF32Rows computes out[r] = DotF32(t, the row at rows[r·stride:], x)
+// for every r < len(out), checking the sizes once per call. Sizes that do
+// not fit are a programming error and panic with the typed error.
+func (k Kernels) DotF32Rows(t Type, rows []byte, stride int, x []float32, out []float32) {
+	rb := 0
+	if be := t.BlockElems(); be > 0 {
+		rb = len(x) / be * t.BlockBytes()
+	}
+	if err := k.CheckDot(t, len(x), rb, -1); err != nil {
+		panic(err)
+	}
+	if len(out) == 0 {
+		return
+	}
+	if stride < rb || len(rows) < rb || stride > 0 && len(out)-1 > (len(rows)-rb)/stride {
+		panic(&SizeError{Op: "dot rows", Type: t, Elems: len(x), What: "rows", Got: len(rows), Want: (len(out)-1)*stride + rb})
+	}
+	f := k.table().dotF32[t]
+	for r := range out {
+		out[r] = f(rows[r*stride:r*stride+rb], x)
+	}
+}
+
 // VecDot returns the dot product of an n-element weight row of type t with
 // activations already converted to VecDotType(t) (see QuantizeAct), using
 // llama.cpp's integer-per-block arithmetic. Sizes that CheckDot would refuse

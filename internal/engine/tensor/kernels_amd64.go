@@ -24,6 +24,11 @@ func vecDotF16AVX2(row, act []byte, n int) float32
 //go:noescape
 func vecDotBF16AVX2(row, act []byte, n int) float32
 
+// dotF16F32AVX2 is dotF32 for F16 rows: len(row) is 2·len(x).
+//
+//go:noescape
+func dotF16F32AVX2(row []byte, x []float32) float32
+
 // vecDotF16RowsAVX512 (AVX-512F) computes out[r] = vecDotF16AVX2(row r,
 // act, n) for r < nrows, rows rowStride bytes apart, bit for bit.
 //
@@ -292,6 +297,7 @@ func archTable(f Features) *kernelTable {
 	t := genericTable()
 	t.name = "avx2"
 	t.dotF32[F32] = dotF32F32AVX2
+	t.dotF32[F16] = dotF16F32AVX2
 	t.vecDot[F32] = vecDotF32AVX2
 	t.vecDot[F16] = vecDotF16AVX2
 	t.vecDot[BF16] = vecDotBF16AVX2

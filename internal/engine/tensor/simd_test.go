@@ -310,16 +310,19 @@ func TestSIMDVecDotRandom(t *testing.T) {
 }
 
 // TestSIMDDotF32 checks the F32 DotF32 entry, which shares the vec-dot
-// kernel through a reinterpreted slice.
+// kernel through a reinterpreted slice, and the F16 one, on operands whose
+// sums are exact.
 func TestSIMDDotF32(t *testing.T) {
 	simdPaths(t, func(t *testing.T, k Kernels) {
 		r := rand.New(rand.NewPCG(27, 28))
-		for n := 0; n <= 70; n++ {
-			row, act := exactOperands(r, F32, n, 0)
-			x := make([]float32, n)
-			_ = Generic().Dequantize(F32, act, x)
-			if got, want := k.DotF32(F32, row, x), Generic().DotF32(F32, row, x); got != want {
-				t.Fatalf("n=%d: %s DotF32 = %g, generic = %g", n, k.Name(), got, want)
+		for _, typ := range []Type{F32, F16} {
+			for n := 0; n <= 70; n++ {
+				row, act := exactOperands(r, typ, n, 0)
+				x := make([]float32, n)
+				_ = Generic().Dequantize(typ, act, x)
+				if got, want := k.DotF32(typ, row, x), Generic().DotF32(typ, row, x); got != want {
+					t.Fatalf("%s n=%d: %s DotF32 = %g, generic = %g", typ, n, k.Name(), got, want)
+				}
 			}
 		}
 	})
@@ -470,4 +473,40 @@ func wideFloats(r *rand.Rand, n int) []float32 {
 	copy(x, []float32{65504, 65519.996, 65520, -65520, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26, 0x1.002p-14,
 		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)), 1 + 0x1p-11, 1 + 0x3p-11})
 	return x
+}
+
+// TestDotF32Rows checks the multi-row DotF32 entry against DotF32 row by
+// row (the same kernel, so bit for bit), with padded strides, and its size
+// checks.
+func TestDotF32Rows(t *testing.T) {
+	tileKernels(t, func(t *testing.T, k Kernels) {
+		r := rand.New(rand.NewPCG(41, 42))
+		for _, typ := range []Type{F32, F16, Q8_0} {
+			n := 64
+			rb, _ := RowBytes(typ, int64(n))
+			stride := int(rb) + 6
+			const nrows = 7
+			rows := make([]byte, (nrows-1)*stride+int(rb))
+			for i := 0; i < nrows; i++ {
+				row, _ := Quantize(typ, gaussian(r, n, 0.5))
+				copy(rows[i*stride:], row)
+			}
+			x := gaussian(r, n, 1)
+			out := make([]float32, nrows)
+			k.DotF32Rows(typ, rows, stride, x, out)
+			for i, got := range out {
+				if want := k.DotF32(typ, rows[i*stride:i*stride+int(rb)], x); got != want {
+					t.Errorf("%s %s row %d: DotF32Rows %g, DotF32 %g", k.Name(), typ, i, got, want)
+				}
+			}
+			func() {
+				defer func() {
+					if err, _ := recover().(error); !errors.As(err, new(*SizeError)) {
+						t.Errorf("%s %s: short rows: recovered %v, want *SizeError", k.Name(), typ, err)
+					}
+				}()
+				k.DotF32Rows(typ, rows[:len(rows)-1], stride, x, out)
+			}()
+		}
+	})
 }

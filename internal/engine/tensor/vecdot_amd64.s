@@ -903,3 +903,66 @@ q40vdone:
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
 	RET
+
+// func dotF16F32AVX2(row []byte, x []float32) float32
+//
+// dotF32 for an F16 row against float activations (the attention's values
+// against its softmax weights): the row converted eight at a time, four
+// accumulators, reduced as HSUM8 does, then the tail one by one.
+TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-52
+	MOVQ   row_base+0(FP), SI
+	MOVQ   x_base+24(FP), DI
+	MOVQ   x_len+32(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+
+hfloop32:
+	CMPQ        CX, $32
+	JL          hfloop8
+	VCVTPH2PS   (SI), Y4
+	VCVTPH2PS   16(SI), Y5
+	VCVTPH2PS   32(SI), Y6
+	VCVTPH2PS   48(SI), Y7
+	VFMADD231PS (DI), Y4, Y0
+	VFMADD231PS 32(DI), Y5, Y1
+	VFMADD231PS 64(DI), Y6, Y2
+	VFMADD231PS 96(DI), Y7, Y3
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JMP         hfloop32
+
+hfloop8:
+	CMPQ        CX, $8
+	JL          hfreduce
+	VCVTPH2PS   (SI), Y4
+	VFMADD231PS (DI), Y4, Y0
+	ADDQ        $16, SI
+	ADDQ        $32, DI
+	SUBQ        $8, CX
+	JMP         hfloop8
+
+hfreduce:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	HSUM8(Y0, X0, X1)
+
+hftail:
+	TESTQ       CX, CX
+	JE          hfdone
+	MOVWLZX     (SI), AX
+	VMOVD       AX, X4
+	VCVTPH2PS   X4, X4
+	VFMADD231SS (DI), X4, X0
+	ADDQ        $2, SI
+	ADDQ        $4, DI
+	DECQ        CX
+	JMP         hftail
+
+hfdone:
+	VMOVSS     X0, ret+48(FP)
+	VZEROUPPER
+	RET
