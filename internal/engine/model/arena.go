@@ -22,6 +22,7 @@ type arena struct {
 	act                               []byte    // activations in a vec-dot type
 	scores                            []float32 // per worker: attnQueries rows of cache capacity
 	qh                                []byte    // per worker: attnQueries fp16 queries of one head
+	vrow                              []byte    // one head's value row in the cache's element type
 	rope                              ropeTable
 
 	mm matmulJob
@@ -57,6 +58,7 @@ func (a *arena) prepare(s *Shard, c *Cache, n, nLogits int) {
 	a.act = grow(a.act, m*s.actRowBytes)
 	a.scores = grow(a.scores, s.pool.n*attnQueries*c.cap)
 	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
+	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)

@@ -56,32 +56,40 @@ func (c *Cache) Truncate(n int) error {
 }
 
 // store writes the keys and values of n new positions (rows of KVDim) of
-// local block i at positions pos0..., in the cache's element type.
-func (c *Cache) store(i, pos0, n, headDim int, k, v []float32) {
+// local block i at positions pos0..., in the cache's element type. A key
+// row is contiguous in the cache and converted in one kernel call; a value
+// row is converted into scratch and then scattered into the transposed
+// layout.
+func (c *Cache) store(k tensor.Kernels, i, pos0, n, headDim int, keys, vals []float32) {
 	kc, vt := c.k[i], c.vt[i]
+	es := c.esz
+	row := c.ar.vrow[:es*headDim]
 	for t := 0; t < n; t++ {
 		pos := pos0 + t
 		for g := 0; g < c.kvDim/headDim; g++ {
-			src := k[t*c.kvDim+g*headDim : t*c.kvDim+(g+1)*headDim]
-			for e, x := range src {
-				c.put(kc, (g*c.cap+pos)*headDim+e, x)
-			}
-			vs := v[t*c.kvDim+g*headDim : t*c.kvDim+(g+1)*headDim]
+			src := keys[t*c.kvDim+g*headDim : t*c.kvDim+(g+1)*headDim]
+			off := es * (g*c.cap + pos) * headDim
+			c.convert(k, src, kc[off:off+es*headDim])
+			c.convert(k, vals[t*c.kvDim+g*headDim:t*c.kvDim+(g+1)*headDim], row)
 			base := g * headDim * c.cap
-			for e, x := range vs {
-				c.put(vt, base+e*c.cap+pos, x)
+			for e := 0; e < headDim; e++ {
+				copy(vt[es*(base+e*c.cap+pos):], row[es*e:es*e+es])
 			}
 		}
 	}
 }
 
-// put writes x as element i of buf.
-func (c *Cache) put(buf []byte, i int, x float32) {
+// convert writes x into dst in the cache's element type.
+func (c *Cache) convert(k tensor.Kernels, x []float32, dst []byte) {
 	if c.typ == tensor.F32 {
-		binary.LittleEndian.PutUint32(buf[4*i:], math.Float32bits(x))
+		for e, v := range x {
+			binary.LittleEndian.PutUint32(dst[4*e:], math.Float32bits(v))
+		}
 		return
 	}
-	binary.LittleEndian.PutUint16(buf[2*i:], tensor.F32ToF16(x))
+	if err := k.QuantizeAct(tensor.F16, x, dst); err != nil {
+		panic(err) // sizes are fixed at load time; an error here is a bug
+	}
 }
 
 // ErrCacheFull is returned when a batch would exceed the cache capacity.

@@ -147,7 +147,7 @@ func (s *Shard) block(i int, c *Cache, a *arena, x []float32, n int, lastOnly bo
 			a.rope.rope(kh, t, cfg.RopeNeoX)
 		}
 	}
-	c.store(i, c.len, n, hd, k, v)
+	c.store(s.k, i, c.len, n, hd, k, v)
 	pos0 := c.len
 	if lastOnly {
 		skip := n - 1

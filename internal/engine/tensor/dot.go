@@ -94,6 +94,10 @@ func (k Kernels) DotF32Rows(t Type, rows []byte, stride int, x []float32, out []
 	if stride < rb || len(rows) < rb || stride > 0 && len(out)-1 > (len(rows)-rb)/stride {
 		panic(&SizeError{Op: "dot rows", Type: t, Elems: len(x), What: "rows", Got: len(rows), Want: (len(out)-1)*stride + rb})
 	}
+	if f := k.table().dotF32Rows[t]; f != nil {
+		f(rows, stride, x, out)
+		return
+	}
 	f := k.table().dotF32[t]
 	for r := range out {
 		out[r] = f(rows[r*stride:r*stride+rb], x)

@@ -27,6 +27,9 @@ type (
 	// VecDotRowsFunc computes out[r] for r < len(out): the VecDotFunc of
 	// the weight row at rows[r·stride:] with act, bit for bit.
 	VecDotRowsFunc func(rows []byte, stride int, act []byte, n int, out []float32)
+	// DotF32RowsFunc computes out[r] for r < len(out): the DotF32Func of
+	// the row at rows[r·stride:] with x, bit for bit.
+	DotF32RowsFunc func(rows []byte, stride int, x []float32, out []float32)
 )
 
 // typeSlots bounds the GGML type ids the tables are indexed by.
@@ -40,6 +43,7 @@ type kernelTable struct {
 	vecDot      [typeSlots]VecDotFunc
 	vecDotTile  [typeSlots]VecDotTileFunc // nil: loop over vecDotRows
 	vecDotRows  [typeSlots]VecDotRowsFunc // nil: loop over vecDot
+	dotF32Rows  [typeSlots]DotF32RowsFunc // nil: loop over dotF32
 	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
 	expSub      ExpSubFunc
 	swiglu      SwiGLUFunc

@@ -29,6 +29,22 @@ func vecDotBF16AVX2(row, act []byte, n int) float32
 //go:noescape
 func dotF16F32AVX2(row []byte, x []float32) float32
 
+// dotF16F32RowsAVX2 computes out[r] = dotF16F32AVX2(row r, x[:n]) for
+// r < nrows, rows stride bytes apart, bit for bit.
+//
+//go:noescape
+func dotF16F32RowsAVX2(rows *byte, stride, nrows int, x *float32, n int, out *float32)
+
+func dotF16F32Rows(rows []byte, stride int, x []float32, out []float32) {
+	switch {
+	case len(out) == 0:
+	case len(x) == 0:
+		clear(out)
+	default:
+		dotF16F32RowsAVX2(&rows[0], stride, len(out), &x[0], len(x), &out[0])
+	}
+}
+
 // vecDotF16RowsAVX512 (AVX-512F) computes out[r] = vecDotF16AVX2(row r,
 // act, n) for r < nrows, rows rowStride bytes apart, bit for bit.
 //
@@ -298,6 +314,7 @@ func archTable(f Features) *kernelTable {
 	t.name = "avx2"
 	t.dotF32[F32] = dotF32F32AVX2
 	t.dotF32[F16] = dotF16F32AVX2
+	t.dotF32Rows[F16] = dotF16F32Rows
 	t.vecDot[F32] = vecDotF32AVX2
 	t.vecDot[F16] = vecDotF16AVX2
 	t.vecDot[BF16] = vecDotBF16AVX2

@@ -481,8 +481,11 @@ func wideFloats(r *rand.Rand, n int) []float32 {
 func TestDotF32Rows(t *testing.T) {
 	tileKernels(t, func(t *testing.T, k Kernels) {
 		r := rand.New(rand.NewPCG(41, 42))
-		for _, typ := range []Type{F32, F16, Q8_0} {
-			n := 64
+		for _, c := range []struct {
+			typ Type
+			n   int
+		}{{F32, 13}, {F32, 64}, {F16, 1}, {F16, 13}, {F16, 64}, {F16, 77}, {Q8_0, 96}} {
+			typ, n := c.typ, c.n
 			rb, _ := RowBytes(typ, int64(n))
 			stride := int(rb) + 6
 			const nrows = 7

@@ -904,6 +904,51 @@ q40vdone:
 	VZEROUPPER
 	RET
 
+// HFDOT leaves in X0 the dot product of the CX fp16 values at SI with the
+// floats at DI (dotF16F32AVX2's steps); it advances SI and DI, ends with
+// CX = 0 and jumps to hfdone when done. Y1–Y7 and AX are scratch.
+#define HFDOT \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+hfloop32: CMPQ        CX, $32 \
+	JL          hfloop8 \
+	VCVTPH2PS   (SI), Y4 \
+	VCVTPH2PS   16(SI), Y5 \
+	VCVTPH2PS   32(SI), Y6 \
+	VCVTPH2PS   48(SI), Y7 \
+	VFMADD231PS (DI), Y4, Y0 \
+	VFMADD231PS 32(DI), Y5, Y1 \
+	VFMADD231PS 64(DI), Y6, Y2 \
+	VFMADD231PS 96(DI), Y7, Y3 \
+	ADDQ        $64, SI \
+	ADDQ        $128, DI \
+	SUBQ        $32, CX \
+	JMP         hfloop32 \
+hfloop8: CMPQ        CX, $8 \
+	JL          hfreduce \
+	VCVTPH2PS   (SI), Y4 \
+	VFMADD231PS (DI), Y4, Y0 \
+	ADDQ        $16, SI \
+	ADDQ        $32, DI \
+	SUBQ        $8, CX \
+	JMP         hfloop8 \
+hfreduce: VADDPS Y1, Y0, Y0 \
+	VADDPS Y3, Y2, Y2 \
+	VADDPS Y2, Y0, Y0 \
+	HSUM8(Y0, X0, X1) \
+hftail: TESTQ       CX, CX \
+	JE          hfdone \
+	MOVWLZX     (SI), AX \
+	VMOVD       AX, X4 \
+	VCVTPH2PS   X4, X4 \
+	VFMADD231SS (DI), X4, X0 \
+	ADDQ        $2, SI \
+	ADDQ        $4, DI \
+	DECQ        CX \
+	JMP         hftail
+
 // func dotF16F32AVX2(row []byte, x []float32) float32
 //
 // dotF32 for an F16 row against float activations (the attention's values
@@ -913,56 +958,38 @@ TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-52
 	MOVQ   row_base+0(FP), SI
 	MOVQ   x_base+24(FP), DI
 	MOVQ   x_len+32(FP), CX
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-
-hfloop32:
-	CMPQ        CX, $32
-	JL          hfloop8
-	VCVTPH2PS   (SI), Y4
-	VCVTPH2PS   16(SI), Y5
-	VCVTPH2PS   32(SI), Y6
-	VCVTPH2PS   48(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $64, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	JMP         hfloop32
-
-hfloop8:
-	CMPQ        CX, $8
-	JL          hfreduce
-	VCVTPH2PS   (SI), Y4
-	VFMADD231PS (DI), Y4, Y0
-	ADDQ        $16, SI
-	ADDQ        $32, DI
-	SUBQ        $8, CX
-	JMP         hfloop8
-
-hfreduce:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM8(Y0, X0, X1)
-
-hftail:
-	TESTQ       CX, CX
-	JE          hfdone
-	MOVWLZX     (SI), AX
-	VMOVD       AX, X4
-	VCVTPH2PS   X4, X4
-	VFMADD231SS (DI), X4, X0
-	ADDQ        $2, SI
-	ADDQ        $4, DI
-	DECQ        CX
-	JMP         hftail
+	HFDOT
 
 hfdone:
 	VMOVSS     X0, ret+48(FP)
+	VZEROUPPER
+	RET
+
+// func dotF16F32RowsAVX2(rows *byte, stride, nrows int, x *float32, n int, out *float32)
+//
+// out[r] = dotF16F32AVX2(row r, x[:n]) for r < nrows, rows stride bytes
+// apart, bit for bit: the attention's fp16 value rows against its softmax
+// weights, without a call per row.
+TEXT ·dotF16F32RowsAVX2(SB), NOSPLIT, $0-48
+	MOVQ  rows+0(FP), R8
+	MOVQ  nrows+16(FP), R9
+	MOVQ  out+40(FP), R10
+	TESTQ R9, R9
+	JE    hfrdone
+
+hfrrow:
+	MOVQ R8, SI
+	MOVQ x+24(FP), DI
+	MOVQ n+32(FP), CX
+	HFDOT
+
+hfdone:
+	VMOVSS X0, (R10)
+	ADDQ   $4, R10
+	ADDQ   stride+8(FP), R8
+	DECQ   R9
+	JNZ    hfrrow
+
+hfrdone:
 	VZEROUPPER
 	RET
