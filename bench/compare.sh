@@ -3,7 +3,8 @@
 # (build/llamabench) on the same model and thread count, alternating
 # engines round by round so that drift in the machine's speed hits both,
 # and prints the medians and the skulk/llama.cpp ratios, with the decode
-# ceiling that the machine's memory bandwidth allows.
+# ceiling that the machine's memory bandwidth allows (measured every round,
+# the best taken).
 #
 # usage: bench/compare.sh MODEL THREADS [--json]
 # environment: ROUNDS (default 5) rounds of each engine, REPEAT (default 1)
@@ -30,9 +31,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 : >"$tmp/ours.jsonl"
 : >"$tmp/llama.jsonl"
-"$here/build/membw" -t "$threads" -json >"$tmp/membw.json"
+: >"$tmp/membw.jsonl"
 i=1
 while [ "$i" -le "$rounds" ]; do
+	# The bandwidth is measured every round too: the ceiling takes the best.
+	"$here/build/membw" -t "$threads" -json >>"$tmp/membw.jsonl"
 	echo "round $i/$rounds: skulk" >&2
 	"$skulk" bench --model "$model" --threads "$threads" --prompt-tokens "$pp" --gen-tokens "$tg" \
 		--repeat "$repeat" --json >>"$tmp/ours.jsonl"
@@ -40,4 +43,4 @@ while [ "$i" -le "$rounds" ]; do
 	"$here/build/llamabench" -m "$model" -t "$threads" -p "$pp" -n "$tg" -r "$repeat" >>"$tmp/llama.jsonl"
 	i=$((i + 1))
 done
-node "$here/report.mjs" "$tmp/ours.jsonl" "$tmp/llama.jsonl" "$tmp/membw.json" $json
+node "$here/report.mjs" "$tmp/ours.jsonl" "$tmp/llama.jsonl" "$tmp/membw.jsonl" $json
