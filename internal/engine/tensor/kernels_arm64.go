@@ -30,6 +30,25 @@ func vecDotQ4_KNEON(row, act []byte, n int) float32
 //go:noescape
 func vecDotQ6_KNEON(row, act []byte, n int) float32
 
+// dotF16F32NEON is dotF32 for fp16 rows: len(row) is 2·len(x).
+//
+//go:noescape
+func dotF16F32NEON(row []byte, x []float32) float32
+
+// quantF16NEON is quantF16 over n values, a multiple of 8, bit for bit
+// except for NaN payloads.
+//
+//go:noescape
+func quantF16NEON(x *float32, dst *byte, n int)
+
+func quantF16SIMD(x []float32, dst []byte) {
+	n := len(x) &^ 7
+	if n > 0 {
+		quantF16NEON(&x[0], &dst[0], n)
+	}
+	quantF16(x[n:], dst[2*n:])
+}
+
 // dotF32F32NEON is dotF32F32 on the F32 vec-dot kernel: the float
 // activations are the same bytes as an F32 activation row.
 func dotF32F32NEON(row []byte, x []float32) float32 {
@@ -50,6 +69,8 @@ func archTable(f Features) *kernelTable {
 	t.dotF32[F32] = dotF32F32NEON
 	t.vecDot[F32] = vecDotF32NEON
 	t.vecDot[F16] = vecDotF16NEON
+	t.dotF32[F16] = dotF16F32NEON
+	t.quantizeAct[F16] = quantF16SIMD
 	if !f.ARMDotProd {
 		return t
 	}

@@ -33,13 +33,13 @@ func TestNEONUnderQEMU(t *testing.T) {
 		t.Fatalf("building the arm64 tests: %v\n%s", err, out)
 	}
 	run := exec.Command(qemu, "-cpu", "max", bin, "-test.v", "-test.count=1",
-		"-test.run", "SIMD|VecDot|Tile|Rows|QuantizeAct|ExpSub|SwiGLU|CapFeatures")
+		"-test.run", "SIMD|VecDot|DotF32|Tile|Rows|QuantizeAct|ExpSub|SwiGLU|CapFeatures")
 	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("arm64 kernel tests under qemu: %v\n%s", err, out)
 	}
 	// Every SIMD comparison must have run on both NEON paths, not skipped.
-	for _, test := range []string{"TestSIMDVecDotExact", "TestSIMDVecDotExtremes", "TestSIMDVecDotRandom", "TestSIMDDotF32", "TestVecDotTile", "TestVecDotRows"} {
+	for _, test := range []string{"TestSIMDVecDotExact", "TestSIMDVecDotExtremes", "TestSIMDVecDotRandom", "TestSIMDDotF32", "TestSIMDQuantizeAct", "TestDotF32Rows", "TestVecDotTile", "TestVecDotRows"} {
 		for _, path := range []string{"neon", "neon-dotprod"} {
 			if !regexp.MustCompile(`--- PASS: ` + test + `/` + path + ` `).Match(out) {
 				t.Errorf("%s/%s did not pass under qemu:\n%s", test, path, out)

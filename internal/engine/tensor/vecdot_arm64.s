@@ -511,3 +511,85 @@ q6kdone:
 	FMOVS F0, ret+56(FP)
 	RET
 
+// func dotF16F32NEON(row []byte, x []float32) float32
+//
+// dotF32 for an fp16 row against float activations (the attention's
+// values against its softmax weights).
+TEXT ·dotF16F32NEON(SB), NOSPLIT, $0-52
+	MOVD row_base+0(FP), R0
+	MOVD x_base+24(FP), R1
+	MOVD x_len+32(FP), R2
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+
+hfloop16:
+	CMP    $16, R2
+	BLT    hfloop4
+	VLD1.P 32(R0), [V4.H8, V5.H8]
+	VLD1.P 64(R1), [V20.S4, V21.S4, V22.S4, V23.S4]
+	WORD $0x0e217890 // fcvtl v16.4s, v4.4h
+	WORD $0x4e217891 // fcvtl2 v17.4s, v4.8h
+	WORD $0x0e2178b2 // fcvtl v18.4s, v5.4h
+	WORD $0x4e2178b3 // fcvtl2 v19.4s, v5.8h
+	VFMLA  V20.S4, V16.S4, V0.S4
+	VFMLA  V21.S4, V17.S4, V1.S4
+	VFMLA  V22.S4, V18.S4, V2.S4
+	VFMLA  V23.S4, V19.S4, V3.S4
+	SUB    $16, R2
+	B      hfloop16
+
+hfloop4:
+	CMP    $4, R2
+	BLT    hfreduce
+	VLD1.P 8(R0), [V4.H4]
+	VLD1.P 16(R1), [V20.S4]
+	WORD $0x0e217890 // fcvtl v16.4s, v4.4h
+	VFMLA  V20.S4, V16.S4, V0.S4
+	SUB    $4, R2
+	B      hfloop4
+
+hfreduce:
+	WORD $0x4e21d400 // fadd v0.4s, v0.4s, v1.4s
+	WORD $0x4e23d442 // fadd v2.4s, v2.4s, v3.4s
+	WORD $0x4e22d400 // fadd v0.4s, v0.4s, v2.4s
+	WORD $0x6e20d400 // faddp v0.4s, v0.4s, v0.4s
+	WORD $0x7e30d800 // faddp s0, v0.2s
+
+hftail:
+	CBZ     R2, hfdone
+	MOVHU.P 2(R0), R3
+	FMOVS.P 4(R1), F5
+	FMOVS   R3, F4
+	WORD $0x1ee24084 // fcvt s4, h4
+	FMADDS  F4, F0, F5, F0
+	SUB     $1, R2
+	B       hftail
+
+hfdone:
+	FMOVS F0, ret+48(FP)
+	RET
+
+// func quantF16NEON(x *float32, dst *byte, n int)
+//
+// quantF16 over n values, a multiple of 8: FCVTN rounds to nearest even as
+// F32ToF16 does (with the default FPCR), NaN payloads aside.
+TEXT ·quantF16NEON(SB), NOSPLIT, $0-24
+	MOVD x+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD n+16(FP), R2
+	LSR  $3, R2
+	CBZ  R2, qf16done
+
+qf16loop:
+	VLD1.P 32(R0), [V0.S4, V1.S4]
+	WORD $0x0e216802 // fcvtn v2.4h, v0.4s
+	WORD $0x4e216822 // fcvtn2 v2.8h, v1.4s
+	VST1.P [V2.H8], 16(R1)
+	SUB    $1, R2
+	CBNZ   R2, qf16loop
+
+qf16done:
+	RET
+
