@@ -4,12 +4,13 @@ package tensor
 
 import "unsafe"
 
-// NEON kernels (vecdot_arm64.s). Each computes what the generic function of
-// the same name without the suffix computes (vecdot.go): the same exact
-// integer sums per block, the float accumulation spread over vector lanes,
-// so results differ from the generic ones only by float rounding. The
-// integer ones use SDOT (the ARMv8.2 dot-product extension, which every
-// Apple M-series and Neoverse core has); they trust their caller to have
+// NEON kernels (vecdot_arm64.s): F32, F16 and BF16 on plain NEON, the
+// integer types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) with SDOT, the ARMv8.2
+// dot-product extension every Apple M-series and Neoverse core has. Each
+// computes what the generic function of the same name without the suffix
+// computes (vecdot.go): the same exact integer sums per block, the float
+// accumulation spread over vector lanes, so results differ from the
+// generic ones only by float rounding. They trust their caller to have
 // checked the sizes (CheckDot).
 
 //go:noescape
@@ -19,6 +20,9 @@ func vecDotF32NEON(row, act []byte, n int) float32
 func vecDotF16NEON(row, act []byte, n int) float32
 
 //go:noescape
+func vecDotBF16NEON(row, act []byte, n int) float32
+
+//go:noescape
 func vecDotQ8_0NEON(row, act []byte, n int) float32
 
 //go:noescape
@@ -26,6 +30,9 @@ func vecDotQ4_0NEON(row, act []byte, n int) float32
 
 //go:noescape
 func vecDotQ4_KNEON(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ5_KNEON(row, act []byte, n int) float32
 
 //go:noescape
 func vecDotQ6_KNEON(row, act []byte, n int) float32
@@ -69,6 +76,7 @@ func archTable(f Features) *kernelTable {
 	t.dotF32[F32] = dotF32F32NEON
 	t.vecDot[F32] = vecDotF32NEON
 	t.vecDot[F16] = vecDotF16NEON
+	t.vecDot[BF16] = vecDotBF16NEON
 	t.dotF32[F16] = dotF16F32NEON
 	t.quantizeAct[F16] = quantF16SIMD
 	if !f.ARMDotProd {
@@ -78,6 +86,7 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q8_0] = vecDotQ8_0NEON
 	t.vecDot[Q4_0] = vecDotQ4_0NEON
 	t.vecDot[Q4_K] = vecDotQ4_KNEON
+	t.vecDot[Q5_K] = vecDotQ5_KNEON
 	t.vecDot[Q6_K] = vecDotQ6_KNEON
 	return t
 }
