@@ -27,17 +27,8 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 // exponentials (a deterministic function of the scaled scores, so the same
 // scores give the same weights whatever the batch).
 func softmaxScaled(k tensor.Kernels, x []float32, scale float32) {
-	max := float32(math.Inf(-1))
-	for i := range x {
-		x[i] *= scale
-		if x[i] > max {
-			max = x[i]
-		}
-	}
-	inv := 1 / k.ExpSub(x, max)
-	for i := range x {
-		x[i] *= inv
-	}
+	max := k.ScaleMax(x, scale)
+	k.Scale(x, 1/k.ExpSub(x, max))
 }
 
 // ropeTable holds cos and sin of every rotated pair at every position of a batch.

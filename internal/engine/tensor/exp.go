@@ -85,3 +85,32 @@ func (k Kernels) SwiGLU(gate, up []float32) {
 	}
 	k.table().swiglu(gate, up)
 }
+
+// scaleMax multiplies every x[i] by s and returns the largest product
+// (−Inf for no x): the first pass of a scaled softmax.
+func scaleMax(x []float32, s float32) float32 {
+	m := float32(math.Inf(-1))
+	for i := range x {
+		x[i] *= s
+		if x[i] > m {
+			m = x[i]
+		}
+	}
+	return m
+}
+
+// scale multiplies every x[i] by s.
+func scale(x []float32, s float32) {
+	for i := range x {
+		x[i] *= s
+	}
+}
+
+// ScaleMax multiplies every x[i] by s in place and returns the largest
+// product (−Inf when x is empty). Each product is one rounded multiply, so
+// every kernel set gives the same values.
+func (k Kernels) ScaleMax(x []float32, s float32) float32 { return k.table().scaleMax(x, s) }
+
+// Scale multiplies every x[i] by s in place, the same values in every
+// kernel set.
+func (k Kernels) Scale(x []float32, s float32) { k.table().scale(x, s) }

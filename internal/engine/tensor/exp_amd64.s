@@ -182,3 +182,85 @@ silutail:
 siludone:
 	VZEROUPPER
 	RET
+
+// func scaleMaxAVX2(x []float32, s float32) float32
+//
+// scaleMax (exp.go) eight lanes at a time: each x[i]·s is one rounded
+// multiply and the maximum is exact, so the results are the generic
+// ones bit for bit.
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS s+24(FP), Y2
+	MOVL         $0xff800000, AX // −Inf
+	VMOVD        AX, X0
+	VBROADCASTSS X0, Y0
+	MOVQ         CX, DX
+	SHRQ         $3, DX
+	JE           smreduce
+
+smloop:
+	VMULPS  (SI), Y2, Y1
+	VMOVUPS Y1, (SI)
+	VMAXPS  Y1, Y0, Y0
+	ADDQ    $32, SI
+	DECQ    DX
+	JNZ     smloop
+
+smreduce:
+	VEXTRACTF128 $1, Y0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPERMILPS    $0xb1, X0, X1
+	VMAXPS       X1, X0, X0
+	ANDQ         $7, CX
+	JE           smdone
+
+smtail:
+	VMOVSS (SI), X1
+	VMULSS X2, X1, X1
+	VMOVSS X1, (SI)
+	VMAXSS X1, X0, X0
+	ADDQ   $4, SI
+	DECQ   CX
+	JNZ    smtail
+
+smdone:
+	VMOVSS X0, ret+32(FP)
+	VZEROUPPER
+	RET
+
+// func scaleAVX2(x []float32, s float32)
+//
+// Multiplies every x[i] by s, bit for bit the scalar loop.
+TEXT ·scaleAVX2(SB), NOSPLIT, $0-28
+	MOVQ         x_base+0(FP), SI
+	MOVQ         x_len+8(FP), CX
+	VBROADCASTSS s+24(FP), Y2
+	MOVQ         CX, DX
+	SHRQ         $3, DX
+	JE           sctail
+
+scloop:
+	VMULPS  (SI), Y2, Y1
+	VMOVUPS Y1, (SI)
+	ADDQ    $32, SI
+	DECQ    DX
+	JNZ     scloop
+
+sctail:
+	ANDQ $7, CX
+	JE   scdone
+
+sctail1:
+	VMOVSS (SI), X1
+	VMULSS X2, X1, X1
+	VMOVSS X1, (SI)
+	ADDQ   $4, SI
+	DECQ   CX
+	JNZ    sctail1
+
+scdone:
+	VZEROUPPER
+	RET

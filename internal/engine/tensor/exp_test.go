@@ -119,3 +119,36 @@ func BenchmarkSwiGLU(b *testing.B) {
 		})
 	}
 }
+
+// TestScaleMax checks that every kernel set's ScaleMax and Scale give the
+// generic products bit for bit and the exact maximum, over lengths around
+// the vector widths, with the maximum at every position class.
+func TestScaleMax(t *testing.T) {
+	tileKernels(t, func(t *testing.T, k Kernels) {
+		r := rand.New(rand.NewPCG(43, 44))
+		for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 100, 513} {
+			for trial := 0; trial < 3; trial++ {
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(r.NormFloat64() * 30)
+				}
+				if n > 0 {
+					x[r.IntN(n)] = 500 // the maximum anywhere, body or tail
+				}
+				want := append([]float32(nil), x...)
+				wm := scaleMax(want, 0.125)
+				got := append([]float32(nil), x...)
+				if gm := k.ScaleMax(got, 0.125); gm != wm && !(n == 0 && math.IsInf(float64(gm), -1)) {
+					t.Fatalf("%s n=%d: max %g, want %g", k.Name(), n, gm, wm)
+				}
+				k.Scale(got, 1/3.0)
+				scale(want, 1/3.0)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%s n=%d: x[%d] = %g, want %g", k.Name(), n, i, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

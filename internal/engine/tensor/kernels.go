@@ -47,6 +47,8 @@ type kernelTable struct {
 	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
 	expSub      ExpSubFunc
 	swiglu      SwiGLUFunc
+	scaleMax    func(x []float32, s float32) float32
+	scale       func(x []float32, s float32)
 }
 
 // Kernels is an immutable table of compute kernels, one per type and
@@ -158,6 +160,8 @@ func genericTable() *kernelTable {
 	t.quantizeAct[Q8_K] = quantQ8_K
 	t.expSub = expSub
 	t.swiglu = swiglu
+	t.scaleMax = scaleMax
+	t.scale = scale
 	return t
 }
 

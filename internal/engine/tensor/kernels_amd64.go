@@ -169,6 +169,15 @@ func expSubAVX2(x []float32, m float32) float32
 //go:noescape
 func swigluAVX2(gate, up []float32)
 
+// scaleMaxAVX2 and scaleAVX2 (exp_amd64.s) are scaleMax and scale, bit for
+// bit.
+//
+//go:noescape
+func scaleMaxAVX2(x []float32, s float32) float32
+
+//go:noescape
+func scaleAVX2(x []float32, s float32)
+
 // quantQ8_0ActAVX2 (quant_act_amd64.s) is quantQ8_0Act over nb blocks of x
 // into dst, bit for bit.
 //
@@ -325,6 +334,8 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q6_K] = vecDotQ6_KAVX2
 	t.expSub = expSubAVX2
 	t.swiglu = swigluAVX2
+	t.scaleMax = scaleMaxAVX2
+	t.scale = scaleAVX2
 	t.quantizeAct[Q8_0] = quantQ8_0ActSIMD
 	t.quantizeAct[Q8_K] = quantQ8_KSIMD
 	t.quantizeAct[F16] = quantF16SIMD
