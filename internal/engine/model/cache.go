@@ -1,9 +1,7 @@
 package model
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -82,9 +80,7 @@ func (c *Cache) store(k tensor.Kernels, i, pos0, n, headDim int, keys, vals []fl
 // convert writes x into dst in the cache's element type.
 func (c *Cache) convert(k tensor.Kernels, x []float32, dst []byte) {
 	if c.typ == tensor.F32 {
-		for e, v := range x {
-			binary.LittleEndian.PutUint32(dst[4*e:], math.Float32bits(v))
-		}
+		copy(dst, f32Bytes(x))
 		return
 	}
 	if err := k.QuantizeAct(tensor.F16, x, dst); err != nil {

@@ -81,18 +81,15 @@ func (k Kernels) DotF32(t Type, row []byte, x []float32) float32 {
 // for every r < len(out), checking the sizes once per call. Sizes that do
 // not fit are a programming error and panic with the typed error.
 func (k Kernels) DotF32Rows(t Type, rows []byte, stride int, x []float32, out []float32) {
-	rb := 0
-	if be := t.BlockElems(); be > 0 {
-		rb = len(x) / be * t.BlockBytes()
-	}
+	rb := rowLen(t, len(x))
 	if err := k.CheckDot(t, len(x), rb, -1); err != nil {
 		panic(err)
 	}
 	if len(out) == 0 {
 		return
 	}
-	if stride < rb || len(rows) < rb || stride > 0 && len(out)-1 > (len(rows)-rb)/stride {
-		panic(&SizeError{Op: "dot rows", Type: t, Elems: len(x), What: "rows", Got: len(rows), Want: (len(out)-1)*stride + rb})
+	if err := checkStrided("dot rows", t, len(x), "rows", rows, stride, len(out), rb); err != nil {
+		panic(err)
 	}
 	if f := k.table().dotF32Rows[t]; f != nil {
 		f(rows, stride, x, out)
@@ -124,18 +121,15 @@ func (k Kernels) VecDot(t Type, row, act []byte, n int) float32 {
 // bytes between row starts (rb for a contiguous matrix). Sizes that do not
 // fit are a programming error and panic with the typed error.
 func (k Kernels) VecDotRows(t Type, rows []byte, stride int, act []byte, n int, out []float32) {
-	rb := 0
-	if be := t.BlockElems(); be > 0 {
-		rb = n / be * t.BlockBytes()
-	}
+	rb := rowLen(t, n)
 	if err := k.CheckDot(t, n, rb, len(act)); err != nil {
 		panic(err)
 	}
 	if len(out) == 0 {
 		return
 	}
-	if stride < rb || len(rows) < rb || stride > 0 && len(out)-1 > (len(rows)-rb)/stride {
-		panic(&SizeError{Op: "dot rows", Type: t, Elems: n, What: "rows", Got: len(rows), Want: (len(out)-1)*stride + rb})
+	if err := checkStrided("dot rows", t, n, "rows", rows, stride, len(out), rb); err != nil {
+		panic(err)
 	}
 	k.table().rows(t, rows, stride, act, n, out)
 }
@@ -147,14 +141,35 @@ func (tb *kernelTable) rows(t Type, rows []byte, stride int, act []byte, n int, 
 		f(rows, stride, act, n, out)
 		return
 	}
-	rb := 0
-	if be := t.BlockElems(); be > 0 {
-		rb = n / be * t.BlockBytes()
-	}
-	f := tb.vecDot[t]
+	rowByRow(t, tb.vecDot[t], rows, stride, act, n, out)
+}
+
+// rowByRow computes out[r] = one(row r, act, n) for r < len(out), the rows
+// of type t stride bytes apart: the rows path of a type without a rows
+// kernel.
+func rowByRow(t Type, one VecDotFunc, rows []byte, stride int, act []byte, n int, out []float32) {
+	rb := rowLen(t, n)
 	for r := range out {
-		out[r] = f(rows[r*stride:r*stride+rb], act, n)
+		out[r] = one(rows[r*stride:r*stride+rb], act, n)
 	}
+}
+
+// rowLen is the byte size of an n-element row of t (n a whole number of
+// blocks; 0 for a type without blocks).
+func rowLen(t Type, n int) int {
+	if be := t.BlockElems(); be > 0 {
+		return n / be * t.BlockBytes()
+	}
+	return 0
+}
+
+// checkStrided reports a *SizeError unless count rows of rb bytes, stride
+// bytes apart, fit in buf.
+func checkStrided(op string, t Type, elems int, what string, buf []byte, stride, count, rb int) error {
+	if stride < rb || len(buf) < rb || stride > 0 && count-1 > (len(buf)-rb)/stride {
+		return &SizeError{Op: op, Type: t, Elems: elems, What: what, Got: len(buf), Want: (count-1)*stride + rb}
+	}
+	return nil
 }
 
 // VecDotTile computes out[a·outStride+r] = VecDot(t, row r, act a, n) for
@@ -167,24 +182,18 @@ func (tb *kernelTable) rows(t Type, rows []byte, stride int, act []byte, n int, 
 // per dot product. Sizes that do not fit are a programming error and panic
 // with the typed error.
 func (k Kernels) VecDotTile(t Type, rows []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
-	rb, ab := 0, 0
-	if be := t.BlockElems(); be > 0 {
-		rb = n / be * t.BlockBytes()
-	}
-	if at := VecDotType(t); at.BlockElems() > 0 {
-		ab = n / at.BlockElems() * at.BlockBytes()
-	}
+	rb, ab := rowLen(t, n), rowLen(VecDotType(t), n)
 	if err := k.CheckDot(t, n, rb, ab); err != nil {
 		panic(err)
 	}
 	if nrows <= 0 || nacts <= 0 {
 		return
 	}
-	if rowStride < rb || len(rows) < rb || rowStride > 0 && nrows-1 > (len(rows)-rb)/rowStride {
-		panic(&SizeError{Op: "dot tile", Type: t, Elems: n, What: "rows", Got: len(rows), Want: (nrows-1)*rowStride + rb})
+	if err := checkStrided("dot tile", t, n, "rows", rows, rowStride, nrows, rb); err != nil {
+		panic(err)
 	}
-	if actStride < ab || len(acts) < ab || actStride > 0 && nacts-1 > (len(acts)-ab)/actStride {
-		panic(&SizeError{Op: "dot tile", Type: VecDotType(t), Elems: n, What: "activations", Got: len(acts), Want: (nacts-1)*actStride + ab})
+	if err := checkStrided("dot tile", VecDotType(t), n, "activations", acts, actStride, nacts, ab); err != nil {
+		panic(err)
 	}
 	if nacts > 1 && outStride < nrows || len(out) < nrows || outStride > 0 && nacts-1 > (len(out)-nrows)/outStride {
 		panic(&SizeError{Op: "dot tile", Type: F32, Elems: nrows, What: "out", Got: len(out), Want: (nacts-1)*outStride + nrows})

@@ -299,14 +299,11 @@ func rowsOf(f rowsAsmFunc) VecDotRowsFunc {
 	}
 }
 
-// loopRows is a VecDotRowsFunc calling one, a one-pair kernel of a type
-// with be-element blocks of rowBlock bytes, once per row.
-func loopRows(one VecDotFunc, be, rowBlock int) VecDotRowsFunc {
+// loopRows is a VecDotRowsFunc calling one, a one-pair kernel of type t,
+// once per row.
+func loopRows(t Type, one VecDotFunc) VecDotRowsFunc {
 	return func(rows []byte, stride int, act []byte, n int, out []float32) {
-		rb := n / be * rowBlock
-		for r := range out {
-			out[r] = one(rows[r*stride:r*stride+rb], act, n)
-		}
+		rowByRow(t, one, rows, stride, act, n, out)
 	}
 }
 
@@ -343,20 +340,20 @@ func archTable(f Features) *kernelTable {
 		return t
 	}
 	t.name = "avx512"
-	t.vecDotTile[F32] = tiled(vecDotF32Tile43AVX512, 3, loopRows(vecDotF32AVX2, 1, 4), 1, 4, 4)
+	t.vecDotTile[F32] = tiled(vecDotF32Tile43AVX512, 3, loopRows(F32, vecDotF32AVX2), 1, 4, 4)
 	t.vecDotRows[F16] = rowsOf(vecDotF16RowsAVX512)
 	t.vecDotTile[F16] = tiled(vecDotF16Tile43AVX512, 3, t.vecDotRows[F16], 1, 2, 2)
 	t.vecDot[Q8_0] = vecDotQ8_0VNNI
 	if f.AVX512BW {
 		t.vecDotRows[Q8_0] = rowsOf(vecDotQ8_0RowsVNNI)
 		t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile4VNNI, 4, t.vecDotRows[Q8_0], 32, 34, 34)
-		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, 4, loopRows(vecDotQ4_0VNNI, 32, 18), 32, 18, 34)
+		t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile4VNNI, 4, loopRows(Q4_0, vecDotQ4_0VNNI), 32, 18, 34)
 		t.vecDot[Q4_K] = vecDotQ4_KVNNI
 		t.vecDotRows[Q4_K] = rowsOf(vecDotQ4_KRowsVNNI)
 		t.vecDot[Q5_K] = vecDotQ5_KVNNI
 		t.vecDotRows[Q5_K] = rowsOf(vecDotQ5_KRowsVNNI)
 		t.vecDotTile[Q5_K] = tiledQuads(vecDotQ5_KTileVNNI, 4, t.vecDotRows[Q5_K], QK_K, 176, 292)
-		t.vecDotTile[Q6_K] = tiled(vecDotQ6_KTile4VNNI, 4, loopRows(vecDotQ6_KAVX2, QK_K, 210), QK_K, 210, 292)
+		t.vecDotTile[Q6_K] = tiled(vecDotQ6_KTile4VNNI, 4, loopRows(Q6_K, vecDotQ6_KAVX2), QK_K, 210, 292)
 		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, t.vecDotRows[Q4_K], QK_K, 144, 292)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI
