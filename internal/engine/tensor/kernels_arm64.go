@@ -2,6 +2,8 @@
 
 package tensor
 
+//go:generate sh -c "python3 gen_neon.py > vecdot_arm64.s"
+
 import "unsafe"
 
 // NEON kernels (vecdot_arm64.s): F32, F16 and BF16 on plain NEON, the
