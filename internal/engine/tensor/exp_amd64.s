@@ -73,19 +73,23 @@ GLOBL expP5<>(SB), RODATA|NOPTR, $32
 	VPSLLD       $23, N, N               \
 	VMULPS       N, P, R
 
+// EXPCONSTS loads the registers EXPSTEP reads.
+#define EXPCONSTS \
+	VBROADCASTSS expconst<>+0(SB), Y15  \
+	VBROADCASTSS expconst<>+4(SB), Y14  \
+	VBROADCASTSS expconst<>+8(SB), Y13  \
+	VBROADCASTSS expconst<>+12(SB), Y12 \
+	VBROADCASTSS expconst<>+16(SB), Y6  \
+	VBROADCASTSS expconst<>+20(SB), Y5  \
+	VBROADCASTSS expconst<>+24(SB), Y4  \
+	VPBROADCASTD expconst<>+28(SB), Y3
+
 // func expSubAVX2(x []float32, m float32) float32
 TEXT ·expSubAVX2(SB), NOSPLIT, $0-36
 	MOVQ         x_base+0(FP), SI
 	MOVQ         x_len+8(FP), CX
 	VBROADCASTSS m+24(FP), Y2
-	VBROADCASTSS expconst<>+0(SB), Y15
-	VBROADCASTSS expconst<>+4(SB), Y14
-	VBROADCASTSS expconst<>+8(SB), Y13
-	VBROADCASTSS expconst<>+12(SB), Y12
-	VBROADCASTSS expconst<>+16(SB), Y6
-	VBROADCASTSS expconst<>+20(SB), Y5
-	VBROADCASTSS expconst<>+24(SB), Y4
-	VPBROADCASTD expconst<>+28(SB), Y3
+	EXPCONSTS
 	VXORPS       Y0, Y0, Y0
 	MOVQ         CX, DX
 	SHRQ         $3, DX
@@ -135,14 +139,7 @@ TEXT ·swigluAVX2(SB), NOSPLIT, $0-48
 	MOVQ         gate_base+0(FP), SI
 	MOVQ         gate_len+8(FP), CX
 	MOVQ         up_base+24(FP), DI
-	VBROADCASTSS expconst<>+0(SB), Y15
-	VBROADCASTSS expconst<>+4(SB), Y14
-	VBROADCASTSS expconst<>+8(SB), Y13
-	VBROADCASTSS expconst<>+12(SB), Y12
-	VBROADCASTSS expconst<>+16(SB), Y6
-	VBROADCASTSS expconst<>+20(SB), Y5
-	VBROADCASTSS expconst<>+24(SB), Y4
-	VPBROADCASTD expconst<>+28(SB), Y3
+	EXPCONSTS
 	VXORPS       Y2, Y2, Y2
 	MOVQ         CX, DX
 	SHRQ         $3, DX

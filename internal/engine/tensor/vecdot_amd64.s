@@ -115,6 +115,38 @@ f32done:
 	VZEROUPPER
 	RET
 
+// F16REST finishes an F16 dot product whose 32-element steps left their
+// four accumulators in Y0–Y3 and CX < 32 elements at SI and DI: the
+// 8-element steps into Y0, the reduction into X0 as HSUM8 does, then the
+// tail one by one, and jumps to DONE. AX, BX, Y4, Y5 and Y8 are scratch.
+#define F16REST(DONE) \
+f16loop8: CMPQ        CX, $8 \
+	JL          f16reduce \
+	VCVTPH2PS   (SI), Y4 \
+	VCVTPH2PS   (DI), Y8 \
+	VFMADD231PS Y8, Y4, Y0 \
+	ADDQ        $16, SI \
+	ADDQ        $16, DI \
+	SUBQ        $8, CX \
+	JMP         f16loop8 \
+f16reduce: VADDPS Y1, Y0, Y0 \
+	VADDPS Y3, Y2, Y2 \
+	VADDPS Y2, Y0, Y0 \
+	HSUM8(Y0, X0, X1) \
+f16tail: TESTQ       CX, CX \
+	JE          DONE \
+	MOVWLZX     (SI), AX \
+	MOVWLZX     (DI), BX \
+	VMOVD       AX, X4 \
+	VMOVD       BX, X5 \
+	VCVTPH2PS   X4, X4 \
+	VCVTPH2PS   X5, X5 \
+	VFMADD231SS X5, X4, X0 \
+	ADDQ        $2, SI \
+	ADDQ        $2, DI \
+	DECQ        CX \
+	JMP         f16tail
+
 // func vecDotF16AVX2(row, act []byte, n int) float32
 TEXT ·vecDotF16AVX2(SB), NOSPLIT, $0-60
 	MOVQ   row_base+0(FP), SI
@@ -145,37 +177,7 @@ f16loop32:
 	SUBQ        $32, CX
 	JMP         f16loop32
 
-f16loop8:
-	CMPQ        CX, $8
-	JL          f16reduce
-	VCVTPH2PS   (SI), Y4
-	VCVTPH2PS   (DI), Y8
-	VFMADD231PS Y8, Y4, Y0
-	ADDQ        $16, SI
-	ADDQ        $16, DI
-	SUBQ        $8, CX
-	JMP         f16loop8
-
-f16reduce:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM8(Y0, X0, X1)
-
-f16tail:
-	TESTQ       CX, CX
-	JE          f16done
-	MOVWLZX     (SI), AX
-	MOVWLZX     (DI), BX
-	VMOVD       AX, X4
-	VMOVD       BX, X5
-	VCVTPH2PS   X4, X4
-	VCVTPH2PS   X5, X5
-	VFMADD231SS X5, X4, X0
-	ADDQ        $2, SI
-	ADDQ        $2, DI
-	DECQ        CX
-	JMP         f16tail
+	F16REST(f16done)
 
 f16done:
 	VMOVSS     X0, ret+56(FP)
@@ -225,37 +227,7 @@ f16rsplit:
 	VMOVAPS       Y1, Y2
 	VEXTRACTF64X4 $1, Z0, Y1
 
-f16rloop8:
-	CMPQ        CX, $8
-	JL          f16rreduce
-	VCVTPH2PS   (SI), Y4
-	VCVTPH2PS   (DI), Y8
-	VFMADD231PS Y8, Y4, Y0
-	ADDQ        $16, SI
-	ADDQ        $16, DI
-	SUBQ        $8, CX
-	JMP         f16rloop8
-
-f16rreduce:
-	VADDPS Y1, Y0, Y0
-	VADDPS Y3, Y2, Y2
-	VADDPS Y2, Y0, Y0
-	HSUM8(Y0, X0, X1)
-
-f16rtail:
-	TESTQ       CX, CX
-	JE          f16rout
-	MOVWLZX     (SI), AX
-	MOVWLZX     (DI), BX
-	VMOVD       AX, X4
-	VMOVD       BX, X5
-	VCVTPH2PS   X4, X4
-	VCVTPH2PS   X5, X5
-	VFMADD231SS X5, X4, X0
-	ADDQ        $2, SI
-	ADDQ        $2, DI
-	DECQ        CX
-	JMP         f16rtail
+	F16REST(f16rout)
 
 f16rout:
 	MOVQ   out+40(FP), AX
