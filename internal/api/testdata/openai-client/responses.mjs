@@ -66,7 +66,9 @@ const tools = [
     type: "function",
     name: "get_weather",
     description: "Current weather in a city",
-    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"], additionalProperties: false },
+    // maxLength bounds the arguments so that even a tiny model's forced call
+    // completes within max_output_tokens whatever it samples.
+    parameters: { type: "object", properties: { city: { type: "string", maxLength: 24 } }, required: ["city"], additionalProperties: false },
     strict: true,
   },
 ];
@@ -75,7 +77,8 @@ const call = await client.responses.create({
   input: "What is the weather in Oslo? Use the tool.",
   tools,
   tool_choice: "required",
-  max_output_tokens: 256,
+  max_output_tokens: 128,
+  temperature: 0,
 });
 const fc = call.output.find((item) => item.type === "function_call");
 out.tools = { call_name: fc?.name ?? null, call_id: fc?.call_id ?? null, arguments: fc?.arguments ?? null };
