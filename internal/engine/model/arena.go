@@ -20,7 +20,8 @@ type arena struct {
 	// Per-ubatch buffers, rows of their width.
 	h, q, k, v, att, o, gate, up, ffo []float32
 	act                               []byte    // activations in a vec-dot type
-	scores                            []float32 // per worker: attnQueries rows of cache capacity
+	scores                            []float32 // per worker: attnQueries rows of scoreStride(cache capacity)
+	spans                             []int     // per worker: attnQueries spans
 	qh                                []byte    // per worker: attnQueries fp16 queries of one head
 	vrow                              []byte    // one head's value row in the cache's element type
 	rope                              ropeTable
@@ -56,7 +57,8 @@ func (a *arena) prepare(s *Shard, c *Cache, n, nLogits int) {
 	a.up = grow(a.up, m*cfg.NFF)
 	a.ffo = grow(a.ffo, m*cfg.NEmbd)
 	a.act = grow(a.act, m*s.actRowBytes)
-	a.scores = grow(a.scores, s.pool.n*attnQueries*c.cap)
+	a.scores = grow(a.scores, s.pool.n*attnQueries*scoreStride(c.cap))
+	a.spans = grow(a.spans, s.pool.n*attnQueries)
 	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
 	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
 	a.rope.half = cfg.RopeDim / 2

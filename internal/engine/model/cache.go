@@ -33,7 +33,9 @@ func (s *Shard) NewCache(capacity int) *Cache {
 	}
 	for range s.layers {
 		c.k = append(c.k, make([]byte, c.esz*capacity*c.kvDim))
-		c.vt = append(c.vt, make([]byte, c.esz*capacity*c.kvDim))
+		// DotF32Tile reads the values in whole chunks: the last row's last
+		// chunk may reach past the capacity.
+		c.vt = append(c.vt, make([]byte, c.esz*(capacity*c.kvDim+tensor.DotF32TileChunk)))
 	}
 	return c
 }

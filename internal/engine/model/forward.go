@@ -227,23 +227,34 @@ const attnQueries = 6
 // starting at pos0, one item per (block of attnQueries positions, query
 // head), reading keys and values [0, pos0+t] of the head's group from the
 // cache. Every score is VecDot of its key and query (VecDotTile's
-// contract), so it does not depend on how positions were grouped.
+// contract) and every output element a DotF32Tile result, which depends
+// only on its own weights, so nothing depends on how positions were
+// grouped.
 type attnJob struct {
 	k            tensor.Kernels
 	kc, vt       []byte      // the block's cache
 	typ          tensor.Type // its element type (F16 or F32)
 	esz          int         // bytes an element
 	q, out       []float32   // n × QDim
-	scores       []float32   // per worker, attnQueries rows of cap
+	scores       []float32   // per worker, attnQueries rows of ss
+	spans        []int       // per worker, attnQueries spans
 	qh           []byte      // per worker, attnQueries queries of one head in fp16
 	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
+	ss           int // score row stride: the capacity in whole DotF32Tile chunks
 	scale        float32
 }
 
+// scoreStride is the scores' row stride for a cache of capacity positions:
+// DotF32Tile reads every row in whole chunks.
+func scoreStride(capacity int) int {
+	const c = tensor.DotF32TileChunk
+	return (capacity + c - 1) / c * c
+}
+
 func (j *attnJob) do(w, lo, hi int) {
-	hd, cp, es := j.hd, j.cap, j.esz
+	hd, cp, es, ss := j.hd, j.cap, j.esz, j.ss
 	for it := lo; it < hi; it++ {
 		tb, h := it/j.nHead, it%j.nHead
 		g := h / j.group
@@ -252,7 +263,7 @@ func (j *attnJob) do(w, lo, hi int) {
 		// The last position's keys cover the earlier ones'; the scores
 		// of the later keys for earlier positions are not used.
 		last := j.pos0 + t1
-		sc := j.scores[w*attnQueries*cp : (w+1)*attnQueries*cp]
+		sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
 		keys := j.kc[es*g*cp*hd : es*(g*cp+last)*hd]
 		qs, qStride := f32Bytes(j.q[t0*j.qd+h*hd:(t1-1)*j.qd+(h+1)*hd]), 4*j.qd
 		if j.typ == tensor.F16 {
@@ -267,16 +278,17 @@ func (j *attnJob) do(w, lo, hi int) {
 			}
 			qs, qStride = qh[:(t1-t0)*2*hd], 2*hd
 		}
-		j.k.VecDotTile(j.typ, keys, es*hd, last, qs, qStride, t1-t0, hd, sc, cp)
+		j.k.VecDotTile(j.typ, keys, es*hd, last, qs, qStride, t1-t0, hd, sc, ss)
+		spans := j.spans[w*attnQueries : w*attnQueries+t1-t0]
 		for t := t0; t < t1; t++ {
 			span := j.pos0 + t + 1
-			st := sc[(t-t0)*cp : (t-t0)*cp+span]
-			softmaxScaled(j.k, st, j.scale)
-			// Row e of the transposed values holds element e of every
-			// position; the weights stay float32.
-			vals := j.vt[es*g*hd*cp : es*(g*hd*cp+(hd-1)*cp+span)]
-			j.k.DotF32Rows(j.typ, vals, es*cp, st, j.out[t*j.qd+h*hd:t*j.qd+(h+1)*hd])
+			softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+span], j.scale)
+			spans[t-t0] = span
 		}
+		// Row e of the transposed values holds element e of every
+		// position; the weights stay float32.
+		vals := j.vt[es*g*hd*cp : es*(g*hd*cp+(hd-1)*cp+scoreStride(last))]
+		j.k.DotF32Tile(j.typ, vals, es*cp, hd, sc, ss, spans, j.out[t0*j.qd+h*hd:], j.qd)
 	}
 }
 
@@ -286,9 +298,9 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 	cfg := s.Config
 	j := &a.at
 	*j = attnJob{
-		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, qh: a.qh,
+		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
-		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap,
+		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap, ss: scoreStride(c.cap),
 		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
 	}
 	span := pos0 + n

@@ -181,3 +181,33 @@ func BenchmarkVecDotTile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDotF32Tile times the attention's values (64 fp16 rows of a
+// 1024-position span, as one head of a long prompt) for one query and for
+// six queries per call; bytes are the value rows read per query, so MB/s
+// compares the two directly.
+func BenchmarkDotF32Tile(b *testing.B) {
+	const span, nrows, stride = 1024, 64, 2 * 1040
+	r := rand.New(rand.NewPCG(3, 4))
+	rows := make([]byte, (nrows-1)*stride+2*span)
+	for i := 0; i < nrows; i++ {
+		row, _ := Quantize(F16, gaussian(r, span, 1))
+		copy(rows[i*stride:], row)
+	}
+	x := gaussian(r, 6*span, 1)
+	out := make([]float32, 6*nrows)
+	for _, m := range []int{1, 6} {
+		lens := make([]int, m)
+		for i := range lens {
+			lens[i] = span - m + 1 + i
+		}
+		for _, k := range []Kernels{Generic(), Best()} {
+			b.Run(fmt.Sprintf("queries=%d/%s", m, k.Name()), func(b *testing.B) {
+				b.SetBytes(int64(m * 2 * span * nrows))
+				for b.Loop() {
+					k.DotF32Tile(F16, rows, stride, nrows, x, span, lens, out, nrows)
+				}
+			})
+		}
+	}
+}

@@ -77,27 +77,64 @@ func (k Kernels) DotF32(t Type, row []byte, x []float32) float32 {
 	return k.table().dotF32[t](row, x)
 }
 
-// DotF32Rows computes out[r] = DotF32(t, the row at rows[r·stride:], x)
-// for every r < len(out), checking the sizes once per call. Sizes that do
+// DotF32TileChunk is the granularity at which DotF32Tile reads its rows
+// and float rows: whole chunks of this many elements.
+const DotF32TileChunk = 8
+
+// padChunk rounds n up to a whole number of DotF32TileChunk chunks.
+func padChunk(n int) int {
+	return (n + DotF32TileChunk - 1) / DotF32TileChunk * DotF32TileChunk
+}
+
+// DotF32Tile computes out[i·outStride+r], for i < len(lens) and r < nrows,
+// as the dot product of the first lens[i] elements of the row at
+// rows[r·stride:] (type t) with the first lens[i] of x[i·xStride:]: the
+// attention's values (the transposed value cache's rows) weighted by
+// several queries' softmax weights, whose spans differ.
+//
+// Each result depends only on its row, its float row and lens[i], never on
+// the other float rows, their number or nrows, so a caller may group
+// queries and rows any way it likes and get the same bits. Results agree
+// with DotF32 up to float rounding but are not bit for bit DotF32: the
+// kernels keep one accumulator per result. They read whole chunks of
+// DotF32TileChunk elements, so rows must hold the elements of the longest
+// span rounded up to a whole chunk, and so must each float row; what lies
+// past a span does not change its result, whatever it holds. Sizes that do
 // not fit are a programming error and panic with the typed error.
-func (k Kernels) DotF32Rows(t Type, rows []byte, stride int, x []float32, out []float32) {
-	rb := rowLen(t, len(x))
-	if err := k.CheckDot(t, len(x), rb, -1); err != nil {
-		panic(err)
+func (k Kernels) DotF32Tile(t Type, rows []byte, stride, nrows int, x []float32, xStride int, lens []int, out []float32, outStride int) {
+	long := 0
+	for _, n := range lens {
+		if n > math.MaxInt32 { // the kernels count a span's elements in 32 bits
+			panic(&SizeError{Op: "dot tile", Type: t, Elems: n, What: "span", Got: n, Want: math.MaxInt32})
+		}
+		if err := k.CheckDot(t, n, rowLen(t, n), -1); err != nil {
+			panic(err)
+		}
+		long = max(long, n)
 	}
-	if len(out) == 0 {
+	if nrows <= 0 || len(lens) == 0 {
 		return
 	}
-	if err := checkStrided("dot rows", t, len(x), "rows", rows, stride, len(out), rb); err != nil {
-		panic(err)
+	if need := (nrows-1)*stride + rowLen(t, padChunk(long)); stride < rowLen(t, long) || len(rows) < need {
+		panic(&SizeError{Op: "dot tile", Type: t, Elems: long, What: "rows", Got: len(rows), Want: need})
 	}
-	if f := k.table().dotF32Rows[t]; f != nil {
-		f(rows, stride, x, out)
+	for i, n := range lens {
+		if need := i*xStride + padChunk(n); xStride < 0 || need > len(x) {
+			panic(&SizeError{Op: "dot tile", Type: F32, Elems: n, What: "float rows", Got: len(x), Want: need})
+		}
+	}
+	if m := len(lens); m > 1 && outStride < nrows || len(out) < nrows || outStride > 0 && m-1 > (len(out)-nrows)/outStride {
+		panic(&SizeError{Op: "dot tile", Type: F32, Elems: nrows, What: "out", Got: len(out), Want: (m-1)*outStride + nrows})
+	}
+	tb := k.table()
+	if f := tb.dotF32Tile[t]; f != nil {
+		f(rows, stride, nrows, x, xStride, lens, out, outStride)
 		return
 	}
-	f := k.table().dotF32[t]
-	for r := range out {
-		out[r] = f(rows[r*stride:r*stride+rb], x)
+	for i, n := range lens {
+		for r := 0; r < nrows; r++ {
+			out[i*outStride+r] = tb.dotF32[t](rows[r*stride:r*stride+rowLen(t, n)], x[i*xStride:i*xStride+n])
+		}
 	}
 }
 
@@ -254,6 +291,17 @@ func dotF32F32(row []byte, x []float32) float32 {
 
 // dotViaDequant builds a DotF32Func that dequantizes a chunk of whole blocks
 // into a stack buffer and accumulates w·x in float32, in element order.
+// dotF16F32 is dotViaDequant's sum for F16 rows, bit for bit, without its
+// buffer: an fp16 cache's attention runs it every decode step, and the
+// buffer, passed to a function value, would be allocated every call.
+func dotF16F32(row []byte, x []float32) float32 {
+	var sum float32
+	for i, v := range x {
+		sum += float32(F16ToF32(binary.LittleEndian.Uint16(row[2*i:])) * v)
+	}
+	return sum
+}
+
 func dotViaDequant(t Type, deq DequantizeFunc) DotF32Func {
 	be, bb := t.BlockElems(), t.BlockBytes()
 	const chunk = QK_K // a multiple of every block size used here

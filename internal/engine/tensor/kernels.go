@@ -27,9 +27,11 @@ type (
 	// VecDotRowsFunc computes out[r] for r < len(out): the VecDotFunc of
 	// the weight row at rows[r·stride:] with act, bit for bit.
 	VecDotRowsFunc func(rows []byte, stride int, act []byte, n int, out []float32)
-	// DotF32RowsFunc computes out[r] for r < len(out): the DotF32Func of
-	// the row at rows[r·stride:] with x, bit for bit.
-	DotF32RowsFunc func(rows []byte, stride int, x []float32, out []float32)
+	// DotF32TileFunc computes out[i·outStride+r] for i < len(lens) and
+	// r < nrows: the dot product of the first lens[i] elements of the row
+	// at rows[r·stride:] with those of x[i·xStride:], as Kernels.DotF32Tile
+	// describes.
+	DotF32TileFunc func(rows []byte, stride, nrows int, x []float32, xStride int, lens []int, out []float32, outStride int)
 )
 
 // typeSlots bounds the GGML type ids the tables are indexed by.
@@ -43,7 +45,7 @@ type kernelTable struct {
 	vecDot      [typeSlots]VecDotFunc
 	vecDotTile  [typeSlots]VecDotTileFunc // nil: loop over vecDotRows
 	vecDotRows  [typeSlots]VecDotRowsFunc // nil: loop over vecDot
-	dotF32Rows  [typeSlots]DotF32RowsFunc // nil: loop over dotF32
+	dotF32Tile  [typeSlots]DotF32TileFunc // nil: loop over dotF32
 	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
 	expSub      ExpSubFunc
 	swiglu      SwiGLUFunc
@@ -136,7 +138,8 @@ func genericTable() *kernelTable {
 	t.dequantize[Q8_K] = dequantQ8_K
 
 	t.dotF32[F32] = dotF32F32
-	for _, ty := range []Type{F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K} {
+	t.dotF32[F16] = dotF16F32
+	for _, ty := range []Type{BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K} {
 		t.dotF32[ty] = dotViaDequant(ty, t.dequantize[ty])
 	}
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -475,41 +476,109 @@ func wideFloats(r *rand.Rand, n int) []float32 {
 	return x
 }
 
-// TestDotF32Rows checks the multi-row DotF32 entry against DotF32 row by
-// row (the same kernel, so bit for bit), with padded strides, and its size
-// checks.
-func TestDotF32Rows(t *testing.T) {
+// TestDotF32Tile checks the attention-values entry: every result is the
+// same bits whatever else shares its call (queries grouped any way, rows
+// any way, one by one), garbage past a span (NaN, ±Inf) never reaches a
+// result, the results agree with a float64 sum, and short buffers panic
+// with *SizeError.
+func TestDotF32Tile(t *testing.T) {
 	tileKernels(t, func(t *testing.T, k Kernels) {
 		r := rand.New(rand.NewPCG(41, 42))
 		for _, c := range []struct {
-			typ Type
-			n   int
-		}{{F32, 13}, {F32, 64}, {F16, 1}, {F16, 13}, {F16, 64}, {F16, 77}, {Q8_0, 96}} {
-			typ, n := c.typ, c.n
-			rb, _ := RowBytes(typ, int64(n))
-			stride := int(rb) + 6
-			const nrows = 7
-			rows := make([]byte, (nrows-1)*stride+int(rb))
+			typ   Type
+			nrows int
+			lens  []int
+		}{
+			{F32, 8, []int{13, 14, 15}},
+			{F16, 8, []int{1}},
+			{F16, 64, []int{0, 1, 2, 3, 4, 5, 6, 7}},
+			{F16, 64, []int{61, 62, 63, 64, 65, 66}},
+			{F16, 13, []int{77, 3, 200, 8, 9, 16, 17}},
+			{F16, 128, []int{300, 301, 302, 303, 304}},
+			{F16, 6, []int{40, 41}},
+			{BF16, 8, []int{9, 10, 11}},
+			{Q8_0, 4, []int{32, 96, 64}},
+		} {
+			typ, nrows, lens := c.typ, c.nrows, c.lens
+			long := slices.Max(lens)
+			stride := rowLen(typ, long) + 6
+			rows := make([]byte, (nrows-1)*stride+rowLen(typ, padChunk(long)))
+			nan := []byte{0x00, 0x7e} // an fp16 NaN, a float32 one in pairs
+			for i := range rows {
+				rows[i] = nan[i%2]
+			}
 			for i := 0; i < nrows; i++ {
-				row, _ := Quantize(typ, gaussian(r, n, 0.5))
+				row, _ := Quantize(typ, gaussian(r, long, 0.5))
 				copy(rows[i*stride:], row)
 			}
-			x := gaussian(r, n, 1)
-			out := make([]float32, nrows)
-			k.DotF32Rows(typ, rows, stride, x, out)
-			for i, got := range out {
-				if want := k.DotF32(typ, rows[i*stride:i*stride+int(rb)], x); got != want {
-					t.Errorf("%s %s row %d: DotF32Rows %g, DotF32 %g", k.Name(), typ, i, got, want)
+			xStride := padChunk(long) + 3
+			x := make([]float32, (len(lens)-1)*xStride+padChunk(lens[len(lens)-1]))
+			for i := range x {
+				x[i] = float32([]float64{math.NaN(), math.Inf(1), math.Inf(-1)}[i%3])
+			}
+			for i, n := range lens {
+				copy(x[i*xStride:], gaussian(r, n, 1))
+			}
+			outStride := nrows + 2
+			out := make([]float32, (len(lens)-1)*outStride+nrows)
+			k.DotF32Tile(typ, rows, stride, nrows, x, xStride, lens, out, outStride)
+
+			ref := make([]float32, long)
+			for i, n := range lens {
+				for row := 0; row < nrows; row++ {
+					got := out[i*outStride+row]
+					// Alone: one query, one row.
+					var alone [1]float32
+					k.DotF32Tile(typ, rows[row*stride:], stride, 1, x[i*xStride:], 0, []int{n}, alone[:], 0)
+					if math.Float32bits(alone[0]) != math.Float32bits(got) {
+						t.Fatalf("%s %s span %d row %d: %v in the tile, %v alone", k.Name(), typ, n, row, got, alone[0])
+					}
+					Dequantize(typ, rows[row*stride:row*stride+rowLen(typ, n)], ref[:n])
+					var want, mag float64
+					for p := 0; p < n; p++ {
+						want += float64(ref[p]) * float64(x[i*xStride+p])
+						mag += math.Abs(float64(ref[p]) * float64(x[i*xStride+p]))
+					}
+					if math.IsNaN(float64(got)) || math.Abs(float64(got)-want) > 1e-5*mag+1e-30 {
+						t.Fatalf("%s %s span %d row %d: %v, float64 sum %v", k.Name(), typ, n, row, got, want)
+					}
 				}
 			}
-			func() {
-				defer func() {
-					if err, _ := recover().(error); !errors.As(err, new(*SizeError)) {
-						t.Errorf("%s %s: short rows: recovered %v, want *SizeError", k.Name(), typ, err)
+			// Queries in other groupings, rows in other ranges.
+			for _, cut := range []int{1, 2, len(lens) - 1} {
+				if cut <= 0 || cut >= len(lens) {
+					continue
+				}
+				again := slices.Clone(out)
+				clear(again)
+				lo := min(nrows/2, 3)
+				k.DotF32Tile(typ, rows, stride, lo, x, xStride, lens[:cut], again, outStride)
+				k.DotF32Tile(typ, rows[lo*stride:], stride, nrows-lo, x, xStride, lens[:cut], again[lo:], outStride)
+				k.DotF32Tile(typ, rows, stride, nrows, x[cut*xStride:], xStride, lens[cut:], again[cut*outStride:], outStride)
+				for i := range out {
+					if math.Float32bits(again[i]) != math.Float32bits(out[i]) {
+						t.Fatalf("%s %s cut %d: out[%d] %v, %v in one call", k.Name(), typ, cut, i, again[i], out[i])
 					}
+				}
+			}
+			for _, short := range []struct {
+				name string
+				call func()
+			}{
+				{"rows", func() { k.DotF32Tile(typ, rows[:len(rows)-1], stride, nrows, x, xStride, lens, out, outStride) }},
+				{"x", func() { k.DotF32Tile(typ, rows, stride, nrows, x[:len(x)-1], xStride, lens, out, outStride) }},
+				{"out", func() { k.DotF32Tile(typ, rows, stride, nrows, x, xStride, lens, out[:len(out)-1], outStride) }},
+				{"stride", func() { k.DotF32Tile(typ, rows, rowLen(typ, long)-1, nrows, x, xStride, lens, out, outStride) }},
+			} {
+				func() {
+					defer func() {
+						if err, _ := recover().(error); !errors.As(err, new(*SizeError)) {
+							t.Errorf("%s %s: short %s: recovered %v, want *SizeError", k.Name(), typ, short.name, err)
+						}
+					}()
+					short.call()
 				}()
-				k.DotF32Rows(typ, rows[:len(rows)-1], stride, x, out)
-			}()
+			}
 		}
 	})
 }

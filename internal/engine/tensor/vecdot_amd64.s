@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX2 + FMA + F16C dot products. Each kernel mirrors the generic Go function
 // of the same name without the suffix (vecdot.go): the integer sums inside a
@@ -47,15 +48,6 @@ DATA pairspread<>+16(SB)/8, $0x0302030203020302
 DATA pairspread<>+24(SB)/8, $0x0302030203020302
 GLOBL pairspread<>(SB), RODATA|NOPTR, $32
 
-// HSUM8 leaves the sum of the eight float lanes of Y in lane 0 of X (the
-// same register); T is scratch.
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X  \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X  \
-	VPERMILPS    $0xb1, X, T \
-	VADDPS       T, X, X
 
 // func vecDotF32AVX2(row, act []byte, n int) float32
 TEXT ·vecDotF32AVX2(SB), NOSPLIT, $0-60
@@ -937,31 +929,3 @@ hfdone:
 	VZEROUPPER
 	RET
 
-// func dotF16F32RowsAVX2(rows *byte, stride, nrows int, x *float32, n int, out *float32)
-//
-// out[r] = dotF16F32AVX2(row r, x[:n]) for r < nrows, rows stride bytes
-// apart, bit for bit: the attention's fp16 value rows against its softmax
-// weights, without a call per row.
-TEXT ·dotF16F32RowsAVX2(SB), NOSPLIT, $0-48
-	MOVQ  rows+0(FP), R8
-	MOVQ  nrows+16(FP), R9
-	MOVQ  out+40(FP), R10
-	TESTQ R9, R9
-	JE    hfrdone
-
-hfrrow:
-	MOVQ R8, SI
-	MOVQ x+24(FP), DI
-	MOVQ n+32(FP), CX
-	HFDOT
-
-hfdone:
-	VMOVSS X0, (R10)
-	ADDQ   $4, R10
-	ADDQ   stride+8(FP), R8
-	DECQ   R9
-	JNZ    hfrrow
-
-hfrdone:
-	VZEROUPPER
-	RET

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // F32 and F16 tiles on AVX-512F: four weight rows against three activation
 // rows, each pair bit for bit the one-row AVX2 kernel (vecdot_amd64.s).
@@ -18,16 +19,6 @@
 // Registers: Z0–Z3 the rows' 16 elements, Z4–Z6 the activations', Z8–Z31
 // the accumulators of pair (a, r): Z(8+2(4a+r)) for acc0|acc1 and the next
 // one for acc2|acc3. AX is the byte offset into every row.
-
-// HSUM8 leaves the sum of the eight float lanes of Y in lane 0 of X (the
-// same register); T is scratch. As in vecdot_amd64.s.
-#define HSUM8(Y, X, T) \
-	VEXTRACTF128 $1, Y, T \
-	VADDPS       T, X, X  \
-	VPERMILPS    $0x4e, X, T \
-	VADDPS       T, X, X  \
-	VPERMILPS    $0xb1, X, T \
-	VADDPS       T, X, X
 
 // func vecDotF32Tile43AVX512(rows *byte, rowStride int, acts *byte, actStride int, n int, out *float32, outStride int)
 TEXT ·vecDotF32Tile43AVX512(SB), NOSPLIT, $0-56
