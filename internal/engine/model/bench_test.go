@@ -207,25 +207,29 @@ func smallModel(t *testing.T, typ tensor.Type) string {
 }
 
 // TestDecodeAllocs checks that a decode step allocates nothing once the
-// cache has seen a batch.
+// cache has seen a batch, with the best kernels and with the generic ones
+// (what a CPU without SIMD kernels runs).
 func TestDecodeAllocs(t *testing.T) {
 	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
-		t.Run(typ.String(), func(t *testing.T) {
-			s, _ := openShard(t, smallModel(t, typ), whole, Options{Threads: 2})
-			c := s.NewCache(256)
-			if _, err := s.Forward(c, Batch{Tokens: []int32{1, 2, 3}}); err != nil {
-				t.Fatal(err)
-			}
-			tok := []int32{5}
-			allocs := testing.AllocsPerRun(100, func() {
-				if _, err := s.Forward(c, Batch{Tokens: tok}); err != nil {
+		for _, k := range []tensor.Kernels{tensor.Best(), tensor.Generic()} {
+			t.Run(typ.String()+"/"+k.Name(), func(t *testing.T) {
+				s, _ := openShard(t, smallModel(t, typ), whole, Options{Threads: 2})
+				s.k = k
+				c := s.NewCache(256)
+				if _, err := s.Forward(c, Batch{Tokens: []int32{1, 2, 3}}); err != nil {
 					t.Fatal(err)
 				}
+				tok := []int32{5}
+				allocs := testing.AllocsPerRun(100, func() {
+					if _, err := s.Forward(c, Batch{Tokens: tok}); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if allocs != 0 {
+					t.Errorf("a decode step made %v allocations, want 0", allocs)
+				}
 			})
-			if allocs != 0 {
-				t.Errorf("a decode step made %v allocations, want 0", allocs)
-			}
-		})
+		}
 	}
 }
 
