@@ -337,3 +337,17 @@ func TestDequantizeSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestDotF16F32Generic checks the generic F16 DotF32 against the
+// dequantize-then-sum path it replaces, bit for bit.
+func TestDotF16F32Generic(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	via := dotViaDequant(F16, dequantF16)
+	for _, n := range []int{0, 1, 7, 255, 256, 257, 1000} {
+		row, _ := Quantize(F16, gaussian(r, n, 1))
+		x := gaussian(r, n, 1)
+		if got, want := dotF16F32(row, x), via(row, x); math.Float32bits(got) != math.Float32bits(want) {
+			t.Errorf("n=%d: %v, via dequantization %v", n, got, want)
+		}
+	}
+}

@@ -291,6 +291,17 @@ func dotF32F32(row []byte, x []float32) float32 {
 
 // dotViaDequant builds a DotF32Func that dequantizes a chunk of whole blocks
 // into a stack buffer and accumulates w·x in float32, in element order.
+// dotF16F32 is dotViaDequant's sum for F16 rows, bit for bit, without its
+// buffer: an fp16 cache's attention runs it every decode step, and the
+// buffer, passed to a function value, would be allocated every call.
+func dotF16F32(row []byte, x []float32) float32 {
+	var sum float32
+	for i, v := range x {
+		sum += float32(F16ToF32(binary.LittleEndian.Uint16(row[2*i:])) * v)
+	}
+	return sum
+}
+
 func dotViaDequant(t Type, deq DequantizeFunc) DotF32Func {
 	be, bb := t.BlockElems(), t.BlockBytes()
 	const chunk = QK_K // a multiple of every block size used here

@@ -138,7 +138,8 @@ func genericTable() *kernelTable {
 	t.dequantize[Q8_K] = dequantQ8_K
 
 	t.dotF32[F32] = dotF32F32
-	for _, ty := range []Type{F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K} {
+	t.dotF32[F16] = dotF16F32
+	for _, ty := range []Type{BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K} {
 		t.dotF32[ty] = dotViaDequant(ty, t.dequantize[ty])
 	}
 
