@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"sync"
 
 	"github.com/skulk/skulk/internal/api/responses"
 	"github.com/skulk/skulk/internal/infer"
@@ -20,33 +19,6 @@ func (s *server) responsesRoutes() {
 	s.mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) {
 		s.createResponse(w, r, store)
 	})
-}
-
-// ResponseStore keeps the conversations of this node's recent responses
-// for previous_response_id. Request goroutines share it, and each holds mu
-// only for one Get or Put (no I/O, no calls out).
-type ResponseStore struct {
-	mu sync.Mutex
-	s  *responses.Store // guarded by mu
-}
-
-// NewResponseStore returns a store with the default bounds
-// (responses.DefaultStoreEntries, responses.DefaultStoreBytes).
-func NewResponseStore() *ResponseStore {
-	return &ResponseStore{s: responses.NewStore(responses.DefaultStoreEntries, responses.DefaultStoreBytes)}
-}
-
-// Get returns the conversation stored under id, if this node holds it.
-func (st *ResponseStore) Get(id string) ([]infer.Message, bool) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.s.Get(id)
-}
-
-func (st *ResponseStore) put(id string, msgs []infer.Message) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.s.Put(id, msgs)
 }
 
 // history finds the conversation a request continues: in this node's
@@ -71,7 +43,7 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *R
 	if id := d.PreviousResponseID; id != "" {
 		if history, ok = s.history(r.Context(), store, id); !ok {
 			s.writeError(w, r, infer.ParamErrorf("previous_response_id",
-				"previous response %q is not known to this cluster: it was stored with store false, evicted (a node keeps its last %d responses), or made before a restart of the node that answered it",
+				"previous response %q is not known to this cluster: it was stored with store false, evicted (a node keeps its last %d responses), or the node that answered it is not reachable",
 				id, responses.DefaultStoreEntries))
 			return
 		}
@@ -92,55 +64,61 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *R
 	}
 	meta := responses.Meta{ID: responses.IDPrefix + s.cfg.NewID(), Model: d.Model, Created: s.cfg.Now().Unix(), PreviousResponseID: d.PreviousResponseID}
 	b := responses.NewBuilder(meta, &d)
-	if d.Stream {
-		ok = s.streamResponse(ctx, w, r, chunks, b)
-	} else {
-		ok = s.wholeResponse(ctx, w, r, chunks, b)
+	// A finished response is stored before the client sees it end, so a
+	// client that continues it at once finds it.
+	finished := func() {
+		if d.Store {
+			// The conversation so far, without the instructions (which a
+			// continuation does not inherit), then this response's output.
+			conv := slices.Concat(req.Messages[len(req.Messages)-len(history)-len(d.Input):], b.Messages())
+			store.put(meta.ID, conv)
+		}
 	}
-	if ok && d.Store {
-		// The conversation so far, without the instructions (which a
-		// continuation does not inherit), then this response's output.
-		conv := slices.Concat(req.Messages[len(req.Messages)-len(history)-len(d.Input):], b.Messages())
-		store.put(meta.ID, conv)
+	if d.Stream {
+		s.streamResponse(ctx, w, r, chunks, b, finished)
+	} else {
+		s.wholeResponse(ctx, w, r, chunks, b, finished)
 	}
 }
 
-// wholeResponse answers with the whole Response object and reports whether
-// the task ended with a done chunk.
-func (s *server) wholeResponse(ctx context.Context, w http.ResponseWriter, r *http.Request, chunks <-chan infer.Chunk, b *responses.Builder) bool {
+// wholeResponse answers with the whole Response object, calling finished
+// when the task ends with a done chunk, before the answer is written.
+func (s *server) wholeResponse(ctx context.Context, w http.ResponseWriter, r *http.Request, chunks <-chan infer.Chunk, b *responses.Builder, finished func()) {
 	for {
 		c, ok := next(ctx, chunks)
 		if !ok {
-			return false // the client left; nobody reads an answer
+			return // the client left; nobody reads an answer
 		}
 		if c.Kind == infer.ChunkError {
 			s.writeError(w, r, chunkError(c))
-			return false
+			return
 		}
 		b.Add(c)
 		if c.Kind == infer.ChunkDone {
+			finished()
 			s.writeJSON(w, http.StatusOK, b.Response())
-			return true
+			return
 		}
 	}
 }
 
-// streamResponse sends the typed events of a streamed response and reports
-// whether the task ended with a done chunk. Nothing is written until the
+// streamResponse sends the typed events of a streamed response, calling
+// finished when the task ends with a done chunk, before the last events
+// are sent. Nothing is written until the
 // first chunk arrives, so a task that fails at once is answered with an
 // ordinary error response; a failure after that is sent as an error event
 // and a response.failed event.
-func (s *server) streamResponse(ctx context.Context, w http.ResponseWriter, r *http.Request, chunks <-chan infer.Chunk, b *responses.Builder) bool {
+func (s *server) streamResponse(ctx context.Context, w http.ResponseWriter, r *http.Request, chunks <-chan infer.Chunk, b *responses.Builder, finished func()) {
 	rc := http.NewResponseController(w)
 	started := false
 	for {
 		c, ok := next(ctx, chunks)
 		if !ok {
-			return false
+			return
 		}
 		if c.Kind == infer.ChunkError && !started {
 			s.writeError(w, r, chunkError(c))
-			return false
+			return
 		}
 		var events []responses.Event
 		if !started {
@@ -156,14 +134,17 @@ func (s *server) streamResponse(ctx context.Context, w http.ResponseWriter, r *h
 			e := chunkError(c)
 			s.log.Warn("http stream error", "method", r.Method, "path", r.URL.Path, "class", e.Class, "message", e.Message)
 			_ = sendTypedEvents(rc, w, b.Fail(e))
-			return false
+			return
 		}
 		events = append(events, b.Add(c)...)
+		if c.Kind == infer.ChunkDone {
+			finished()
+		}
 		if err := sendTypedEvents(rc, w, events); err != nil {
-			return false // the client left; returning cancels the task
+			return // the client left; returning cancels the task
 		}
 		if c.Kind == infer.ChunkDone {
-			return true
+			return
 		}
 	}
 }

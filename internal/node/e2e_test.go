@@ -74,9 +74,34 @@ func TestServeDeleteRestart(t *testing.T) {
 		t.Fatalf("chat after delete: %d", code)
 	}
 
-	// Place again, restart the node: the placement survives and serves.
+	// Place again, store a response, restart the node: the placement
+	// survives and serves, and the response can be continued.
 	inst = n.place()
 	n.waitStatus(inst, "ready")
+	type response struct {
+		ID     string `json:"id"`
+		Output []struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"output"`
+		Usage struct {
+			InputTokens int `json:"input_tokens"`
+		} `json:"usage"`
+		OutputText string `json:"-"`
+	}
+	respond := func(req map[string]any) response {
+		t.Helper()
+		req["model"], req["temperature"], req["max_output_tokens"] = "stories260k", 0, 12
+		code, b := n.do("POST", "/v1/responses", req)
+		var r response
+		if err := json.Unmarshal(b, &r); code != 200 || err != nil || len(r.Output) != 1 || len(r.Output[0].Content) != 1 {
+			t.Fatalf("response to %v: %d %s", req, code, b)
+		}
+		r.OutputText = r.Output[0].Content[0].Text
+		return r
+	}
+	first := respond(map[string]any{"input": "Once upon a time"})
 	before := n.state()
 	n.stop()
 	n = startNode(t, home)
@@ -87,6 +112,18 @@ func TestServeDeleteRestart(t *testing.T) {
 	n.waitStatus(inst, "ready")
 	if code, b := n.do("POST", "/v1/chat/completions", storyRequest(false, 64)); code != 200 || !strings.Contains(string(b), "Lily") {
 		t.Fatalf("chat after restart: %d %s", code, b)
+	}
+	// The continuation is the same prompt and answer as sending the whole
+	// conversation again.
+	continued := respond(map[string]any{"input": "Then", "previous_response_id": first.ID})
+	whole := respond(map[string]any{"input": []map[string]any{
+		{"role": "user", "content": "Once upon a time"},
+		{"role": "assistant", "content": first.OutputText},
+		{"role": "user", "content": "Then"},
+	}})
+	if continued.Usage.InputTokens != whole.Usage.InputTokens || continued.OutputText != whole.OutputText {
+		t.Fatalf("response %s continued after the restart: %d input tokens, %q; the whole conversation sent again: %d, %q",
+			first.ID, continued.Usage.InputTokens, continued.OutputText, whole.Usage.InputTokens, whole.OutputText)
 	}
 }
 

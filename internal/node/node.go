@@ -95,7 +95,15 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	refused := &refusals{}
 	ctl := &control{node: nodeID, log: elog, card: card, nodes: p.nodes, startedAt: started,
 		version: SoftwareVersion, commit: SoftwareCommit, logger: log}
-	responseStore := api.NewResponseStore()
+	responseStore, err := api.OpenResponseStore(filepath.Join(cfg.Home, "responses"), log.With("component", "api"))
+	if err != nil {
+		return fmt.Errorf("node: %w (the directory holds the conversations of stored responses; moving it aside starts an empty one)", err)
+	}
+	defer func() {
+		if err := responseStore.Close(); err != nil {
+			log.Warn("closing the response journal", "error", err)
+		}
+	}()
 	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Catalog: mods.catalog,
 		Nodes: p.nodes, NewID: newID, Logger: log.With("component", "gateway"),
 		Health:      health(nodeID, &p, telemetry.NewFreshness(telemetryInterval)),

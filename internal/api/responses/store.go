@@ -14,9 +14,9 @@ const (
 // when either bound is passed the oldest entries are evicted first (FIFO:
 // continuing a conversation stores a new response that holds all of it, so
 // the entry continued is not needed again). It lives in one node's memory
-// (the API asks the other nodes for an id it does not hold), so a response
-// can be continued through any node but not after the node that answered
-// it restarts. A Store is not safe for concurrent use.
+// (the API asks the other nodes for an id it does not hold, and journals
+// what it puts here so that a restart can put it back). A Store is not
+// safe for concurrent use.
 type Store struct {
 	maxEntries int
 	maxBytes   int
