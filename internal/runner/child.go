@@ -368,6 +368,7 @@ func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
 // loaded is a model ready to serve: a decoder (m) or an encoder (enc).
 type loaded struct {
 	m       *engine.Model
+	steps   *stepper // batches the decode steps of m's tasks
 	enc     *encoderModel
 	context int // tokens per task, prompt included
 	chat    chatSetup
@@ -379,6 +380,7 @@ func (l *loaded) close() {
 		l.enc.close()
 		return
 	}
+	l.steps.close()
 	l.m.Close()
 }
 

@@ -86,6 +86,7 @@ func openModel(spec LoadSpec, log *slog.Logger, warming func()) (*loaded, error)
 		m.Close()
 		return nil, err
 	}
+	l.steps = newStepper(m.Shard, stepGather, nil)
 	return l, nil
 }
 

@@ -143,11 +143,16 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	st := newStreamer(m.Tok, p, p.structured.sampling(req.Sampling), emit)
 	finish := infer.FinishLength
 	var history []int32
+	// The decode steps go through the stepper, in one batch with the other
+	// tasks' steps.
+	dec := l.steps.join(m.Config.NVocab)
+	defer dec.leave()
+	logits := res.Logits
 	for end.usage.CompletionTokens < budget {
 		if err := ctx.Err(); err != nil {
 			return end, err
 		}
-		id := sampler.Sample(res.Logits, history)
+		id := sampler.Sample(logits, history)
 		if id == sample.NoToken {
 			return end, errors.New("runner: the sampler found no token to draw (logits are all NaN or -Inf)")
 		}
@@ -160,14 +165,14 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 		}
 		history = append(history, id)
 		end.usage.CompletionTokens++
-		if st.token(id, res.Logits) {
+		if st.token(id, logits) {
 			finish = infer.FinishStop
 			break
 		}
 		if end.usage.CompletionTokens == budget {
 			break
 		}
-		if res, err = m.Shard.Forward(cache, model.Batch{Tokens: []int32{id}}); err != nil {
+		if logits, err = dec.step(cache, id); err != nil {
 			return end, fmt.Errorf("runner: decode: %w", err)
 		}
 	}

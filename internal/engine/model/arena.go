@@ -24,6 +24,7 @@ type arena struct {
 	spans                             []int     // per worker: attnQueries spans
 	qh                                []byte    // per worker: attnQueries fp16 queries of one head
 	vrow                              []byte    // one head's value row in the cache's element type
+	pos                               []int     // each row's position in its sequence
 	rope                              ropeTable
 
 	mm matmulJob
@@ -41,8 +42,8 @@ func grow[T any](buf []T, n int) []T {
 }
 
 // prepare sizes the arena for a batch of n positions of which nLogits get
-// logits.
-func (a *arena) prepare(s *Shard, c *Cache, n, nLogits int) {
+// logits, in caches of at most capacity positions.
+func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	cfg := s.Config
 	m := min(n, ubatch)
 	a.x = grow(a.x, n*cfg.NEmbd)
@@ -57,10 +58,11 @@ func (a *arena) prepare(s *Shard, c *Cache, n, nLogits int) {
 	a.up = grow(a.up, m*cfg.NFF)
 	a.ffo = grow(a.ffo, m*cfg.NEmbd)
 	a.act = grow(a.act, m*s.actRowBytes)
-	a.scores = grow(a.scores, s.pool.n*attnQueries*scoreStride(c.cap))
+	a.scores = grow(a.scores, s.pool.n*attnQueries*scoreStride(capacity))
 	a.spans = grow(a.spans, s.pool.n*attnQueries)
 	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
 	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
+	a.pos = grow(a.pos, m)
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)

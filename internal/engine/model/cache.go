@@ -59,11 +59,11 @@ func (c *Cache) Truncate(n int) error {
 // local block i at positions pos0..., in the cache's element type. A key
 // row is contiguous in the cache and converted in one kernel call; a value
 // row is converted into scratch and then scattered into the transposed
-// layout.
-func (c *Cache) store(k tensor.Kernels, i, pos0, n, headDim int, keys, vals []float32) {
+// layout (through row, scratch of at least one value row).
+func (c *Cache) store(k tensor.Kernels, i, pos0, n, headDim int, keys, vals []float32, row []byte) {
 	kc, vt := c.k[i], c.vt[i]
 	es := c.esz
-	row := c.ar.vrow[:es*headDim]
+	row = row[:es*headDim]
 	for t := 0; t < n; t++ {
 		pos := pos0 + t
 		for g := 0; g < c.kvDim/headDim; g++ {

@@ -68,7 +68,7 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 		}
 	}
 	a := &c.ar
-	a.prepare(s, c, n, nLogits)
+	a.prepare(s, c.cap, n, nLogits)
 	x := a.x
 	if s.Range.First {
 		for i, id := range b.Tokens {
@@ -82,13 +82,17 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 	for u := 0; u < n; u += ubatch {
 		m := min(ubatch, n-u)
 		xu := x[u*d : (u+m)*d]
-		s.ropeTable(&a.rope, c.len, m)
+		for t := range m {
+			a.pos[t] = c.len + t
+		}
+		s.ropeTable(&a.rope, a.pos[:m])
+		one := [1]seg{{c: c, n: m}}
 		// The head reads only the last position unless every position's
 		// logits are wanted, so the last block need not finish the others
 		// once their keys and values are stored.
 		lastOnly := s.Range.Last && !b.AllLogits && u+m == n
 		for i := range s.layers {
-			s.block(i, c, a, xu, m, lastOnly && i == len(s.layers)-1)
+			s.block(i, one[:], a, xu, m, lastOnly && i == len(s.layers)-1)
 		}
 		c.len += m
 		if b.AllLogits && s.Range.Last {
@@ -117,10 +121,17 @@ func (s *Shard) embedRow(id int32, dst []float32) error {
 	return dequantRow(s.embd, int(id), dst)
 }
 
-// block runs local block i over the n positions x (n × NEmbd) in place.
-// With lastOnly it stores every position's keys and values but updates
-// only the last row of x.
-func (s *Shard) block(i int, c *Cache, a *arena, x []float32, n int, lastOnly bool) {
+// seg is the rows of a batch that belong to one sequence: rows
+// [row, row+n), at the positions after its cache's length.
+type seg struct {
+	c      *Cache
+	row, n int
+}
+
+// block runs local block i over the n rows x (n × NEmbd) in place, the
+// rows of the sequences segs. With lastOnly (one sequence) it stores every
+// position's keys and values but updates only the last row of x.
+func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly bool) {
 	cfg := s.Config
 	ly := &s.layers[i]
 	d, hd, kvd, qd := cfg.NEmbd, cfg.HeadDim, cfg.KVDim(), cfg.QDim()
@@ -147,15 +158,22 @@ func (s *Shard) block(i int, c *Cache, a *arena, x []float32, n int, lastOnly bo
 			a.rope.rope(kh, t, cfg.RopeNeoX)
 		}
 	}
-	c.store(s.k, i, c.len, n, hd, k, v)
-	pos0 := c.len
+	for _, sg := range segs {
+		lo, hi := sg.row, sg.row+sg.n
+		sg.c.store(s.k, i, sg.c.len, sg.n, hd, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd], a.vrow)
+	}
 	if lastOnly {
-		skip := n - 1
-		x, q, pos0, n = x[skip*d:], q[skip*qd:], pos0+skip, 1
+		c, skip := segs[0].c, n-1
+		x, q, n = x[skip*d:], q[skip*qd:], 1
 		h = h[:d]
+		s.attention(a, c, i, c.len+skip, q, a.att[:qd], 1)
+	} else {
+		for _, sg := range segs {
+			lo, hi := sg.row, sg.row+sg.n
+			s.attention(a, sg.c, i, sg.c.len, q[lo*qd:hi*qd], a.att[lo*qd:hi*qd], sg.n)
+		}
 	}
 	att, o := a.att[:n*qd], a.o[:n*d]
-	s.attention(a, c, i, pos0, q, att, n)
 	s.matmul(a, att, n, mmPart{ly.o, o})
 	for j := range x {
 		x[j] += o[j]

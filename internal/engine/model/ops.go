@@ -37,8 +37,9 @@ type ropeTable struct {
 	cos, sin []float32 // [n × half]
 }
 
-// ropeTable fills t (sized for at least n positions) for positions pos0...
-func (s *Shard) ropeTable(t *ropeTable, pos0, n int) {
+// ropeTable fills t (sized for at least len(pos) rows) for the rows'
+// positions pos.
+func (s *Shard) ropeTable(t *ropeTable, pos []int) {
 	c := s.Config
 	half := t.half
 	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(c.RopeDim)))
@@ -46,8 +47,8 @@ func (s *Shard) ropeTable(t *ropeTable, pos0, n int) {
 	if c.RopeScaling.Type == "linear" {
 		freqScale = 1 / c.RopeScaling.Factor
 	}
-	for i := 0; i < n; i++ {
-		theta := float32(pos0 + i)
+	for i, p := range pos {
+		theta := float32(p)
 		for j := 0; j < half; j++ {
 			th := theta
 			if s.ropeFreqs != nil {
