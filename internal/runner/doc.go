@@ -33,6 +33,9 @@
 //
 // Inside the child one goroutine owns the task table, one reads stdin and one
 // writes stdout; each task runs in its own goroutine with its own KV cache, at
-// most Slots at a time, the rest queued in arrival order. The Client is safe
+// most Slots at a time, the rest queued in arrival order. The tasks' decode
+// steps meet in one more goroutine, the stepper, which runs the steps that
+// are ready together as one batch (model.Shard.Step), so concurrent tasks
+// share each read of the weights; results are the same as alone. The Client is safe
 // for concurrent use; one goroutine owns its task table.
 package runner
