@@ -37,10 +37,8 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 		if b.Hidden != nil {
 			return Result{}, fmt.Errorf("model: the first shard takes token ids, not hidden states")
 		}
-		for i, id := range b.Tokens {
-			if id < 0 || int(id) >= cfg.NVocab {
-				return Result{}, fmt.Errorf("model: token id %d at position %d is outside the vocabulary of %d", id, i, cfg.NVocab)
-			}
+		if err := s.checkTokens(b.Tokens, "position"); err != nil {
+			return Result{}, err
 		}
 	} else {
 		if b.Tokens != nil {
@@ -70,14 +68,8 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 	a := &c.ar
 	a.prepare(s, c.cap, n, nLogits)
 	x := a.x
-	if s.Range.First {
-		for i, id := range b.Tokens {
-			if err := s.embedRow(id, x[i*d:(i+1)*d]); err != nil {
-				return Result{}, err
-			}
-		}
-	} else {
-		copy(x, b.Hidden)
+	if err := s.input(b, x); err != nil {
+		return Result{}, err
 	}
 	for u := 0; u < n; u += ubatch {
 		m := min(ubatch, n-u)
@@ -106,6 +98,33 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 		s.head(a, x[(n-1)*d:], 1, a.logits)
 	}
 	return Result{Logits: a.logits}, nil
+}
+
+// checkTokens reports the first token id outside the vocabulary; what
+// names its index in the error ("position", "sequence").
+func (s *Shard) checkTokens(toks []int32, what string) error {
+	for i, id := range toks {
+		if id < 0 || int(id) >= s.Config.NVocab {
+			return fmt.Errorf("model: token id %d at %s %d is outside the vocabulary of %d", id, what, i, s.Config.NVocab)
+		}
+	}
+	return nil
+}
+
+// input writes the batch's rows into x: the tokens' embeddings on the
+// first shard, the hidden states from the previous one otherwise.
+func (s *Shard) input(b Batch, x []float32) error {
+	if !s.Range.First {
+		copy(x, b.Hidden)
+		return nil
+	}
+	d := s.Config.NEmbd
+	for i, id := range b.Tokens {
+		if err := s.embedRow(id, x[i*d:(i+1)*d]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // head writes the logits of the m rows of x into logits.

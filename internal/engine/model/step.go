@@ -50,12 +50,8 @@ func (s *Shard) Step(st *Steps, caches []*Cache, b Batch) (Result, error) {
 		}
 		capacity = max(capacity, c.cap)
 	}
-	if s.Range.First {
-		for i, id := range b.Tokens {
-			if id < 0 || int(id) >= cfg.NVocab {
-				return Result{}, fmt.Errorf("model: token id %d of sequence %d is outside the vocabulary of %d", id, i, cfg.NVocab)
-			}
-		}
+	if err := s.checkTokens(b.Tokens, "sequence"); err != nil {
+		return Result{}, err
 	}
 	nLogits := 0
 	if s.Range.Last {
@@ -64,14 +60,8 @@ func (s *Shard) Step(st *Steps, caches []*Cache, b Batch) (Result, error) {
 	a := &st.ar
 	a.prepare(s, capacity, n, nLogits)
 	x := a.x
-	if s.Range.First {
-		for i, id := range b.Tokens {
-			if err := s.embedRow(id, x[i*d:(i+1)*d]); err != nil {
-				return Result{}, err
-			}
-		}
-	} else {
-		copy(x, b.Hidden)
+	if err := s.input(b, x); err != nil {
+		return Result{}, err
 	}
 	st.segs = st.segs[:0]
 	for i, c := range caches {
