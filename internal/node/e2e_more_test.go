@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -105,5 +106,41 @@ func TestPreviewsAndCatalog(t *testing.T) {
 	code, b = n.do("GET", "/models", nil)
 	if code != 200 || !strings.Contains(string(b), `"stories260k"`) || !strings.Contains(string(b), `"placement":"none"`) {
 		t.Fatalf("catalog: %d %s", code, b)
+	}
+}
+
+// TestResponsesSurviveNodeKill stores a response, SIGKILLs its node (no
+// shutdown, no fsync: the journal's record is in the page cache once the
+// response is answered) and continues the response through the restarted
+// node.
+func TestResponsesSurviveNodeKill(t *testing.T) {
+	home := t.TempDir()
+	n := startNode(t, home)
+	inst := n.place()
+	n.waitStatus(inst, "ready")
+	req := map[string]any{"model": "stories260k", "input": "Once upon a time", "max_output_tokens": 8, "temperature": 0}
+	code, b := n.do("POST", "/v1/responses", req)
+	var first struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &first); code != 200 || err != nil || first.ID == "" {
+		t.Fatalf("response: %d %s", code, b)
+	}
+	syscall.Kill(n.cmd.Process.Pid, syscall.SIGKILL)
+	<-n.done
+	n = startNode(t, home)
+	req["input"], req["previous_response_id"] = "Then", first.ID
+	// Until the relaunched runner is up the node answers 503 "still
+	// loading"; a client retries that.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, b := n.do("POST", "/v1/responses", req)
+		if code == 200 {
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("continuing %s after SIGKILL and restart: %d %s", first.ID, code, b)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
