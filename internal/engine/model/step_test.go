@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
@@ -186,5 +188,68 @@ func BenchmarkStep(b *testing.B) {
 				})
 			}
 		}
+	}
+}
+
+// TestStepAcrossShards steps three sequences through a model split in two
+// (tokens into the first shard, its hidden rows into the second) and checks
+// the logits against the whole model decoding each sequence alone.
+func TestStepAcrossShards(t *testing.T) {
+	path := synthFile(t, synth.Shape{Name: "gqa", Arch: "llama", NEmbd: 128, NLayer: 4, NHead: 8, NHeadKV: 2,
+		NFF: 256, NVocab: 300, RopeBase: 10000, CtxLen: 256}, tensor.Q8_0)
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	load := func(r Range) *Shard {
+		s, err := Load(f, r, Options{Threads: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	whole, first, last := load(Whole(4)), load(Range{Start: 0, End: 2, First: true}), load(Range{Start: 2, End: 4, Last: true})
+	prompts := [][]int32{{1, 5}, {1, 7, 9, 11}, {1}}
+	var ca, cb []*Cache
+	var want [][]float32
+	for _, p := range prompts {
+		c := whole.NewCache(16)
+		whole.Forward(c, Batch{Tokens: p})
+		r, err := whole.Forward(c, Batch{Tokens: []int32{42}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, append([]float32(nil), r.Logits...))
+		a, b := first.NewCache(16), last.NewCache(16)
+		h, err := first.Forward(a, Batch{Tokens: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := last.Forward(b, Batch{Hidden: h.Hidden}); err != nil {
+			t.Fatal(err)
+		}
+		ca, cb = append(ca, a), append(cb, b)
+	}
+	var sa, sb Steps
+	h, err := first.Step(&sa, ca, Batch{Tokens: []int32{42, 42, 42}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := last.Step(&sb, cb, Batch{Hidden: h.Hidden})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv := whole.Config.NVocab
+	for i := range prompts {
+		for v, x := range r.Logits[i*nv : (i+1)*nv] {
+			if math.Float32bits(x) != math.Float32bits(want[i][v]) {
+				t.Fatalf("sequence %d: logit %d is %v across shards in one step, %v whole and alone", i, v, x, want[i][v])
+			}
+		}
+	}
+	if _, err := last.Step(&sb, cb, Batch{Tokens: []int32{1, 2, 3}}); err == nil || !strings.Contains(err.Error(), "hidden row") {
+		t.Errorf("tokens into the second shard: %v, want an error about hidden rows", err)
 	}
 }
