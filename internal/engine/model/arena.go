@@ -24,6 +24,7 @@ type arena struct {
 	spans                             []int     // per worker: attnQueries spans
 	qh                                []byte    // per worker: attnQueries fp16 queries of one head
 	vrow                              []byte    // one head's value row in the cache's element type
+	vcol                              []float32 // one value element of every row of a ubatch
 	pos                               []int     // each row's position in its sequence
 	rope                              ropeTable
 
@@ -63,6 +64,7 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
 	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
 	a.pos = grow(a.pos, m)
+	a.vcol = grow(a.vcol, m)
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)

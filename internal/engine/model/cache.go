@@ -56,20 +56,41 @@ func (c *Cache) Truncate(n int) error {
 }
 
 // store writes the keys and values of n new positions (rows of KVDim) of
-// local block i at positions pos0..., in the cache's element type. A key
-// row is contiguous in the cache and converted in one kernel call; a value
-// row is converted into scratch and then scattered into the transposed
-// layout (through row, scratch of at least one value row).
-func (c *Cache) store(k tensor.Kernels, i, pos0, n, headDim int, keys, vals []float32, row []byte) {
+// local block i at positions pos0..., in the cache's element type, using the
+// arena's scratch. A key row is contiguous in the cache and converted in
+// one kernel call. Values go into the transposed layout: for a batch, each
+// element's column of n positions is gathered and converted in one call
+// into its contiguous run; for a few positions, each value row is
+// converted and scattered element by element. The conversion is elementwise,
+// so both give the same bytes.
+func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n, headDim int, keys, vals []float32) {
 	kc, vt := c.k[i], c.vt[i]
 	es := c.esz
-	row = row[:es*headDim]
+	heads := c.kvDim / headDim
+	for t := 0; t < n; t++ {
+		for g := 0; g < heads; g++ {
+			src := keys[t*c.kvDim+g*headDim : t*c.kvDim+(g+1)*headDim]
+			off := es * (g*c.cap + pos0 + t) * headDim
+			c.convert(k, src, kc[off:off+es*headDim])
+		}
+	}
+	if n >= storeColumns {
+		col := a.vcol[:n]
+		for g := 0; g < heads; g++ {
+			for e := 0; e < headDim; e++ {
+				for t := range col {
+					col[t] = vals[t*c.kvDim+g*headDim+e]
+				}
+				off := es * ((g*headDim+e)*c.cap + pos0)
+				c.convert(k, col, vt[off:off+es*n])
+			}
+		}
+		return
+	}
+	row := a.vrow[:es*headDim]
 	for t := 0; t < n; t++ {
 		pos := pos0 + t
-		for g := 0; g < c.kvDim/headDim; g++ {
-			src := keys[t*c.kvDim+g*headDim : t*c.kvDim+(g+1)*headDim]
-			off := es * (g*c.cap + pos) * headDim
-			c.convert(k, src, kc[off:off+es*headDim])
+		for g := 0; g < heads; g++ {
 			c.convert(k, vals[t*c.kvDim+g*headDim:t*c.kvDim+(g+1)*headDim], row)
 			base := g * headDim * c.cap
 			for e := 0; e < headDim; e++ {
@@ -78,6 +99,10 @@ func (c *Cache) store(k tensor.Kernels, i, pos0, n, headDim int, keys, vals []fl
 		}
 	}
 }
+
+// storeColumns is the batch size from which store converts values a
+// column at a time.
+const storeColumns = 8
 
 // convert writes x into dst in the cache's element type.
 func (c *Cache) convert(k tensor.Kernels, x []float32, dst []byte) {

@@ -179,7 +179,7 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 	}
 	for _, sg := range segs {
 		lo, hi := sg.row, sg.row+sg.n
-		sg.c.store(s.k, i, sg.c.len, sg.n, hd, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd], a.vrow)
+		sg.c.store(s.k, a, i, sg.c.len, sg.n, hd, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd])
 	}
 	if lastOnly {
 		c, skip := segs[0].c, n-1
