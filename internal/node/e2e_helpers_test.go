@@ -195,7 +195,9 @@ func (n *node) do(method, path string, body any) (int, []byte) {
 	}
 	req, _ := http.NewRequest(method, n.base+path, rd)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	// No request of these tests takes long: a hang fails the test (with
+	// the node's logs) instead of the whole run timing out.
+	resp, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
 	if err != nil {
 		n.t.Fatalf("%s %s: %v", method, path, err)
 	}

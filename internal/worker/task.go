@@ -1,10 +1,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/state"
 )
 
 // startTask runs a task whose instance has its first rank on this node.
@@ -26,6 +30,29 @@ func (l *loop) startTask(ctx context.Context, tc event.TaskCreated) {
 		defer l.w.post(ctx, taskEnded{tc.Task})
 		l.w.runTask(tctx, ctx, tc, r)
 	}()
+}
+
+// adoptTasks starts the tasks of a fresh view that no event will announce
+// again: created while this worker was not following (before the first
+// election after a restart, during a resync), still pending, oldest first.
+// Without this such a task waits for a runner forever and its client with
+// it. One left over from an earlier process of its owner fails at once: its
+// payload is gone.
+func (l *loop) adoptTasks(ctx context.Context) {
+	var waiting []ids.TaskID
+	for id, t := range l.view.Tasks {
+		if _, running := l.tasks[id]; !running && t.Status == state.TaskPending {
+			waiting = append(waiting, id)
+		}
+	}
+	slices.SortFunc(waiting, func(a, b ids.TaskID) int {
+		return cmp.Or(cmp.Compare(l.view.Tasks[a].CreatedAtUnixMs, l.view.Tasks[b].CreatedAtUnixMs), cmp.Compare(a, b))
+	})
+	for _, id := range waiting {
+		t := l.view.Tasks[id]
+		l.startTask(ctx, event.TaskCreated{Task: id, Command: t.Command, TaskKind: t.Kind, Model: t.Model,
+			Instance: t.Instance, Owner: t.Owner, Payload: t.Payload, CreatedAtUnixMs: t.CreatedAtUnixMs})
+	}
 }
 
 // runTask streams one task from the runner to its owner and reports the

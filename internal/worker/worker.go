@@ -154,6 +154,7 @@ func (w *Worker) Run(ctx context.Context) error {
 				// ours entirely (a snapshot after a resync).
 				l.view = st
 				l.reconcile(ctx)
+				l.adoptTasks(ctx)
 				if done := l.follow(ctx, sub); done {
 					return nil
 				}
