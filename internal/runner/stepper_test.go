@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -111,5 +112,43 @@ func TestStepperStops(t *testing.T) {
 	d.leave()
 	if d2 := s.join(m.Config.NVocab); d2.joined {
 		t.Fatal("joined a closed stepper")
+	}
+}
+
+// TestStepperIsolatesFailures: when one sequence of a step cannot take its
+// token (its cache is full), only that sequence fails; the others get the
+// logits they would get alone.
+func TestStepperIsolatesFailures(t *testing.T) {
+	m, err := engine.Open(modelPath(t), engine.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	alone := m.Shard.NewCache(8)
+	m.Shard.Forward(alone, model.Batch{Tokens: []int32{1, 400}})
+	want, err := m.Shard.Forward(alone, model.Batch{Tokens: []int32{77}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, full := m.Shard.NewCache(8), m.Shard.NewCache(2)
+	m.Shard.Forward(good, model.Batch{Tokens: []int32{1, 400}})
+	m.Shard.Forward(full, model.Batch{Tokens: []int32{1, 401}})
+
+	s := newStepper(m.Shard, 10*time.Second, nil)
+	t.Cleanup(s.close)
+	dg, df := s.join(m.Config.NVocab), s.join(m.Config.NVocab)
+	var wg sync.WaitGroup
+	var gotGood []float32
+	var errGood, errFull error
+	wg.Add(2)
+	go func() { defer wg.Done(); gotGood, errGood = dg.step(good, 77) }()
+	go func() { defer wg.Done(); _, errFull = df.step(full, 78) }()
+	wg.Wait()
+	var cacheFull *model.ErrCacheFull
+	if !errors.As(errFull, &cacheFull) {
+		t.Fatalf("the full sequence's step: %v, want *model.ErrCacheFull", errFull)
+	}
+	if errGood != nil || !slices.Equal(gotGood, want.Logits) {
+		t.Fatalf("the other sequence's step: %v (logits equal alone: %v)", errGood, slices.Equal(gotGood, want.Logits))
 	}
 }
