@@ -10,8 +10,8 @@ import (
 // the scratch memory the shard's forward passes over it use. It is not safe
 // for concurrent use.
 type Cache struct {
-	// Per local block, per KV head: keys as [capacity × HeadDim] and values
-	// transposed as [HeadDim × capacity], so that the attention of one head
+	// Per local block, per KV head: keys as [cap × HeadDim] and values
+	// transposed as [HeadDim × cap], so that the attention of one head
 	// reads both as contiguous rows. Elements are of type typ: fp16 by
 	// default, as llama.cpp's cache (half the memory of float32 per
 	// position, and half the bytes a long-context decode step reads), or
@@ -20,31 +20,69 @@ type Cache struct {
 	typ   tensor.Type
 	esz   int // bytes an element
 	len   int
-	cap   int
+	cap   int // positions allocated; grows up to limit as the sequence does
+	limit int // the most positions the cache may hold
 	kvDim int
+	hd    int
 	ar    arena
 }
 
+// initialPositions is how many positions a new cache allocates at first:
+// a cache's memory follows the tokens it holds (doubling, up to its limit),
+// not the most it may hold, so four short chats in a long window do not
+// each take the whole window.
+const initialPositions = 256
+
 // NewCache returns an empty cache for up to capacity positions.
 func (s *Shard) NewCache(capacity int) *Cache {
-	c := &Cache{cap: capacity, kvDim: s.Config.KVDim(), typ: s.kvType, esz: 2}
+	c := &Cache{limit: capacity, kvDim: s.Config.KVDim(), hd: s.Config.HeadDim, typ: s.kvType, esz: 2}
 	if c.typ == tensor.F32 {
 		c.esz = 4
 	}
-	for range s.layers {
-		c.k = append(c.k, make([]byte, c.esz*capacity*c.kvDim))
+	c.k, c.vt = make([][]byte, len(s.layers)), make([][]byte, len(s.layers))
+	c.grow(min(capacity, initialPositions))
+	return c
+}
+
+// fit makes room for n more positions, or reports *ErrCacheFull past the
+// limit (leaving the cache as it was).
+func (c *Cache) fit(n int) error {
+	if c.len+n > c.limit {
+		return &ErrCacheFull{Have: c.len, Add: n, Cap: c.limit}
+	}
+	if c.len+n > c.cap {
+		c.grow(min(c.limit, max(c.len+n, 2*c.cap)))
+	}
+	return nil
+}
+
+// grow reallocates every block's keys and values for capacity positions,
+// keeping the positions held.
+func (c *Cache) grow(capacity int) {
+	es, hd := c.esz, c.hd
+	for i := range c.k {
+		k := make([]byte, es*capacity*c.kvDim)
 		// DotF32Tile reads the values in whole chunks: the last row's last
 		// chunk may reach past the capacity.
-		c.vt = append(c.vt, make([]byte, c.esz*(capacity*c.kvDim+tensor.DotF32TileChunk)))
+		vt := make([]byte, es*(capacity*c.kvDim+tensor.DotF32TileChunk))
+		if c.len > 0 {
+			for g := 0; g < c.kvDim/hd; g++ {
+				copy(k[es*g*capacity*hd:], c.k[i][es*g*c.cap*hd:es*(g*c.cap+c.len)*hd])
+			}
+			for r := 0; r < c.kvDim; r++ {
+				copy(vt[es*r*capacity:], c.vt[i][es*r*c.cap:es*(r*c.cap+c.len)])
+			}
+		}
+		c.k[i], c.vt[i] = k, vt
 	}
-	return c
+	c.cap = capacity
 }
 
 // Len is the number of positions held.
 func (c *Cache) Len() int { return c.len }
 
 // Cap is the most positions the cache can hold.
-func (c *Cache) Cap() int { return c.cap }
+func (c *Cache) Cap() int { return c.limit }
 
 // Truncate drops every position from n on, so a sequence can be rewound.
 func (c *Cache) Truncate(n int) error {

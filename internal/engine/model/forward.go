@@ -55,8 +55,8 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 	if len(c.k) != len(s.layers) || c.kvDim != cfg.KVDim() {
 		return Result{}, fmt.Errorf("model: cache was made for another shard")
 	}
-	if c.len+n > c.cap {
-		return Result{}, &ErrCacheFull{Have: c.len, Add: n, Cap: c.cap}
+	if err := c.fit(n); err != nil {
+		return Result{}, err
 	}
 	nLogits := 0
 	if s.Range.Last {

@@ -43,15 +43,18 @@ func (s *Shard) Step(st *Steps, caches []*Cache, b Batch) (Result, error) {
 		switch {
 		case len(c.k) != len(s.layers) || c.kvDim != cfg.KVDim():
 			return Result{}, fmt.Errorf("model: the cache of sequence %d was made for another shard", i)
-		case c.len+1 > c.cap:
-			return Result{}, &ErrCacheFull{Have: c.len, Add: 1, Cap: c.cap}
+		case c.len+1 > c.limit:
+			return Result{}, &ErrCacheFull{Have: c.len, Add: 1, Cap: c.limit}
 		case slices.Contains(caches[:i], c):
 			return Result{}, fmt.Errorf("model: sequence %d's cache is also sequence %d's: a step takes one position of each sequence", i, slices.Index(caches, c))
 		}
-		capacity = max(capacity, c.cap)
 	}
 	if err := s.checkTokens(b.Tokens, "sequence"); err != nil {
 		return Result{}, err
+	}
+	for _, c := range caches {
+		c.fit(1) // within the limit: checked above
+		capacity = max(capacity, c.cap)
 	}
 	nLogits := 0
 	if s.Range.Last {
