@@ -10,9 +10,9 @@ import (
 	"github.com/skulk/skulk/internal/infer"
 )
 
-// Stored Responses conversations live in the memory of the node that
-// answered them. A node asked to continue one it does not hold asks its
-// peers, one stream each:
+// Stored Responses conversations live with the node that answered them
+// (in its memory and its journal). A node asked to continue one it does
+// not hold asks its peers, one stream each:
 //
 //	→ {"id": "resp_…"}
 //	← {"found": true, "messages": […]} | {"found": false}

@@ -1,8 +1,6 @@
 package model
 
-import (
-	"unsafe"
-)
+import "github.com/skulk/skulk/internal/engine/tensor"
 
 // ubatch is the most positions one pass through the blocks processes; a
 // longer batch runs as consecutive ubatches, which gives the same results
@@ -20,7 +18,7 @@ type arena struct {
 	// Per-ubatch buffers, rows of their width.
 	h, q, k, v, att, o, gate, up, ffo []float32
 	act                               []byte    // activations in a vec-dot type
-	scores                            []float32 // per worker: attnQueries rows of scoreStride(cache capacity)
+	scores                            []float32 // per worker: attnQueries rows of DotF32TilePad(cache capacity)
 	spans                             []int     // per worker: attnQueries spans
 	qh                                []byte    // per worker: attnQueries fp16 queries of one head
 	vrow                              []byte    // one head's value row in the cache's element type
@@ -59,7 +57,7 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.up = grow(a.up, m*cfg.NFF)
 	a.ffo = grow(a.ffo, m*cfg.NEmbd)
 	a.act = grow(a.act, m*s.actRowBytes)
-	a.scores = grow(a.scores, s.pool.n*attnQueries*scoreStride(capacity))
+	a.scores = grow(a.scores, s.pool.n*attnQueries*tensor.DotF32TilePad(capacity))
 	a.spans = grow(a.spans, s.pool.n*attnQueries)
 	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
 	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
@@ -68,12 +66,4 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)
-}
-
-// f32Bytes is x's memory as bytes, for the F32 kernels.
-func f32Bytes(x []float32) []byte {
-	if len(x) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
 }

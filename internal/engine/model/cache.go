@@ -44,11 +44,19 @@ func (s *Shard) NewCache(capacity int) *Cache {
 	return c
 }
 
+// room reports *ErrCacheFull unless n more positions are within the limit.
+func (c *Cache) room(n int) error {
+	if c.len+n > c.limit {
+		return &ErrCacheFull{Have: c.len, Add: n, Cap: c.limit}
+	}
+	return nil
+}
+
 // fit makes room for n more positions, or reports *ErrCacheFull past the
 // limit (leaving the cache as it was).
 func (c *Cache) fit(n int) error {
-	if c.len+n > c.limit {
-		return &ErrCacheFull{Have: c.len, Add: n, Cap: c.limit}
+	if err := c.room(n); err != nil {
+		return err
 	}
 	if c.len+n > c.cap {
 		c.grow(min(c.limit, max(c.len+n, 2*c.cap)))
@@ -101,9 +109,9 @@ func (c *Cache) Truncate(n int) error {
 // into its contiguous run; for a few positions, each value row is
 // converted and scattered element by element. The conversion is elementwise,
 // so both give the same bytes.
-func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n, headDim int, keys, vals []float32) {
+func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []float32) {
 	kc, vt := c.k[i], c.vt[i]
-	es := c.esz
+	es, headDim := c.esz, c.hd
 	heads := c.kvDim / headDim
 	for t := 0; t < n; t++ {
 		for g := 0; g < heads; g++ {
@@ -145,7 +153,7 @@ const storeColumns = 8
 // convert writes x into dst in the cache's element type.
 func (c *Cache) convert(k tensor.Kernels, x []float32, dst []byte) {
 	if c.typ == tensor.F32 {
-		copy(dst, f32Bytes(x))
+		copy(dst, tensor.F32Bytes(x))
 		return
 	}
 	if err := k.QuantizeAct(tensor.F16, x, dst); err != nil {

@@ -52,7 +52,7 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 	if n == 0 {
 		return Result{}, fmt.Errorf("model: empty batch")
 	}
-	if len(c.k) != len(s.layers) || c.kvDim != cfg.KVDim() {
+	if !s.owns(c) {
 		return Result{}, fmt.Errorf("model: cache was made for another shard")
 	}
 	if err := c.fit(n); err != nil {
@@ -98,6 +98,11 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 		s.head(a, x[(n-1)*d:], 1, a.logits)
 	}
 	return Result{Logits: a.logits}, nil
+}
+
+// owns reports whether c was made by a shard of this one's blocks and width.
+func (s *Shard) owns(c *Cache) bool {
+	return len(c.k) == len(s.layers) && c.kvDim == s.Config.KVDim()
 }
 
 // checkTokens reports the first token id outside the vocabulary; what
@@ -179,7 +184,7 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 	}
 	for _, sg := range segs {
 		lo, hi := sg.row, sg.row+sg.n
-		sg.c.store(s.k, a, i, sg.c.len, sg.n, hd, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd])
+		sg.c.store(s.k, a, i, sg.c.len, sg.n, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd])
 	}
 	if lastOnly {
 		c, skip := segs[0].c, n-1
@@ -279,15 +284,8 @@ type attnJob struct {
 	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
-	ss           int // score row stride: the capacity in whole DotF32Tile chunks
+	ss           int // score row stride: the capacity padded as DotF32Tile reads rows
 	scale        float32
-}
-
-// scoreStride is the scores' row stride for a cache of capacity positions:
-// DotF32Tile reads every row in whole chunks.
-func scoreStride(capacity int) int {
-	const c = tensor.DotF32TileChunk
-	return (capacity + c - 1) / c * c
 }
 
 func (j *attnJob) do(w, lo, hi int) {
@@ -302,7 +300,7 @@ func (j *attnJob) do(w, lo, hi int) {
 		last := j.pos0 + t1
 		sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
 		keys := j.kc[es*g*cp*hd : es*(g*cp+last)*hd]
-		qs, qStride := f32Bytes(j.q[t0*j.qd+h*hd:(t1-1)*j.qd+(h+1)*hd]), 4*j.qd
+		qs, qStride := tensor.F32Bytes(j.q[t0*j.qd+h*hd:(t1-1)*j.qd+(h+1)*hd]), 4*j.qd
 		if j.typ == tensor.F16 {
 			// The queries meet fp16 keys in fp16, as in llama.cpp's
 			// attention over its fp16 cache.
@@ -324,7 +322,7 @@ func (j *attnJob) do(w, lo, hi int) {
 		}
 		// Row e of the transposed values holds element e of every
 		// position; the weights stay float32.
-		vals := j.vt[es*g*hd*cp : es*(g*hd*cp+(hd-1)*cp+scoreStride(last))]
+		vals := j.vt[es*g*hd*cp : es*(g*hd*cp+(hd-1)*cp+tensor.DotF32TilePad(last))]
 		j.k.DotF32Tile(j.typ, vals, es*cp, hd, sc, ss, spans, j.out[t0*j.qd+h*hd:], j.qd)
 	}
 }
@@ -337,7 +335,7 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 	*j = attnJob{
 		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
-		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap, ss: scoreStride(c.cap),
+		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
 		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
 	}
 	span := pos0 + n

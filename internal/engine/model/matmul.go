@@ -138,7 +138,7 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	switch {
 	case j.dotF32:
 	case m0.typ == tensor.F32:
-		j.ab, j.act = 4*cols, f32Bytes(x)
+		j.ab, j.act = 4*cols, tensor.F32Bytes(x)
 	default:
 		at := tensor.VecDotType(m0.typ)
 		ab, _ := tensor.RowBytes(at, int64(cols))

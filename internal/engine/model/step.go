@@ -38,20 +38,21 @@ func (s *Shard) Step(st *Steps, caches []*Cache, b Batch) (Result, error) {
 		return Result{}, fmt.Errorf("model: shard [%d, %d) steps %d sequences with one %d-wide hidden row each, got %d values",
 			s.Range.Start, s.Range.End, n, d, len(b.Hidden))
 	}
-	capacity := 0
 	for i, c := range caches {
-		switch {
-		case len(c.k) != len(s.layers) || c.kvDim != cfg.KVDim():
+		if !s.owns(c) {
 			return Result{}, fmt.Errorf("model: the cache of sequence %d was made for another shard", i)
-		case c.len+1 > c.limit:
-			return Result{}, &ErrCacheFull{Have: c.len, Add: 1, Cap: c.limit}
-		case slices.Contains(caches[:i], c):
+		}
+		if err := c.room(1); err != nil {
+			return Result{}, err
+		}
+		if slices.Contains(caches[:i], c) {
 			return Result{}, fmt.Errorf("model: sequence %d's cache is also sequence %d's: a step takes one position of each sequence", i, slices.Index(caches, c))
 		}
 	}
 	if err := s.checkTokens(b.Tokens, "sequence"); err != nil {
 		return Result{}, err
 	}
+	capacity := 0
 	for _, c := range caches {
 		c.fit(1) // within the limit: checked above
 		capacity = max(capacity, c.cap)

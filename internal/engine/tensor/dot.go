@@ -3,6 +3,7 @@ package tensor
 import (
 	"encoding/binary"
 	"math"
+	"unsafe"
 )
 
 // VecDotType is the type VecDot expects activations in for weights of type
@@ -77,12 +78,19 @@ func (k Kernels) DotF32(t Type, row []byte, x []float32) float32 {
 	return k.table().dotF32[t](row, x)
 }
 
+// F32Bytes is x's memory as bytes: an F32 row of len(x) elements, for the
+// kernels that take rows as bytes. It aliases x.
+func F32Bytes(x []float32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
+}
+
 // DotF32TileChunk is the granularity at which DotF32Tile reads its rows
 // and float rows: whole chunks of this many elements.
 const DotF32TileChunk = 8
 
-// padChunk rounds n up to a whole number of DotF32TileChunk chunks.
-func padChunk(n int) int {
+// DotF32TilePad is how many elements DotF32Tile reads of a span of n: n
+// rounded up to whole DotF32TileChunk chunks.
+func DotF32TilePad(n int) int {
 	return (n + DotF32TileChunk - 1) / DotF32TileChunk * DotF32TileChunk
 }
 
@@ -115,16 +123,16 @@ func (k Kernels) DotF32Tile(t Type, rows []byte, stride, nrows int, x []float32,
 	if nrows <= 0 || len(lens) == 0 {
 		return
 	}
-	if need := (nrows-1)*stride + rowLen(t, padChunk(long)); stride < rowLen(t, long) || len(rows) < need {
+	if need := (nrows-1)*stride + rowLen(t, DotF32TilePad(long)); stride < rowLen(t, long) || len(rows) < need {
 		panic(&SizeError{Op: "dot tile", Type: t, Elems: long, What: "rows", Got: len(rows), Want: need})
 	}
 	for i, n := range lens {
-		if need := i*xStride + padChunk(n); xStride < 0 || need > len(x) {
+		if need := i*xStride + DotF32TilePad(n); xStride < 0 || need > len(x) {
 			panic(&SizeError{Op: "dot tile", Type: F32, Elems: n, What: "float rows", Got: len(x), Want: need})
 		}
 	}
-	if m := len(lens); m > 1 && outStride < nrows || len(out) < nrows || outStride > 0 && m-1 > (len(out)-nrows)/outStride {
-		panic(&SizeError{Op: "dot tile", Type: F32, Elems: nrows, What: "out", Got: len(out), Want: (m-1)*outStride + nrows})
+	if err := checkOut(out, outStride, len(lens), nrows); err != nil {
+		panic(err)
 	}
 	tb := k.table()
 	if f := tb.dotF32Tile[t]; f != nil {
@@ -209,6 +217,15 @@ func checkStrided(op string, t Type, elems int, what string, buf []byte, stride,
 	return nil
 }
 
+// checkOut reports a *SizeError unless out holds count rows of n results,
+// stride elements apart, without overlap.
+func checkOut(out []float32, stride, count, n int) error {
+	if count > 1 && stride < n || len(out) < n || stride > 0 && count-1 > (len(out)-n)/stride {
+		return &SizeError{Op: "dot tile", Type: F32, Elems: n, What: "out", Got: len(out), Want: (count-1)*stride + n}
+	}
+	return nil
+}
+
 // VecDotTile computes out[a·outStride+r] = VecDot(t, row r, act a, n) for
 // every r < nrows and a < nacts, where weight row r starts at
 // rows[r·rowStride:] and activation row a at acts[a·actStride:]: a block of
@@ -232,8 +249,8 @@ func (k Kernels) VecDotTile(t Type, rows []byte, rowStride, nrows int, acts []by
 	if err := checkStrided("dot tile", VecDotType(t), n, "activations", acts, actStride, nacts, ab); err != nil {
 		panic(err)
 	}
-	if nacts > 1 && outStride < nrows || len(out) < nrows || outStride > 0 && nacts-1 > (len(out)-nrows)/outStride {
-		panic(&SizeError{Op: "dot tile", Type: F32, Elems: nrows, What: "out", Got: len(out), Want: (nacts-1)*outStride + nrows})
+	if err := checkOut(out, outStride, nacts, nrows); err != nil {
+		panic(err)
 	}
 	tb := k.table()
 	if f := tb.vecDotTile[t]; f != nil {
@@ -289,8 +306,6 @@ func dotF32F32(row []byte, x []float32) float32 {
 	return sum
 }
 
-// dotViaDequant builds a DotF32Func that dequantizes a chunk of whole blocks
-// into a stack buffer and accumulates w·x in float32, in element order.
 // dotF16F32 is dotViaDequant's sum for F16 rows, bit for bit, without its
 // buffer: an fp16 cache's attention runs it every decode step, and the
 // buffer, passed to a function value, would be allocated every call.
@@ -302,6 +317,8 @@ func dotF16F32(row []byte, x []float32) float32 {
 	return sum
 }
 
+// dotViaDequant builds a DotF32Func that dequantizes a chunk of whole blocks
+// into a stack buffer and accumulates w·x in float32, in element order.
 func dotViaDequant(t Type, deq DequantizeFunc) DotF32Func {
 	be, bb := t.BlockElems(), t.BlockBytes()
 	const chunk = QK_K // a multiple of every block size used here

@@ -5,10 +5,7 @@ package tensor
 //go:generate sh -c "python3 gen_ftile.py > vecdot_ftile_amd64.s"
 //go:generate sh -c "python3 gen_vtile.py > vecdot_vtile_amd64.s"
 
-import (
-	"slices"
-	"unsafe"
-)
+import "slices"
 
 // AVX2 kernels (vecdot_amd64.s). Each computes what the generic function of
 // the same name without the suffix computes (vecdot.go, dot.go): the same
@@ -227,8 +224,7 @@ func vecDotQ6_KAVX2(row, act []byte, n int) float32
 // dotF32F32AVX2 is dotF32F32 on the F32 vec-dot kernel: the float
 // activations are the same bytes as an F32 activation row.
 func dotF32F32AVX2(row []byte, x []float32) float32 {
-	act := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
-	return vecDotF32AVX2(row, act, len(x))
+	return vecDotF32AVX2(row, F32Bytes(x), len(x))
 }
 
 // expSubAVX2 is expSub (exp.go) on AVX2 and FMA.

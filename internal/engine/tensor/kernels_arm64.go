@@ -4,8 +4,6 @@ package tensor
 
 //go:generate sh -c "python3 gen_neon.py > vecdot_arm64.s"
 
-import "unsafe"
-
 // NEON kernels (vecdot_arm64.s): F32, F16 and BF16 on plain NEON, the
 // integer types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) with SDOT, the ARMv8.2
 // dot-product extension every Apple M-series and Neoverse core has. Each
@@ -61,8 +59,7 @@ func quantF16SIMD(x []float32, dst []byte) {
 // dotF32F32NEON is dotF32F32 on the F32 vec-dot kernel: the float
 // activations are the same bytes as an F32 activation row.
 func dotF32F32NEON(row []byte, x []float32) float32 {
-	act := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(x))), 4*len(x))
-	return vecDotF32NEON(row, act, len(x))
+	return vecDotF32NEON(row, F32Bytes(x), len(x))
 }
 
 // haveArchKernels says whether this build has assembly kernels at all.

@@ -502,7 +502,7 @@ func TestDotF32Tile(t *testing.T) {
 			typ, nrows, lens := c.typ, c.nrows, c.lens
 			long := slices.Max(lens)
 			stride := rowLen(typ, long) + 6
-			rows := make([]byte, (nrows-1)*stride+rowLen(typ, padChunk(long)))
+			rows := make([]byte, (nrows-1)*stride+rowLen(typ, DotF32TilePad(long)))
 			nan := []byte{0x00, 0x7e} // an fp16 NaN, a float32 one in pairs
 			for i := range rows {
 				rows[i] = nan[i%2]
@@ -511,8 +511,8 @@ func TestDotF32Tile(t *testing.T) {
 				row, _ := Quantize(typ, gaussian(r, long, 0.5))
 				copy(rows[i*stride:], row)
 			}
-			xStride := padChunk(long) + 3
-			x := make([]float32, (len(lens)-1)*xStride+padChunk(lens[len(lens)-1]))
+			xStride := DotF32TilePad(long) + 3
+			x := make([]float32, (len(lens)-1)*xStride+DotF32TilePad(lens[len(lens)-1]))
 			for i := range x {
 				x[i] = float32([]float64{math.NaN(), math.Inf(1), math.Inf(-1)}[i%3])
 			}
