@@ -4,6 +4,7 @@ package tensor
 
 //go:generate sh -c "python3 gen_ftile.py > vecdot_ftile_amd64.s"
 //go:generate sh -c "python3 gen_vtile.py > vecdot_vtile_amd64.s"
+//go:generate sh -c "python3 gen_vtile.py go > vtile_amd64.go"
 
 import "slices"
 
@@ -30,50 +31,6 @@ func vecDotBF16AVX2(row, act []byte, n int) float32
 //go:noescape
 func dotF16F32AVX2(row []byte, x []float32) float32
 
-// dotF16F32Tile<m>AVX2 (vecdot_vtile_amd64.s, m = 1..6) compute
-// out[i·outStride+r] for i < m and r < nrows (a multiple of the kernel's
-// row step, vtileRows[m]): fp16 row r (rows stride bytes apart) against
-// the float row at x + i·xStride bytes over lens[i] elements, passed as
-// c0, the whole 8-element chunks every query has, and tails[i] =
-// lens[i] − 8·c0. dotF16F32Tile1x1AVX2 does one query and one row at a
-// time the same way. Strides are in bytes.
-
-//go:noescape
-func dotF16F32Tile1AVX2(rows *byte, stride, nrows int, x *float32, xStride int, tails *int, c0 int, out *float32, outStride int)
-
-//go:noescape
-func dotF16F32Tile2AVX2(rows *byte, stride, nrows int, x *float32, xStride int, tails *int, c0 int, out *float32, outStride int)
-
-//go:noescape
-func dotF16F32Tile3AVX2(rows *byte, stride, nrows int, x *float32, xStride int, tails *int, c0 int, out *float32, outStride int)
-
-//go:noescape
-func dotF16F32Tile4AVX2(rows *byte, stride, nrows int, x *float32, xStride int, tails *int, c0 int, out *float32, outStride int)
-
-//go:noescape
-func dotF16F32Tile5AVX2(rows *byte, stride, nrows int, x *float32, xStride int, tails *int, c0 int, out *float32, outStride int)
-
-//go:noescape
-func dotF16F32Tile6AVX2(rows *byte, stride, nrows int, x *float32, xStride int, tails *int, c0 int, out *float32, outStride int)
-
-//go:noescape
-func dotF16F32Tile1x1AVX2(rows *byte, stride, nrows int, x *float32, xStride int, tails *int, c0 int, out *float32, outStride int)
-
-// vtileQueries is the most queries one dotF16F32Tile kernel takes.
-const vtileQueries = 6
-
-// vtileRows is the row step of the kernel for m queries (gen_vtile.py's
-// SHAPES).
-func vtileRows(m int) int {
-	switch m {
-	case 1:
-		return 8
-	case 2, 3:
-		return 4
-	}
-	return 2
-}
-
 // dotF16F32Tile is the DotF32TileFunc of F16 rows: the queries in groups
 // of up to six, each group's rows by its kernel's step, the rows left over
 // one by one. Every result is the same one-accumulator sum whichever
@@ -90,21 +47,7 @@ func dotF16F32Tile(rows []byte, stride, nrows int, x []float32, xStride int, len
 		xs, os := &x[i0*xStride], &out[i0*outStride]
 		full := nrows - nrows%vtileRows(m)
 		if full > 0 {
-			// Direct calls, so that tails stays on the stack.
-			switch m {
-			case 1:
-				dotF16F32Tile1AVX2(&rows[0], stride, full, xs, 4*xStride, &tails[0], c0, os, 4*outStride)
-			case 2:
-				dotF16F32Tile2AVX2(&rows[0], stride, full, xs, 4*xStride, &tails[0], c0, os, 4*outStride)
-			case 3:
-				dotF16F32Tile3AVX2(&rows[0], stride, full, xs, 4*xStride, &tails[0], c0, os, 4*outStride)
-			case 4:
-				dotF16F32Tile4AVX2(&rows[0], stride, full, xs, 4*xStride, &tails[0], c0, os, 4*outStride)
-			case 5:
-				dotF16F32Tile5AVX2(&rows[0], stride, full, xs, 4*xStride, &tails[0], c0, os, 4*outStride)
-			default:
-				dotF16F32Tile6AVX2(&rows[0], stride, full, xs, 4*xStride, &tails[0], c0, os, 4*outStride)
-			}
+			vtile(m, &rows[0], stride, full, xs, 4*xStride, &tails[0], c0, os, 4*outStride)
 		}
 		for i, n := range ls {
 			tail := n % 8
