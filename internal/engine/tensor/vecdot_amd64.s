@@ -2,6 +2,7 @@
 
 #include "textflag.h"
 #include "hsum_amd64.h"
+#include "rownext_amd64.h"
 
 // AVX2 + FMA + F16C dot products. Each kernel mirrors the generic Go function
 // of the same name without the suffix (vecdot.go): the integer sums inside a
@@ -222,13 +223,7 @@ f16rsplit:
 	F16REST(f16rout)
 
 f16rout:
-	MOVQ   out+40(FP), AX
-	VMOVSS X0, (AX)
-	ADDQ   $4, AX
-	MOVQ   AX, out+40(FP)
-	ADDQ   rowStride+8(FP), R8
-	DECQ   R9
-	JNZ    f16rrow
+	ROWNEXT(R8, R9, f16rrow)
 
 f16rdone:
 	VZEROUPPER
@@ -806,13 +801,7 @@ q8rone:
 q8rout:
 	VADDPS Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
-	MOVQ   out+40(FP), AX
-	VMOVSS X0, (AX)
-	ADDQ   $4, AX
-	MOVQ   AX, out+40(FP)
-	ADDQ   rowStride+8(FP), R8
-	DECQ   R9
-	JNZ    q8rrow
+	ROWNEXT(R8, R9, q8rrow)
 
 q8rdone:
 	VZEROUPPER

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "rownext_amd64.h"
 
 // KVONE and KVROWS are the bodies of the one-pair and rows K-quant VNNI
 // kernels (vecDotQ4_KVNNI and vecDotQ4_KRowsVNNI below, and their Q5_K
@@ -49,13 +50,7 @@ q4krloop: PREFETCHT0 4096(SI) \
 	DECQ CX \
 	JNZ  q4krloop \
 q4krout: Q4KVREDUCE \
-	MOVQ   out+40(FP), AX \
-	VMOVSS X0, (AX) \
-	ADDQ   $4, AX \
-	MOVQ   AX, out+40(FP) \
-	ADDQ   rowStride+8(FP), BX \
-	DECQ   DX \
-	JNZ    q4krrow \
+	ROWNEXT(BX, DX, q4krrow) \
 q4krdone: VZEROUPPER \
 	RET
 
