@@ -44,6 +44,7 @@ func commands() map[string]command {
 		"runner":   {"(internal) the runner subprocess a node spawns", runRunner},
 		"chat":     {"chat with a model in the terminal (places it if needed)", runChat},
 		"ps":       {"list placed instances", runPs},
+		"cluster":  {"cluster membership: print the invite line that joins a machine", runCluster},
 		"place":    {"place a model on the cluster", runPlace},
 		"stop":     {"stop an instance", runStop},
 		"models":   {"list the model catalog", runModels},

@@ -26,6 +26,9 @@ func runRun(ctx context.Context, args []string, s stdio) error {
 		cfg.BootstrapPeers = append(cfg.BootstrapPeers, config.SplitList(v)...)
 		return nil
 	})
+	fs.StringVar(&cfg.Join, "join", cfg.Join, "join a cluster with the invite line a member printed (`skulk cluster invite`)")
+	fs.BoolVar(&cfg.OpenCluster, "open-cluster", cfg.OpenCluster, "let any host that reaches the gossip port join, without the cluster key (warned at every start)")
+	fs.BoolVar(&cfg.APIOpen, "api-open", cfg.APIOpen, "serve API clients on every address without a key when none is set (SKULK_API_OPEN=1; warned at start)")
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}
@@ -35,7 +38,7 @@ func runRun(ctx context.Context, args []string, s stdio) error {
 	if err := cfg.Validate(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	return node.Run(ctx, cfg, newLogger(cfg, s), node.Options{})
+	return node.Run(ctx, cfg, newLogger(cfg, s), node.Options{Console: s.out})
 }
 
 func newLogger(cfg config.Node, s stdio) *slog.Logger {

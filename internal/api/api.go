@@ -24,6 +24,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/skulk/skulk/internal/access"
+	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 )
@@ -34,8 +36,11 @@ const DefaultMaxBodyBytes = 4 << 20
 // Config configures the handler. The zero value is usable: no key, the
 // default body limit, the wall clock and random ids.
 type Config struct {
-	// APIKey, when set, is required as "Authorization: Bearer <key>" on
-	// every route.
+	// Access returns the access policy in force now (the node rebuilds it
+	// as the cluster's keys change). Nil means a fixed policy: APIKey as the
+	// only (admin) key when set, else loopback clients only.
+	Access func() access.Policy
+	// APIKey is the admin key of the fixed policy when Access is nil.
 	APIKey string
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
@@ -111,6 +116,9 @@ type server struct {
 	b   Backend
 	log *slog.Logger
 	mux *http.ServeMux
+	// adminMux holds the admin routes' patterns (with no-op handlers): a
+	// request it matches needs the admin scope.
+	adminMux *http.ServeMux
 }
 
 // New returns the API handler. log may be nil (no logs); b must not be.
@@ -127,10 +135,18 @@ func New(cfg Config, b Backend, log *slog.Logger) http.Handler {
 	if cfg.NewID == nil {
 		cfg.NewID = randomID
 	}
+	if cfg.Access == nil {
+		var keys []access.Key
+		if cfg.APIKey != "" {
+			keys = []access.Key{{Name: "admin", Scope: event.ScopeAdmin, Secret: cfg.APIKey}}
+		}
+		p := access.Policy{Ring: access.NewRing(access.Hasher{}, keys, nil)}
+		cfg.Access = func() access.Policy { return p }
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{cfg: cfg, b: b, log: log, mux: http.NewServeMux()}
+	s := &server{cfg: cfg, b: b, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux()}
 	s.routes()
 	return s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route))))
 }
@@ -141,12 +157,12 @@ func (s *server) routes() {
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
 
 	s.mux.HandleFunc("GET /state", s.state)
-	s.mux.HandleFunc("POST /place_instance", s.placeInstance)
+	s.admin("POST /place_instance", s.placeInstance)
 	s.mux.HandleFunc("GET /instance/previews", s.previews)
-	s.mux.HandleFunc("DELETE /instance/{id}", s.deleteInstance)
+	s.admin("DELETE /instance/{id}", s.deleteInstance)
 	s.mux.HandleFunc("GET /models", s.catalog)
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
-	s.mux.HandleFunc("POST /tracing", s.setTracing)
+	s.admin("POST /tracing", s.setTracing)
 
 	// Each further wire format and route family registers itself from its
 	// own file.
@@ -155,6 +171,13 @@ func (s *server) routes() {
 	s.responsesRoutes()
 	s.embeddingRoutes()
 	s.modelRoutes()
+}
+
+// admin registers a route that needs the admin key: one that changes what
+// the cluster runs or holds.
+func (s *server) admin(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, h)
+	s.adminMux.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
 }
 
 // randomID returns 96 random bits in hex.

@@ -45,7 +45,7 @@ func (s *server) classify(r *http.Request, err error) (int, *infer.Error) {
 // classOfStatus is the class of a status that an error chose itself.
 func classOfStatus(status int) infer.Class {
 	for _, c := range []infer.Class{
-		infer.ClassInvalid, infer.ClassAuth, infer.ClassNotFound, infer.ClassTooLarge,
+		infer.ClassInvalid, infer.ClassAuth, infer.ClassForbidden, infer.ClassNotFound, infer.ClassTooLarge,
 		infer.ClassConflict, infer.ClassUnavailable, infer.ClassCancelled,
 	} {
 		if c.HTTPStatus() == status {

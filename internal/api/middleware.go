@@ -1,14 +1,14 @@
 package api
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"time"
 
+	"github.com/skulk/skulk/internal/access"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -78,38 +78,39 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// authenticate requires the key on every route when one is configured, as
-// "Authorization: Bearer <key>" or, as Anthropic's clients send it, as
-// "x-api-key: <key>"; either header carrying the key admits the request.
-// Keys are compared as SHA-256 digests in constant time, so neither their
-// content nor their length leaks through timing. Failures under
-// /v1/messages are answered in Anthropic's shape.
+// authenticate applies the access policy before any route runs: with keys
+// set anywhere in the cluster every request needs one ("Authorization:
+// Bearer KEY" or, as Anthropic's clients send it, "x-api-key: KEY"), and the
+// admin routes need the admin key; with none, loopback clients are served
+// and others only when the operator opened the API. Refusals are written in
+// the wire format of the route asked for.
 func (s *server) authenticate(next http.Handler) http.Handler {
-	if s.cfg.APIKey == "" {
-		return next
-	}
-	want := sha256.Sum256([]byte(s.cfg.APIKey))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, hasBearer := bearer(r.Header.Get("Authorization"))
-		xKey := strings.TrimSpace(r.Header.Get("X-Api-Key"))
-		hasXKey := xKey != ""
-		if hasBearer && keyMatches(key, want) || hasXKey && keyMatches(xKey, want) {
-			next.ServeHTTP(w, r)
+		_, adminPattern := s.adminMux.Handler(r)
+		bearerKey, _ := bearer(r.Header.Get("Authorization"))
+		req := access.Request{
+			Loopback:    isLoopback(r.RemoteAddr),
+			Credentials: []string{bearerKey, strings.TrimSpace(r.Header.Get("X-Api-Key"))},
+			Admin:       adminPattern != "",
+			Route:       adminPattern,
+		}
+		if _, denied := s.cfg.Access().Decide(req); denied != nil {
+			class := infer.ClassForbidden
+			if denied.Status == http.StatusUnauthorized {
+				class = infer.ClassAuth
+				w.Header().Set("WWW-Authenticate", `Bearer realm="skulk"`)
+			}
+			s.writeError(w, r, infer.Errorf(class, "%s", denied.Reason))
 			return
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="skulk"`)
-		if !hasBearer && !hasXKey {
-			s.writeError(w, r, infer.Errorf(infer.ClassAuth, "this node requires an API key: send the header \"Authorization: Bearer <key>\" or \"x-api-key: <key>\""))
-			return
-		}
-		s.writeError(w, r, infer.Errorf(infer.ClassAuth, "the API key is not valid"))
+		next.ServeHTTP(w, r)
 	})
 }
 
-// keyMatches compares key's SHA-256 digest with want in constant time.
-func keyMatches(key string, want [sha256.Size]byte) bool {
-	got := sha256.Sum256([]byte(key))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+// isLoopback reports whether a request's remote address is a loopback one.
+func isLoopback(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // bearer returns the credential of an Authorization header of the Bearer

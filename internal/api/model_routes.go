@@ -55,14 +55,14 @@ const MaxSearchQuery = 256
 
 // modelRoutes registers the routes of model catalog management.
 func (s *server) modelRoutes() {
-	s.mux.HandleFunc("POST /models/add", s.withModelAdmin(s.addModel))
-	s.mux.HandleFunc("POST /models/import", s.withModelAdmin(s.importModel))
-	s.mux.HandleFunc("POST /models/pull", s.withModelAdmin(s.pullModel))
+	s.admin("POST /models/add", s.withModelAdmin(s.addModel))
+	s.admin("POST /models/import", s.withModelAdmin(s.importModel))
+	s.admin("POST /models/pull", s.withModelAdmin(s.pullModel))
 	s.mux.HandleFunc("GET /models/requirements", s.withModelAdmin(s.modelRequirements))
 	s.mux.HandleFunc("GET /models/search", s.withModelAdmin(s.searchModels))
 	// Model ids may contain "/", so the id is the rest of the path.
 	s.mux.HandleFunc("GET /models/{id...}", s.withModelAdmin(s.showModel))
-	s.mux.HandleFunc("DELETE /models/{id...}", s.withModelAdmin(s.removeModel))
+	s.admin("DELETE /models/{id...}", s.withModelAdmin(s.removeModel))
 }
 
 type modelHandler func(w http.ResponseWriter, r *http.Request, m ModelAdmin)

@@ -27,7 +27,18 @@ type Node struct {
 	LogFormat string // text or json
 	LogLevel  string // debug, info, warn, error
 	Threads   int    // engine threads per runner (0 = physical cores)
-	APIKey    string `json:"-"` // SKULK_API_KEY: required bearer token when set
+	// APIKey (SKULK_API_KEY) is the admin key: it admits every route. Like
+	// InferenceKeys it is enforced by every member of the cluster, which
+	// shares its digest, never the key.
+	APIKey string `json:"-"`
+	// InferenceKeys (SKULK_INFERENCE_KEYS) is a comma-separated list of
+	// NAME=KEY (or bare KEY) entries that admit the inference and read-only
+	// routes but not the admin ones.
+	InferenceKeys string `json:"-"`
+	// APIOpen (--api-open, SKULK_API_OPEN=1) serves clients on every address
+	// without a key when no key is set in the cluster; without it such a
+	// node serves loopback clients only.
+	APIOpen bool
 
 	// Cluster.
 	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
@@ -37,6 +48,12 @@ type Node struct {
 	// ClusterKey (SKULK_CLUSTER_KEY) admits nodes to the cluster; empty
 	// uses the zero-config default derived from the network version.
 	ClusterKey string `json:"-"`
+	// Join (--join) is an invite line printed by a member (`skulk cluster
+	// invite`): the cluster key and hints of where the members are.
+	Join string `json:"-"`
+	// OpenCluster (--open-cluster) uses the public key derived from the
+	// network version: any host that reaches the gossip port joins.
+	OpenCluster bool
 	// NetworkVersion (SKULK_NETWORK_VERSION) overrides the wire version;
 	// nodes of different versions refuse each other. For tests and staged
 	// upgrades only.
@@ -49,12 +66,20 @@ func (n Node) String() string {
 	if n.APIKey != "" {
 		key = "set"
 	}
-	ckey := "default"
-	if n.ClusterKey != "" {
-		ckey = "set"
+	if n.InferenceKeys != "" {
+		key += "+inference"
 	}
-	return fmt.Sprintf("home=%s api=%s gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d api_key=%s cluster_key=%s",
-		n.Home, n.APIAddr, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads, key, ckey)
+	ckey := "home"
+	switch {
+	case n.OpenCluster:
+		ckey = "open"
+	case n.ClusterKey != "":
+		ckey = "env"
+	case n.Join != "":
+		ckey = "invite"
+	}
+	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d api_key=%s cluster_key=%s",
+		n.Home, n.APIAddr, n.APIOpen, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads, key, ckey)
 }
 
 // DefaultHome is $SKULK_HOME, else $XDG_DATA_HOME/skulk when XDG_DATA_HOME
@@ -76,7 +101,8 @@ func DefaultHome(getenv func(string) string) string {
 func FromEnv(getenv func(string) string) Node {
 	n := Node{Home: DefaultHome(getenv), APIAddr: DefaultAPIAddr, GossipAddr: DefaultGossipAddr, QUICAddr: DefaultQUICAddr,
 		LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY"), ClusterKey: getenv("SKULK_CLUSTER_KEY"),
-		NetworkVersion: getenv("SKULK_NETWORK_VERSION")}
+		InferenceKeys: getenv("SKULK_INFERENCE_KEYS"), NetworkVersion: getenv("SKULK_NETWORK_VERSION"),
+		APIOpen: truthy(getenv("SKULK_API_OPEN"))}
 	if p := getenv("SKULK_BOOTSTRAP_PEERS"); p != "" {
 		n.BootstrapPeers = SplitList(p)
 	}
@@ -87,6 +113,15 @@ func FromEnv(getenv func(string) string) Node {
 		n.Offline = true
 	}
 	return n
+}
+
+// truthy reads a boolean environment variable: 1, true, yes or on.
+func truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // Validate checks the configuration and says how to fix what is wrong.
@@ -116,6 +151,9 @@ func (n Node) Validate() error {
 		if _, _, err := net.SplitHostPort(p); err != nil {
 			return fmt.Errorf("config: bootstrap peer %q must be HOST:PORT (the peer's gossip address, port %d by default): %v", p, 52416, err)
 		}
+	}
+	if n.OpenCluster && (n.ClusterKey != "" || n.Join != "") {
+		return fmt.Errorf("config: --open-cluster uses the public default key; it cannot be combined with SKULK_CLUSTER_KEY or --join")
 	}
 	if n.Threads < 0 {
 		return fmt.Errorf("config: --threads must not be negative")

@@ -39,7 +39,8 @@ func (s Source) String() string { return fmt.Sprintf("%s %s", s.Role, s.Node) }
 // Admit decides whether the master may order ev from source (seed CTRL-04).
 // The master's own decisions are admitted; a worker may submit only local
 // facts, and only about itself: its runners' status, its acknowledgement
-// and completion of tasks, and terminal download outcomes. Everything else
+// and completion of tasks, terminal download outcomes, and
+// the digests of the API keys it was configured with. Everything else
 // (placements, deletions, membership, task creation, tracing, elections) is
 // a master decision. ev must also validate.
 func Admit(source Source, ev Event) error {
@@ -67,6 +68,8 @@ func Admit(source Source, ev Event) error {
 	case DownloadCompleted:
 		about = e.Node
 	case DownloadFailed:
+		about = e.Node
+	case APIKeysSet:
 		about = e.Node
 	default:
 		return &AdmissionError{Source: source, Kind: ev.Kind(), Reason: "a master-only decision"}

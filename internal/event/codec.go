@@ -206,6 +206,8 @@ func decodeEventBody(k Kind, body []byte, dec bodyDecoder) (Event, error) {
 		return decodeEventAs[TracingSet](k, body, dec)
 	case KindMasterElected:
 		return decodeEventAs[MasterElected](k, body, dec)
+	case KindAPIKeysSet:
+		return decodeEventAs[APIKeysSet](k, body, dec)
 	}
 	return nil, &UnknownKindError{Kind: k, Want: "event"}
 }

@@ -49,6 +49,6 @@ func EventKinds() []Kind {
 		KindInstanceCreated, KindInstanceDeleted, KindInstanceFailed, KindRunnerStatusUpdated,
 		KindTaskCreated, KindTaskAcknowledged, KindTaskCancelled, KindTaskFinished,
 		KindNodeJoined, KindNodeLeft, KindDownloadPending, KindDownloadCompleted,
-		KindDownloadFailed, KindTracingSet, KindMasterElected,
+		KindDownloadFailed, KindTracingSet, KindMasterElected, KindAPIKeysSet,
 	}
 }

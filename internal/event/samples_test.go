@@ -2,6 +2,7 @@ package event
 
 import (
 	"crypto/sha256"
+	"strings"
 
 	"github.com/skulk/skulk/internal/ids"
 )
@@ -37,6 +38,10 @@ func sampleEvents() map[string]Event {
 		"download_failed":    DownloadFailed{Node: "node-a", Model: "qwen2.5:0.5b", Reason: "checksum mismatch"},
 		"tracing_set":        TracingSet{Enabled: true},
 		"master_elected":     MasterElected{Node: "node-a", Term: 3},
+		"api_keys_set": APIKeysSet{Node: "node-a", Keys: []APIKey{
+			{Name: "admin", Scope: ScopeAdmin, Digest: strings.Repeat("ab", 32)},
+			{Name: "alice", Scope: ScopeInference, Digest: strings.Repeat("cd", 32)},
+		}},
 	}
 }
 

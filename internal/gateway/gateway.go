@@ -234,6 +234,7 @@ func (g *Gateway) State(ctx context.Context) (any, error) {
 	}
 	h := state.Hash(st)
 	doc := StateDocument{State: st, LastAppliedIndex: st.LastIndex, StateHash: fmt.Sprintf("%x", h[:])}
+	doc.APIKeys = redactedKeys(st.APIKeys)
 	if g.cfg.Nodes != nil {
 		doc.NodeResources = g.cfg.Nodes()
 	}
@@ -241,6 +242,21 @@ func (g *Gateway) State(ctx context.Context) (any, error) {
 		doc.NodeHealth = g.cfg.Health(st)
 	}
 	return doc, nil
+}
+
+// redactedKeys shows which keys each node set (names and scopes) without
+// their digests: a reader of /state learns nothing to test guesses against.
+func redactedKeys(keys map[ids.NodeID][]event.APIKey) map[ids.NodeID][]event.APIKey {
+	if len(keys) == 0 {
+		return nil
+	}
+	out := make(map[ids.NodeID][]event.APIKey, len(keys))
+	for n, ks := range keys {
+		for _, k := range ks {
+			out[n] = append(out[n], event.APIKey{Name: k.Name, Scope: k.Scope, Digest: "redacted"})
+		}
+	}
+	return out
 }
 
 // Place submits a placement; the planner's refusal comes back synchronously.

@@ -13,6 +13,7 @@ type Class string
 const (
 	ClassInvalid     Class = "invalid_request" // the request can never succeed as sent (400)
 	ClassAuth        Class = "authentication"  // missing or wrong API key (401)
+	ClassForbidden   Class = "permission"      // the key or address may not use this route (403)
 	ClassNotFound    Class = "not_found"       // unknown model, instance, route (404)
 	ClassTooLarge    Class = "too_large"       // body or prompt over a limit (413)
 	ClassConflict    Class = "conflict"        // the resource is in use (409)
@@ -57,6 +58,8 @@ func (c Class) HTTPStatus() int {
 		return 400
 	case ClassAuth:
 		return 401
+	case ClassForbidden:
+		return 403
 	case ClassNotFound:
 		return 404
 	case ClassConflict:

@@ -27,7 +27,7 @@ func (m *Membership) startMDNS() error {
 	}
 	lg := log.New(mdnsLog{m.log}, "", 0)
 	svc, err := mdns.NewMDNSService(string(m.self), MDNSService, "", string(m.self)+".local.", int(ga.Port()),
-		[]net.IP{net.IP(ga.Addr().AsSlice())}, []string{"nv=" + m.cfg.Meta.NetworkVersion})
+		[]net.IP{net.IP(ga.Addr().AsSlice())}, []string{"nv=" + m.cfg.Meta.NetworkVersion, "cid=" + m.cfg.ClusterKey.Fingerprint()})
 	if err != nil {
 		return fmt.Errorf("membership: mDNS service: %w", err)
 	}
@@ -81,13 +81,36 @@ func (m *Membership) discoverOnce(lg *log.Logger) {
 		if ip == nil {
 			continue
 		}
-		addrs = append(addrs, net.JoinHostPort(ip.String(), strconv.Itoa(e.Port)))
+		addr := net.JoinHostPort(ip.String(), strconv.Itoa(e.Port))
+		if cid, ok := txtField(e.InfoFields, "cid"); ok && cid != m.cfg.ClusterKey.Fingerprint() {
+			// A member of another cluster: knocking would only be refused.
+			m.log.Debug("membership: mDNS found a node of another cluster", "peer", node, "peer_addr", addr)
+			if m.cfg.OnRefusal != nil {
+				m.cfg.OnRefusal(addr, ReasonForeignCluster)
+			}
+			continue
+		}
+		addrs = append(addrs, addr)
 	}
 	if len(addrs) > 0 && m.life.Err() == nil {
 		if _, err := m.Join(m.life, addrs); err != nil {
 			m.log.Debug("membership: joining mDNS peers failed", "err", err)
 		}
 	}
+}
+
+// ReasonForeignCluster is the refusal reason of a node that mDNS found but
+// that announces another cluster's fingerprint.
+const ReasonForeignCluster = "discovered, not a member: it announces another cluster (join it with `skulk run --join INVITE`)"
+
+// txtField returns the value of key=value among an mDNS record's TXT fields.
+func txtField(fields []string, key string) (string, bool) {
+	for _, f := range fields {
+		if k, v, ok := strings.Cut(f, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // mdnsLog sends the mdns library's lines to debug.

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,10 +70,30 @@ func mdnsDiscovery(t *testing.T) {
 		})
 	}
 	// Discovery does not bypass the key: an outsider advertises too, but
-	// nobody lets it in.
-	x := startNode(t, "node-x", withMDNS, key("another-cluster", clusterkey.NetworkVersion))
-	const line = "could not be decrypted: different cluster key or network version"
-	waitFor(t, 20*time.Second, "x to log the mismatch", func() bool { return len(x.log.lines(line)) > 0 })
+	// the fingerprints differ, so neither side knocks and both list the
+	// other as discovered, not a member.
+	var mu sync.Mutex
+	foreign := map[string]bool{}
+	onRefusal := func(who string) opt {
+		return func(c *Config) {
+			c.OnRefusal = func(addr, reason string) {
+				if reason == ReasonForeignCluster {
+					mu.Lock()
+					foreign[who] = true
+					mu.Unlock()
+				}
+			}
+		}
+	}
+	x := startNode(t, "node-x", withMDNS, key("another-cluster", clusterkey.NetworkVersion), onRefusal("x"))
+	waitFor(t, 20*time.Second, "x to find the cluster's nodes foreign", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return foreign["x"]
+	})
+	if lines := x.log.lines("could not be decrypted"); len(lines) > 0 {
+		t.Fatalf("the outsider knocked although the fingerprints differ: %v", lines)
+	}
 	for _, n := range nodes {
 		if slices.Contains(memberIDs(n.m), "node-x") {
 			t.Fatalf("%s let the outsider in", n.m.Self())

@@ -13,13 +13,11 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/membership"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/telemetry"
 	"github.com/skulk/skulk/internal/transport"
-	"github.com/skulk/skulk/internal/transport/clusterkey"
 )
 
 // Software identity, advertised in node meta and diagnostics.
@@ -40,18 +38,6 @@ type resources struct {
 	AvailableBytes int64         `json:"available_bytes"`
 	Backends       []string      `json:"backends"`
 	CPU            telemetry.CPU `json:"cpu"`
-}
-
-// clusterKey derives the key from the configuration.
-func clusterKey(cfg config.Node) (clusterkey.Key, error) {
-	nv := clusterkey.NetworkVersion
-	if cfg.NetworkVersion != "" {
-		nv = cfg.NetworkVersion
-	}
-	if cfg.ClusterKey == "" {
-		return clusterkey.Default(nv)
-	}
-	return clusterkey.New(cfg.ClusterKey, nv)
 }
 
 // advertised lists the addresses other nodes can reach a listener bound to

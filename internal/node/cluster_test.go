@@ -42,6 +42,10 @@ type clusterNode struct {
 	env    []string
 }
 
+// loopbackClusterKey is the cluster key of the loopback clusters: every node
+// of a cluster needs the same one.
+const loopbackClusterKey = "loopback-test-cluster-key-7f3a"
+
 // startClusterNode runs `skulk run` on loopback with its own ports, joining
 // the given gossip addresses.
 func startClusterNode(t *testing.T, home string, gossip string, peers []string, env ...string) *clusterNode {
@@ -50,6 +54,9 @@ func startClusterNode(t *testing.T, home string, gossip string, peers []string, 
 		"--quic-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--no-mdns", "--threads", "1"}
 	if len(peers) > 0 {
 		args = append(args, "--bootstrap-peers", strings.Join(peers, ","))
+	}
+	if !hasEnv(env, "SKULK_CLUSTER_KEY") {
+		env = append(env, "SKULK_CLUSTER_KEY="+loopbackClusterKey)
 	}
 	cn := &clusterNode{home: home, gossip: gossip, args: args, env: env}
 	cn.node = startArgs(t, args, env)

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"net"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +31,8 @@ const maxRefusals = 32
 func (r *refusals) add(addr, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// One line per host: a peer knocking again (from any port) updates its line.
+	r.list = slices.DeleteFunc(r.list, func(x Refusal) bool { return hostOf(x.Addr) == hostOf(addr) })
 	r.list = append(r.list, Refusal{Addr: addr, Reason: reason, At: time.Now()})
 	if len(r.list) > maxRefusals {
 		r.list = r.list[len(r.list)-maxRefusals:]
@@ -107,4 +111,11 @@ func diagnostics(self ids.NodeID, ctl *control, p *peers, refused *refusals) fun
 		sort.Slice(doc.Nodes, func(i, j int) bool { return doc.Nodes[i].NodeID < doc.Nodes[j].NodeID })
 		return doc, nil
 	}
+}
+
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }

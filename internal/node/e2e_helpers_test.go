@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -350,4 +351,9 @@ func (n *node) stream(ctx context.Context, body map[string]any, onChunk func(int
 		return sseResult{}, fmt.Errorf("status %d: %s", resp.StatusCode, b)
 	}
 	return readSSE(resp.Body, onChunk), nil
+}
+
+// hasEnv reports whether env sets name (possibly to the empty string).
+func hasEnv(env []string, name string) bool {
+	return slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
 }

@@ -3,10 +3,14 @@
 package node_test
 
 import (
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,15 +30,39 @@ type netNode struct {
 	home string
 	args []string
 	env  []string
+	key  string // the API key its requests carry
 }
 
+// netAdminKey is the admin API key of the netns tests' clusters: their
+// clients reach the nodes from the harness's client host, which is not
+// loopback, so the API asks for a key.
+const netAdminKey = "netns-admin-key-0123456789"
+
+// startNet starts a node. Unless env names them, the node gets the cluster
+// key (shared by every node of the test's cluster, as SKULK_CLUSTER_KEY on
+// every machine would be) and the admin API key.
 func startNet(t *testing.T, c *netns.Cluster, h *netns.Host, extra []string, env ...string) *netNode {
 	t.Helper()
 	home := t.TempDir()
 	args := append([]string{skulkBin, "run", "--home", home, "--threads", "1"}, extra...)
-	n := &netNode{t: t, c: c, host: h, home: home, args: args, env: env}
+	if !hasEnv(env, "SKULK_CLUSTER_KEY") && !slices.Contains(extra, "--join") {
+		env = append(env, "SKULK_CLUSTER_KEY="+netClusterKey(c))
+	}
+	if !hasEnv(env, "SKULK_API_KEY") {
+		env = append(env, "SKULK_API_KEY="+netAdminKey)
+	}
+	n := &netNode{t: t, c: c, host: h, home: home, args: args, env: env, key: netAdminKey}
 	n.start()
 	return n
+}
+
+// netClusterKey is the cluster key of one netns cluster: a secret of the
+// test, derived from nothing public.
+var netClusterKeys sync.Map // *netns.Cluster -> string
+
+func netClusterKey(c *netns.Cluster) string {
+	k, _ := netClusterKeys.LoadOrStore(c, rand.Text())
+	return k.(string)
 }
 
 func (n *netNode) start() {
@@ -49,20 +77,31 @@ func (n *netNode) id() string { return nodeID(n.home) }
 
 func (n *netNode) url(path string) string { return "http://" + n.host.Addr() + ":52415" + path }
 
+// do sends a request from the client host with the node's key (none when
+// key is empty).
 func (n *netNode) do(method, path string, body any) (int, []byte) {
 	n.t.Helper()
-	var resp *http.Response
-	var err error
-	switch method {
-	case "GET":
-		resp, err = n.c.Get(n.url(path))
-	case "POST":
+	return n.doKey(n.key, method, path, body)
+}
+
+func (n *netNode) doKey(key, method, path string, body any) (int, []byte) {
+	n.t.Helper()
+	var rd io.Reader
+	if body != nil {
 		b, _ := json.Marshal(body)
-		resp, err = n.c.Post(n.url(path), "application/json", strings.NewReader(string(b)))
-	default:
-		req, _ := http.NewRequest(method, n.url(path), nil)
-		resp, err = n.c.Client().HTTPClient().Do(req)
+		rd = bytes.NewReader(b)
 	}
+	req, err := http.NewRequest(method, n.url(path), rd)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := n.c.Client().HTTPClient().Do(req)
 	if err != nil {
 		return 0, []byte(err.Error())
 	}
@@ -151,12 +190,20 @@ func TestNetnsCluster(t *testing.T) {
 		t.Skip("-short: skipping the network-namespace cluster test")
 	}
 	c := netns.New(t, netns.Options{Hosts: 5})
-	var nodes []*netNode
-	for _, h := range c.Hosts()[:3] {
-		nodes = append(nodes, startNet(t, c, h, nil)) // no flags at all: mDNS
+	// The first node starts a new cluster (no key anywhere: it generates
+	// one); the others join with its invite line, which names no peer, so
+	// they find it through mDNS.
+	first := startNet(t, c, c.Host(1), nil, "SKULK_CLUSTER_KEY=")
+	if _, err := first.proc.WaitLog(`skulk run --join skulk1:`, 10*time.Second); err != nil {
+		t.Fatalf("the first node did not print its invite line: %v", err)
+	}
+	invite := inviteLine(t, first.home, "--no-peers")
+	nodes := []*netNode{first}
+	for _, h := range c.Hosts()[1:3] {
+		nodes = append(nodes, startNet(t, c, h, []string{"--join", invite}))
 	}
 	master, _ := netConverge(t, nodes, 3, 60*time.Second)
-	t.Logf("3 nodes formed one cluster through mDNS; master %s", master)
+	t.Logf("3 nodes formed one cluster through an invite and mDNS; master %s", master)
 	waitHealth(t, nodes[0], func(h map[string]nodeHealth) bool {
 		healthy := 0
 		for _, nh := range h {
@@ -167,10 +214,11 @@ func TestNetnsCluster(t *testing.T) {
 		return healthy == 3 && len(h) == 3
 	}, "all three nodes healthy in /state")
 
-	// A node with another cluster key and one of another network version
-	// are refused, visibly on both sides.
-	wrongKey := startNet(t, c, c.Host(4), nil, "SKULK_CLUSTER_KEY=some-other-cluster")
-	wrongNet := startNet(t, c, c.Host(5), nil, "SKULK_NETWORK_VERSION=skulk-net-0")
+	// A node with another cluster key and one of another network version,
+	// both told where the cluster is, are refused, visibly on both sides.
+	peer := []string{"--bootstrap-peers", c.Host(1).Addr() + ":52416"}
+	wrongKey := startNet(t, c, c.Host(4), peer, "SKULK_CLUSTER_KEY=some-other-cluster")
+	wrongNet := startNet(t, c, c.Host(5), append(peer, "--join", invite), "SKULK_NETWORK_VERSION=skulk-net-0")
 	for _, n := range []*netNode{wrongKey, wrongNet} {
 		if _, err := n.proc.WaitLog(`could not be decrypted: different cluster key or network version`, 60*time.Second); err != nil {
 			t.Fatalf("%s never logged the refusal: %v", n.host.Name(), err)
@@ -544,4 +592,20 @@ func waitHealth(t *testing.T, n *netNode, ok func(map[string]nodeHealth) bool, w
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// inviteLine runs `skulk cluster invite` on a node's home and returns the
+// invite (the argument of --join).
+func inviteLine(t *testing.T, home string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(skulkBin, append([]string{"cluster", "invite", "--home", home}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("skulk cluster invite: %v", err)
+	}
+	line := strings.TrimSpace(string(out))
+	inv, ok := strings.CutPrefix(line, "skulk run --join ")
+	if !ok || !strings.HasPrefix(inv, "skulk1:") {
+		t.Fatalf("skulk cluster invite printed %q", line)
+	}
+	return inv
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skulk/skulk/internal/access"
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/election"
@@ -31,6 +32,7 @@ import (
 	"github.com/skulk/skulk/internal/replica"
 	"github.com/skulk/skulk/internal/telemetry"
 	"github.com/skulk/skulk/internal/transport"
+	"github.com/skulk/skulk/internal/transport/clusterkey"
 	"github.com/skulk/skulk/internal/worker"
 )
 
@@ -44,6 +46,9 @@ type Options struct {
 	RunnerCommand []string
 	// Ready is called with the API's bound address once the node serves.
 	Ready func(addr net.Addr)
+	// Console receives what the operator must see but the log must never
+	// hold: the invite line of a new cluster. Nil discards it.
+	Console io.Writer
 }
 
 // Run starts a node and serves until ctx ends.
@@ -83,10 +88,15 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	card := mods.card
 
 	// Cluster plumbing: identity, transport, membership.
-	key, err := clusterKey(cfg)
+	secret, err := resolveClusterKey(cfg, log)
 	if err != nil {
 		return fmt.Errorf("node: cluster key: %w", err)
 	}
+	key := secret.key
+	if secret.origin == "open" {
+		log.Warn("open cluster: any host that reaches the gossip and QUIC ports can join this cluster and use its instances; restart without --open-cluster to require the cluster key")
+	}
+	bootstrap := append(append([]string{}, cfg.BootstrapPeers...), secret.peers...)
 	ident, err := transport.LoadIdentity(cfg.Home, nodeID)
 	if err != nil {
 		return err
@@ -140,7 +150,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		Commit: SoftwareCommit, PublicKey: ident.PublicKey(),
 		API: advertised(addrPort(ln.Addr())), QUIC: advertised(addrPort(ep.Addr()))}
 	mem, err := membership.New(membership.Config{ClusterKey: key, Meta: meta, BindAddr: cfg.GossipAddr,
-		BootstrapPeers: cfg.BootstrapPeers, MDNS: !cfg.NoMDNS, Timing: clusterTiming(),
+		BootstrapPeers: bootstrap, MDNS: !cfg.NoMDNS, Timing: clusterTiming(),
 		Logger: log.With("component", "membership"), OnRefusal: refused.add})
 	if err != nil {
 		ln.Close()
@@ -166,8 +176,18 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	changed := make(chan struct{}, 1)
 	elect := election.New(election.Config{Self: nodeID, Members: mem, Roles: ctl, Changed: changed,
 		NetworkVer: key.NetworkVersion(), Logger: log.With("component", "election")})
+	apiKeys, err := access.ParseKeys(cfg.APIKey, cfg.InferenceKeys)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	acc := newAPIAccess(nodeID, apiKeys, access.NewHasher(key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen, ctl.State,
+		func(ctx context.Context, ev event.Event) error {
+			return ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: nodeID}, ev)
+		}, log.With("component", "access"))
+	logAPIExposure(log, cfg, len(apiKeys), ln.Addr())
 	srv := &http.Server{
-		Handler: api.New(api.Config{APIKey: cfg.APIKey, Responses: responseStore,
+		Handler: api.New(api.Config{Access: acc.Policy, Responses: responseStore,
 			PeerResponses: gateway.PeerResponses{Self: nodeID, Members: p.members, Dial: p.dial(ep, transport.ALPNResponses)}.Lookup,
 		}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
 			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
@@ -205,8 +225,17 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	run("catalog", func() error { mods.rescan(ctx); return nil })
 	run("election", func() error { return elect.Run(ctx) })
 	run("worker", func() error { return w.Run(ctx) })
+	run("api access", func() error { acc.run(ctx); return nil })
 	run("api", func() error { return srv.Serve(ln) })
-	log.Info("serving", "api", ln.Addr().String(), "quic", ep.Addr().String(), "gossip", mem.GossipAddr().String())
+	gossipAddrs := advertisedGossip(cfg.GossipAddr, mem.GossipAddr())
+	if err := writePeerHints(cfg.Home, gossipAddrs); err != nil {
+		log.Warn("cannot record the gossip addresses for `skulk cluster invite`", "err", err)
+	}
+	if secret.origin == "generated" && opt.Console != nil {
+		printNewCluster(opt.Console, key, gossipAddrs)
+	}
+	log.Info("serving", "api", ln.Addr().String(), "quic", ep.Addr().String(), "gossip", mem.GossipAddr().String(),
+		"cluster_key", secret.origin)
 	if opt.Ready != nil {
 		opt.Ready(ln.Addr())
 	}

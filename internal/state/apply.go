@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
@@ -90,6 +91,8 @@ func step(s State, ie event.IndexedEvent) (State, error) {
 		return taskCancelled(s, e)
 	case event.TaskFinished:
 		return taskFinished(s, e)
+	case event.APIKeysSet:
+		return apiKeysSet(s, e)
 	}
 	// Unreachable while every event kind has a case; a test checks that.
 	return s, fmt.Errorf("no apply rule for %s: %w", ie.Event.Kind(), ErrConflict)
@@ -108,6 +111,19 @@ func without[K comparable, V any](m map[K]V, k K) map[K]V {
 	out := maps.Clone(m)
 	delete(out, k)
 	return out
+}
+
+// apiKeysSet replaces a node's API keys. A node's keys outlive its leaving:
+// a protected node that goes away must not leave the cluster open.
+func apiKeysSet(s State, e event.APIKeysSet) (State, error) {
+	if len(e.Keys) == 0 {
+		if _, ok := s.APIKeys[e.Node]; ok {
+			s.APIKeys = without(s.APIKeys, e.Node)
+		}
+		return s, nil
+	}
+	s.APIKeys = with(s.APIKeys, e.Node, slices.Clone(e.Keys))
+	return s, nil
 }
 
 func nodeJoined(s State, e event.NodeJoined) (State, error) {

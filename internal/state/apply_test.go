@@ -3,6 +3,7 @@ package state
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/skulk/skulk/internal/event"
@@ -274,6 +275,7 @@ func TestEveryEventKindHasARule(t *testing.T) {
 		event.TaskAcknowledged{Task: "t1", Node: "a"}, event.TaskCancelled{Task: "t1"},
 		event.TaskFinished{Task: "t1", Node: "a", Outcome: event.OutcomeCancelled},
 		taskOn("t2", "i1", "m", "c"), event.MasterElected{Node: "b", Term: 2},
+		event.APIKeysSet{Node: "d", Keys: []event.APIKey{{Name: "k", Scope: event.ScopeAdmin, Digest: strings.Repeat("0", 64)}}},
 	} {
 		s = replay(t, s, ev)
 		covered[ev.Kind()] = true

@@ -67,6 +67,14 @@ func (g *gen) event(s State) event.Event {
 		case 1:
 			return event.DownloadCompleted{Node: g.node(s), Model: g.model(), Bytes: r.Uint64N(1 << 40)}
 		default:
+			if r.IntN(3) == 0 {
+				keys := make([]event.APIKey, r.IntN(3))
+				for i := range keys {
+					keys[i] = event.APIKey{Name: fmt.Sprint("k", i), Scope: pick(r, []string{event.ScopeAdmin, event.ScopeInference}),
+						Digest: fmt.Sprintf("%064x", r.Uint64())}
+				}
+				return event.APIKeysSet{Node: g.node(s), Keys: keys}
+			}
 			return event.DownloadFailed{Node: g.node(s), Model: g.model(), Reason: "disk full"}
 		}
 	case 4, 5:

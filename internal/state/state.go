@@ -22,6 +22,10 @@ type State struct {
 	// Failures is the instance failure history, oldest first, at most
 	// MaxFailures long, one record per instance.
 	Failures []Failure `json:"failures"`
+	// APIKeys holds each node's configured API keys as digests; every node
+	// enforces the union. Omitted when empty, so States from before keys
+	// existed hash the same.
+	APIKeys map[ids.NodeID][]event.APIKey `json:"api_keys,omitempty"`
 }
 
 // Node is a cluster member as the log knows it. Liveness and resources are

@@ -24,6 +24,8 @@ func ErrorType(c infer.Class) (typ, code string) {
 		return "invalid_request_error", ""
 	case infer.ClassAuth:
 		return "authentication_error", "invalid_api_key"
+	case infer.ClassForbidden:
+		return "permission_error", "forbidden"
 	case infer.ClassNotFound:
 		return "not_found_error", "not_found"
 	case infer.ClassTooLarge:

@@ -36,6 +36,8 @@ const maxNetworkVersion = 64
 const (
 	PurposeGossip    = "gossip"    // memberlist keyring (AES-256)
 	PurposeTransport = "transport" // QUIC handshake proof (HMAC-SHA256)
+	PurposeDiscovery = "discovery" // the public fingerprint members announce over mDNS
+	PurposeAPIKeys   = "api-keys"  // HMAC key of the API key digests the cluster shares
 )
 
 // ErrInvalid is matched (errors.Is) by the errors New returns.
@@ -60,9 +62,10 @@ func New(secret, networkVersion string) (Key, error) {
 	return Key{secret: secret, networkVersion: networkVersion}, nil
 }
 
-// Default is the zero-config key: it is derived from the network version
-// alone, so every node of the same build on an open LAN finds the others, and
-// builds of another network version are refused.
+// Default is the open-cluster key: it is derived from the public network
+// version alone, so every node of the same build that reaches the gossip port
+// joins. Only `skulk run --open-cluster` uses it; builds of another network
+// version are still refused.
 func Default(networkVersion string) (Key, error) {
 	if err := checkVersion(networkVersion); err != nil {
 		return Key{}, err
@@ -76,6 +79,10 @@ func checkVersion(v string) error {
 	}
 	return nil
 }
+
+// Secret returns the key itself, for the one place that must show it: the
+// invite line a member prints for the operator. Never log it.
+func (k Key) Secret() string { return k.secret }
 
 // NetworkVersion returns the network version the key is bound to.
 func (k Key) NetworkVersion() string { return k.networkVersion }
