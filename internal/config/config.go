@@ -4,10 +4,12 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -17,6 +19,12 @@ const (
 	DefaultAPIAddr    = "0.0.0.0:52415"
 	DefaultGossipAddr = "0.0.0.0:52416"
 	DefaultQUICAddr   = "0.0.0.0:52417"
+
+	// DefaultMaxInstances and DefaultMaxInstancesPerModel are the placement
+	// planner's defaults (internal/placement), restated because this package
+	// imports only the standard library; a node test checks they agree.
+	DefaultMaxInstances         = 16
+	DefaultMaxInstancesPerModel = 16
 )
 
 // Node is the configuration of `skulk run`.
@@ -58,6 +66,17 @@ type Node struct {
 	// nodes of different versions refuse each other. For tests and staged
 	// upgrades only.
 	NetworkVersion string
+
+	// Placement bounds; 0 means the default.
+	// MaxInstances (SKULK_MAX_INSTANCES) bounds the runners the cluster may
+	// place on this node; the node publishes it with its resources.
+	MaxInstances int
+	// MaxInstancesPerModel (SKULK_MAX_INSTANCES_PER_MODEL) bounds the
+	// instances of one model in the cluster while this node is master.
+	MaxInstancesPerModel int
+
+	// envErr holds what FromEnv could not parse; Validate reports it.
+	envErr error
 }
 
 // String describes the configuration without its secrets.
@@ -78,8 +97,9 @@ func (n Node) String() string {
 	case n.Join != "":
 		ckey = "invite"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d api_key=%s cluster_key=%s",
-		n.Home, n.APIAddr, n.APIOpen, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads, key, ckey)
+	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s",
+		n.Home, n.APIAddr, n.APIOpen, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
+		n.MaxInstances, n.MaxInstancesPerModel, key, ckey)
 }
 
 // DefaultHome is $SKULK_HOME, else $XDG_DATA_HOME/skulk when XDG_DATA_HOME
@@ -102,7 +122,7 @@ func FromEnv(getenv func(string) string) Node {
 	n := Node{Home: DefaultHome(getenv), APIAddr: DefaultAPIAddr, GossipAddr: DefaultGossipAddr, QUICAddr: DefaultQUICAddr,
 		LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY"), ClusterKey: getenv("SKULK_CLUSTER_KEY"),
 		InferenceKeys: getenv("SKULK_INFERENCE_KEYS"), NetworkVersion: getenv("SKULK_NETWORK_VERSION"),
-		APIOpen: truthy(getenv("SKULK_API_OPEN"))}
+		APIOpen: truthy(getenv("SKULK_API_OPEN")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel}
 	if p := getenv("SKULK_BOOTSTRAP_PEERS"); p != "" {
 		n.BootstrapPeers = SplitList(p)
 	}
@@ -111,6 +131,19 @@ func FromEnv(getenv func(string) string) Node {
 	}
 	if o := getenv("SKULK_OFFLINE"); o == "1" || strings.EqualFold(o, "true") {
 		n.Offline = true
+	}
+	for _, e := range []struct {
+		name string
+		dst  *int
+	}{{"SKULK_MAX_INSTANCES", &n.MaxInstances}, {"SKULK_MAX_INSTANCES_PER_MODEL", &n.MaxInstancesPerModel}} {
+		if v := getenv(e.name); v != "" {
+			i, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				n.envErr = errors.Join(n.envErr, fmt.Errorf("config: %s=%q must be a whole number", e.name, v))
+				continue
+			}
+			*e.dst = i
+		}
 	}
 	return n
 }
@@ -157,6 +190,15 @@ func (n Node) Validate() error {
 	}
 	if n.Threads < 0 {
 		return fmt.Errorf("config: --threads must not be negative")
+	}
+	if n.envErr != nil {
+		return n.envErr
+	}
+	if n.MaxInstances < 0 {
+		return fmt.Errorf("config: --max-instances (SKULK_MAX_INSTANCES) %d must not be negative; 0 means the default %d", n.MaxInstances, DefaultMaxInstances)
+	}
+	if n.MaxInstancesPerModel < 0 {
+		return fmt.Errorf("config: --max-instances-per-model (SKULK_MAX_INSTANCES_PER_MODEL) %d must not be negative; 0 means the default %d", n.MaxInstancesPerModel, DefaultMaxInstancesPerModel)
 	}
 	return nil
 }

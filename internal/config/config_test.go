@@ -22,6 +22,9 @@ func TestFromEnvAndValidate(t *testing.T) {
 	if len(n.BootstrapPeers) != 2 || n.BootstrapPeers[1] != "10.0.0.2:52416" || n.ClusterKey != "cluster-secret" {
 		t.Fatalf("cluster settings %+v", n)
 	}
+	if n.MaxInstances != DefaultMaxInstances || n.MaxInstancesPerModel != DefaultMaxInstancesPerModel {
+		t.Errorf("instance limits %d, %d without the environment, want the defaults", n.MaxInstances, n.MaxInstancesPerModel)
+	}
 	if h := DefaultHome(env(map[string]string{"XDG_DATA_HOME": "/x"})); h != "/x/skulk" {
 		t.Errorf("XDG home %s", h)
 	}
@@ -33,12 +36,43 @@ func TestFromEnvAndValidate(t *testing.T) {
 		func(n *Node) { n.Threads = -1 },
 		func(n *Node) { n.GossipAddr = "52416" },
 		func(n *Node) { n.BootstrapPeers = []string{"no-port"} },
+		func(n *Node) { n.MaxInstances = -1 },
+		func(n *Node) { n.MaxInstancesPerModel = -1 },
 	}
 	for i, f := range bad {
 		c := n
 		f(&c)
 		if c.Validate() == nil {
 			t.Errorf("case %d accepted", i)
+		}
+	}
+}
+
+func TestInstanceLimitsFromEnv(t *testing.T) {
+	tests := []struct {
+		max, perModel         string
+		wantMax, wantPerModel int
+		wantErr               string // "" when valid
+	}{
+		{"", "", DefaultMaxInstances, DefaultMaxInstancesPerModel, ""},
+		{"3", " 5 ", 3, 5, ""},
+		{"0", "0", 0, 0, ""}, // 0 means the default downstream
+		{"-1", "", -1, DefaultMaxInstancesPerModel, "--max-instances (SKULK_MAX_INSTANCES) -1 must not be negative"},
+		{"", "-2", DefaultMaxInstances, -2, "--max-instances-per-model (SKULK_MAX_INSTANCES_PER_MODEL) -2 must not be negative"},
+		{"many", "", DefaultMaxInstances, DefaultMaxInstancesPerModel, `SKULK_MAX_INSTANCES="many" must be a whole number`},
+		{"", "1.5", DefaultMaxInstances, DefaultMaxInstancesPerModel, `SKULK_MAX_INSTANCES_PER_MODEL="1.5" must be a whole number`},
+	}
+	for _, tt := range tests {
+		n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_MAX_INSTANCES": tt.max, "SKULK_MAX_INSTANCES_PER_MODEL": tt.perModel}))
+		if n.MaxInstances != tt.wantMax || n.MaxInstancesPerModel != tt.wantPerModel {
+			t.Errorf("env %q, %q: limits %d, %d; want %d, %d", tt.max, tt.perModel, n.MaxInstances, n.MaxInstancesPerModel, tt.wantMax, tt.wantPerModel)
+		}
+		err := n.Validate()
+		switch {
+		case tt.wantErr == "" && err != nil:
+			t.Errorf("env %q, %q: %v", tt.max, tt.perModel, err)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("env %q, %q: error %v, want one containing %q", tt.max, tt.perModel, err, tt.wantErr)
 		}
 	}
 }

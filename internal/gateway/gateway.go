@@ -279,10 +279,17 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 	if !ok {
 		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog)", model)
 	}
+	st, err := g.cfg.Master.State(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var nodes []placement.Node
 	if g.cfg.Nodes != nil {
 		nodes = g.cfg.Nodes()
 	}
+	// Charged as the master's planner charges them, so a preview shows the
+	// room the runners already placed leave, not the telemetry's.
+	nodes = master.Charged(st, nodes, func(id ids.ModelID) (catalog.Card, bool) { return g.cfg.Catalog().Get(string(id)) }, "")
 	pv, err := placement.Previews(master.PlacementModel(card), nodes)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/skulk/skulk/internal/catalog"
@@ -20,6 +21,9 @@ type inputs struct {
 	nowMs  int64
 	card   func(ids.ModelID) (catalog.Card, bool)
 	nodes  []placement.Node // current resources of the live nodes
+	// maxPerModel bounds one model's instances (0 means the planner's
+	// default).
+	maxPerModel int
 }
 
 // decide turns a command into the events that carry it out, against s.
@@ -136,7 +140,10 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 	for _, n := range c.ExcludedNodes {
 		req.Excluded = append(req.Excluded, string(n))
 	}
-	p, err := placement.Plan(PlacementModel(card), admitted(s, in.nodes), req)
+	if err := placement.AdmitModel(card.ID, instancesOf(s, c.Model), in.maxPerModel); err != nil {
+		return nil, err
+	}
+	p, err := placement.Plan(PlacementModel(card), admitted(s, in, ""), req)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +185,9 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 		prev.Request.Excluded = append(prev.Request.Excluded, string(n))
 	}
 	evs := finishTasks(s, c.Instance, in.master, "placement refused by "+string(c.Node))
-	p, err := placement.Widen(PlacementModel(card), admitted(s, in.nodes), prev, string(c.Node), int(inst.RefusalHops))
+	// The instance's own ranks are not charged: the re-placement replaces
+	// them in the same batch.
+	p, err := placement.Widen(PlacementModel(card), admitted(s, in, c.Instance), prev, string(c.Node), int(inst.RefusalHops))
 	if err != nil {
 		var limit *placement.RefusalLimitError
 		detail := fmt.Sprintf("node %s refused the placement (needs %d bytes, %d available): %v", c.Node, c.NeededBytes, c.AvailableBytes, err)
@@ -199,14 +208,74 @@ func truncate(s string) string {
 	return s
 }
 
-// admitted keeps the live nodes the State has admitted: a member the master
-// has not yet recorded with NodeJoined cannot hold a rank.
-func admitted(s state.State, nodes []placement.Node) []placement.Node {
+// admitted keeps the live nodes the State has admitted (a member the master
+// has not yet recorded with NodeJoined cannot hold a rank), charged with
+// what the State already places on them except the ranks of instance skip.
+func admitted(s state.State, in inputs, skip ids.InstanceID) []placement.Node {
 	var out []placement.Node
-	for _, n := range nodes {
+	for _, n := range in.nodes {
 		if _, ok := s.Nodes[ids.NodeID(n.ID)]; ok {
 			out = append(out, n)
 		}
 	}
+	return Charged(s, out, in.card, skip)
+}
+
+// Charged returns a copy of nodes with the runners the State places on each
+// counted into Runners and charged into CommittedBytes, at the estimate the
+// planner admitted them with (placement.Charge at the stamped window). A
+// failed instance's runners are stopped, so it is not charged; nor is
+// instance skip (pass "" to charge every instance). The API's previews call
+// this too, so they see what the master's planner sees.
+func Charged(s state.State, nodes []placement.Node, card func(ids.ModelID) (catalog.Card, bool), skip ids.InstanceID) []placement.Node {
+	out := make([]placement.Node, len(nodes))
+	at := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		out[i] = n
+		at[n.ID] = i
+	}
+	for id, inst := range s.Instances { // sums do not depend on the order
+		if id == skip || inst.Status == state.InstanceFailed {
+			continue
+		}
+		c, known := card(inst.Model)
+		for _, sh := range inst.Placement {
+			i, ok := at[string(sh.Node)]
+			if !ok {
+				continue
+			}
+			// A card gone from the catalog (or changed under the instance)
+			// still leaves a runner process: charge at least its floor.
+			bytes := placement.FloorBytes
+			if known {
+				r := placement.Rank{Start: int(sh.LayerStart), End: int(sh.LayerEnd), HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead}
+				if b, err := placement.Charge(PlacementModel(c), r, int(inst.ContextTokens)); err == nil {
+					bytes = b
+				}
+			}
+			out[i].Runners++
+			out[i].CommittedBytes = addSat(out[i].CommittedBytes, bytes)
+		}
+	}
 	return out
+}
+
+// instancesOf counts the instances of model that still run.
+func instancesOf(s state.State, model ids.ModelID) int {
+	n := 0
+	for _, inst := range s.Instances {
+		if inst.Model == model && inst.Status != state.InstanceFailed {
+			n++
+		}
+	}
+	return n
+}
+
+// addSat adds byte counts, saturating like the planner's arithmetic: a
+// saturated commitment leaves no room, it never wraps into room.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }

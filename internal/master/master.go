@@ -47,6 +47,9 @@ type Config struct {
 	Card func(ids.ModelID) (catalog.Card, bool)
 	// Nodes reports the current resources of the live nodes.
 	Nodes func() []placement.Node
+	// MaxInstancesPerModel bounds the instances of one model in the cluster
+	// while this node is master (0 = placement.DefaultMaxInstancesPerModel).
+	MaxInstancesPerModel int
 	// SnapshotEvery saves a snapshot after this many events (0 = 1024).
 	SnapshotEvery int
 	Logger        *slog.Logger
@@ -235,7 +238,7 @@ func (l *loop) serve(r request) {
 }
 
 func (l *loop) inputs() inputs {
-	in := inputs{master: l.cfg.Node, nowMs: l.cfg.Now().UnixMilli(), card: l.cfg.Card}
+	in := inputs{master: l.cfg.Node, nowMs: l.cfg.Now().UnixMilli(), card: l.cfg.Card, maxPerModel: l.cfg.MaxInstancesPerModel}
 	if l.cfg.Nodes != nil {
 		in.nodes = l.cfg.Nodes()
 	}

@@ -25,7 +25,8 @@ type harness struct {
 	done   chan error
 }
 
-func start(t *testing.T, dir string) *harness {
+// start runs a master on dir with one roomy node; opts adjust its Config.
+func start(t *testing.T, dir string, opts ...func(*Config)) *harness {
 	t.Helper()
 	log, err := eventlog.Open(dir, eventlog.Options{FreeSpaceFloor: eventlog.NoFloor})
 	if err != nil {
@@ -39,14 +40,18 @@ func start(t *testing.T, dir string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New(Config{
+	cfg := Config{
 		Node: node, Log: log, State: st, Restarted: true, Now: func() time.Time { return time.UnixMilli(1_700_000_000_000) },
 		Card: func(id ids.ModelID) (catalog.Card, bool) { return card, string(id) == card.ID },
 		Nodes: func() []placement.Node {
 			return []placement.Node{{ID: string(node), TotalBytes: 16 << 30, AvailableBytes: 8 << 30, Backends: []string{"native-cpu"}}}
 		},
 		SnapshotEvery: 5,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	m := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{dir: dir, log: log, m: m, cancel: cancel, done: make(chan error, 1)}
 	go func() { h.done <- m.Run(ctx) }()

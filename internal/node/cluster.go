@@ -38,6 +38,10 @@ type resources struct {
 	AvailableBytes int64         `json:"available_bytes"`
 	Backends       []string      `json:"backends"`
 	CPU            telemetry.CPU `json:"cpu"`
+	// MaxInstances is the node's --max-instances: the master's planner
+	// must see it, and telemetry is how a node's facts reach the master.
+	// Absent (an older node) means the default.
+	MaxInstances int `json:"max_instances,omitempty"`
 }
 
 // advertised lists the addresses other nodes can reach a listener bound to
@@ -167,20 +171,21 @@ func (p *peers) nodes() []placement.Node {
 	for _, mem := range m.Members() {
 		v, ok := res[mem.Node]
 		out = append(out, placement.Node{ID: string(mem.Node), TotalBytes: v.TotalBytes, AvailableBytes: v.AvailableBytes,
-			Backends: v.Backends, Pending: !ok})
+			Backends: v.Backends, Pending: !ok, MaxInstances: v.MaxInstances})
 	}
 	return out
 }
 
-// publishResources gossips this node's memory and backends every interval.
-func publishResources(ctx context.Context, m *membership.Membership, log *slog.Logger) {
+// publishResources gossips this node's memory, backends and runner limit
+// every interval.
+func publishResources(ctx context.Context, m *membership.Membership, maxInstances int, log *slog.Logger) {
 	tick := time.NewTicker(telemetryInterval)
 	defer tick.Stop()
 	for {
 		mem, err := telemetry.ReadMemory()
 		if err == nil {
 			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes,
-				Backends: []string{Backend}, CPU: telemetry.ReadCPU()})
+				Backends: []string{Backend}, CPU: telemetry.ReadCPU(), MaxInstances: maxInstances})
 			if err := m.Publish(resourcesKey, b); err != nil {
 				log.Warn("cannot publish resources", "err", err)
 			}

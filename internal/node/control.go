@@ -37,6 +37,9 @@ type control struct {
 	version   string
 	commit    string
 	logger    *slog.Logger
+	// maxPerModel is this node's --max-instances-per-model, applied while
+	// it is master.
+	maxPerModel int
 
 	switching sync.Mutex // serialises role changes (only the election calls them)
 	cur       atomic.Pointer[role]
@@ -76,7 +79,7 @@ func (c *control) BecomeMaster(ctx context.Context, term ids.Term) error {
 	restarted := !c.hadRole
 	c.hadRole = true
 	m := master.New(master.Config{Node: c.node, Log: c.log, State: st, Term: term, Restarted: restarted, Now: time.Now,
-		Card: c.card, Nodes: c.nodes, Logger: c.logger.With("component", "master")})
+		Card: c.card, Nodes: c.nodes, MaxInstancesPerModel: c.maxPerModel, Logger: c.logger.With("component", "master")})
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &role{master: m, term: term, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup

@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	}
 	var p peers
 	refused := &refusals{}
-	ctl := &control{node: nodeID, log: elog, card: card, nodes: p.nodes, startedAt: started,
+	ctl := &control{node: nodeID, log: elog, card: card, nodes: p.nodes, maxPerModel: cfg.MaxInstancesPerModel, startedAt: started,
 		version: SoftwareVersion, commit: SoftwareCommit, logger: log}
 	responseStore, err := api.OpenResponseStore(filepath.Join(cfg.Home, "responses"), log.With("component", "api"))
 	if err != nil {
@@ -221,7 +221,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		}
 		return nil
 	})
-	run("telemetry", func() error { publishResources(ctx, mem, log); return nil })
+	run("telemetry", func() error { publishResources(ctx, mem, cfg.MaxInstances, log); return nil })
 	run("catalog", func() error { mods.rescan(ctx); return nil })
 	run("election", func() error { return elect.Run(ctx) })
 	run("worker", func() error { return w.Run(ctx) })

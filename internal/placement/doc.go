@@ -14,6 +14,13 @@
 // the last the output head (and, when the head is tied to the embedding, the
 // embedding tensor as well).
 //
+// A node's available memory is the lesser of its telemetry's free reading and
+// its total less the Charge of every runner already placed on it: telemetry
+// lags behind placement, so a burst of placements would otherwise each see
+// the same free memory. Memory alone does not bound a tiny model, so a node
+// also takes at most its MaxInstances runners, and AdmitModel bounds one
+// model's instances across the cluster.
+//
 // The package is a pure core: it takes values and returns values, keeps no
 // state between calls and imports no os, net, time, sync, log or math/rand
 // (a test enforces it), so the API's dry run, the master and a repair all

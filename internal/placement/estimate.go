@@ -1,6 +1,9 @@
 package placement
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Estimate is one node's admission arithmetic: what its shard needs, in
 // parts, against what it has.
@@ -12,6 +15,13 @@ type Estimate struct {
 	Floor     int64  `json:"floor"`    // FloorBytes
 	Total     int64  `json:"total"`    // the sum of the four above
 	Available int64  `json:"available"`
+
+	// Available is the lesser of Reported and Memory − Committed (see
+	// Node.headroom); these say which bound it.
+	Reported  int64 `json:"reported_available"` // free memory per the node's telemetry
+	Memory    int64 `json:"total_memory"`       // the node's whole memory, 0 when not reported
+	Committed int64 `json:"committed"`          // charged for the runners already placed on the node
+	Runners   int   `json:"runners"`            // how many runners that is
 }
 
 // Fits reports the admission rule: need strictly below what is available,
@@ -31,10 +41,46 @@ func estimate(n Node, weights, kvPerToken int64, window int) Estimate {
 		KV:        mulSat(kvPerToken, int64(window)),
 		Overhead:  percentOf(weights, overheadPercent),
 		Floor:     FloorBytes,
-		Available: n.AvailableBytes,
+		Available: n.headroom(),
+		Reported:  n.AvailableBytes,
+		Memory:    n.TotalBytes,
+		Committed: n.CommittedBytes,
+		Runners:   n.Runners,
 	}
 	e.Total = addSat(addSat(addSat(e.Weights, e.Overhead), e.Floor), e.KV)
 	return e
+}
+
+// rankWeights is the weight bytes rank r holds: its layers, plus the
+// embedding and the head when it holds them.
+func rankWeights(s shape, r Rank) int64 {
+	w := s.cum[r.End] - s.cum[r.Start]
+	if r.HoldsEmbedding {
+		w = addSat(w, s.EmbeddingBytes)
+	}
+	if r.HoldsHead {
+		w = addSat(w, s.HeadBytes)
+	}
+	return w
+}
+
+// Charge is what the planner charged rank r of an instance of m placed with
+// this window: the estimate's Total when Plan admitted it. Callers sum it
+// over the ranks the State places on a node into Node.CommittedBytes, so a
+// placed runner is counted whether or not telemetry has seen it allocate.
+func Charge(m Model, r Rank, window int) (int64, error) {
+	s, err := checkModel(m)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case r.Start < 0 || r.End > s.Layers || r.Start >= r.End:
+		return 0, &InvalidRequestError{Field: "rank", Reason: fmt.Sprintf("layers [%d, %d) are not a range of the %d-layer model %q", r.Start, r.End, s.Layers, s.ID)}
+	case window < 0:
+		return 0, &InvalidRequestError{Field: "context_tokens", Reason: fmt.Sprintf("%d is negative", window)}
+	}
+	kv := mulSat(mulSat(s.KVBytesPerTokenLayer, int64(r.End-r.Start)), int64(window))
+	return addSat(fixedBytes(rankWeights(s, r)), kv), nil
 }
 
 // tokenCeiling is the largest window whose KV fits beside fixed bytes

@@ -11,7 +11,9 @@ import (
 // fuzzNodes decodes up to eight nodes, four bytes each: available memory
 // in 64 MiB units (little-endian u16), then a flags byte (bit 0 native-cpu,
 // bit 1 llama-server-cuda, bit 2 mlx, bit 3 pending), then a byte that
-// salts the id so duplicate ids occur.
+// salts the id so duplicate ids occur and, divided by ten, counts the
+// runners already placed there (512 MiB committed each; from 160 up the node
+// is at the default limit).
 func fuzzNodes(spec []byte) []Node {
 	var nodes []Node
 	for i := 0; i+4 <= len(spec) && len(nodes) < 8; i += 4 {
@@ -21,7 +23,9 @@ func fuzzNodes(spec []byte) []Node {
 			AvailableBytes: (int64(spec[i]) | int64(spec[i+1])<<8) << 26,
 			Pending:        flags&8 != 0,
 		}
-		n.TotalBytes = n.AvailableBytes
+		n.Runners = int(spec[i+3]) / 10
+		n.CommittedBytes = int64(n.Runners) << 29
+		n.TotalBytes = n.AvailableBytes + n.CommittedBytes/2
 		for bit, b := range []string{"native-cpu", "llama-server-cuda", "mlx"} {
 			if flags&(1<<bit) != 0 {
 				n.Backends = append(n.Backends, b)
@@ -45,6 +49,7 @@ func FuzzPlan(f *testing.F) {
 	f.Add(uint16(1), int64(-1), uint16(0), uint16(0), int64(1), uint32(1), false, int8(-1), int32(-5), uint8(255), []byte{0, 0, 0, 0})
 	f.Add(uint16(4000), int64(1<<62), uint16(65535), uint16(65535), int64(1<<62), uint32(1<<31-1), true, int8(127), int32(1<<31-1), uint8(0), []byte{255, 255, 15, 0, 255, 255, 7, 1})
 	f.Add(uint16(8), int64(1<<30), uint16(10), uint16(10), int64(1<<20), uint32(8192), false, int8(0), int32(8192), uint8(6), []byte{0, 3, 1, 1, 0, 3, 1, 2, 0, 3, 1, 3, 0, 3, 1, 4})
+	f.Add(uint16(32), int64(200<<20), uint16(250), uint16(250), int64(4096), uint32(131072), false, int8(0), int32(0), uint8(0), []byte{0, 2, 1, 161, 0, 1, 1, 52, 0, 1, 8, 3})
 
 	f.Fuzz(func(t *testing.T, layers uint16, layerBytes int64, embMiB, headMiB uint16, kv int64, ctx uint32, tied bool, minNodes int8, reqCtx int32, excluded uint8, spec []byte) {
 		m := Model{
@@ -103,8 +108,8 @@ func FuzzPlan(f *testing.F) {
 
 func checkRefusal(t *testing.T, err error) {
 	t.Helper()
-	if s := Status(err); s != 400 && s != 503 {
-		t.Fatalf("status %d for %T %v, want 400 or 503", s, err, err)
+	if s := Status(err); s != 400 && s != 409 && s != 503 {
+		t.Fatalf("status %d for %T %v, want 400, 409 or 503", s, err, err)
 	}
 	if !strings.HasPrefix(err.Error(), "placement: ") {
 		t.Fatalf("message %q lacks the package prefix", err)

@@ -72,6 +72,8 @@ func checkInvariants(t *testing.T, m Model, nodes []Node, req Request, p Placeme
 			t.Errorf("rank %d on pending node %q", r, rank.Node)
 		case seen[rank.Node]:
 			t.Errorf("node %q holds two ranks", rank.Node)
+		case n.Runners >= n.maxInstances():
+			t.Errorf("rank %d on %q, which already holds %d runners of its limit %d", r, rank.Node, n.Runners, n.maxInstances())
 		}
 		seen[rank.Node] = true
 		for _, x := range req.Excluded {
@@ -93,8 +95,11 @@ func checkInvariants(t *testing.T, m Model, nodes []Node, req Request, p Placeme
 			t.Errorf("rank %d HoldsEmbedding = %v, want %v", r, rank.HoldsEmbedding, want)
 		}
 		e := p.PerNode[r]
-		if e.Node != rank.Node || e.Available != n.AvailableBytes {
-			t.Errorf("estimate %d is for %q with %d available, rank is on %q with %d", r, e.Node, e.Available, rank.Node, n.AvailableBytes)
+		if e.Node != rank.Node || e.Available != n.headroom() {
+			t.Errorf("estimate %d is for %q with %d available, rank is on %q with %d", r, e.Node, e.Available, rank.Node, n.headroom())
+		}
+		if c, err := Charge(m, rank, p.ContextWindow); err != nil || c != e.Total {
+			t.Errorf("rank %d: Charge = %d, %v; Plan charged %d", r, c, err, e.Total)
 		}
 		if e.Total != e.Weights+e.Overhead+e.Floor+e.KV {
 			t.Errorf("rank %d: total %d is not the sum of its parts", r, e.Total)

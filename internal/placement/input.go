@@ -42,6 +42,36 @@ type Node struct {
 	// Pending marks a node whose readings have not arrived yet; the planner
 	// places without it and, if that fails, says the answer may change.
 	Pending bool `json:"pending"`
+	// MaxInstances bounds the runners placed on the node (the node's
+	// --max-instances); 0 means DefaultMaxInstances.
+	MaxInstances int `json:"max_instances,omitempty"`
+	// Runners and CommittedBytes are what the State already places on the
+	// node: how many runners, and the sum of their Charge. They come from
+	// the State, not telemetry, so a runner counts from the moment it is
+	// placed, before its process allocates anything.
+	Runners        int   `json:"runners,omitempty"`
+	CommittedBytes int64 `json:"committed_bytes,omitempty"`
+}
+
+// maxInstances is the node's runner limit with the default applied.
+func (n Node) maxInstances() int {
+	if n.MaxInstances > 0 {
+		return n.MaxInstances
+	}
+	return DefaultMaxInstances
+}
+
+// headroom is the memory a new placement may use on n: the lesser of the
+// telemetry's free reading and the memory no placed runner is charged for.
+// Telemetry alone lags (a runner placed a moment ago has not allocated yet),
+// and the State alone misses what runs outside Skulk. A node that reports no
+// total has its runners charged against the free reading instead, which may
+// count a runner twice but never admits one too many.
+func (n Node) headroom() int64 {
+	if n.TotalBytes == 0 {
+		return max(n.AvailableBytes-n.CommittedBytes, 0)
+	}
+	return max(min(n.AvailableBytes, n.TotalBytes-n.CommittedBytes), 0)
 }
 
 // Request is what a caller asks for.
@@ -149,6 +179,8 @@ func checkNodes(nodes []Node) ([]Node, error) {
 			return nil, &InvalidRequestError{Field: field, Reason: "the node is listed twice"}
 		case n.AvailableBytes < 0 || n.TotalBytes < 0:
 			return nil, &InvalidRequestError{Field: field, Reason: "negative memory reading"}
+		case n.CommittedBytes < 0 || n.Runners < 0 || n.MaxInstances < 0:
+			return nil, &InvalidRequestError{Field: field, Reason: "negative runner count, commitment or limit"}
 		}
 	}
 	return out, nil

@@ -35,6 +35,16 @@ const (
 	// MaxLayers bounds the planner's work on malformed cards; no real model
 	// comes near it.
 	MaxLayers = 1 << 12
+
+	// DefaultMaxInstances bounds the runners placed on a node that publishes
+	// no limit of its own (--max-instances). Memory admission alone does not
+	// bound a tiny model: each runner is a process, and a LAN client could
+	// otherwise fill a node with them.
+	DefaultMaxInstances = 16
+
+	// DefaultMaxInstancesPerModel bounds the instances of one model in the
+	// cluster when the master sets no limit (--max-instances-per-model).
+	DefaultMaxInstancesPerModel = 16
 )
 
 // ShardingPipeline is the only sharding the planner produces: contiguous

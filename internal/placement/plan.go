@@ -46,6 +46,21 @@ func Plan(m Model, nodes []Node, req Request) (Placement, error) {
 	return search(s, req, nodes, req.MinNodes, s.Layers)
 }
 
+// AdmitModel bounds one model's instances across the cluster: instances is
+// how many the State already holds, limit the master's
+// --max-instances-per-model (0 means DefaultMaxInstancesPerModel). A node's
+// own limit only bounds that node; this keeps one model from taking every
+// node's share.
+func AdmitModel(model string, instances, limit int) error {
+	if limit <= 0 {
+		limit = DefaultMaxInstancesPerModel
+	}
+	if instances >= limit {
+		return &ModelInstanceLimitError{Model: model, Instances: instances, Limit: limit}
+	}
+	return nil
+}
+
 func check(m Model, nodes []Node, req Request) (shape, Request, []Node, error) {
 	s, err := checkModel(m)
 	if err != nil {
@@ -65,14 +80,18 @@ func check(m Model, nodes []Node, req Request) (shape, Request, []Node, error) {
 func search(s shape, req Request, nodes []Node, minWidth, maxWidth int) (Placement, error) {
 	var candidates []Node
 	var pending []string
+	var full []NodeLimit
 	excluded := 0
 	for _, n := range nodes {
+		incompatible := len(n.Backends) > 0 && !slices.ContainsFunc(n.Backends, func(b string) bool { return slices.Contains(s.CompatibleBackends, b) })
 		switch {
 		case slices.Contains(req.Excluded, n.ID):
 			excluded++
-		case n.Pending && len(n.Backends) > 0 && !slices.ContainsFunc(n.Backends, func(b string) bool { return slices.Contains(s.CompatibleBackends, b) }):
+		case n.Pending && incompatible:
 			// Its backends are already known and none can run the model,
 			// so its memory reading cannot change the answer.
+		case n.Runners >= n.maxInstances() && !incompatible:
+			full = append(full, NodeLimit{Node: n.ID, Runners: n.Runners, Limit: n.maxInstances()})
 		case n.Pending:
 			pending = append(pending, n.ID)
 		default:
@@ -86,6 +105,13 @@ func search(s shape, req Request, nodes []Node, minWidth, maxWidth int) (Placeme
 		return Placement{}, &AllCandidatesExcludedError{Model: s.ID, Excluded: slices.Clone(req.Excluded)}
 	}
 	p, err := widths(s, req, candidates, minWidth, maxWidth)
+	if err != nil && len(full) > 0 {
+		limit := &NodeInstanceLimitError{Model: s.ID, Nodes: full}
+		if len(candidates) > 0 {
+			limit.Cause = err
+		}
+		err = limit
+	}
 	if err != nil && len(pending) > 0 {
 		return Placement{}, &InfoPendingError{Model: s.ID, Nodes: pending, Cause: err}
 	}
@@ -106,7 +132,7 @@ func widths(s shape, req Request, candidates []Node, minWidth, maxWidth int) (Pl
 			}
 		}
 		// Largest first, so the first w are the w roomiest nodes.
-		slices.SortStableFunc(offering[i], func(a, b Node) int { return cmp.Compare(b.AvailableBytes, a.AvailableBytes) })
+		slices.SortStableFunc(offering[i], func(a, b Node) int { return cmp.Compare(b.headroom(), a.headroom()) })
 		most = max(most, len(offering[i]))
 	}
 	if most == 0 {
@@ -155,7 +181,7 @@ func attempt(s shape, req Request, nodes []Node, backend string) (Placement, *Me
 	}
 	capacity := make([]int64, w)
 	for r, n := range nodes {
-		capacity[r] = n.AvailableBytes - fixedBytes(extra[r])
+		capacity[r] = n.headroom() - fixedBytes(extra[r])
 	}
 	bounds := split(s.cum, capacity)
 
@@ -166,9 +192,11 @@ func attempt(s shape, req Request, nodes []Node, backend string) (Placement, *Me
 	for r, n := range nodes {
 		start, end := bounds[r], bounds[r+1]
 		ranks[r] = Rank{Node: n.ID, Start: start, End: end, HoldsEmbedding: r == 0 || (s.TiedEmbedding && r == w-1), HoldsHead: r == w-1}
-		weights[r] = addSat(s.cum[end]-s.cum[start], extra[r])
+		// The same sum Charge makes, so what is admitted now is what is
+		// committed later.
+		weights[r] = rankWeights(s, ranks[r])
 		kvPerToken[r] = mulSat(s.KVBytesPerTokenLayer, int64(end-start))
-		ceiling = min(ceiling, tokenCeiling(n.AvailableBytes, fixedBytes(weights[r]), kvPerToken[r]))
+		ceiling = min(ceiling, tokenCeiling(n.headroom(), fixedBytes(weights[r]), kvPerToken[r]))
 	}
 	if s.KVBytesPerTokenLayer == 0 {
 		// Without KV geometry the fit is uncomputable; commit only the floor

@@ -7,8 +7,10 @@ import (
 )
 
 // Every refusal the planner returns satisfies Refusal. HTTPStatus is 400 for
-// a request that can never succeed as asked and 503 for a condition that may
-// clear (memory freed, nodes joining, telemetry arriving).
+// a request that can never succeed as asked, 503 for a condition that may
+// clear (memory freed, nodes joining, telemetry arriving), and 409 for an
+// instance limit the cluster has reached: it clears only when an operator
+// stops an instance or raises the limit, so retrying unchanged cannot help.
 type Refusal interface {
 	error
 	HTTPStatus() int
@@ -18,6 +20,7 @@ type Refusal interface {
 // package.
 const (
 	statusBadRequest  = 400
+	statusConflict    = 409
 	statusInternal    = 500
 	statusUnavailable = 503
 )
@@ -138,6 +141,7 @@ func (e *MemoryShortfallError) Error() string {
 			e.Requested, e.Ceiling, e.Ceiling)
 		return b.String()
 	}
+	committed := false
 	for i, n := range e.Short() {
 		sep := ": "
 		if i > 0 {
@@ -146,6 +150,15 @@ func (e *MemoryShortfallError) Error() string {
 		fmt.Fprintf(&b, "%snode %s needs %s (weights %s + overhead %s + floor %s + KV %s for %d tokens) but has %s available",
 			sep, n.Node, formatBytes(n.Total), formatBytes(n.Weights), formatBytes(n.Overhead),
 			formatBytes(n.Floor), formatBytes(n.KV), e.Window, formatBytes(n.Available))
+		if n.Runners > 0 {
+			committed = true
+			fmt.Fprintf(&b, " (the lesser of %s reported free and %s total − %s committed by %d placed runner(s))",
+				formatBytes(n.Reported), formatBytes(n.Memory), formatBytes(n.Committed), n.Runners)
+		}
+	}
+	if committed {
+		b.WriteString("; stop an instance on those nodes (`skulk ps` lists them, `skulk stop INSTANCE` ends one), add nodes, or place a smaller model")
+		return b.String()
 	}
 	b.WriteString("; free memory on those nodes, add nodes, or place a smaller model")
 	return b.String()
@@ -180,3 +193,53 @@ func (e *RefusalLimitError) Error() string {
 		e.Refusing, e.Model, e.Hops)
 }
 func (e *RefusalLimitError) HTTPStatus() int { return statusUnavailable }
+
+// NodeLimit is a node that already holds as many runners as it allows.
+type NodeLimit struct {
+	Node    string `json:"node"`
+	Runners int    `json:"runners"`
+	Limit   int    `json:"limit"`
+}
+
+// NodeInstanceLimitError means nodes that could have taken a rank were left
+// out because each already holds as many runners as its --max-instances
+// allows, and the placement did not succeed without them.
+type NodeInstanceLimitError struct {
+	Model string
+	Nodes []NodeLimit // sorted by id
+	// Cause is what the planner found on the remaining nodes, nil when there
+	// were none.
+	Cause error
+}
+
+func (e *NodeInstanceLimitError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "placement: model %q cannot be placed: ", e.Model)
+	for i, n := range e.Nodes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "node %s holds %d runners of its limit %d", n.Node, n.Runners, n.Limit)
+	}
+	b.WriteString(" (--max-instances, SKULK_MAX_INSTANCES on that node); stop an instance there (`skulk ps` lists them, `skulk stop INSTANCE` ends one) or restart the node with a higher --max-instances")
+	if e.Cause != nil {
+		fmt.Fprintf(&b, " (on the other nodes: %v)", e.Cause)
+	}
+	return b.String()
+}
+func (e *NodeInstanceLimitError) HTTPStatus() int { return statusConflict }
+func (e *NodeInstanceLimitError) Unwrap() error   { return e.Cause }
+
+// ModelInstanceLimitError means the cluster already runs as many instances of
+// the model as the master's --max-instances-per-model allows.
+type ModelInstanceLimitError struct {
+	Model     string
+	Instances int
+	Limit     int
+}
+
+func (e *ModelInstanceLimitError) Error() string {
+	return fmt.Sprintf("placement: model %q already has %d instances, its limit of %d (--max-instances-per-model, SKULK_MAX_INSTANCES_PER_MODEL on the master node); stop one (`skulk ps` lists them, `skulk stop INSTANCE` ends one) or restart the master with a higher --max-instances-per-model",
+		e.Model, e.Instances, e.Limit)
+}
+func (e *ModelInstanceLimitError) HTTPStatus() int { return statusConflict }

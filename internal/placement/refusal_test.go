@@ -95,7 +95,8 @@ func TestPlanRefusals(t *testing.T) {
 			nodes: []Node{cpu("a", 4*GiB)}, wantStatus: 503,
 			check: func(t *testing.T, err error) {
 				e := asRefusal[*MemoryShortfallError](t, err)
-				want := Estimate{Node: "a", Weights: 6900 * MiB, Overhead: 690 * MiB, Floor: 512 * MiB, KV: 1024 * MiB, Total: 9126 * MiB, Available: 4 * GiB}
+				want := Estimate{Node: "a", Weights: 6900 * MiB, Overhead: 690 * MiB, Floor: 512 * MiB, KV: 1024 * MiB, Total: 9126 * MiB,
+					Available: 4 * GiB, Reported: 4 * GiB, Memory: 8 * GiB}
 				if len(e.Nodes) != 1 || e.Nodes[0] != want || e.Window != AdmissionFloor {
 					t.Fatalf("shortfall = %+v, want one node %+v at the floor", e, want)
 				}
@@ -142,6 +143,8 @@ func TestPlanRefusals(t *testing.T) {
 		{name: "duplicate_node", model: llama(), nodes: []Node{cpu("a", 64*GiB), cpu("a", 8*GiB)}, wantStatus: 400, check: invalid(`nodes["a"]`)},
 		{name: "node_without_id", model: llama(), nodes: []Node{cpu("", 64*GiB)}, wantStatus: 400, check: invalid("nodes")},
 		{name: "negative_reading", model: llama(), nodes: []Node{cpu("a", -1)}, wantStatus: 400, check: invalid(`nodes["a"]`)},
+		{name: "negative_commitment", model: llama(), nodes: []Node{{ID: "a", AvailableBytes: GiB, CommittedBytes: -1}}, wantStatus: 400, check: invalid(`nodes["a"]`)},
+		{name: "negative_runner_limit", model: llama(), nodes: []Node{{ID: "a", AvailableBytes: GiB, MaxInstances: -1}}, wantStatus: 400, check: invalid(`nodes["a"]`)},
 		{name: "card_without_layers", model: with(func(m *Model) { m.Layers = 0 }), wantStatus: 400, check: invalid("model.layers")},
 		{name: "card_with_too_many_layers", model: with(func(m *Model) { m.Layers = MaxLayers + 1 }), wantStatus: 400, check: invalid("model.layers")},
 		{name: "card_layer_sizes_mismatch", model: with(func(m *Model) { m.LayerBytes = []int64{1, 2} }), wantStatus: 400, check: invalid("model.layer_bytes")},
