@@ -30,7 +30,7 @@ func (s *server) classify(r *http.Request, err error) (int, *infer.Error) {
 	}
 	if se, ok := errors.AsType[statusError](err); ok {
 		status := se.HTTPStatus()
-		return status, &infer.Error{Class: classOfStatus(status), Message: se.Error()}
+		return status, &infer.Error{Class: infer.ClassOfStatus(status), Message: se.Error()}
 	}
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -42,21 +42,6 @@ func (s *server) classify(r *http.Request, err error) (int, *infer.Error) {
 	return http.StatusInternalServerError, infer.Errorf(infer.ClassInternal, "internal error; the node's log has the details")
 }
 
-// classOfStatus is the class of a status that an error chose itself.
-func classOfStatus(status int) infer.Class {
-	for _, c := range []infer.Class{
-		infer.ClassInvalid, infer.ClassAuth, infer.ClassForbidden, infer.ClassNotFound, infer.ClassTooLarge,
-		infer.ClassConflict, infer.ClassUnavailable, infer.ClassCancelled,
-	} {
-		if c.HTTPStatus() == status {
-			return c
-		}
-	}
-	if status >= 400 && status < 500 {
-		return infer.ClassInvalid
-	}
-	return infer.ClassInternal
-}
 
 // writeError answers err as an error document with its status.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {

@@ -51,6 +51,22 @@ func ClassOf(err error) Class {
 	return ClassInternal
 }
 
+// ClassOfStatus is the class of a status that an error chose itself (the
+// placement planner's refusals): the class with that status, else invalid
+// for other 4xx and internal for the rest.
+func ClassOfStatus(status int) Class {
+	for _, c := range []Class{ClassInvalid, ClassAuth, ClassForbidden, ClassNotFound, ClassTooLarge,
+		ClassConflict, ClassUnavailable, ClassCancelled} {
+		if c.HTTPStatus() == status {
+			return c
+		}
+	}
+	if status >= 400 && status < 500 {
+		return ClassInvalid
+	}
+	return ClassInternal
+}
+
 // HTTPStatus is the status code a class maps to.
 func (c Class) HTTPStatus() int {
 	switch c {

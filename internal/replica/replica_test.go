@@ -260,3 +260,32 @@ func TestDivergedFollowerResyncs(t *testing.T) {
 		t.Fatalf("master %s after resync", got.Master)
 	}
 }
+
+// statusOnly is a refusal that names its status but carries no class, as
+// the placement planner's do.
+type statusOnly struct{ status int }
+
+func (e statusOnly) Error() string   { return "refused" }
+func (e statusOnly) HTTPStatus() int { return e.status }
+
+// TestWireErrorKeepsStatusAndClass: an error forwarded from the master
+// reaches the follower's API with the status and class it had on the master.
+func TestWireErrorKeepsStatusAndClass(t *testing.T) {
+	for _, tc := range []struct {
+		err    error
+		status int
+		class  infer.Class
+	}{
+		{statusOnly{409}, 409, infer.ClassConflict},
+		{statusOnly{503}, 503, infer.ClassUnavailable},
+		{statusOnly{422}, 422, infer.ClassInvalid},
+		{infer.Errorf(infer.ClassNotFound, "no such model"), 404, infer.ClassNotFound},
+		{errors.New("boom"), 500, infer.ClassInternal},
+	} {
+		got := fromWire(toWire(tc.err))
+		var re *RemoteError
+		if !errors.As(got, &re) || re.HTTPStatus() != tc.status || infer.ClassOf(got) != tc.class || re.Error() != tc.err.Error() {
+			t.Errorf("%v: got %+v (class %s), want %d %s", tc.err, re, infer.ClassOf(got), tc.status, tc.class)
+		}
+	}
+}

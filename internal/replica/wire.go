@@ -113,8 +113,15 @@ type statusError interface{ HTTPStatus() int }
 func toWire(err error) *wireError {
 	w := &wireError{Class: string(infer.ClassOf(err)), Message: err.Error()}
 	var se statusError
+	var ie *infer.Error
 	if errors.As(err, &se) {
 		w.Status = se.HTTPStatus()
+		if !errors.As(err, &ie) {
+			// A refusal that names its status but no class (the planner's):
+			// the follower's client must get the same status the master's
+			// would, not a 500.
+			w.Class = string(infer.ClassOfStatus(w.Status))
+		}
 	} else {
 		w.Status = infer.ClassOf(err).HTTPStatus()
 	}
