@@ -42,7 +42,6 @@ func (s *server) classify(r *http.Request, err error) (int, *infer.Error) {
 	return http.StatusInternalServerError, infer.Errorf(infer.ClassInternal, "internal error; the node's log has the details")
 }
 
-
 // writeError answers err as an error document with its status.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, e := s.classify(r, err)
