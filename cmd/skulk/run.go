@@ -26,6 +26,14 @@ func runRun(ctx context.Context, args []string, s stdio) error {
 		cfg.BootstrapPeers = append(cfg.BootstrapPeers, config.SplitList(v)...)
 		return nil
 	})
+	envImportDirs := true
+	fs.Func("import-dir", "a directory POST /models/import may read under; repeat or comma-separate (SKULK_IMPORT_DIRS; default: the models directory's import/, and your home for requests from this machine)", func(v string) error {
+		if envImportDirs { // the flags replace the environment's list
+			cfg.ImportDirs, envImportDirs = nil, false
+		}
+		cfg.ImportDirs = append(cfg.ImportDirs, config.SplitList(v)...)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}

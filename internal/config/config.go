@@ -29,6 +29,12 @@ type Node struct {
 	Threads   int    // engine threads per runner (0 = physical cores)
 	APIKey    string `json:"-"` // SKULK_API_KEY: required bearer token when set
 
+	// ImportDirs (--import-dir, SKULK_IMPORT_DIRS) are the only directories
+	// POST /models/import reads under; empty means the models directory's
+	// import/ folder, plus the home directory of the node's user for
+	// requests from loopback.
+	ImportDirs []string
+
 	// Cluster.
 	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
 	QUICAddr       string   // transport endpoint HOST:PORT
@@ -79,6 +85,9 @@ func FromEnv(getenv func(string) string) Node {
 		NetworkVersion: getenv("SKULK_NETWORK_VERSION")}
 	if p := getenv("SKULK_BOOTSTRAP_PEERS"); p != "" {
 		n.BootstrapPeers = SplitList(p)
+	}
+	if d := getenv("SKULK_IMPORT_DIRS"); d != "" {
+		n.ImportDirs = SplitList(d)
 	}
 	if a := getenv("SKULK_API_ADDR"); a != "" {
 		n.APIAddr = a
