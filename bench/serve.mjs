@@ -14,7 +14,7 @@
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
 const { values: opt } = parseArgs({
@@ -33,6 +33,7 @@ if (!opt.model) {
   process.exit(2);
 }
 const binaries = opt.skulk?.length ? opt.skulk : ["skulk"];
+const model = resolve(opt.model); // a node imports only absolute paths under its import directories
 const concurrency = Number(opt.concurrency), tokens = Number(opt.tokens), rounds = Number(opt.rounds);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -55,7 +56,7 @@ async function start(bin, i) {
   const child = spawn(bin, [
     "run", "--home", home, "--api-addr", `127.0.0.1:${port}`, "--gossip-addr", "127.0.0.1:0",
     "--quic-addr", "127.0.0.1:0", "--no-mdns", "--offline", "--threads", opt.threads, "--log-level", "warn",
-  ], { stdio: ["ignore", "ignore", "inherit"] });
+  ], { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, SKULK_IMPORT_DIRS: dirname(model) } });
   const base = `http://127.0.0.1:${port}`;
   for (let t = 0; t < 200; t++) {
     try {
@@ -65,7 +66,7 @@ async function start(bin, i) {
       await sleep(100);
     }
   }
-  await call(base, "POST", "/models/import", { path: opt.model, id: "bench" });
+  await call(base, "POST", "/models/import", { path: model, id: "bench" });
   const { instance_id: inst } = await call(base, "POST", "/place_instance", { model_id: "bench" });
   for (let t = 0; ; t++) {
     const s = await call(base, "GET", "/state");

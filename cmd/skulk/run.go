@@ -31,6 +31,14 @@ func runRun(ctx context.Context, args []string, s stdio) error {
 	fs.StringVar(&cfg.Join, "join", cfg.Join, "join a cluster with the invite line a member printed (`skulk cluster invite`)")
 	fs.BoolVar(&cfg.OpenCluster, "open-cluster", cfg.OpenCluster, "let any host that reaches the gossip port join, without the cluster key (warned at every start)")
 	fs.BoolVar(&cfg.APIOpen, "api-open", cfg.APIOpen, "serve API clients on every address without a key when none is set (SKULK_API_OPEN=1; warned at start)")
+	envImportDirs := true
+	fs.Func("import-dir", "a directory POST /models/import may read under; repeat or comma-separate (SKULK_IMPORT_DIRS; default: the models directory's import/, and your home for requests from this machine)", func(v string) error {
+		if envImportDirs { // the flags replace the environment's list
+			cfg.ImportDirs, envImportDirs = nil, false
+		}
+		cfg.ImportDirs = append(cfg.ImportDirs, config.SplitList(v)...)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return usageError(err)
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -48,7 +50,29 @@ type AddModelRequest struct {
 type ImportModelRequest struct {
 	Path string `json:"path"`         // an absolute path on the node's machine
 	ID   string `json:"id,omitempty"` // the model id; "" derives one from the file name
+	// FromLoopback says the request came from a loopback address (a client
+	// on the node's machine), which may read under more directories. The
+	// handler sets it from the connection; no body can.
+	FromLoopback bool `json:"-"`
 }
+
+// maxQuotedPath bounds how much of a client's path an answer repeats.
+const maxQuotedPath = 200
+
+// QuotePath quotes a client-supplied path for an error message: at most its
+// first 200 bytes (cut on a character boundary), then an ellipsis and its
+// length, so an answer never echoes a huge body back.
+func QuotePath(p string) string {
+	if len(p) <= maxQuotedPath {
+		return strconv.Quote(p)
+	}
+	cut := maxQuotedPath
+	for cut > 0 && !utf8.RuneStart(p[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(p[:cut]), len(p))
+}
+
 
 // MaxSearchQuery bounds the q parameter of GET /models/search.
 const MaxSearchQuery = 256
@@ -102,12 +126,13 @@ func (s *server) importModel(w http.ResponseWriter, r *http.Request, m ModelAdmi
 		return
 	}
 	if req.Path == "" || !strings.HasPrefix(req.Path, "/") {
-		s.writeError(w, r, infer.ParamErrorf("path", "path must be an absolute path of a GGUF file on the node's machine, got %q", req.Path))
+		s.writeError(w, r, infer.ParamErrorf("path", "path must be an absolute path of a GGUF file on the node's machine, got %s", QuotePath(req.Path)))
 		return
 	}
 	if !s.validOptionalID(w, r, req.ID) {
 		return
 	}
+	req.FromLoopback = isLoopback(r.RemoteAddr)
 	s.answer(w, r, func(ctx context.Context) (any, error) { return m.ImportModel(ctx, req) })
 }
 

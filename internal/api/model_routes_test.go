@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/skulk/skulk/internal/access"
 	"io"
 	"log/slog"
 	"net/http"
@@ -59,7 +60,7 @@ func (b *modelBackend) AddModel(ctx context.Context, req AddModelRequest) (any, 
 	return b.record(fmt.Sprintf("add %s id=%s", req.Ref, req.ID), strings.TrimPrefix(req.Ref, "hf:"))
 }
 func (b *modelBackend) ImportModel(ctx context.Context, req ImportModelRequest) (any, error) {
-	return b.record(fmt.Sprintf("import %s id=%s", req.Path, req.ID), req.ID)
+	return b.record(fmt.Sprintf("import %s id=%s loopback=%v", req.Path, req.ID, req.FromLoopback), req.ID)
 }
 func (b *modelBackend) PullModel(ctx context.Context, id ids.ModelID) (any, error) {
 	return b.record("pull "+string(id), string(id))
@@ -108,8 +109,10 @@ func TestModelRoutes(t *testing.T) {
 		{"add_two_values", "POST", "/models/add", `{"ref":"hf:o/r"}{}`, 400, "", "more than one JSON value"},
 		{"add_gated", "POST", "/models/add", `{"ref":"hf:status-403"}`, 403, "add hf:status-403 id=", "refused with 403: do this instead"},
 		{"add_exists", "POST", "/models/add", `{"ref":"hf:status-409"}`, 409, "add hf:status-409 id=", "refused with 409"},
-		{"import", "POST", "/models/import", `{"path":"/m/x.gguf","id":"x"}`, 200, "import /m/x.gguf id=x", ""},
+		{"import", "POST", "/models/import", `{"path":"/m/x.gguf","id":"x"}`, 200, "import /m/x.gguf id=x loopback=true", ""},
 		{"import_relative", "POST", "/models/import", `{"path":"x.gguf"}`, 400, "", "absolute path"},
+		{"import_relative_long", "POST", "/models/import", `{"path":"` + strings.Repeat("a", 5000) + `"}`, 400, "", `aaaa\"… (5000 bytes)`},
+		{"import_claims_loopback", "POST", "/models/import", `{"path":"/m/x.gguf","FromLoopback":true}`, 400, "", `unknown field \"FromLoopback\"`},
 		{"pull", "POST", "/models/pull", `{"model_id":"m"}`, 200, "pull m", ""},
 		{"pull_no_id", "POST", "/models/pull", `{}`, 400, "", "model_id is required"},
 		{"show_with_slash", "GET", "/models/org/m:q4", ``, 200, "show org/m:q4", ""},
@@ -173,5 +176,53 @@ func TestModelRoutesNeedTheKey(t *testing.T) {
 	}
 	if n := b.count(); n != 0 {
 		t.Fatalf("the backend was called %d times without the key", n)
+	}
+}
+
+// TestImportFromLoopback: the handler tells the backend whether the
+// connection came from loopback, from the remote address alone.
+func TestImportFromLoopback(t *testing.T) {
+	b := &modelBackend{testBackend: newTestBackend(t)}
+	// An opened API, so that the other addresses reach the handler.
+	open := func() access.Policy { return access.Policy{Open: true} }
+	h := New(Config{Access: open}, b, slog.New(slog.DiscardHandler))
+	for _, c := range []struct {
+		remote   string
+		loopback bool
+	}{
+		{"127.0.0.1:40000", true},
+		{"127.8.9.10:1", true},
+		{"[::1]:40000", true},
+		{"[::ffff:127.0.0.1]:40000", true},
+		{"192.0.2.7:40000", false},
+		{"[2001:db8::1]:40000", false},
+		{"[::ffff:192.0.2.7]:40000", false},
+		{"localhost:40000", false},
+		{"", false},
+	} {
+		t.Run(c.remote, func(t *testing.T) {
+			req := httptest.NewRequest("POST", "/models/import", strings.NewReader(`{"path":"/m/x.gguf"}`))
+			req.RemoteAddr = c.remote
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if want := fmt.Sprintf("import /m/x.gguf id= loopback=%v", c.loopback); w.Code != 200 || b.last() != want {
+				t.Fatalf("%d %s: backend call %q, want %q", w.Code, w.Body, b.last(), want)
+			}
+		})
+	}
+}
+
+func TestQuotePath(t *testing.T) {
+	long := strings.Repeat("a", 199) + "é" + strings.Repeat("b", 100) // é straddles byte 200
+	for _, c := range []struct{ in, want string }{
+		{"/m/x.gguf", `"/m/x.gguf"`},
+		{"tab\there", `"tab\there"`},
+		{strings.Repeat("a", 200), `"` + strings.Repeat("a", 200) + `"`},
+		{strings.Repeat("a", 201), `"` + strings.Repeat("a", 200) + `"… (201 bytes)`},
+		{long, `"` + strings.Repeat("a", 199) + `"… (301 bytes)`},
+	} {
+		if got := QuotePath(c.in); got != c.want {
+			t.Errorf("QuotePath(%.20q...) = %s, want %s", c.in, got, c.want)
+		}
 	}
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/testkit"
 )
 
 const storiesPath = "../../testdata/models/stories260K.gguf"
@@ -275,5 +278,41 @@ func TestRequirements(t *testing.T) {
 	}
 	if r, _ := c.Requirements(0); r.ContextTokens != c.ContextLength {
 		t.Fatalf("default window %d", r.ContextTokens)
+	}
+}
+
+// TestImportRefusesOverlappingTensors: a file whose tensors share bytes is
+// refused with the gguf package's typed error naming both, and nothing is
+// installed or left behind.
+func TestImportRefusesOverlappingTensors(t *testing.T) {
+	cases := []struct {
+		name        string
+		moved, onto string
+		shift       uint64
+	}{
+		{"output aliases the embeddings", "output.weight", "token_embd.weight", 0},
+		{"ffn_up starts inside ffn_gate", "blk.0.ffn_up.weight", "blk.0.ffn_gate.weight", 32},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTestStore(t)
+			src := filepath.Join(t.TempDir(), "crafted.gguf")
+			testkit.OverlapGGUF(t, storiesPath, src, c.moved, c.onto, c.shift)
+			_, err := s.Import(t.Context(), "crafted", src)
+			var oe *gguf.TensorOverlapError
+			if !errors.As(err, &oe) || !errors.Is(err, gguf.ErrOverlap) {
+				t.Fatalf("import: %v; want a *gguf.TensorOverlapError", err)
+			}
+			if oe.A != c.onto || oe.B != c.moved {
+				t.Errorf("the error names %q and %q, want %q and %q", oe.A, oe.B, c.onto, c.moved)
+			}
+			insts, err := s.Inventory()
+			if err != nil || len(insts) != 0 {
+				t.Errorf("after a refused import the store holds %+v (%v)", insts, err)
+			}
+			if left, _ := os.ReadDir(filepath.Join(s.cfg.ModelsDir, ".skulk", "import")); len(left) != 0 {
+				t.Errorf("the refused import left %d staging directories", len(left))
+			}
+		})
 	}
 }

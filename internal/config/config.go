@@ -48,6 +48,12 @@ type Node struct {
 	// node serves loopback clients only.
 	APIOpen bool
 
+	// ImportDirs (--import-dir, SKULK_IMPORT_DIRS) are the only directories
+	// POST /models/import reads under; empty means the models directory's
+	// import/ folder, plus the home directory of the node's user for
+	// requests from loopback.
+	ImportDirs []string
+
 	// Cluster.
 	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
 	QUICAddr       string   // transport endpoint HOST:PORT
@@ -125,6 +131,9 @@ func FromEnv(getenv func(string) string) Node {
 		APIOpen: truthy(getenv("SKULK_API_OPEN")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel}
 	if p := getenv("SKULK_BOOTSTRAP_PEERS"); p != "" {
 		n.BootstrapPeers = SplitList(p)
+	}
+	if d := getenv("SKULK_IMPORT_DIRS"); d != "" {
+		n.ImportDirs = SplitList(d)
 	}
 	if a := getenv("SKULK_API_ADDR"); a != "" {
 		n.APIAddr = a

@@ -9,7 +9,8 @@ func env(m map[string]string) func(string) string { return func(k string) string
 
 func TestFromEnvAndValidate(t *testing.T) {
 	n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_API_ADDR": "127.0.0.1:9", "SKULK_OFFLINE": "1", "SKULK_API_KEY": "sekrit",
-		"SKULK_CLUSTER_KEY": "cluster-secret", "SKULK_BOOTSTRAP_PEERS": "10.0.0.1:52416, 10.0.0.2:52416"}))
+		"SKULK_CLUSTER_KEY": "cluster-secret", "SKULK_BOOTSTRAP_PEERS": "10.0.0.1:52416, 10.0.0.2:52416",
+		"SKULK_IMPORT_DIRS": "/srv/gguf, ,/data/in"}))
 	if n.Home != "/tmp/h" || n.APIAddr != "127.0.0.1:9" || !n.Offline || n.APIKey != "sekrit" {
 		t.Fatalf("%+v", n)
 	}
@@ -24,6 +25,12 @@ func TestFromEnvAndValidate(t *testing.T) {
 	}
 	if n.MaxInstances != DefaultMaxInstances || n.MaxInstancesPerModel != DefaultMaxInstancesPerModel {
 		t.Errorf("instance limits %d, %d without the environment, want the defaults", n.MaxInstances, n.MaxInstancesPerModel)
+	}
+	if len(n.ImportDirs) != 2 || n.ImportDirs[0] != "/srv/gguf" || n.ImportDirs[1] != "/data/in" {
+		t.Fatalf("import dirs %q", n.ImportDirs)
+	}
+	if d := FromEnv(env(nil)).ImportDirs; d != nil {
+		t.Fatalf("import dirs without SKULK_IMPORT_DIRS: %q; want none (the node's default)", d)
 	}
 	if h := DefaultHome(env(map[string]string{"XDG_DATA_HOME": "/x"})); h != "/x/skulk" {
 		t.Errorf("XDG home %s", h)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -61,6 +62,10 @@ type ModelsConfig struct {
 	// ClusterDownloads returns the download readings every node gossips
 	// (telemetry), by model id then node; nil when there is no cluster.
 	ClusterDownloads func() map[string]map[ids.NodeID]DownloadStatus
+	// ImportDirs are the directories POST /models/import reads under;
+	// LoopbackImportDirs are added for requests from loopback. With neither,
+	// nothing can be imported.
+	ImportDirs, LoopbackImportDirs []string
 }
 
 // ModelService implements api.ModelAdmin over a node's store, the Hub and
@@ -157,22 +162,30 @@ func (m *ModelService) refuseExisting(id string) error {
 }
 
 // ImportModel installs a GGUF file from the node's file system: the file
-// is validated as a GGUF model this node can describe, copied (hashed)
-// into the store and published with its sidecar.
+// must lie under an import directory (else *ImportPathError, 404), is
+// validated as a GGUF model this node can describe, copied (hashed) into
+// the store and published with its sidecar.
 func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelRequest) (any, error) {
-	src := filepath.Clean(req.Path)
+	dirs := m.cfg.ImportDirs
+	if req.FromLoopback {
+		dirs = append(slices.Clone(dirs), m.cfg.LoopbackImportDirs...)
+	}
+	src, err := resolveImport(req.Path, dirs)
+	if err != nil {
+		return nil, err
+	}
 	fi, err := os.Stat(src)
 	switch {
 	case err != nil:
-		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v (the path is on the node's machine, not the client's)", src, err)
+		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v", api.QuotePath(req.Path), err)
 	case !fi.Mode().IsRegular():
-		return nil, infer.ParamErrorf("path", "%s is not a regular file", src)
+		return nil, infer.ParamErrorf("path", "%s is not a regular file", api.QuotePath(req.Path))
 	}
 	id := req.ID
 	if id == "" {
-		id = hub.DefaultID(src)
+		id = hub.DefaultID(filepath.Clean(req.Path))
 	}
-	if err := checkGGUF(id, src); err != nil {
+	if err := checkGGUF(id, src, api.QuotePath(req.Path)); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -188,15 +201,19 @@ func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelReque
 	return map[string]any{"model_id": card.ID, "card": card}, nil
 }
 
-// checkGGUF refuses a file that is not a GGUF model a card can describe.
-func checkGGUF(id, path string) error {
+// checkGGUF refuses a file that is not a GGUF model a card can describe;
+// shown is how the answer names it.
+func checkGGUF(id, path, shown string) error {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return infer.ParamErrorf("path", "%s is not a usable GGUF file: %v", path, err)
+		if fe, ok := errors.AsType[*gguf.FormatError](err); ok {
+			err = fe // without the resolved path: the answer names the file once, as sent
+		}
+		return infer.ParamErrorf("path", "%s is not a usable GGUF file: %v", shown, err)
 	}
 	defer f.Close()
 	if _, err := catalog.CardFromGGUF(id, f); err != nil {
-		return infer.ParamErrorf("path", "%s cannot be served as model %s: %v", path, id, err)
+		return infer.ParamErrorf("path", "%s cannot be served as model %s: %v", shown, id, err)
 	}
 	return nil
 }

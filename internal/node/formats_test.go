@@ -91,28 +91,27 @@ func TestSameTextEveryFormat(t *testing.T) {
 // With ../shared present it also imports the synthetic bert model as an
 // embedding model and runs the clients' embedding checks against it.
 func TestOfficialClientsLive(t *testing.T) {
-	n := startNode(t, t.TempDir())
+	bert, _ := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models", "synthetic", "synth-bert.gguf"))
+	n := startNode(t, t.TempDir(), "SKULK_IMPORT_DIRS="+filepath.Dir(bert))
 	inst := n.place()
 	n.waitStatus(inst, "ready")
 	embed := ""
-	if bert, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "models", "synthetic", "synth-bert.gguf")); err == nil {
-		if _, err := os.Stat(bert); err == nil {
-			if code, b := n.do("POST", "/models/import", map[string]any{"path": bert, "id": "synth-bert"}); code != 200 {
-				t.Fatalf("import synth-bert: %d %s", code, b)
-			}
-			code, b := n.do("POST", "/place_instance", map[string]any{"model_id": "synth-bert"})
-			if code != 200 {
-				t.Fatalf("place synth-bert: %d %s", code, b)
-			}
-			var r struct {
-				InstanceID string `json:"instance_id"`
-			}
-			json.Unmarshal(b, &r)
-			n.waitStatus(r.InstanceID, "ready")
-			embed = "synth-bert"
-		} else {
-			t.Logf("no embedding checks: %s is absent", bert)
+	if _, err := os.Stat(bert); err == nil {
+		if code, b := n.do("POST", "/models/import", map[string]any{"path": bert, "id": "synth-bert"}); code != 200 {
+			t.Fatalf("import synth-bert: %d %s", code, b)
 		}
+		code, b := n.do("POST", "/place_instance", map[string]any{"model_id": "synth-bert"})
+		if code != 200 {
+			t.Fatalf("place synth-bert: %d %s", code, b)
+		}
+		var r struct {
+			InstanceID string `json:"instance_id"`
+		}
+		json.Unmarshal(b, &r)
+		n.waitStatus(r.InstanceID, "ready")
+		embed = "synth-bert"
+	} else {
+		t.Logf("no embedding checks: %s is absent", bert)
 	}
 	api := filepath.Join("..", "api", "testdata")
 	cases := []struct {

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -46,6 +48,45 @@ func storeConfig(cfg config.Node, getenv func(string) string) catalog.StoreConfi
 		sc.CustomDir = d
 	}
 	return sc
+}
+
+// importDirs are the directories POST /models/import reads under: the
+// operator's --import-dir list; else the models directory's import/
+// (created, mode 0700) for every request, and the node user's home for
+// requests from this machine, so `skulk models import ./file.gguf` works
+// for the user who runs the node (unless that home is the root: a service
+// account's home must not open the whole file system).
+func importDirs(cfg config.Node, modelsDir string, log *slog.Logger) (dirs, loopback []string, err error) {
+	if len(cfg.ImportDirs) > 0 {
+		for _, d := range cfg.ImportDirs {
+			a, err := filepath.Abs(d)
+			if err != nil {
+				return nil, nil, fmt.Errorf("node: --import-dir %q: %w", d, err)
+			}
+			if fi, err := os.Stat(a); err != nil || !fi.IsDir() {
+				log.Warn("an import directory is not a directory; nothing under it can be imported", "dir", a)
+			}
+			dirs = append(dirs, a)
+		}
+		return dirs, nil, nil
+	}
+	modelsDir, err = filepath.Abs(modelsDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: the models directory: %w", err)
+	}
+	d := filepath.Join(modelsDir, "import")
+	if err := os.MkdirAll(modelsDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("node: create the models directory (set SKULK_MODELS_DIR to another): %w", err)
+	}
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, nil, fmt.Errorf("node: create the import directory (or name others with --import-dir): %w", err)
+	}
+	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
+		if real, err := filepath.EvalSymlinks(home); err == nil && real != "/" {
+			loopback = []string{home}
+		}
+	}
+	return []string{d}, loopback, nil
 }
 
 // models owns the node's catalog (rebuilt from the store when cards change)

@@ -366,7 +366,7 @@ func TestModelImportOffline(t *testing.T) {
 		return strings.Contains(downloadOutcome(n, hubCard), "failed: hub: downloading offline-model needs the Hugging Face Hub")
 	})
 
-	dir := t.TempDir()
+	dir := filepath.Join(home, "models", "import") // the default import directory
 	good, err := os.ReadFile(storiesFile)
 	if err != nil {
 		t.Fatal(err)

@@ -86,6 +86,11 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	}
 	defer mods.close()
 	card := mods.card
+	imports, loopbackImports, err := importDirs(cfg, mods.store.Config().ModelsDir, log)
+	if err != nil {
+		return err
+	}
+	log.Info("models/import reads only under the import directories", "dirs", imports, "from_this_machine_also", loopbackImports)
 
 	// Cluster plumbing: identity, transport, membership.
 	secret, err := resolveClusterKey(cfg, log)
@@ -191,7 +196,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 			PeerResponses: gateway.PeerResponses{Self: nodeID, Members: p.members, Dial: p.dial(ep, transport.ALPNResponses)}.Lookup,
 		}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
 			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
-			ClusterDownloads: clusterDownloads(&p),
+			ClusterDownloads: clusterDownloads(&p), ImportDirs: imports, LoopbackImportDirs: loopbackImports,
 		})}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -14,7 +14,8 @@
 //	kv_count × { key string | value_type u32 | value }
 //	tensor_count × { name string | n_dims u32 | dims u64×n_dims | type u32 | offset u64 }
 //	padding to general.alignment (default 32)
-//	tensor data; each tensor's offset is relative to the data start and aligned
+//	tensor data; each tensor's offset is relative to the data start and aligned,
+//	and no two tensors share a byte (a file where they do fails with ErrOverlap)
 //
 // A string is a u64 byte length followed by the bytes; an array is an element
 // type u32, a u64 count and the elements (arrays may nest).

@@ -15,6 +15,7 @@ var (
 	ErrNoTensor    = errors.New("no such tensor")
 	ErrDuplicate   = errors.New("duplicate name")
 	ErrUnsupported = errors.New("unsupported tensor type")
+	ErrOverlap     = errors.New("tensors overlap")
 )
 
 // FormatError reports a malformed file: the field being read, where, and why.
@@ -29,3 +30,21 @@ func (e *FormatError) Error() string {
 }
 
 func (e *FormatError) Unwrap() error { return e.Err }
+
+// TensorOverlapError reports two tensors whose data byte ranges share bytes
+// (the same offset is the extreme case: one tensor aliases the other). A
+// writer lays tensors out one after another, so such a file is corrupt or
+// crafted; reading it would serve one tensor's bytes as another's weights.
+// It unwraps to ErrOverlap.
+type TensorOverlapError struct {
+	A, B         string // tensor names; A starts first (or at the same offset and comes first in the file)
+	AStart, AEnd uint64 // A's bytes [AStart, AEnd), relative to the data section
+	BStart, BEnd uint64
+}
+
+func (e *TensorOverlapError) Error() string {
+	return fmt.Sprintf("%v: tensor %q (bytes [%d, %d) of the data section) and tensor %q (bytes [%d, %d)) share bytes; the file is corrupt or crafted: re-download or re-convert it",
+		ErrOverlap, e.A, e.AStart, e.AEnd, e.B, e.BStart, e.BEnd)
+}
+
+func (e *TensorOverlapError) Unwrap() error { return ErrOverlap }

@@ -1,9 +1,11 @@
 package gguf
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -97,6 +99,9 @@ func parse(b []byte, whole bool) (*File, error) {
 	start := (uint64(d.off) + f.Alignment - 1) / f.Alignment * f.Alignment
 	if !whole {
 		f.DataOffset = int64(start)
+		if err := overlapError(f); err != nil {
+			return nil, err
+		}
 		return f, nil
 	}
 	if nTensors == 0 {
@@ -118,7 +123,50 @@ func parse(b []byte, whole bool) (*File, error) {
 			return nil, &FormatError{Field: field, Offset: f.DataOffset, Err: fmt.Errorf("%w: tensor %q needs bytes [%d, %d) of a %d-byte data section", ErrTruncated, t.Name, t.Offset, satAdd(t.Offset, uint64(t.Size)), len(f.data))}
 		}
 	}
+	if err := overlapError(f); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// overlapError refuses a file in which two tensors share data bytes, as a
+// *FormatError wrapping a *TensorOverlapError.
+func overlapError(f *File) error {
+	a, b, ok := firstOverlap(f.Tensors)
+	if !ok {
+		return nil
+	}
+	ta, tb := f.Tensors[a], f.Tensors[b]
+	return &FormatError{Field: fmt.Sprintf("tensor[%q].offset", tb.Name), Offset: f.DataOffset, Err: &TensorOverlapError{
+		A: ta.Name, AStart: ta.Offset, AEnd: satAdd(ta.Offset, uint64(ta.Size)),
+		B: tb.Name, BStart: tb.Offset, BEnd: satAdd(tb.Offset, uint64(tb.Size)),
+	}}
+}
+
+// firstOverlap finds two tensors whose ranges [Offset, Offset+Size) share a
+// byte, in O(n log n): sorted by start, a range overlaps an earlier one iff
+// it starts before the furthest end seen so far. An empty range holds no
+// byte and overlaps nothing (the reader never yields one: every dimension is
+// at least 1). The sort is stable, so of two tensors at one offset a is the
+// one earlier in the file.
+func firstOverlap(ts []TensorInfo) (a, b int, ok bool) {
+	idx := make([]int, 0, len(ts))
+	for i, t := range ts {
+		if t.Size > 0 {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return cmp.Compare(ts[x].Offset, ts[y].Offset) })
+	reach, end := -1, uint64(0) // the tensor that ends furthest so far, and where
+	for _, i := range idx {
+		if reach >= 0 && ts[i].Offset < end {
+			return reach, i, true
+		}
+		if e := satAdd(ts[i].Offset, uint64(ts[i].Size)); reach < 0 || e > end {
+			reach, end = i, e
+		}
+	}
+	return 0, 0, false
 }
 
 func satAdd(a, b uint64) uint64 {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
@@ -200,24 +202,51 @@ func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 func gstr(s string) []byte { return cat(le64(uint64(len(s))), []byte(s)) }
 
+func hdr(version uint32, nt, nkv uint64) []byte {
+	return cat([]byte("GGUF"), le32(version), le64(nt), le64(nkv))
+}
+
+func tinfo(name string, dims []uint64, typ tensor.Type, off uint64) []byte {
+	b := cat(gstr(name), le32(uint32(len(dims))))
+	for _, d := range dims {
+		b = cat(b, le64(d))
+	}
+	return cat(b, le32(uint32(typ)), le64(off))
+}
+
+// pad fills b to the default alignment (32).
+func pad(b []byte) []byte {
+	for len(b)%32 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// f32s is an F32 tensor info of n elements at off: 4n bytes.
+func f32s(name string, n, off uint64) []byte { return tinfo(name, []uint64{n}, tensor.F32, off) }
+
+// layout is a whole file of F32 tensors with the given infos and a data
+// section of dataLen bytes.
+func layout(dataLen int, infos ...[]byte) []byte {
+	return cat(pad(cat(append([][]byte{hdr(3, uint64(len(infos)), 0)}, infos...)...)), make([]byte, dataLen))
+}
+
+// overlapCases are files whose tensors share bytes, with the pair of
+// tensors the reader must name (A starts first).
+var overlapCases = []struct {
+	name string
+	in   []byte
+	a, b string
+}{
+	{"aliased tensors", layout(64, f32s("a", 8, 0), f32s("b", 8, 0)), "a", "b"},
+	{"aliased, different sizes", layout(64, f32s("big", 16, 0), f32s("small", 8, 0)), "big", "small"},
+	{"second starts inside the first", layout(96, f32s("a", 16, 0), f32s("b", 8, 32)), "a", "b"},
+	{"overlap out of file order", layout(128, f32s("c", 8, 64), f32s("b", 16, 32), f32s("a", 8, 0)), "b", "c"},
+	{"nested in a long earlier tensor", layout(160, f32s("x", 8, 96), f32s("long", 32, 0), f32s("y", 8, 128)), "long", "x"},
+}
+
 func TestMalformed(t *testing.T) {
-	hdr := func(version uint32, nt, nkv uint64) []byte {
-		return cat([]byte("GGUF"), le32(version), le64(nt), le64(nkv))
-	}
 	kvU32 := func(k string, v uint32) []byte { return cat(gstr(k), le32(uint32(TypeUint32)), le32(v)) }
-	tinfo := func(name string, dims []uint64, typ tensor.Type, off uint64) []byte {
-		b := cat(gstr(name), le32(uint32(len(dims))))
-		for _, d := range dims {
-			b = cat(b, le64(d))
-		}
-		return cat(b, le32(uint32(typ)), le64(off))
-	}
-	pad := func(b []byte) []byte {
-		for len(b)%32 != 0 {
-			b = append(b, 0)
-		}
-		return b
-	}
 	cases := []struct {
 		name  string
 		in    []byte
@@ -247,6 +276,15 @@ func TestMalformed(t *testing.T) {
 		{"misaligned offset", cat(pad(cat(hdr(3, 1, 0), tinfo("t", []uint64{1}, tensor.F32, 4))), make([]byte, 64)), ErrInvalid, `tensor["t"].offset`},
 		{"duplicate tensor", cat(pad(cat(hdr(3, 2, 0), tinfo("t", []uint64{1}, tensor.F32, 0), tinfo("t", []uint64{1}, tensor.F32, 32))), make([]byte, 64)), ErrDuplicate, "tensor[1].name"},
 		{"offset overflow", cat(pad(cat(hdr(3, 1, 0), tinfo("t", []uint64{8}, tensor.F32, math.MaxUint64-31))), make([]byte, 64)), ErrTruncated, `tensor["t"].offset`},
+		{"overlap past end", layout(32, f32s("a", 8, 0), f32s("b", 16, 0)), ErrTruncated, `tensor["b"].offset`},
+	}
+	for _, c := range overlapCases {
+		cases = append(cases, struct {
+			name  string
+			in    []byte
+			kind  error
+			field string
+		}{c.name, c.in, ErrOverlap, fmt.Sprintf("tensor[%q].offset", c.b)})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -257,6 +295,73 @@ func TestMalformed(t *testing.T) {
 			var fe *FormatError
 			if !errors.As(err, &fe) || fe.Field != c.field {
 				t.Fatalf("err = %v, want field %q", err, c.field)
+			}
+		})
+	}
+}
+
+// TestOverlap checks the tensors an overlap error names, in both Parse and
+// ParseHeader, and that tensors which only touch are accepted.
+func TestOverlap(t *testing.T) {
+	for _, c := range overlapCases {
+		t.Run(c.name, func(t *testing.T) {
+			for name, parse := range map[string]func([]byte) (*File, error){"Parse": Parse, "ParseHeader": ParseHeader} {
+				f, err := parse(c.in)
+				var oe *TensorOverlapError
+				if f != nil || !errors.As(err, &oe) || !errors.Is(err, ErrOverlap) {
+					t.Fatalf("%s: file %v, err %v; want a *TensorOverlapError", name, f != nil, err)
+				}
+				if oe.A != c.a || oe.B != c.b || oe.BStart >= oe.AEnd || oe.AStart > oe.BStart {
+					t.Errorf("%s: %+v, want tensors %q and %q with overlapping ranges", name, oe, c.a, c.b)
+				}
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		in   []byte
+	}{
+		{"touching", layout(64, f32s("a", 8, 0), f32s("b", 8, 32))},
+		{"touching out of file order", layout(96, f32s("c", 8, 64), f32s("a", 8, 0), f32s("b", 8, 32))},
+		{"gap", layout(128, f32s("a", 8, 0), f32s("b", 8, 96))},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if _, err := Parse(c.in); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestFirstOverlap covers what the file layouts cannot reach: empty ranges
+// and many tensors.
+func TestFirstOverlap(t *testing.T) {
+	ti := func(off uint64, size int64) TensorInfo { return TensorInfo{Offset: off, Size: size} }
+	many := make([]TensorInfo, 100000)
+	for i := range many {
+		many[i] = ti(uint64(len(many)-1-i)*32, 32) // reverse order, touching
+	}
+	manyBad := append(slices.Clone(many), ti(32*500+16, 8))
+	cases := []struct {
+		name string
+		in   []TensorInfo
+		a, b int
+		ok   bool
+	}{
+		{"none", nil, 0, 0, false},
+		{"empty at another's start", []TensorInfo{ti(0, 32), ti(0, 0)}, 0, 0, false},
+		{"empty inside another", []TensorInfo{ti(0, 32), ti(16, 0)}, 0, 0, false},
+		{"two empties at one offset", []TensorInfo{ti(0, 0), ti(0, 0)}, 0, 0, false},
+		{"alias after an empty", []TensorInfo{ti(0, 0), ti(0, 32), ti(0, 32)}, 1, 2, true},
+		{"end saturates", []TensorInfo{ti(math.MaxUint64-8, 32), ti(math.MaxUint64-1, 1)}, 0, 1, true},
+		{"many touching", many, 0, 0, false},
+		{"many, one inside", manyBad, len(many) - 1 - 500, len(many), true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a, b, ok := firstOverlap(c.in)
+			if ok != c.ok || (ok && (a != c.a || b != c.b)) {
+				t.Fatalf("firstOverlap = %d, %d, %v; want %d, %d, %v", a, b, ok, c.a, c.b, c.ok)
 			}
 		})
 	}
@@ -301,6 +406,14 @@ func checkParsed(t *testing.T, f *File, n int) {
 			t.Fatalf("tensor %s past the end", ti.Name)
 		}
 	}
+	// Quadratic on purpose: a second way to find an overlap than the reader's.
+	for i, a := range f.Tensors {
+		for _, b := range f.Tensors[i+1:] {
+			if a.Offset < b.Offset+uint64(b.Size) && b.Offset < a.Offset+uint64(a.Size) {
+				t.Fatalf("tensors %s and %s overlap", a.Name, b.Name)
+			}
+		}
+	}
 }
 
 func FuzzParse(f *testing.F) {
@@ -320,6 +433,9 @@ func FuzzParse(f *testing.F) {
 		h := append([]byte(nil), head...)
 		h[pos*7%len(h)] ^= 0x80
 		f.Add(h)
+	}
+	for _, c := range overlapCases {
+		f.Add(c.in)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		file, err := Parse(b)

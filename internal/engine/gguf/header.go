@@ -10,7 +10,8 @@ import (
 // the first bytes of a remote file (read with an HTTP Range request).
 //
 // prefix may end anywhere after the tensor infos: the data section is not
-// read and tensor offsets are checked only for alignment. When prefix ends
+// read and tensor offsets are checked only for alignment and overlap (two
+// tensors sharing bytes fail with ErrOverlap, as in Parse). When prefix ends
 // before the tensor infos do, the error satisfies errors.Is(err,
 // ErrTruncated) and the caller should retry with a longer prefix. A count or
 // length larger than the bytes that remain means the same thing in a prefix

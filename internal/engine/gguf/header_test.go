@@ -66,6 +66,9 @@ func FuzzParseHeader(f *testing.F) {
 	}
 	f.Add(b[:2048])
 	f.Add(b[:64])
+	for _, c := range overlapCases {
+		f.Add(c.in)
+	}
 	f.Fuzz(func(t *testing.T, p []byte) {
 		ParseHeader(p) // must not panic
 	})
