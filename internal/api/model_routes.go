@@ -73,7 +73,6 @@ func QuotePath(p string) string {
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(p[:cut]), len(p))
 }
 
-
 // MaxSearchQuery bounds the q parameter of GET /models/search.
 const MaxSearchQuery = 256
 
