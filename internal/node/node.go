@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		Health:      health(nodeID, &p, telemetry.NewFreshness(telemetryInterval)),
 		Diagnostics: diagnostics(nodeID, ctl, &p, refused)})
 	ep, err := transport.Listen(transport.Config{
-		Identity: ident, ClusterKey: key, ListenAddr: cfg.QUICAddr, Logger: log.With("component", "transport"),
+		Identity: ident, ClusterKey: key, ListenAddr: cfg.QUICAddr, Logger: log.With("component", "transport"), OnRefusal: refused.add,
 		VerifyPeer: func(n ids.NodeID, k ed25519.PublicKey) error { return p.verify(n, k) },
 		Handlers: map[string]transport.Handler{
 			transport.ALPNControl: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {

@@ -64,6 +64,10 @@ type Config struct {
 	// an ALPN without a handler is refused with ErrNoHandler.
 	Handlers map[string]Handler
 	Logger   *slog.Logger // default: discard
+	// OnRefusal, when set, is told (at the rate refusals are logged) of
+	// each peer refused at the handshake, so the node can show it in its
+	// diagnostics.
+	OnRefusal func(addr, reason string)
 
 	HandshakeTimeout time.Duration // TLS + cluster proof, per address
 	IdleTimeout      time.Duration // QUIC idle timeout
@@ -384,6 +388,9 @@ func (e *Endpoint) logRefusal(err error) {
 		return
 	}
 	e.log.Warn(re.Error(), "peer_addr", re.Addr, "node", string(re.Peer), "remote", re.Remote, "reason", re.Reason.Error())
+	if e.cfg.OnRefusal != nil {
+		e.cfg.OnRefusal(re.Addr, "QUIC: "+re.Reason.Error())
+	}
 }
 
 // Close closes every connection (the peers see CodeShutdown), stops
