@@ -1,7 +1,12 @@
 package node_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -75,4 +80,57 @@ func median(x []float64) float64 {
 	s := append([]float64(nil), x...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkShortRequests measures the request path's throughput: 8
+// keep-alive clients send chat requests for one token (max_tokens 1) of the
+// demo model as fast as they are answered. It reports requests per second
+// and the median and p99 latency of one request.
+func BenchmarkShortRequests(b *testing.B) {
+	n := startNode(b, b.TempDir())
+	inst := n.place()
+	n.waitStatus(inst, "ready")
+	body, _ := json.Marshal(storyRequest(false, 1))
+	const clients = 8
+	var mu sync.Mutex
+	var lat []float64
+	next := make(chan struct{})
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+			defer c.CloseIdleConnections()
+			for range next {
+				t0 := time.Now()
+				resp, err := c.Post(n.base+"/v1/chat/completions", "application/json", bytes.NewReader(body))
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					b.Errorf("status %d", resp.StatusCode)
+				}
+				mu.Lock()
+				lat = append(lat, ms(time.Since(t0)))
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := 0; i < b.N; i++ {
+		next <- struct{}{}
+	}
+	close(next)
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	sort.Float64s(lat)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(lat[len(lat)/2], "p50-ms")
+	b.ReportMetric(lat[len(lat)*99/100], "p99-ms")
 }
