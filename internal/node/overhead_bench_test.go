@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"sync"
 	"path/filepath"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
