@@ -138,8 +138,12 @@ func cluster(t *testing.T) (*Gateway, string) {
 	}
 	m := master.New(master.Config{Node: node, Log: log, State: st, Restarted: true, Now: time.Now, Nodes: nodes,
 		Card: func(id ids.ModelID) (catalog.Card, bool) { return cat.Get(string(id)) }})
-	gw := New(Config{Node: node, Master: m, Catalog: func() *catalog.Catalog { return cat }, Nodes: nodes, NewID: newID})
-	w := worker.New(worker.Config{Node: node, Master: m, Tasks: gw, Threads: 1, Now: time.Now, NewID: newID,
+	var w *worker.Worker
+	serve := func(ctx context.Context, _ ids.NodeID, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+		return w.Serve(ctx, inst, task, p)
+	}
+	gw := New(Config{Node: node, Master: m, Serve: serve, Catalog: func() *catalog.Catalog { return cat }, Nodes: nodes, NewID: newID})
+	w = worker.New(worker.Config{Node: node, Master: m, Threads: 1, Now: time.Now, NewID: newID,
 		Spawn: func(ctx context.Context, name string) (worker.Runner, error) {
 			c, err := runner.Start(ctx, supervise.Spec{Args: []string{"-test.run=^$"}, Env: []string{runnerEnv + "=1"}}, runner.Options{})
 			if err != nil {

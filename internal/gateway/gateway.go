@@ -7,11 +7,10 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -32,10 +31,16 @@ type Master interface {
 	State(ctx context.Context) (state.State, error)
 }
 
+// Serve runs a task on the node that holds its instance's first rank (this
+// node: the worker in process; another: over the data plane) and returns
+// the task's chunk stream. Cancelling ctx cancels the task there.
+type Serve func(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error)
+
 // Config wires a gateway.
 type Config struct {
 	Node    ids.NodeID
 	Master  Master
+	Serve   Serve
 	Catalog func() *catalog.Catalog
 	// Nodes reports the live nodes' resources, for previews and /state.
 	Nodes func() []placement.Node
@@ -47,39 +52,29 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Gateway implements api.Backend and the worker's Tasks.
+// Gateway implements api.Backend: it is the owner side of the requests this
+// node's API accepts. It picks an instance from the replicated State and
+// hands the request straight to the node that runs it; the control plane
+// sees placements, not requests.
 type Gateway struct {
 	cfg Config
 
-	mu    sync.Mutex // guards tasks; held only for map operations
-	tasks map[ids.TaskID]*pending
+	mu       sync.Mutex // guards inflight; held only for map operations
+	inflight map[ids.InstanceID]int
 }
-
-// pending is a task this node owns: its request, and the stream back to the
-// HTTP handler waiting for it.
-type pending struct {
-	payload infer.TaskPayload
-	ref     event.PayloadRef
-	out     chan infer.Chunk
-	gone    chan struct{} // closed when the client stops reading
-	once    sync.Once
-}
-
-// chunkBuffer lets a runner run ahead of a slow client by this many chunks.
-const chunkBuffer = 64
 
 // New returns a gateway.
 func New(cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Gateway{cfg: cfg, tasks: map[ids.TaskID]*pending{}}
+	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}}
 }
 
 var _ api.Backend = (*Gateway)(nil)
 
-// Generate registers the request, asks the master to bind it to an instance,
-// and returns the chunk stream. Cancelling ctx cancels the task.
+// Generate picks an instance and starts the request on it, returning the
+// chunk stream. Cancelling ctx cancels the task.
 func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -90,100 +85,55 @@ func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer
 	return g.submit(ctx, req.Model, infer.TaskPayload{Generate: &req})
 }
 
-// submit registers a task's payload, asks the master to bind it to an
-// instance of model, and returns the chunk stream. Cancelling ctx cancels
-// the task.
+// submit chooses the ready instance of model with the fewest of this node's
+// requests in flight, hands the task to the node of its first rank, and
+// returns the chunk stream.
 func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPayload) (<-chan infer.Chunk, error) {
-	body, err := json.Marshal(payload)
+	st, err := g.cfg.Master.State(ctx)
 	if err != nil {
 		return nil, err
 	}
-	task := ids.TaskID(g.cfg.NewID())
-	p := &pending{payload: payload, ref: event.PayloadRef{Digest: sha256.Sum256(body), Size: uint64(len(body))},
-		out: make(chan infer.Chunk, chunkBuffer), gone: make(chan struct{})}
 	g.mu.Lock()
-	g.tasks[task] = p
+	inst, err := master.PickInstance(st, ids.ModelID(model), "", g.inflight)
+	if err == nil {
+		g.inflight[inst]++
+	}
 	g.mu.Unlock()
-	_, err = g.cfg.Master.Execute(ctx, event.TextGeneration{ID: ids.CommandID(g.cfg.NewID()), Task: task,
-		Model: ids.ModelID(model), Owner: g.cfg.Node, Payload: p.ref})
 	if err != nil {
-		g.forget(task)
 		return nil, err
 	}
-	// When the client goes away first, cancel the task on the cluster.
-	go func() {
-		<-ctx.Done()
-		if !g.forget(task) {
-			return // finished normally
+	done := func() {
+		g.mu.Lock()
+		if g.inflight[inst]--; g.inflight[inst] <= 0 {
+			delete(g.inflight, inst)
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := g.cfg.Master.Execute(cctx, event.CancelTask{ID: ids.CommandID(g.cfg.NewID()), Task: task}); err != nil {
-			g.cfg.Logger.Debug("cancel after client disconnect failed", "task", task, "err", err)
+		g.mu.Unlock()
+	}
+	chunks, err := g.cfg.Serve(ctx, st.Instances[inst].Placement[0].Node, inst, ids.TaskID(g.cfg.NewID()), payload)
+	if err != nil {
+		done()
+		return nil, err
+	}
+	out := make(chan infer.Chunk, 1)
+	go func() {
+		defer done()
+		defer close(out)
+		for c := range chunks {
+			select {
+			case out <- c:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
-	return p.out, nil
+	return out, nil
 }
 
-// forget drops a task; it reports whether the task was still pending.
-func (g *Gateway) forget(task ids.TaskID) bool {
-	g.mu.Lock()
-	p, ok := g.tasks[task]
-	delete(g.tasks, task)
-	g.mu.Unlock()
-	if ok {
-		p.once.Do(func() { close(p.gone) })
-	}
-	return ok
-}
-
-func (g *Gateway) lookup(task ids.TaskID) (*pending, bool) {
+// Inflight reports how many of this node's requests each instance serves.
+func (g *Gateway) Inflight() map[ids.InstanceID]int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	p, ok := g.tasks[task]
-	return p, ok
-}
-
-// Payload returns the request of a task this node owns, checked against the
-// reference the master indexed.
-func (g *Gateway) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.TaskPayload, error) {
-	if owner != g.cfg.Node {
-		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s is owned by node %s; fetching payloads across nodes needs the cluster data plane", task, owner)
-	}
-	p, ok := g.lookup(task)
-	if !ok {
-		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s is no longer waiting (its client left)", task)
-	}
-	if p.ref != ref {
-		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s payload does not match the indexed digest", task)
-	}
-	return p.payload, nil
-}
-
-// Deliver passes a chunk to the waiting client; the final chunk closes the
-// stream.
-func (g *Gateway) Deliver(ctx context.Context, task ids.TaskID, owner ids.NodeID, c infer.Chunk) error {
-	if owner != g.cfg.Node {
-		return fmt.Errorf("gateway: task %s is owned by node %s", task, owner)
-	}
-	p, ok := g.lookup(task)
-	if !ok {
-		return fmt.Errorf("gateway: task %s has no waiting client", task)
-	}
-	select {
-	case p.out <- c:
-	case <-p.gone:
-		return fmt.Errorf("gateway: the client of task %s left", task)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if c.Kind == infer.ChunkDone || c.Kind == infer.ChunkError {
-		g.mu.Lock()
-		delete(g.tasks, task)
-		g.mu.Unlock()
-		close(p.out)
-	}
-	return nil
+	return maps.Clone(g.inflight)
 }
 
 // Models lists the models with a ready instance.

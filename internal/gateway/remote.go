@@ -5,37 +5,31 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
 
-	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 )
 
-// Tasks whose owner is another node travel on the data plane: the runner's
-// node opens one stream to the owner per task, asks for the payload by task
-// id and reference, then streams the chunks back on the same stream.
+// A task whose instance runs on another node travels on the data plane: the
+// owner node opens one stream to the node of the instance's first rank,
+// sends the task, and reads the chunks back on the same stream. Closing the
+// stream (the client left) cancels the task there.
 //
-//	→ {"task": ID, "digest": HEX, "size": N}
-//	← the request (JSON) | {"error": ...}
-//	→ chunk… (JSON, one per frame, the last of kind done or error)
+//	→ {"task": ID, "instance": ID, "payload": {...}}
+//	← chunk… (JSON, one per frame, the last of kind done or error)
 //
 // Frames are a 4-byte big-endian length and a JSON document.
 
 // maxDataFrame bounds one frame (a request body is limited far below it).
 const maxDataFrame = 16 << 20
 
-type payloadReq struct {
-	Task ids.TaskID       `json:"task"`
-	Ref  event.PayloadRef `json:"ref"`
-}
-
-type payloadResp struct {
-	Payload *infer.TaskPayload `json:"payload,omitempty"`
-	Error   string             `json:"error,omitempty"`
+type taskFrame struct {
+	Task     ids.TaskID        `json:"task"`
+	Instance ids.InstanceID    `json:"instance"`
+	Payload  infer.TaskPayload `json:"payload"`
 }
 
 func writeJSONFrame(w io.Writer, v any) error {
@@ -71,111 +65,102 @@ func readJSONFrameMax(r io.Reader, v any, max uint32) error {
 	return json.Unmarshal(b, v)
 }
 
-// ServeTask answers one data-plane stream from a runner's node: it hands
-// over the task's payload and passes the chunks that follow to the waiting
-// client.
-func (g *Gateway) ServeTask(ctx context.Context, peer ids.NodeID, st io.ReadWriteCloser) error {
+// LocalServe runs a task on this node (the worker's Serve).
+type LocalServe func(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error)
+
+// ServeTask answers one data-plane stream from an owner node: it runs the
+// task it carries with serve and streams the chunks back. The owner closing
+// its side cancels the task.
+func ServeTask(ctx context.Context, st io.ReadWriteCloser, serve LocalServe) error {
 	defer st.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	stop := context.AfterFunc(ctx, func() { st.Close() })
 	defer stop()
-	var req payloadReq
-	if err := readJSONFrame(st, &req); err != nil {
-		return err
-	}
-	r, err := g.Payload(ctx, req.Task, g.cfg.Node, req.Ref)
-	if err != nil {
-		return writeJSONFrame(st, payloadResp{Error: err.Error()})
-	}
-	if err := writeJSONFrame(st, payloadResp{Payload: &r}); err != nil {
-		return err
-	}
 	br := bufio.NewReader(st)
-	for {
-		var c infer.Chunk
-		if err := readJSONFrame(br, &c); err != nil {
-			// The runner's node went away mid-task: end the client's stream.
-			g.Deliver(ctx, req.Task, g.cfg.Node, infer.Chunk{Kind: infer.ChunkError,
-				Error: infer.Errorf(infer.ClassInternal, "the node running the task went away: %v", err)})
+	var t taskFrame
+	if err := readJSONFrame(br, &t); err != nil {
+		return err
+	}
+	// The owner sends nothing more: a read that returns means it closed
+	// the stream or went away, and the task is cancelled.
+	go func() {
+		var b [1]byte
+		br.Read(b[:])
+		cancel()
+	}()
+	w := bufio.NewWriter(st)
+	send := func(c infer.Chunk) error {
+		if err := writeJSONFrame(w, c); err != nil {
 			return err
 		}
-		if err := g.Deliver(ctx, req.Task, g.cfg.Node, c); err != nil {
-			return err
+		return w.Flush()
+	}
+	chunks, err := serve(ctx, t.Instance, t.Task, t.Payload)
+	if err != nil {
+		ie, ok := err.(*infer.Error)
+		if !ok {
+			ie = infer.Errorf(infer.ClassInternal, "%v", err)
 		}
-		if c.Kind == infer.ChunkDone || c.Kind == infer.ChunkError {
-			return nil
+		return send(infer.Chunk{Kind: infer.ChunkError, Error: ie})
+	}
+	for c := range chunks {
+		if err := send(c); err != nil {
+			return err // the owner is gone; cancel ends the task
 		}
 	}
+	return nil
 }
 
-// RemoteTasks is the worker's Tasks for a node that may run tasks owned by
-// other nodes: local ones go to the local gateway, remote ones over a
-// data-plane stream per task.
-type RemoteTasks struct {
-	Local *Gateway
+// Remote hands tasks to other nodes over the data plane.
+type Remote struct {
 	// Dial opens a data-plane stream to a node.
 	Dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error)
-
-	mu      sync.Mutex
-	streams map[ids.TaskID]*remoteTask
+	// wg counts the streams' reader goroutines; Wait waits for them.
+	wg sync.WaitGroup
 }
 
-type remoteTask struct {
-	st io.ReadWriteCloser
-	w  *bufio.Writer
-}
-
-// Payload returns a task's request, fetching it from its owner.
-func (t *RemoteTasks) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.TaskPayload, error) {
-	if owner == t.Local.cfg.Node {
-		return t.Local.Payload(ctx, task, owner, ref)
-	}
-	st, err := t.Dial(ctx, owner)
+// Serve sends the task to node and returns its chunk stream, which ends
+// with a done or an error chunk (an error one when the node goes away
+// mid-answer) unless ctx ends first. Cancelling ctx closes the stream,
+// which cancels the task on node.
+func (r *Remote) Serve(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+	st, err := r.Dial(ctx, node)
 	if err != nil {
-		return infer.TaskPayload{}, fmt.Errorf("gateway: reach task owner %s: %w", owner, err)
+		return nil, infer.Errorf(infer.ClassUnavailable, "cannot reach node %s, which runs the instance: %v; retry in a moment", node, err)
 	}
-	if err := writeJSONFrame(st, payloadReq{Task: task, Ref: ref}); err != nil {
+	if err := writeJSONFrame(st, taskFrame{Task: task, Instance: inst, Payload: p}); err != nil {
 		st.Close()
-		return infer.TaskPayload{}, err
+		return nil, infer.Errorf(infer.ClassUnavailable, "cannot send the request to node %s: %v; retry in a moment", node, err)
 	}
-	var resp payloadResp
-	if err := readJSONFrame(st, &resp); err != nil {
-		st.Close()
-		return infer.TaskPayload{}, fmt.Errorf("gateway: payload of task %s from %s: %w", task, owner, err)
-	}
-	if resp.Payload == nil {
-		st.Close()
-		return infer.TaskPayload{}, errors.New(resp.Error)
-	}
-	t.mu.Lock()
-	if t.streams == nil {
-		t.streams = map[ids.TaskID]*remoteTask{}
-	}
-	t.streams[task] = &remoteTask{st: st, w: bufio.NewWriter(st)}
-	t.mu.Unlock()
-	return *resp.Payload, nil
+	out := make(chan infer.Chunk, 1)
+	r.wg.Go(func() {
+		defer close(out)
+		defer st.Close()
+		stop := context.AfterFunc(ctx, func() { st.Close() })
+		defer stop()
+		br := bufio.NewReader(st)
+		for {
+			var c infer.Chunk
+			if err := readJSONFrame(br, &c); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c = infer.Chunk{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassUnavailable,
+					"node %s, which ran the request, went away before the answer was complete: %v", node, err)}
+			}
+			select {
+			case out <- c:
+			case <-ctx.Done():
+				return
+			}
+			if c.Kind == infer.ChunkDone || c.Kind == infer.ChunkError {
+				return
+			}
+		}
+	})
+	return out, nil
 }
 
-// Deliver sends a chunk to the task's owner.
-func (t *RemoteTasks) Deliver(ctx context.Context, task ids.TaskID, owner ids.NodeID, c infer.Chunk) error {
-	if owner == t.Local.cfg.Node {
-		return t.Local.Deliver(ctx, task, owner, c)
-	}
-	t.mu.Lock()
-	rt, ok := t.streams[task]
-	final := c.Kind == infer.ChunkDone || c.Kind == infer.ChunkError
-	if final {
-		delete(t.streams, task)
-	}
-	t.mu.Unlock()
-	if !ok {
-		return fmt.Errorf("gateway: no stream to the owner of task %s", task)
-	}
-	err := writeJSONFrame(rt.w, c)
-	if err == nil {
-		err = rt.w.Flush()
-	}
-	if final || err != nil {
-		rt.st.Close()
-	}
-	return err
-}
+// Wait waits until every stream Serve opened has ended.
+func (r *Remote) Wait() { r.wg.Wait() }

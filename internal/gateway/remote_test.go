@@ -2,82 +2,195 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/json"
+	"fmt"
 	"io"
 	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/state"
 )
 
-// TestRemoteTask runs the data-plane exchange over a real loopback TCP
-// connection: the runner's node fetches the payload from the owner, checks
-// the reference, and streams chunks back to the owner's waiting client.
-func TestRemoteTask(t *testing.T) {
-	owner := New(Config{Node: "owner"})
-	req := infer.Request{Model: "m", Prompt: "hello", Sampling: infer.Sampling{MaxTokens: 3}}
-	payload := infer.TaskPayload{Generate: &req}
-	body, _ := json.Marshal(payload)
-	ref := event.PayloadRef{Digest: sha256.Sum256(body), Size: uint64(len(body))}
-	p := &pending{payload: payload, ref: ref, out: make(chan infer.Chunk, chunkBuffer), gone: make(chan struct{})}
-	owner.tasks["task-1"] = p
-
+// tcpRemote serves every data-plane stream of a real loopback TCP listener
+// with serve, and returns a Remote that dials it.
+func tcpRemote(t *testing.T, serve LocalServe) *Remote {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	served := make(chan error, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			served <- err
-			return
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() { ServeTask(context.Background(), c, serve) })
 		}
-		served <- owner.ServeTask(context.Background(), "runner-node", c)
-	}()
-	rt := &RemoteTasks{Local: New(Config{Node: "runner-node"}), Dial: func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
-		if node != "owner" {
-			t.Errorf("dialed %s", node)
-		}
+	})
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	return &Remote{Dial: func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", ln.Addr().String())
 	}}
-	ctx := context.Background()
-	bad := ref
-	bad.Size++
-	if _, err := rt.Payload(ctx, "task-1", "owner", bad); err == nil {
-		t.Fatal("a payload with a wrong reference was handed over")
-	}
-	<-served
-	go func() {
-		c, _ := ln.Accept()
-		served <- owner.ServeTask(context.Background(), "runner-node", c)
-	}()
-	got, err := rt.Payload(ctx, "task-1", "owner", ref)
-	if err != nil || got.Generate == nil || got.Generate.Prompt != "hello" {
-		t.Fatalf("payload %+v %v", got, err)
-	}
-	chunks := []infer.Chunk{{Kind: infer.ChunkDelta, Content: "a"}, {Kind: infer.ChunkDelta, Content: "b"},
+}
+
+// TestRemoteTask runs the data-plane exchange over a real loopback TCP
+// connection: the owner sends the task, the instance's node runs it and
+// streams the chunks back.
+func TestRemoteTask(t *testing.T) {
+	want := []infer.Chunk{{Kind: infer.ChunkDelta, Content: "a"}, {Kind: infer.ChunkDelta, Content: "b"},
 		{Kind: infer.ChunkDone, FinishReason: infer.FinishLength, Usage: &infer.Usage{PromptTokens: 2, CompletionTokens: 2}}}
-	for _, c := range chunks {
-		if err := rt.Deliver(ctx, "task-1", "owner", c); err != nil {
-			t.Fatal(err)
+	r := tcpRemote(t, func(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+		if inst != "inst-1" || task != "task-1" || p.Generate == nil || p.Generate.Prompt != "hello" {
+			return nil, infer.Errorf(infer.ClassInvalid, "got %s %s %+v", inst, task, p)
 		}
-	}
-	if err := <-served; err != nil {
+		out := make(chan infer.Chunk, len(want))
+		for _, c := range want {
+			out <- c
+		}
+		close(out)
+		return out, nil
+	})
+	req := infer.Request{Model: "m", Prompt: "hello", Sampling: infer.Sampling{MaxTokens: 3}}
+	chunks, err := r.Serve(t.Context(), "far", "inst-1", "task-1", infer.TaskPayload{Generate: &req})
+	if err != nil {
 		t.Fatal(err)
 	}
 	var text string
 	var last infer.Chunk
-	for c := range p.out {
+	for c := range chunks {
 		text += c.Content
 		last = c
 	}
 	if text != "ab" || last.Kind != infer.ChunkDone || last.Usage.CompletionTokens != 2 {
 		t.Fatalf("owner got %q, last %+v", text, last)
+	}
+
+	// A refusal on the far side arrives as an error chunk with its class.
+	chunks, err = r.Serve(t.Context(), "far", "other", "task-2", infer.TaskPayload{Generate: &req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := <-chunks
+	if c.Kind != infer.ChunkError || c.Error.Class != infer.ClassInvalid {
+		t.Fatalf("refusal came as %+v", c)
+	}
+	r.Wait()
+}
+
+// TestRemoteNodeGoesAway: a stream cut mid-answer ends the client's stream
+// with an error chunk, never a silent truncation.
+func TestRemoteNodeGoesAway(t *testing.T) {
+	r := tcpRemote(t, func(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+		return nil, io.ErrUnexpectedEOF // ServeTask answers with an error chunk
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		var b [64]byte
+		c.Read(b[:]) // the task frame, then hang up mid-answer
+		c.Write([]byte{0, 0, 0, 9, '{'})
+		c.Close()
+	}()
+	r.Dial = func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", ln.Addr().String())
+	}
+	chunks, err := r.Serve(t.Context(), "far", "inst", "task", infer.TaskPayload{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := <-chunks
+	if !ok || c.Kind != infer.ChunkError || c.Error.Class != infer.ClassUnavailable {
+		t.Fatalf("got %+v %v", c, ok)
+	}
+	if _, ok := <-chunks; ok {
+		t.Fatal("the stream goes on after its error chunk")
+	}
+}
+
+// stateMaster is a Master whose State holds one ready instance of model m
+// on node "far" (a fake of the control plane: the test is about the data
+// plane).
+type stateMaster struct{}
+
+func (stateMaster) Execute(context.Context, event.Command) ([]event.IndexedEvent, error) {
+	return nil, nil
+}
+
+func (stateMaster) State(context.Context) (state.State, error) {
+	return state.State{Instances: map[ids.InstanceID]state.Instance{"inst-1": {Model: "m", Status: state.InstanceReady,
+		Placement: []event.Shard{{Node: "far", LayerStart: 0, LayerEnd: 1}}}}}, nil
+}
+
+// TestCancelRemoteRequests cancels 1,000 requests running on another node:
+// each cancellation reaches the far side's task, and afterwards nothing is
+// left: no stream goroutine, no in-flight count, no goroutine of the test's
+// server.
+func TestCancelRemoteRequests(t *testing.T) {
+	before := runtime.NumGoroutine()
+	var started, cancelled atomic.Int64
+	r := tcpRemote(t, func(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+		started.Add(1)
+		out := make(chan infer.Chunk)
+		go func() {
+			defer close(out)
+			select {
+			case out <- infer.Chunk{Kind: infer.ChunkDelta, Content: "x"}:
+			case <-ctx.Done():
+			}
+			<-ctx.Done() // a long answer, until the task is cancelled
+			cancelled.Add(1)
+		}()
+		return out, nil
+	})
+	var id atomic.Int64
+	g := New(Config{Node: "owner", Master: stateMaster{}, Serve: r.Serve, NewID: func() string { return fmt.Sprint(id.Add(1)) }})
+	const n = 1000
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithCancel(t.Context())
+		req := infer.Request{Model: "m", Prompt: "p", Sampling: infer.Sampling{MaxTokens: 1}}
+		chunks, err := g.submit(ctx, "m", infer.TaskPayload{Generate: &req})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := <-chunks; c.Content != "x" {
+			t.Fatalf("first chunk %+v", c)
+		}
+		cancel()
+		for range chunks {
+		}
+	}
+	r.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for cancelled.Load() < n || len(g.Inflight()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d cancellations: %d far tasks cancelled, in flight %v", n, cancelled.Load(), g.Inflight())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if started.Load() != n {
+		t.Fatalf("%d tasks started, want %d", started.Load(), n)
+	}
+	for time.Now().Before(deadline) && runtime.NumGoroutine() > before+3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > before+3 { // the listener's accept loop and its cleanup
+		t.Fatalf("%d goroutines left after the cancellations (before: %d)", g, before)
 	}
 }

@@ -47,7 +47,11 @@ func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) 
 		evs := finishTasks(s, c.Instance, in.master, "instance deleted")
 		return append(evs, event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteOperator}), nil
 	case event.TextGeneration:
-		inst, err := pickInstance(s, c)
+		load := map[ids.InstanceID]int{}
+		for _, t := range s.Tasks {
+			load[t.Instance]++
+		}
+		inst, err := PickInstance(s, c.Model, c.Instance, load)
 		if err != nil {
 			return nil, err
 		}
@@ -93,29 +97,29 @@ func finishTasks(s state.State, inst ids.InstanceID, master ids.NodeID, reason s
 
 // pickInstance chooses the ready instance with the fewest tasks in flight
 // (ties by id), or explains why none can take the task.
-func pickInstance(s state.State, c event.TextGeneration) (ids.InstanceID, error) {
-	if c.Instance != "" {
-		inst, ok := s.Instances[c.Instance]
-		if !ok || inst.Model != c.Model {
-			return "", infer.Errorf(infer.ClassNotFound, "no instance %s of model %s", c.Instance, c.Model)
+// PickInstance chooses the instance that serves a request for model: the
+// one named (it must be ready), else the ready instance with the least load
+// (ties: the order ReadyInstancesForModel gives). Its refusals say what to
+// do: place the model, or retry while it loads.
+func PickInstance(s state.State, model ids.ModelID, named ids.InstanceID, load map[ids.InstanceID]int) (ids.InstanceID, error) {
+	if named != "" {
+		inst, ok := s.Instances[named]
+		if !ok || inst.Model != model {
+			return "", infer.Errorf(infer.ClassNotFound, "no instance %s of model %s", named, model)
 		}
 		if inst.Status != state.InstanceReady {
-			return "", infer.Errorf(infer.ClassUnavailable, "instance %s of %s is %s; retry when it is ready", c.Instance, c.Model, inst.Status)
+			return "", infer.Errorf(infer.ClassUnavailable, "instance %s of %s is %s; retry when it is ready", named, model, inst.Status)
 		}
-		return c.Instance, nil
+		return named, nil
 	}
-	ready := s.ReadyInstancesForModel(c.Model)
+	ready := s.ReadyInstancesForModel(model)
 	if len(ready) == 0 {
 		for _, inst := range s.Instances {
-			if inst.Model == c.Model && inst.Status == state.InstancePending {
-				return "", infer.Errorf(infer.ClassUnavailable, "model %s is still loading; retry in a moment", c.Model)
+			if inst.Model == model && inst.Status == state.InstancePending {
+				return "", infer.Errorf(infer.ClassUnavailable, "model %s is still loading; retry in a moment", model)
 			}
 		}
-		return "", infer.Errorf(infer.ClassNotFound, "model %s has no running instance; place it first with `skulk place %s` or POST /place_instance", c.Model, c.Model)
-	}
-	load := map[ids.InstanceID]int{}
-	for _, t := range s.Tasks {
-		load[t.Instance]++
+		return "", infer.Errorf(infer.ClassNotFound, "model %s has no running instance; place it first with `skulk place %s` or POST /place_instance", model, model)
 	}
 	sort.SliceStable(ready, func(i, j int) bool { return load[ready[i]] < load[ready[j]] })
 	return ready[0], nil

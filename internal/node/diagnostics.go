@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/ids"
 )
@@ -66,7 +67,7 @@ type ClusterDiagnostics struct {
 	Refused       []Refusal         `json:"refused"`
 }
 
-func diagnostics(self ids.NodeID, ctl *control, p *peers, refused *refusals) func(ctx context.Context) (any, error) {
+func diagnostics(self ids.NodeID, ctl *controlplane.Plane, p *peers, refused *refusals) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
 		positions := map[ids.NodeID]election.Position{}
 		if m := p.get(); m != nil {
@@ -79,7 +80,7 @@ func diagnostics(self ids.NodeID, ctl *control, p *peers, refused *refusals) fun
 			}
 		}
 		positions[self] = ctl.Position()
-		doc := ClusterDiagnostics{MasterNodeID: ctl.leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all()}
+		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all()}
 		live := map[ids.NodeID]bool{self: true}
 		for _, n := range p.members() {
 			live[n] = true

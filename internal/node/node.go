@@ -23,11 +23,14 @@ import (
 	"github.com/skulk/skulk/internal/access"
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/membership"
 	"github.com/skulk/skulk/internal/replica"
 	"github.com/skulk/skulk/internal/telemetry"
@@ -108,8 +111,8 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	}
 	var p peers
 	refused := &refusals{}
-	ctl := &control{node: nodeID, log: elog, card: card, nodes: p.nodes, maxPerModel: cfg.MaxInstancesPerModel, startedAt: started,
-		version: SoftwareVersion, commit: SoftwareCommit, logger: log}
+	ctl := controlplane.New(controlplane.Config{Node: nodeID, Log: elog, Card: card, Nodes: p.nodes, MaxPerModel: cfg.MaxInstancesPerModel,
+		StartedAt: started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log})
 	responseStore, err := api.OpenResponseStore(filepath.Join(cfg.Home, "responses"), log.With("component", "api"))
 	if err != nil {
 		return fmt.Errorf("node: %w (the directory holds the conversations of stored responses; moving it aside starts an empty one)", err)
@@ -119,7 +122,25 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 			log.Warn("closing the response journal", "error", err)
 		}
 	}()
-	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Catalog: mods.catalog,
+	w := worker.New(worker.Config{
+		Node: nodeID, Master: ctl,
+		Threads: cfg.Threads, Now: time.Now, NewID: newID,
+		Spawn:   spawner(opt.RunnerCommand, log.With("component", "runner")),
+		Resolve: mods.resolve,
+		Guard:   guard(mods.catalog),
+		Logger:  log.With("component", "worker"),
+	})
+	// A request goes straight from the node that owns it to the node of
+	// its instance's first rank: in process here, over QUIC elsewhere.
+	remote := &gateway.Remote{}
+	defer remote.Wait()
+	serve := func(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, pl infer.TaskPayload) (<-chan infer.Chunk, error) {
+		if node == nodeID {
+			return w.Serve(ctx, inst, task, pl)
+		}
+		return remote.Serve(ctx, node, inst, task, pl)
+	}
+	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Serve: serve, Catalog: mods.catalog,
 		Nodes: p.nodes, NewID: newID, Logger: log.With("component", "gateway"),
 		Health:      health(nodeID, &p, telemetry.NewFreshness(telemetryInterval)),
 		Diagnostics: diagnostics(nodeID, ctl, &p, refused)})
@@ -128,14 +149,14 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		VerifyPeer: func(n ids.NodeID, k ed25519.PublicKey) error { return p.verify(n, k) },
 		Handlers: map[string]transport.Handler{
 			transport.ALPNControl: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
-				if !ctl.isMaster() {
+				if !ctl.IsMaster() {
 					s.Close() // a stale view of who is master: the follower re-resolves
 					return
 				}
 				replica.Serve(ctx, ctl, c.Peer(), s)
 			}),
 			transport.ALPNData: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
-				gw.ServeTask(ctx, c.Peer(), s)
+				gateway.ServeTask(ctx, s, w.Serve)
 			}),
 			transport.ALPNResponses: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
 				gateway.ServeResponseLookup(ctx, s, responseStore.Get)
@@ -146,6 +167,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		return fmt.Errorf("node: cannot listen for QUIC on %s (use --quic-addr): %w", cfg.QUICAddr, err)
 	}
 	defer ep.Close()
+	remote.Dial = p.dial(ep, transport.ALPNData)
 
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
@@ -163,21 +185,14 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	}
 	defer mem.Close()
 	p.m.Store(mem)
-	ctl.dial = p.dial(ep, transport.ALPNControl)
-	ctl.onMaster = lifecycle{self: nodeID, members: p.members, newID: newID, logger: log.With("component", "lifecycle")}.run
+	ctl.Dial = p.dial(ep, transport.ALPNControl)
+	ctl.OnMaster = master.NodeLoss{Self: nodeID, Members: p.members, NewID: newID, Now: time.Now,
+		Logger: log.With("component", "lifecycle")}.Run
 
 	mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) },
 		func(ctx context.Context, ev event.Event) error {
 			return ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: nodeID}, ev)
 		})
-	w := worker.New(worker.Config{
-		Node: nodeID, Master: ctl, Tasks: &gateway.RemoteTasks{Local: gw, Dial: p.dial(ep, transport.ALPNData)},
-		Threads: cfg.Threads, Now: time.Now, NewID: newID,
-		Spawn:   spawner(opt.RunnerCommand, log.With("component", "runner")),
-		Resolve: mods.resolve,
-		Guard:   guard(mods.catalog),
-		Logger:  log.With("component", "worker"),
-	})
 	changed := make(chan struct{}, 1)
 	elect := election.New(election.Config{Self: nodeID, Members: mem, Roles: ctl, Changed: changed,
 		NetworkVer: key.NetworkVersion(), Logger: log.With("component", "election")})
@@ -249,7 +264,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	srv.Shutdown(sctx)
 	mem.Leave(sctx)
 	scancel()
-	ctl.stop()
+	ctl.Stop()
 	mem.Close()
 	wg.Wait()
 	select {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -14,30 +14,30 @@ type Embedder interface {
 	Embed(ctx context.Context, task string, req infer.EmbedRequest) (infer.EmbedResult, error)
 }
 
-// embed runs an embedding task on r and delivers its answer as one chunk:
-// done with the vectors and the prompt tokens, or error. tctx ends when the
-// task is cancelled; ctx when the worker stops.
-func (w *Worker) embed(tctx, ctx context.Context, tc event.TaskCreated, r Runner, req infer.EmbedRequest,
-	fail func(*infer.Error) (event.TaskOutcome, string)) (event.TaskOutcome, string) {
+// embed runs an embedding task on r; its stream is one chunk: done with the
+// vectors and the prompt tokens, or error.
+func (w *Worker) embed(ctx context.Context, r Runner, task ids.TaskID, req infer.EmbedRequest) (<-chan infer.Chunk, error) {
 	e, ok := r.(Embedder)
 	if !ok {
-		return fail(infer.Errorf(infer.ClassInternal, "the runner of this instance cannot embed"))
+		return nil, infer.Errorf(infer.ClassInternal, "the runner of this instance cannot embed")
 	}
-	res, err := e.Embed(tctx, string(tc.Task), req)
-	if err != nil {
-		ie, ok := errors.AsType[*infer.Error](err)
-		switch {
-		case ok:
-		case tctx.Err() != nil:
-			ie = infer.Errorf(infer.ClassCancelled, "the embedding task was cancelled")
-		default:
-			ie = infer.Errorf(infer.ClassInternal, "the runner failed the embedding task: %v", err)
+	out := make(chan infer.Chunk, 1)
+	w.serving.Go(func() {
+		defer close(out)
+		res, err := e.Embed(ctx, string(task), req)
+		if err != nil {
+			ie, ok := errors.AsType[*infer.Error](err)
+			switch {
+			case ok:
+			case ctx.Err() != nil:
+				ie = infer.Errorf(infer.ClassCancelled, "the embedding task was cancelled")
+			default:
+				ie = infer.Errorf(infer.ClassInternal, "the runner failed the embedding task: %v", err)
+			}
+			out <- infer.Chunk{Kind: infer.ChunkError, Error: ie}
+			return
 		}
-		return fail(ie)
-	}
-	c := infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishStop, Usage: &infer.Usage{PromptTokens: res.PromptTokens}, Embeddings: res.Embeddings}
-	if err := w.cfg.Tasks.Deliver(ctx, tc.Task, tc.Owner, c); err != nil {
-		w.cfg.Logger.Debug("could not deliver the embeddings; the client is gone", "task", tc.Task, "err", err)
-	}
-	return event.OutcomeCompleted, infer.FinishStop
+		out <- infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishStop, Usage: &infer.Usage{PromptTokens: res.PromptTokens}, Embeddings: res.Embeddings}
+	})
+	return out, nil
 }

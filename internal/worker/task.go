@@ -1,113 +1,82 @@
 package worker
 
 import (
-	"cmp"
 	"context"
-	"slices"
+	"errors"
 
-	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/state"
 )
 
-// startTask runs a task whose instance has its first rank on this node.
-func (l *loop) startTask(ctx context.Context, tc event.TaskCreated) {
-	inst, ok := l.view.Instances[tc.Instance]
-	if !ok || len(inst.Placement) == 0 || inst.Placement[0].Node != l.w.cfg.Node {
-		return
-	}
-	h := l.handles[key{tc.Instance, 0}]
-	var r Runner
-	if h != nil {
-		r = h.runner
-	}
-	tctx, cancel := context.WithCancel(ctx)
-	l.tasks[tc.Task] = cancel
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		defer l.w.post(ctx, taskEnded{tc.Task})
-		l.w.runTask(tctx, ctx, tc, r)
-	}()
-}
-
-// adoptTasks starts the tasks of a fresh view that no event will announce
-// again: created while this worker was not following (before the first
-// election after a restart, during a resync), still pending, oldest first.
-// Without this such a task waits for a runner forever and its client with
-// it. One left over from an earlier process of its owner fails at once: its
-// payload is gone.
-func (l *loop) adoptTasks(ctx context.Context) {
-	var waiting []ids.TaskID
-	for id, t := range l.view.Tasks {
-		if _, running := l.tasks[id]; !running && t.Status == state.TaskPending {
-			waiting = append(waiting, id)
-		}
-	}
-	slices.SortFunc(waiting, func(a, b ids.TaskID) int {
-		return cmp.Or(cmp.Compare(l.view.Tasks[a].CreatedAtUnixMs, l.view.Tasks[b].CreatedAtUnixMs), cmp.Compare(a, b))
-	})
-	for _, id := range waiting {
-		t := l.view.Tasks[id]
-		l.startTask(ctx, event.TaskCreated{Task: id, Command: t.Command, TaskKind: t.Kind, Model: t.Model,
-			Instance: t.Instance, Owner: t.Owner, Payload: t.Payload, CreatedAtUnixMs: t.CreatedAtUnixMs})
-	}
-}
-
-// runTask streams one task from the runner to its owner and reports the
-// outcome. tctx ends when the task is cancelled; ctx when the worker stops.
-func (w *Worker) runTask(tctx, ctx context.Context, tc event.TaskCreated, r Runner) {
-	w.report(ctx, event.TaskAcknowledged{Task: tc.Task, Node: w.cfg.Node})
-	outcome, reason := w.stream(tctx, ctx, tc, r)
-	w.report(ctx, event.TaskFinished{Task: tc.Task, Node: w.cfg.Node, Outcome: outcome, Reason: truncate(reason)})
-}
-
-func (w *Worker) stream(tctx, ctx context.Context, tc event.TaskCreated, r Runner) (event.TaskOutcome, string) {
-	fail := func(c *infer.Error) (event.TaskOutcome, string) {
-		w.cfg.Tasks.Deliver(ctx, tc.Task, tc.Owner, infer.Chunk{Kind: infer.ChunkError, Error: c})
-		if c.Class == infer.ClassCancelled {
-			return event.OutcomeCancelled, c.Message
-		}
-		return event.OutcomeFailed, c.Message
-	}
+// Serve runs a task on this node's runner of the instance's first rank and
+// returns its chunk stream, which always ends with a done or an error chunk
+// unless ctx ends first. Cancelling ctx cancels the task on the runner. The
+// owner node calls it once the instance is chosen (in process when it is
+// this node, over the data plane otherwise); nothing of a task passes
+// through the control plane.
+func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+	r := w.runner(key{inst, 0})
 	if r == nil {
-		return fail(infer.Errorf(infer.ClassUnavailable, "%v; retry in a moment", errNoRunner))
+		return nil, infer.Errorf(infer.ClassUnavailable, "instance %s has no ready runner on this node (it is loading or restarting); retry in a moment", inst)
 	}
-	p, err := w.cfg.Tasks.Payload(tctx, tc.Task, tc.Owner, tc.Payload)
+	if p.Embed != nil {
+		return w.embed(ctx, r, task, *p.Embed)
+	}
+	if p.Generate == nil {
+		return nil, infer.Errorf(infer.ClassInvalid, "the task carries no request")
+	}
+	chunks, err := r.Generate(ctx, string(task), *p.Generate)
 	if err != nil {
-		return fail(infer.Errorf(infer.ClassCancelled, "the request is gone: %v", err))
+		if ie, ok := errors.AsType[*infer.Error](err); ok {
+			return nil, ie
+		}
+		return nil, infer.Errorf(infer.ClassInternal, "the runner refused the task: %v", err)
 	}
-	switch {
-	case p.Embed != nil:
-		return w.embed(tctx, ctx, tc, r, *p.Embed, fail)
-	case p.Generate == nil:
-		return fail(infer.Errorf(infer.ClassInternal, "the task carries no request"))
-	}
-	chunks, err := r.Generate(tctx, string(tc.Task), *p.Generate)
-	if err != nil {
-		return fail(infer.Errorf(infer.ClassInternal, "the runner refused the task: %v", err))
-	}
-	outcome, reason := event.OutcomeFailed, "the runner ended the task without a final chunk"
+	out := make(chan infer.Chunk, 1)
+	w.serving.Go(func() {
+		defer close(out)
+		outcome := w.forward(ctx, chunks, out)
+		w.cfg.Logger.Debug("task ended", "task", task, "instance", inst, "outcome", outcome)
+	})
+	return out, nil
+}
+
+// Task outcomes, for the log.
+const (
+	outcomeCompleted = "completed"
+	outcomeFailed    = "failed"
+	outcomeCancelled = "cancelled"
+)
+
+// forward passes the runner's chunks on. A stream the runner ended without
+// a final chunk (its runner stopped: the instance was deleted, the process
+// crashed) gets an error chunk, so the client is never left with a silently
+// truncated answer.
+func (w *Worker) forward(ctx context.Context, chunks <-chan infer.Chunk, out chan<- infer.Chunk) string {
 	for c := range chunks {
-		switch c.Kind {
-		case infer.ChunkDone:
-			outcome, reason = event.OutcomeCompleted, c.FinishReason
-			if c.FinishReason == infer.FinishCancelled {
-				outcome = event.OutcomeCancelled
-			}
-		case infer.ChunkError:
-			outcome, reason = event.OutcomeFailed, "error"
-			if c.Error != nil {
-				reason = c.Error.Message
-				if c.Error.Class == infer.ClassCancelled {
-					outcome = event.OutcomeCancelled
-				}
-			}
+		select {
+		case out <- c:
+		case <-ctx.Done():
+			return outcomeCancelled
 		}
-		if err := w.cfg.Tasks.Deliver(ctx, tc.Task, tc.Owner, c); err != nil {
-			w.cfg.Logger.Debug("could not deliver a chunk; the client is gone", "task", tc.Task, "err", err)
+		switch {
+		case c.Kind == infer.ChunkDone && c.FinishReason == infer.FinishCancelled:
+			return outcomeCancelled
+		case c.Kind == infer.ChunkDone:
+			return outcomeCompleted
+		case c.Kind == infer.ChunkError && c.Error != nil && c.Error.Class == infer.ClassCancelled:
+			return outcomeCancelled
+		case c.Kind == infer.ChunkError:
+			return outcomeFailed
 		}
 	}
-	return outcome, reason
+	if ctx.Err() != nil {
+		return outcomeCancelled
+	}
+	select {
+	case out <- infer.Chunk{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassUnavailable,
+		"the runner stopped before the answer was complete (the instance was stopped or its runner crashed); retry")}:
+	case <-ctx.Done():
+	}
+	return outcomeFailed
 }

@@ -1,9 +1,10 @@
 // Package worker runs this node's share of the cluster's placements. One
 // goroutine owns its view of the State and the set of runners: it applies the
 // indexed events it subscribes to, and reconciles — a runner subprocess for
-// every shard placed here, none for shards that are gone — and starts the
-// tasks bound to instances whose first rank is here. Runner and task
-// goroutines report their facts to the master directly.
+// every shard placed here, none for shards that are gone. Runner goroutines
+// report their facts to the master directly. Tasks never pass through the
+// control plane: the node that owns a request hands it to Serve here once
+// it has chosen the instance, and reads the runner's chunks back.
 package worker
 
 import (
@@ -12,7 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skulk/skulk/internal/event"
@@ -41,19 +44,10 @@ type Runner interface {
 	Close(ctx context.Context) error
 }
 
-// Tasks is the owner side of tasks: the API node that holds a task's
-// request and streams its answer (same node: in process; otherwise over the
-// data plane).
-type Tasks interface {
-	Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.TaskPayload, error)
-	Deliver(ctx context.Context, task ids.TaskID, owner ids.NodeID, c infer.Chunk) error
-}
-
 // Config wires a worker.
 type Config struct {
 	Node   ids.NodeID
 	Master Master
-	Tasks  Tasks
 	// Spawn starts a runner subprocess named for logs.
 	Spawn func(ctx context.Context, name string) (Runner, error)
 	// Resolve makes a model's weights local and says how to load them. It
@@ -85,6 +79,12 @@ type Model struct {
 type Worker struct {
 	cfg  Config
 	msgs chan any
+	// ready holds the loaded runners by shard, published by the loop for
+	// Serve to read without a round trip to it.
+	ready atomic.Pointer[map[key]Runner]
+	// serving counts the goroutines that forward tasks' chunks; Run waits
+	// for them after stopping the runners (which ends their streams).
+	serving sync.WaitGroup
 }
 
 // New returns a worker; call Run.
@@ -134,14 +134,14 @@ type (
 		failed bool
 	}
 	restartDue struct{ key key }
-	taskEnded  struct{ task ids.TaskID }
 )
 
 func (w *Worker) source() event.Source { return event.Source{Role: event.RoleWorker, Node: w.cfg.Node} }
 
 // Run owns the worker's state until ctx ends, then stops every runner.
 func (w *Worker) Run(ctx context.Context) error {
-	l := &loop{w: w, handles: map[key]*handle{}, tasks: map[ids.TaskID]context.CancelFunc{}}
+	l := &loop{w: w, handles: map[key]*handle{}}
+	defer w.serving.Wait()
 	defer l.shutdown()
 	for {
 		// The control plane may be between roles (an election, a resync):
@@ -154,7 +154,6 @@ func (w *Worker) Run(ctx context.Context) error {
 				// ours entirely (a snapshot after a resync).
 				l.view = st
 				l.reconcile(ctx)
-				l.adoptTasks(ctx)
 				if done := l.follow(ctx, sub); done {
 					return nil
 				}
@@ -178,12 +177,13 @@ type loop struct {
 	view    state.State
 	settled bool // the previous process's runners were reported stopped
 	handles map[key]*handle
-	tasks   map[ids.TaskID]context.CancelFunc
 	wg      sync.WaitGroup
 }
 
-// follow applies events until the subscription ends (resubscribe) or ctx
-// ends (done).
+// follow keeps the view current until the subscription ends (resubscribe)
+// or ctx ends (done). The events only say that the State moved: the view is
+// the replica's own State, read once per burst of events, not a second copy
+// built by applying every event again.
 func (l *loop) follow(ctx context.Context, sub <-chan event.IndexedEvent) (done bool) {
 	for {
 		select {
@@ -193,36 +193,57 @@ func (l *loop) follow(ctx context.Context, sub <-chan event.IndexedEvent) (done 
 			if !ok {
 				return false
 			}
-			if ie.Index <= l.view.LastIndex {
+			last := ie.Index
+		drain:
+			for {
+				select {
+				case ie, ok := <-sub:
+					if !ok {
+						return false
+					}
+					last = ie.Index
+				default:
+					break drain
+				}
+			}
+			if last <= l.view.LastIndex {
 				continue
 			}
-			next, err := state.Apply(l.view, ie)
-			if err != nil {
-				l.w.cfg.Logger.Error("worker view rejected an event; resyncing", "index", ie.Index, "err", err)
+			st, err := l.w.cfg.Master.State(ctx)
+			if err != nil || st.LastIndex < last {
+				// A role switch under way: resubscribe from a fresh State.
+				l.w.cfg.Logger.Debug("worker view behind its subscription; resyncing", "index", last, "err", err)
 				return false
 			}
-			l.view = next
-			l.onEvent(ctx, ie.Event)
+			l.view = st
 			l.reconcile(ctx)
 		case m := <-l.w.msgs:
 			l.onMessage(ctx, m)
 		}
+		l.publish()
 	}
 }
 
-func (l *loop) onEvent(ctx context.Context, ev event.Event) {
-	switch e := ev.(type) {
-	case event.TaskCreated:
-		l.startTask(ctx, e)
-	case event.TaskCancelled:
-		if cancel, ok := l.tasks[e.Task]; ok {
-			cancel()
-		}
-	case event.TaskFinished:
-		if cancel, ok := l.tasks[e.Task]; ok {
-			cancel()
+// publish makes the loaded runners visible to Serve.
+func (l *loop) publish() {
+	m := make(map[key]Runner, len(l.handles))
+	for k, h := range l.handles {
+		if h.runner != nil && !h.gaveUp {
+			m[k] = h.runner
 		}
 	}
+	if old := l.w.ready.Load(); old != nil && maps.Equal(*old, m) {
+		return
+	}
+	l.w.ready.Store(&m)
+}
+
+// runner returns the loaded runner of a shard on this node, or nil.
+func (w *Worker) runner(k key) Runner {
+	if m := w.ready.Load(); m != nil {
+		return (*m)[k]
+	}
+	return nil
 }
 
 func (l *loop) onMessage(ctx context.Context, m any) {
@@ -266,11 +287,6 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 			return
 		}
 		l.launch(ctx, h)
-	case taskEnded:
-		if cancel, ok := l.tasks[m.task]; ok {
-			cancel()
-			delete(l.tasks, m.task)
-		}
 	}
 }
 
@@ -333,9 +349,7 @@ func (l *loop) stop(h *handle) {
 }
 
 func (l *loop) shutdown() {
-	for _, cancel := range l.tasks {
-		cancel()
-	}
+	l.w.ready.Store(&map[key]Runner{})
 	for _, h := range l.handles {
 		l.stop(h)
 	}

@@ -1,4 +1,4 @@
-package node
+package master
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/state"
 )
 
@@ -24,22 +23,25 @@ const (
 	lifecycleTick = 300 * time.Millisecond
 )
 
-// lifecycle is the master's duty of keeping the State's node set equal to
+// NodeLoss is the master's duty of keeping the State's node set equal to
 // the membership: NodeJoined for new members, and for a node gone longer
 // than lostAfter: fail its tasks, tear down the instances with a rank on
 // it, NodeLeft, and re-place those instances elsewhere honouring their
-// stamped exclusions.
-type lifecycle struct {
-	self    ids.NodeID
-	members func() []ids.NodeID
-	newID   func() string
-	logger  *slog.Logger
+// stamped exclusions. It runs for as long as one leadership lasts: the node
+// starts it with each master it becomes and its context ends with the term.
+type NodeLoss struct {
+	Self    ids.NodeID
+	Members func() []ids.NodeID // the live members, from the membership
+	NewID   func() string
+	Now     func() time.Time // the master's clock
+	Logger  *slog.Logger
 }
 
-func (lc lifecycle) run(ctx context.Context, m *master.Master) {
-	start := time.Now()
+// Run watches until ctx ends (the leadership ends).
+func (lc NodeLoss) Run(ctx context.Context, m *Master) {
+	start := lc.Now()
 	absent := map[ids.NodeID]time.Time{}
-	src := event.Source{Role: event.RoleMaster, Node: lc.self}
+	src := event.Source{Role: event.RoleMaster, Node: lc.Self}
 	tick := time.NewTicker(lifecycleTick)
 	defer tick.Stop()
 	for {
@@ -53,17 +55,17 @@ func (lc lifecycle) run(ctx context.Context, m *master.Master) {
 			return
 		}
 		live := map[ids.NodeID]bool{}
-		for _, n := range lc.members() {
+		for _, n := range lc.Members() {
 			live[n] = true
 			if _, ok := st.Nodes[n]; !ok {
-				if err := m.Report(ctx, src, event.NodeJoined{Node: n, AtUnixMs: time.Now().UnixMilli()}); err != nil && ctx.Err() == nil {
-					lc.logger.Warn("could not admit a member", "node", n, "err", err)
+				if err := m.Report(ctx, src, event.NodeJoined{Node: n, AtUnixMs: lc.Now().UnixMilli()}); err != nil && ctx.Err() == nil {
+					lc.Logger.Warn("could not admit a member", "node", n, "err", err)
 				}
 			}
 		}
-		now := time.Now()
+		now := lc.Now()
 		for _, n := range st.NodeIDs() {
-			if live[n] || n == lc.self {
+			if live[n] || n == lc.Self {
 				delete(absent, n)
 				continue
 			}
@@ -80,14 +82,14 @@ func (lc lifecycle) run(ctx context.Context, m *master.Master) {
 }
 
 // nodeLost removes node n from the State and re-places what ran on it.
-func (lc lifecycle) nodeLost(ctx context.Context, m *master.Master, st state.State, n ids.NodeID) {
-	src := event.Source{Role: event.RoleMaster, Node: lc.self}
+func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n ids.NodeID) {
+	src := event.Source{Role: event.RoleMaster, Node: lc.Self}
 	report := func(ev event.Event) {
 		if err := m.Report(ctx, src, ev); err != nil && ctx.Err() == nil {
-			lc.logger.Warn("node loss: event refused", "kind", ev.Kind(), "err", err)
+			lc.Logger.Warn("node loss: event refused", "kind", ev.Kind(), "err", err)
 		}
 	}
-	lc.logger.Warn("node is gone; tearing down what ran on it", "lost", n)
+	lc.Logger.Warn("node is gone; tearing down what ran on it", "lost", n)
 	type replace struct {
 		model    ids.ModelID
 		excluded []ids.NodeID
@@ -104,7 +106,7 @@ func (lc lifecycle) nodeLost(ctx context.Context, m *master.Master, st state.Sta
 		}
 		sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
 		for _, id := range tasks {
-			report(event.TaskFinished{Task: id, Node: lc.self, Outcome: event.OutcomeFailed, Reason: reason})
+			report(event.TaskFinished{Task: id, Node: lc.Self, Outcome: event.OutcomeFailed, Reason: reason})
 		}
 	}
 	onLost := map[ids.InstanceID]bool{}
@@ -121,11 +123,11 @@ func (lc lifecycle) nodeLost(ctx context.Context, m *master.Master, st state.Sta
 	}
 	report(event.NodeLeft{Node: n, Reason: event.LeaveTimedOut})
 	for _, r := range again {
-		id := ids.CommandID(lc.newID())
+		id := ids.CommandID(lc.NewID())
 		if _, err := m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context}); err != nil {
-			lc.logger.Warn("could not re-place an instance of a lost node", "model", r.model, "err", err)
+			lc.Logger.Warn("could not re-place an instance of a lost node", "model", r.model, "err", err)
 			continue
 		}
-		lc.logger.Info("re-placed an instance of a lost node", "model", r.model, "instance", id)
+		lc.Logger.Info("re-placed an instance of a lost node", "model", r.model, "instance", id)
 	}
 }

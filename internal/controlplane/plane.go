@@ -1,4 +1,9 @@
-package node
+// Package controlplane is one node's view of the control plane, whatever its
+// role: as master it is the master itself; as follower a replica that keeps
+// a copy of the log and forwards commands. The election switches what is
+// behind it (BecomeMaster, BecomeFollower); the worker, the gateway and the
+// replica server hold it and never see the switch, except as a retried call.
+package controlplane
 
 import (
 	"context"
@@ -22,24 +27,28 @@ import (
 	"github.com/skulk/skulk/internal/state"
 )
 
-// control is this node's view of the control plane, whatever its role: as
-// master it is the master itself; as follower a replica that keeps a copy of
-// the log and forwards commands. The worker and the gateway hold it; the
-// election switches what is behind it.
-type control struct {
-	node      ids.NodeID
-	log       *eventlog.Log
-	card      func(ids.ModelID) (catalog.Card, bool)
-	nodes     func() []placement.Node
-	dial      func(ctx context.Context, master ids.NodeID) (io.ReadWriteCloser, error)
-	onMaster  func(ctx context.Context, m *master.Master) // duties only a master has
-	startedAt time.Time
-	version   string
-	commit    string
-	logger    *slog.Logger
-	// maxPerModel is this node's --max-instances-per-model, applied while
+// Config is what a Plane needs; Dial and OnMaster may be set after New,
+// before the first role is taken.
+type Config struct {
+	Node      ids.NodeID
+	Log       *eventlog.Log
+	Card      func(ids.ModelID) (catalog.Card, bool)
+	Nodes     func() []placement.Node
+	Dial      func(ctx context.Context, master ids.NodeID) (io.ReadWriteCloser, error)
+	OnMaster  func(ctx context.Context, m *master.Master) // duties only a master has, for one leadership
+	StartedAt time.Time
+	Version   string
+	Commit    string
+	Logger    *slog.Logger
+	// MaxPerModel is this node's --max-instances-per-model, applied while
 	// it is master.
-	maxPerModel int
+	MaxPerModel int
+}
+
+// Plane is this node's control plane. Its methods are safe for concurrent
+// use; only the election calls BecomeMaster and BecomeFollower.
+type Plane struct {
+	Config
 
 	switching sync.Mutex // serialises role changes (only the election calls them)
 	cur       atomic.Pointer[role]
@@ -60,7 +69,8 @@ type role struct {
 // under way) or is switching.
 var errNoRole = infer.Errorf(infer.ClassUnavailable, "the cluster has no master yet (an election is under way); retry in a moment")
 
-func (c *control) stop() {
+// Stop ends the current role.
+func (c *Plane) Stop() {
 	if r := c.cur.Swap(nil); r != nil {
 		r.cancel()
 		<-r.done
@@ -68,18 +78,18 @@ func (c *control) stop() {
 }
 
 // BecomeMaster makes this node the master in term.
-func (c *control) BecomeMaster(ctx context.Context, term ids.Term) error {
+func (c *Plane) BecomeMaster(ctx context.Context, term ids.Term) error {
 	c.switching.Lock()
 	defer c.switching.Unlock()
-	c.stop()
-	st, err := master.Recover(c.log)
+	c.Stop()
+	st, err := master.Recover(c.Log)
 	if err != nil {
 		return err
 	}
 	restarted := !c.hadRole
 	c.hadRole = true
-	m := master.New(master.Config{Node: c.node, Log: c.log, State: st, Term: term, Restarted: restarted, Now: time.Now,
-		Card: c.card, Nodes: c.nodes, MaxInstancesPerModel: c.maxPerModel, Logger: c.logger.With("component", "master")})
+	m := master.New(master.Config{Node: c.Node, Log: c.Log, State: st, Term: term, Restarted: restarted, Now: time.Now,
+		Card: c.Card, Nodes: c.Nodes, MaxInstancesPerModel: c.MaxPerModel, Logger: c.Logger.With("component", "master")})
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &role{master: m, term: term, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
@@ -87,12 +97,12 @@ func (c *control) BecomeMaster(ctx context.Context, term ids.Term) error {
 	go func() {
 		defer wg.Done()
 		if err := m.Run(rctx); err != nil {
-			c.logger.Error("master stopped", "err", err)
+			c.Logger.Error("master stopped", "err", err)
 		}
 	}()
-	if c.onMaster != nil {
+	if c.OnMaster != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); c.onMaster(rctx, m) }()
+		go func() { defer wg.Done(); c.OnMaster(rctx, m) }()
 	}
 	go func() { wg.Wait(); close(r.done) }()
 	c.cur.Store(r)
@@ -100,18 +110,18 @@ func (c *control) BecomeMaster(ctx context.Context, term ids.Term) error {
 }
 
 // BecomeFollower makes this node follow leader.
-func (c *control) BecomeFollower(ctx context.Context, leader ids.NodeID, fresh bool) error {
+func (c *Plane) BecomeFollower(ctx context.Context, leader ids.NodeID, fresh bool) error {
 	c.switching.Lock()
 	defer c.switching.Unlock()
-	c.stop()
-	st, err := master.Recover(c.log)
+	c.Stop()
+	st, err := master.Recover(c.Log)
 	if err != nil {
 		return err
 	}
 	c.hadRole = true
-	f := replica.New(replica.Config{Node: c.node, Log: c.log, State: st, Fresh: fresh,
-		Dial:   func(ctx context.Context) (io.ReadWriteCloser, error) { return c.dial(ctx, leader) },
-		Logger: c.logger.With("component", "replica", "master", leader)})
+	f := replica.New(replica.Config{Node: c.Node, Log: c.Log, State: st, Fresh: fresh,
+		Dial:   func(ctx context.Context) (io.ReadWriteCloser, error) { return c.Dial(ctx, leader) },
+		Logger: c.Logger.With("component", "replica", "master", leader)})
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r := &role{follower: f, leader: leader, cancel: cancel, done: make(chan struct{})}
 	go func() { defer close(r.done); f.Run(rctx) }()
@@ -120,8 +130,8 @@ func (c *control) BecomeFollower(ctx context.Context, leader ids.NodeID, fresh b
 }
 
 // Position reports this node's log position for elections and diagnostics.
-func (c *control) Position() election.Position {
-	p := election.Position{StartedAtUnixMs: c.startedAt.UnixMilli(), Version: c.version, Commit: c.commit}
+func (c *Plane) Position() election.Position {
+	p := election.Position{StartedAtUnixMs: c.StartedAt.UnixMilli(), Version: c.Version, Commit: c.Commit}
 	r := c.cur.Load()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -146,19 +156,19 @@ func (c *control) Position() election.Position {
 }
 
 // recovered is the State the log holds, read while no role owns the log.
-func (c *control) recovered() (state.State, error) {
+func (c *Plane) recovered() (state.State, error) {
 	c.switching.Lock()
 	defer c.switching.Unlock()
 	if c.cur.Load() != nil {
 		return state.State{}, errNoRole
 	}
-	return master.Recover(c.log)
+	return master.Recover(c.Log)
 }
 
 // The control-plane methods the worker, gateway and replica server use. A
 // call that meets a role switch is retried once against the new role.
 
-func (c *control) with(ctx context.Context, f func(r *role) error) error {
+func (c *Plane) with(ctx context.Context, f func(r *role) error) error {
 	for attempt := 0; ; attempt++ {
 		r := c.cur.Load()
 		if r == nil {
@@ -181,7 +191,7 @@ func (c *control) with(ctx context.Context, f func(r *role) error) error {
 	}
 }
 
-func (c *control) Execute(ctx context.Context, cmd event.Command) (out []event.IndexedEvent, err error) {
+func (c *Plane) Execute(ctx context.Context, cmd event.Command) (out []event.IndexedEvent, err error) {
 	err = c.with(ctx, func(r *role) error {
 		if r.master != nil {
 			out, err = r.master.Execute(ctx, cmd)
@@ -193,7 +203,7 @@ func (c *control) Execute(ctx context.Context, cmd event.Command) (out []event.I
 	return out, err
 }
 
-func (c *control) Report(ctx context.Context, src event.Source, ev event.Event) error {
+func (c *Plane) Report(ctx context.Context, src event.Source, ev event.Event) error {
 	return c.with(ctx, func(r *role) error {
 		if r.master != nil {
 			return r.master.Report(ctx, src, ev)
@@ -202,7 +212,7 @@ func (c *control) Report(ctx context.Context, src event.Source, ev event.Event) 
 	})
 }
 
-func (c *control) State(ctx context.Context) (st state.State, err error) {
+func (c *Plane) State(ctx context.Context) (st state.State, err error) {
 	err = c.with(ctx, func(r *role) error {
 		if r.master != nil {
 			st, err = r.master.State(ctx)
@@ -214,7 +224,7 @@ func (c *control) State(ctx context.Context) (st state.State, err error) {
 	return st, err
 }
 
-func (c *control) Subscribe(ctx context.Context, after ids.Index) (ch <-chan event.IndexedEvent, err error) {
+func (c *Plane) Subscribe(ctx context.Context, after ids.Index) (ch <-chan event.IndexedEvent, err error) {
 	err = c.with(ctx, func(r *role) error {
 		if r.master != nil {
 			ch, err = r.master.Subscribe(ctx, after)
@@ -232,7 +242,7 @@ func (c *control) Subscribe(ctx context.Context, after ids.Index) (ch <-chan eve
 }
 
 // untilSwitch forwards ch until it closes or this node's role changes.
-func (c *control) untilSwitch(ctx context.Context, ch <-chan event.IndexedEvent) <-chan event.IndexedEvent {
+func (c *Plane) untilSwitch(ctx context.Context, ch <-chan event.IndexedEvent) <-chan event.IndexedEvent {
 	r := c.cur.Load()
 	if r == nil {
 		return ch
@@ -264,7 +274,7 @@ func (c *control) untilSwitch(ctx context.Context, ch <-chan event.IndexedEvent)
 }
 
 // Follow serves a follower's subscription; only a master can.
-func (c *control) Follow(ctx context.Context, after ids.Index, afterTerm ids.Term, afterMaster ids.NodeID) (*state.State, <-chan event.IndexedEvent, error) {
+func (c *Plane) Follow(ctx context.Context, after ids.Index, afterTerm ids.Term, afterMaster ids.NodeID) (*state.State, <-chan event.IndexedEvent, error) {
 	r := c.cur.Load()
 	if r == nil || r.master == nil {
 		return nil, nil, infer.Errorf(infer.ClassUnavailable, "this node is not the master")
@@ -272,20 +282,23 @@ func (c *control) Follow(ctx context.Context, after ids.Index, afterTerm ids.Ter
 	return r.master.Follow(ctx, after, afterTerm, afterMaster)
 }
 
-// isMaster reports whether this node is master now.
-func (c *control) isMaster() bool {
+// IsMaster reports whether this node is master now.
+func (c *Plane) IsMaster() bool {
 	r := c.cur.Load()
 	return r != nil && r.master != nil
 }
 
-// leader returns the master this node knows of.
-func (c *control) leader() ids.NodeID {
+// Leader returns the master this node knows of.
+func (c *Plane) Leader() ids.NodeID {
 	r := c.cur.Load()
 	switch {
 	case r == nil:
 		return ""
 	case r.master != nil:
-		return c.node
+		return c.Node
 	}
 	return r.leader
 }
+
+// New returns a Plane with no role yet.
+func New(cfg Config) *Plane { return &Plane{Config: cfg} }
