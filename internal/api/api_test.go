@@ -645,3 +645,40 @@ func TestPanicAfterResponseBegan(t *testing.T) {
 		t.Fatalf("after the panic: %d", resp.StatusCode)
 	}
 }
+
+// TestLoopbackOnlyWithoutKeys: with no key configured the API serves
+// loopback clients and refuses every other address, in the wire format of
+// the route, saying how to set a key or open the API.
+func TestLoopbackOnlyWithoutKeys(t *testing.T) {
+	h := New(Config{}, newTestBackend(t), nil)
+	for _, c := range []struct {
+		path, body string
+		shape      func(map[string]any) bool
+	}{
+		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+			func(d map[string]any) bool { e, ok := d["error"].(map[string]any); return ok && e["type"] == "permission_error" }},
+		{"/v1/messages", `{"model":"m","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`,
+			func(d map[string]any) bool { e, ok := d["error"].(map[string]any); return d["type"] == "error" && ok && e["type"] == "permission_error" }},
+		{"/api/chat", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
+			func(d map[string]any) bool { _, ok := d["error"].(string); return ok }},
+	} {
+		for _, remote := range []string{"192.0.2.7:4000", "[2001:db8::1]:4000", "127.0.0.1:4000", "[::1]:4000"} {
+			req := httptest.NewRequest("POST", c.path, strings.NewReader(c.body))
+			req.RemoteAddr = remote
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			loopback := strings.HasPrefix(remote, "127.") || strings.HasPrefix(remote, "[::1]")
+			if loopback {
+				if w.Code == http.StatusForbidden || w.Code == http.StatusUnauthorized {
+					t.Errorf("%s from %s: %d %s", c.path, remote, w.Code, w.Body)
+				}
+				continue
+			}
+			var doc map[string]any
+			if w.Code != http.StatusForbidden || json.Unmarshal(w.Body.Bytes(), &doc) != nil || !c.shape(doc) ||
+				!strings.Contains(w.Body.String(), "SKULK_API_KEY") || !strings.Contains(w.Body.String(), "--api-open") {
+				t.Errorf("%s from %s: %d %s", c.path, remote, w.Code, w.Body)
+			}
+		}
+	}
+}

@@ -31,11 +31,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	skulkBin = filepath.Join(dir, "skulk")
-	build := exec.Command("go", "build", "-o", skulkBin, "github.com/skulk/skulk/cmd/skulk")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building skulk:", err)
-		os.Exit(1)
+	if bin := os.Getenv("SKULK_BENCH_BINARY"); bin != "" {
+		// Benchmarks of another build (A/B against an older commit).
+		skulkBin = bin
+	} else {
+		build := exec.Command("go", "build", "-o", skulkBin, "github.com/skulk/skulk/cmd/skulk")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building skulk:", err)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
