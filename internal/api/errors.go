@@ -61,6 +61,7 @@ func classOfStatus(status int) infer.Class {
 // writeError answers err as an error document with its status.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, e := s.classify(r, err)
+	e = e.Bounded()
 	if status >= 500 && status != http.StatusNotImplemented { // 501: a client asked for what Skulk does not do
 		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
 	}
@@ -70,7 +71,10 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // writeStatus writes e with the given status in the error shape of the wire
 // format the request's route speaks: Anthropic's under /v1/messages,
 // Ollama's under /api/, OpenAI's everywhere else (the control routes too).
+// However e was built, the client gets at most infer.MaxMessage bytes of
+// its message.
 func (s *server) writeStatus(w http.ResponseWriter, r *http.Request, status int, e *infer.Error) {
+	e = e.Bounded()
 	switch {
 	case isAnthropicPath(r.URL.Path):
 		s.writeJSON(w, status, anthropic.ErrorFrom(status, e))

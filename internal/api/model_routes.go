@@ -72,7 +72,7 @@ func (s *server) withModelAdmin(h modelHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		m, ok := s.b.(ModelAdmin)
 		if !ok {
-			s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node does not manage a model catalog (%s %s)", r.Method, r.URL.Path))
+			s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node does not manage a model catalog (%s %s)", infer.Clip(r.Method), infer.Clip(r.URL.Path)))
 			return
 		}
 		h(w, r, m)
@@ -102,7 +102,7 @@ func (s *server) importModel(w http.ResponseWriter, r *http.Request, m ModelAdmi
 		return
 	}
 	if req.Path == "" || !strings.HasPrefix(req.Path, "/") {
-		s.writeError(w, r, infer.ParamErrorf("path", "path must be an absolute path of a GGUF file on the node's machine, got %q", req.Path))
+		s.writeError(w, r, infer.ParamErrorf("path", "path must be an absolute path of a GGUF file on the node's machine, got %s", infer.Quote(req.Path)))
 		return
 	}
 	if !s.validOptionalID(w, r, req.ID) {
@@ -144,7 +144,7 @@ func (s *server) removeModel(w http.ResponseWriter, r *http.Request, m ModelAdmi
 	if v := r.URL.Query().Get("files"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			s.writeError(w, r, infer.ParamErrorf("files", "files must be true or false, got %q", v))
+			s.writeError(w, r, infer.ParamErrorf("files", "files must be true or false, got %s", infer.Quote(v)))
 			return
 		}
 		files = b
@@ -163,7 +163,7 @@ func (s *server) modelRequirements(w http.ResponseWriter, r *http.Request, m Mod
 	if v := q.Get("context"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > MaxContextTokens {
-			s.writeError(w, r, infer.ParamErrorf("context", "context must be a number of tokens between 0 and %d, got %q", MaxContextTokens, v))
+			s.writeError(w, r, infer.ParamErrorf("context", "context must be a number of tokens between 0 and %d, got %s", MaxContextTokens, infer.Quote(v)))
 			return
 		}
 		ctxTokens = n
@@ -183,7 +183,7 @@ func (s *server) searchModels(w http.ResponseWriter, r *http.Request, m ModelAdm
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			s.writeError(w, r, infer.ParamErrorf("limit", "limit must be between 1 and 100, got %q", v))
+			s.writeError(w, r, infer.ParamErrorf("limit", "limit must be between 1 and 100, got %s", infer.Quote(v)))
 			return
 		}
 		limit = n
@@ -217,8 +217,8 @@ func (s *server) decodeStrict(w http.ResponseWriter, r *http.Request, v any, kno
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field = strings.Trim(field, `"`)
-			s.writeError(w, r, infer.ParamErrorf(field, "unknown field %q; known fields are %s", field, known))
+			field = infer.Clip(strings.Trim(field, `"`))
+			s.writeError(w, r, infer.ParamErrorf(field, "unknown field %s; known fields are %s", infer.Quote(field), known))
 			return false
 		}
 		s.writeError(w, r, placeDecodeError(err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
@@ -164,9 +165,12 @@ func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelReque
 	fi, err := os.Stat(src)
 	switch {
 	case err != nil:
-		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v (the path is on the node's machine, not the client's)", src, err)
+		if pe, ok := errors.AsType[*fs.PathError](err); ok {
+			err = pe.Err // its text repeats the path
+		}
+		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v (the path is on the node's machine, not the client's)", infer.Clip(src), err)
 	case !fi.Mode().IsRegular():
-		return nil, infer.ParamErrorf("path", "%s is not a regular file", src)
+		return nil, infer.ParamErrorf("path", "%s is not a regular file", infer.Clip(src))
 	}
 	id := req.ID
 	if id == "" {
@@ -192,11 +196,11 @@ func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelReque
 func checkGGUF(id, path string) error {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return infer.ParamErrorf("path", "%s is not a usable GGUF file: %v", path, err)
+		return infer.ParamErrorf("path", "%s is not a usable GGUF file: %v", infer.Clip(path), err)
 	}
 	defer f.Close()
 	if _, err := catalog.CardFromGGUF(id, f); err != nil {
-		return infer.ParamErrorf("path", "%s cannot be served as model %s: %v", path, id, err)
+		return infer.ParamErrorf("path", "%s cannot be served as model %s: %v", infer.Clip(path), id, err)
 	}
 	return nil
 }
@@ -225,7 +229,7 @@ func (m *ModelService) PullModel(ctx context.Context, id ids.ModelID) (any, erro
 }
 
 func unknownModel(id ids.ModelID) error {
-	return infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog; skulk models add hf:OWNER/REPO adds one)", id)
+	return infer.Errorf(infer.ClassNotFound, "unknown model %s (GET /models lists the catalog; skulk models add hf:OWNER/REPO adds one)", infer.Quote(id))
 }
 
 // ModelEntry is one model of GET /models and GET /models/{id}: the catalog
