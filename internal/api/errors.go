@@ -46,7 +46,7 @@ func (s *server) classify(r *http.Request, err error) (int, *infer.Error) {
 func classOfStatus(status int) infer.Class {
 	for _, c := range []infer.Class{
 		infer.ClassInvalid, infer.ClassAuth, infer.ClassNotFound, infer.ClassTooLarge,
-		infer.ClassConflict, infer.ClassUnavailable, infer.ClassCancelled,
+		infer.ClassTimeout, infer.ClassConflict, infer.ClassUnavailable, infer.ClassCancelled,
 	} {
 		if c.HTTPStatus() == status {
 			return c
@@ -121,6 +121,12 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return nil, infer.Errorf(infer.ClassTooLarge, "the request body is larger than the limit of %d bytes", s.cfg.MaxBodyBytes)
+	}
+	if te, ok := errors.AsType[*bodyTimeoutError](err); ok {
+		// What is left of the body may still be on its way: the
+		// connection cannot carry another request.
+		w.Header().Set("Connection", "close")
+		return nil, infer.Errorf(infer.ClassTimeout, "the request body did not arrive within %s; send the whole body without pauses (the node's operator sets this limit with SKULK_HTTP_BODY_TIMEOUT)", te.limit)
 	}
 	return nil, infer.Errorf(infer.ClassInvalid, "the request body could not be read: %v", err)
 }

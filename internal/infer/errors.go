@@ -15,6 +15,7 @@ const (
 	ClassAuth        Class = "authentication"  // missing or wrong API key (401)
 	ClassNotFound    Class = "not_found"       // unknown model, instance, route (404)
 	ClassTooLarge    Class = "too_large"       // body or prompt over a limit (413)
+	ClassTimeout     Class = "timeout"         // the request body did not arrive in time (408)
 	ClassConflict    Class = "conflict"        // the resource is in use (409)
 	ClassUnavailable Class = "unavailable"     // may succeed later: no capacity, loading (503)
 	ClassCancelled   Class = "cancelled"       // the client or an operator cancelled (499)
@@ -59,6 +60,8 @@ func (c Class) HTTPStatus() int {
 		return 401
 	case ClassNotFound:
 		return 404
+	case ClassTimeout:
+		return 408
 	case ClassConflict:
 		return 409
 	case ClassTooLarge:

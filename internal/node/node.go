@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/connlimit"
 	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
@@ -136,6 +138,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	if err != nil {
 		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", cfg.APIAddr, err)
 	}
+	ln = connlimit.New(ln, cfg.MaxConnsPerClient, logRefusals(log.With("component", "api"), cfg.MaxConnsPerClient))
 	meta := membership.Meta{Node: nodeID, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
 		Commit: SoftwareCommit, PublicKey: ident.PublicKey(),
 		API: advertised(addrPort(ln.Addr())), QUIC: advertised(addrPort(ep.Addr()))}
@@ -167,13 +170,14 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	elect := election.New(election.Config{Self: nodeID, Members: mem, Roles: ctl, Changed: changed,
 		NetworkVer: key.NetworkVersion(), Logger: log.With("component", "election")})
 	srv := &http.Server{
-		Handler: api.New(api.Config{APIKey: cfg.APIKey, Responses: responseStore,
+		Handler: api.New(api.Config{APIKey: cfg.APIKey, Responses: responseStore, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: nodeID, Members: p.members, Dial: p.dial(ep, transport.ALPNResponses)}.Lookup,
 		}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
 			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
 			ClusterDownloads: clusterDownloads(&p),
 		})}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
@@ -245,6 +249,25 @@ func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteC
 				f(ctx, c, st)
 			}()
 		}
+	}
+}
+
+// logRefusals returns the connection limit's report of a refused
+// connection: a warning at most every ten seconds, counting the refusals
+// since the last one, so a flood of connections does not flood the log.
+func logRefusals(log *slog.Logger, limit int) func(netip.Addr) {
+	var mu sync.Mutex
+	var last time.Time
+	refused := 0
+	return func(addr netip.Addr) {
+		mu.Lock()
+		defer mu.Unlock()
+		refused++
+		if time.Since(last) < 10*time.Second {
+			return
+		}
+		log.Warn("refused connections over the per-client limit (--max-conns-per-client)", "client", addr, "limit", limit, "refused", refused)
+		last, refused = time.Now(), 0
 	}
 }
 
