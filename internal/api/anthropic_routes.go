@@ -30,7 +30,7 @@ func (s *server) anthropicRoutes() {
 	s.mux.HandleFunc("/v1/messages", s.anthropicMethodNotAllowed)
 	s.mux.HandleFunc("/v1/messages/count_tokens", s.anthropicMethodNotAllowed)
 	s.mux.HandleFunc("/v1/messages/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "no route for %s %s; this server serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path))
+		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "no route for %s %s; this server serves POST /v1/messages and POST /v1/messages/count_tokens", infer.Clip(r.Method), infer.Clip(r.URL.Path)))
 	})
 }
 
@@ -42,7 +42,7 @@ func isAnthropicPath(path string) bool {
 
 func (s *server) anthropicMethodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Allow", http.MethodPost)
-	s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: POST", r.Method, r.URL.Path))
+	s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: POST", infer.Clip(r.Method), infer.Clip(r.URL.Path)))
 }
 
 // messages serves POST /v1/messages.

@@ -44,6 +44,10 @@ type Config struct {
 	APIKey string
 	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// BodyTimeout bounds how long a request body may take to arrive after
+	// its headers; a body that takes longer is answered with a 408 and
+	// the connection is closed. 0 sets no bound.
+	BodyTimeout time.Duration
 	// Now is the clock for the created field of answers (default time.Now).
 	Now func() time.Time
 	// NewID mints the unique part of answer ids (default: 96 random bits
@@ -148,7 +152,7 @@ func New(cfg Config, b Backend, log *slog.Logger) http.Handler {
 	}
 	s := &server{cfg: cfg, b: b, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux()}
 	s.routes()
-	return s.logRequests(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route))))
+	return s.logRequests(s.bodyDeadline(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route)))))
 }
 
 func (s *server) routes() {

@@ -656,9 +656,15 @@ func TestLoopbackOnlyWithoutKeys(t *testing.T) {
 		shape      func(map[string]any) bool
 	}{
 		{"/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
-			func(d map[string]any) bool { e, ok := d["error"].(map[string]any); return ok && e["type"] == "permission_error" }},
+			func(d map[string]any) bool {
+				e, ok := d["error"].(map[string]any)
+				return ok && e["type"] == "permission_error"
+			}},
 		{"/v1/messages", `{"model":"m","max_tokens":4,"messages":[{"role":"user","content":"hi"}]}`,
-			func(d map[string]any) bool { e, ok := d["error"].(map[string]any); return d["type"] == "error" && ok && e["type"] == "permission_error" }},
+			func(d map[string]any) bool {
+				e, ok := d["error"].(map[string]any)
+				return d["type"] == "error" && ok && e["type"] == "permission_error"
+			}},
 		{"/api/chat", `{"model":"m","messages":[{"role":"user","content":"hi"}]}`,
 			func(d map[string]any) bool { _, ok := d["error"].(string); return ok }},
 	} {

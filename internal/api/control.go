@@ -189,14 +189,15 @@ func placeDecodeError(err error) error {
 	}
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		if te.Field == "" {
-			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
+			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", infer.Clip(te.Value))
 		}
-		return infer.ParamErrorf(te.Field, "field %s has the wrong type: a JSON %s", te.Field, te.Value)
+		field := infer.Clip(te.Field)
+		return infer.ParamErrorf(field, "field %s has the wrong type: a JSON %s", field, infer.Clip(te.Value))
 	}
 	// encoding/json reports unknown fields only as text.
 	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		field = strings.Trim(field, `"`)
-		return infer.ParamErrorf(field, "unknown field %q; known fields are model_id, min_nodes, context_tokens, excluded_nodes", field)
+		field = infer.Clip(strings.Trim(field, `"`))
+		return infer.ParamErrorf(field, "unknown field %s; known fields are model_id, min_nodes, context_tokens, excluded_nodes", infer.Quote(field))
 	}
 	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
 }

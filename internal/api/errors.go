@@ -45,6 +45,7 @@ func (s *server) classify(r *http.Request, err error) (int, *infer.Error) {
 // writeError answers err as an error document with its status.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, e := s.classify(r, err)
+	e = e.Bounded()
 	if status >= 500 && status != http.StatusNotImplemented { // 501: a client asked for what Skulk does not do
 		s.log.Warn("http error", "method", r.Method, "path", r.URL.Path, "status", status, "class", e.Class, "message", e.Message)
 	}
@@ -54,7 +55,10 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // writeStatus writes e with the given status in the error shape of the wire
 // format the request's route speaks: Anthropic's under /v1/messages,
 // Ollama's under /api/, OpenAI's everywhere else (the control routes too).
+// However e was built, the client gets at most infer.MaxMessage bytes of
+// its message.
 func (s *server) writeStatus(w http.ResponseWriter, r *http.Request, status int, e *infer.Error) {
+	e = e.Bounded()
 	switch {
 	case isAnthropicPath(r.URL.Path):
 		s.writeJSON(w, status, anthropic.ErrorFrom(status, e))
@@ -101,6 +105,12 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return nil, infer.Errorf(infer.ClassTooLarge, "the request body is larger than the limit of %d bytes", s.cfg.MaxBodyBytes)
+	}
+	if te, ok := errors.AsType[*bodyTimeoutError](err); ok {
+		// What is left of the body may still be on its way: the
+		// connection cannot carry another request.
+		w.Header().Set("Connection", "close")
+		return nil, infer.Errorf(infer.ClassTimeout, "the request body did not arrive within %s; send the whole body without pauses (the node's operator sets this limit with SKULK_HTTP_BODY_TIMEOUT)", te.limit)
 	}
 	return nil, infer.Errorf(infer.ClassInvalid, "the request body could not be read: %v", err)
 }

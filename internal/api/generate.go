@@ -120,12 +120,13 @@ func next(ctx context.Context, chunks <-chan infer.Chunk) (infer.Chunk, bool) {
 	}
 }
 
-// chunkError is the error an error chunk carries.
+// chunkError is the error an error chunk carries, its message bounded as
+// writeStatus bounds it (a stream's last event is written without it).
 func chunkError(c infer.Chunk) *infer.Error {
 	if c.Error == nil {
 		return infer.Errorf(infer.ClassInternal, "the task failed without a reason")
 	}
-	return c.Error
+	return c.Error.Bounded()
 }
 
 // streamText sends a task's chunks as server-sent events. Nothing is written

@@ -137,10 +137,10 @@ func (s *server) route(w http.ResponseWriter, r *http.Request) {
 	h.ServeHTTP(c, r)
 	switch c.status {
 	case http.StatusNotFound:
-		s.writeStatus(w, r, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", r.Method, r.URL.Path))
+		s.writeStatus(w, r, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", infer.Clip(r.Method), infer.Clip(r.URL.Path)))
 	case http.StatusMethodNotAllowed:
 		w.Header().Set("Allow", c.header.Get("Allow"))
-		s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, c.header.Get("Allow")))
+		s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", infer.Clip(r.Method), infer.Clip(r.URL.Path), c.header.Get("Allow")))
 	default: // the mux's redirect to a clean path
 		for k, v := range c.header {
 			w.Header()[k] = v

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -59,20 +57,6 @@ type ImportModelRequest struct {
 // maxQuotedPath bounds how much of a client's path an answer repeats.
 const maxQuotedPath = 200
 
-// QuotePath quotes a client-supplied path for an error message: at most its
-// first 200 bytes (cut on a character boundary), then an ellipsis and its
-// length, so an answer never echoes a huge body back.
-func QuotePath(p string) string {
-	if len(p) <= maxQuotedPath {
-		return strconv.Quote(p)
-	}
-	cut := maxQuotedPath
-	for cut > 0 && !utf8.RuneStart(p[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(p[:cut]), len(p))
-}
-
 // MaxSearchQuery bounds the q parameter of GET /models/search.
 const MaxSearchQuery = 256
 
@@ -95,7 +79,7 @@ func (s *server) withModelAdmin(h modelHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		m, ok := s.b.(ModelAdmin)
 		if !ok {
-			s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node does not manage a model catalog (%s %s)", r.Method, r.URL.Path))
+			s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node does not manage a model catalog (%s %s)", infer.Clip(r.Method), infer.Clip(r.URL.Path)))
 			return
 		}
 		h(w, r, m)
@@ -125,7 +109,7 @@ func (s *server) importModel(w http.ResponseWriter, r *http.Request, m ModelAdmi
 		return
 	}
 	if req.Path == "" || !strings.HasPrefix(req.Path, "/") {
-		s.writeError(w, r, infer.ParamErrorf("path", "path must be an absolute path of a GGUF file on the node's machine, got %s", QuotePath(req.Path)))
+		s.writeError(w, r, infer.ParamErrorf("path", "path must be an absolute path of a GGUF file on the node's machine, got %s", infer.Quote(req.Path)))
 		return
 	}
 	if !s.validOptionalID(w, r, req.ID) {
@@ -168,7 +152,7 @@ func (s *server) removeModel(w http.ResponseWriter, r *http.Request, m ModelAdmi
 	if v := r.URL.Query().Get("files"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			s.writeError(w, r, infer.ParamErrorf("files", "files must be true or false, got %q", v))
+			s.writeError(w, r, infer.ParamErrorf("files", "files must be true or false, got %s", infer.Quote(v)))
 			return
 		}
 		files = b
@@ -187,7 +171,7 @@ func (s *server) modelRequirements(w http.ResponseWriter, r *http.Request, m Mod
 	if v := q.Get("context"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > MaxContextTokens {
-			s.writeError(w, r, infer.ParamErrorf("context", "context must be a number of tokens between 0 and %d, got %q", MaxContextTokens, v))
+			s.writeError(w, r, infer.ParamErrorf("context", "context must be a number of tokens between 0 and %d, got %s", MaxContextTokens, infer.Quote(v)))
 			return
 		}
 		ctxTokens = n
@@ -207,7 +191,7 @@ func (s *server) searchModels(w http.ResponseWriter, r *http.Request, m ModelAdm
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 100 {
-			s.writeError(w, r, infer.ParamErrorf("limit", "limit must be between 1 and 100, got %q", v))
+			s.writeError(w, r, infer.ParamErrorf("limit", "limit must be between 1 and 100, got %s", infer.Quote(v)))
 			return
 		}
 		limit = n
@@ -241,8 +225,8 @@ func (s *server) decodeStrict(w http.ResponseWriter, r *http.Request, v any, kno
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			field = strings.Trim(field, `"`)
-			s.writeError(w, r, infer.ParamErrorf(field, "unknown field %q; known fields are %s", field, known))
+			field = infer.Clip(strings.Trim(field, `"`))
+			s.writeError(w, r, infer.ParamErrorf(field, "unknown field %s; known fields are %s", infer.Quote(field), known))
 			return false
 		}
 		s.writeError(w, r, placeDecodeError(err))

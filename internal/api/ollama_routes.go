@@ -46,15 +46,15 @@ func (s *server) ollamaOther(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
 	if allow, ok := ollamaMethods[p]; ok {
 		w.Header().Set("Allow", allow)
-		s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", r.Method, p, allow))
+		s.writeStatus(w, r, http.StatusMethodNotAllowed, infer.Errorf(infer.ClassInvalid, "method %s is not allowed on %s; allowed: %s", infer.Clip(r.Method), p, allow))
 		return
 	}
 	if slices.ContainsFunc(ollamaManagement, func(m string) bool { return p == m || strings.HasSuffix(m, "/") && strings.HasPrefix(p, m) }) {
 		s.writeStatus(w, r, http.StatusNotImplemented, infer.Errorf(infer.ClassInvalid,
-			"%s is not supported: Skulk serves the models of its catalog (GET /models; add one with POST /models/add) where they are placed (POST /place_instance)", p))
+			"%s is not supported: Skulk serves the models of its catalog (GET /models; add one with POST /models/add) where they are placed (POST /place_instance)", infer.Clip(p)))
 		return
 	}
-	s.writeStatus(w, r, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", r.Method, p))
+	s.writeStatus(w, r, http.StatusNotFound, infer.Errorf(infer.ClassNotFound, "no route for %s %s", infer.Clip(r.Method), infer.Clip(p)))
 }
 
 // ollamaFormat is one generation endpoint of Ollama: how to decode its

@@ -43,8 +43,8 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *R
 	if id := d.PreviousResponseID; id != "" {
 		if history, ok = s.history(r.Context(), store, id); !ok {
 			s.writeError(w, r, infer.ParamErrorf("previous_response_id",
-				"previous response %q is not known to this cluster: it was stored with store false, evicted (a node keeps its last %d responses), or the node that answered it is not reachable",
-				id, responses.DefaultStoreEntries))
+				"previous response %s is not known to this cluster: it was stored with store false, evicted (a node keeps its last %d responses), or the node that answered it is not reachable",
+				infer.Quote(id), responses.DefaultStoreEntries))
 			return
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Defaults.
@@ -25,6 +26,13 @@ const (
 	// imports only the standard library; a node test checks they agree.
 	DefaultMaxInstances         = 16
 	DefaultMaxInstancesPerModel = 16
+	// DefaultHTTPBodyTimeout bounds how long a request body may take to
+	// arrive; DefaultHTTPIdleTimeout how long a keep-alive connection may
+	// sit idle; DefaultMaxConnsPerClient how many connections one client
+	// address may hold open.
+	DefaultHTTPBodyTimeout   = 30 * time.Second
+	DefaultHTTPIdleTimeout   = 120 * time.Second
+	DefaultMaxConnsPerClient = 64
 )
 
 // Node is the configuration of `skulk run`.
@@ -53,6 +61,11 @@ type Node struct {
 	// import/ folder, plus the home directory of the node's user for
 	// requests from loopback.
 	ImportDirs []string
+
+	// Bounds on what one HTTP client can hold (0 turns a bound off).
+	HTTPBodyTimeout   time.Duration // SKULK_HTTP_BODY_TIMEOUT: a request body must arrive within it
+	HTTPIdleTimeout   time.Duration // SKULK_HTTP_IDLE_TIMEOUT: keep-alive connections idle longer are closed
+	MaxConnsPerClient int           // --max-conns-per-client, SKULK_MAX_CONNS_PER_CLIENT: open API connections per client IP
 
 	// Cluster.
 	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
@@ -103,9 +116,9 @@ func (n Node) String() string {
 	case n.Join != "":
 		ckey = "invite"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s",
+	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d",
 		n.Home, n.APIAddr, n.APIOpen, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
-		n.MaxInstances, n.MaxInstancesPerModel, key, ckey)
+		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient)
 }
 
 // DefaultHome is $SKULK_HOME, else $XDG_DATA_HOME/skulk when XDG_DATA_HOME
@@ -128,7 +141,27 @@ func FromEnv(getenv func(string) string) Node {
 	n := Node{Home: DefaultHome(getenv), APIAddr: DefaultAPIAddr, GossipAddr: DefaultGossipAddr, QUICAddr: DefaultQUICAddr,
 		LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY"), ClusterKey: getenv("SKULK_CLUSTER_KEY"),
 		InferenceKeys: getenv("SKULK_INFERENCE_KEYS"), NetworkVersion: getenv("SKULK_NETWORK_VERSION"),
-		APIOpen: truthy(getenv("SKULK_API_OPEN")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel}
+		APIOpen: truthy(getenv("SKULK_API_OPEN")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel,
+		HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout, MaxConnsPerClient: DefaultMaxConnsPerClient}
+	var errs []error
+	for _, e := range []struct {
+		name string
+		d    *time.Duration
+	}{{"SKULK_HTTP_BODY_TIMEOUT", &n.HTTPBodyTimeout}, {"SKULK_HTTP_IDLE_TIMEOUT", &n.HTTPIdleTimeout}} {
+		if v := getenv(e.name); v != "" {
+			var err error
+			if *e.d, err = time.ParseDuration(v); err != nil {
+				errs = append(errs, fmt.Errorf("config: %s=%q must be a duration such as 30s or 2m: %w", e.name, v, err))
+			}
+		}
+	}
+	if v := getenv("SKULK_MAX_CONNS_PER_CLIENT"); v != "" {
+		var err error
+		if n.MaxConnsPerClient, err = strconv.Atoi(v); err != nil {
+			errs = append(errs, fmt.Errorf("config: SKULK_MAX_CONNS_PER_CLIENT=%q must be a whole number (0: no limit): %w", v, err))
+		}
+	}
+	n.envErr = errors.Join(errs...)
 	if p := getenv("SKULK_BOOTSTRAP_PEERS"); p != "" {
 		n.BootstrapPeers = SplitList(p)
 	}
@@ -168,6 +201,9 @@ func truthy(v string) bool {
 
 // Validate checks the configuration and says how to fix what is wrong.
 func (n Node) Validate() error {
+	if n.envErr != nil {
+		return n.envErr
+	}
 	if n.Home == "" {
 		return fmt.Errorf("config: --home (or SKULK_HOME) must name a directory")
 	}
@@ -200,14 +236,17 @@ func (n Node) Validate() error {
 	if n.Threads < 0 {
 		return fmt.Errorf("config: --threads must not be negative")
 	}
-	if n.envErr != nil {
-		return n.envErr
-	}
 	if n.MaxInstances < 0 {
 		return fmt.Errorf("config: --max-instances (SKULK_MAX_INSTANCES) %d must not be negative; 0 means the default %d", n.MaxInstances, DefaultMaxInstances)
 	}
 	if n.MaxInstancesPerModel < 0 {
 		return fmt.Errorf("config: --max-instances-per-model (SKULK_MAX_INSTANCES_PER_MODEL) %d must not be negative; 0 means the default %d", n.MaxInstancesPerModel, DefaultMaxInstancesPerModel)
+	}
+	if n.HTTPBodyTimeout < 0 || n.HTTPIdleTimeout < 0 {
+		return fmt.Errorf("config: SKULK_HTTP_BODY_TIMEOUT (%s) and SKULK_HTTP_IDLE_TIMEOUT (%s) must not be negative (0 turns the bound off)", n.HTTPBodyTimeout, n.HTTPIdleTimeout)
+	}
+	if n.MaxConnsPerClient < 0 {
+		return fmt.Errorf("config: --max-conns-per-client (SKULK_MAX_CONNS_PER_CLIENT) must not be negative, got %d (0: no limit)", n.MaxConnsPerClient)
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package config
 
 import (
+	"maps"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -81,5 +83,46 @@ func TestInstanceLimitsFromEnv(t *testing.T) {
 		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("env %q, %q: error %v, want one containing %q", tt.max, tt.perModel, err, tt.wantErr)
 		}
+	}
+}
+
+func TestHTTPBoundsFromEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		body    time.Duration
+		idle    time.Duration
+		conns   int
+		wantErr string // a part of Validate's error; "" for none
+	}{
+		{name: "defaults", body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient},
+		{name: "set", env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "1500ms", "SKULK_HTTP_IDLE_TIMEOUT": "2m", "SKULK_MAX_CONNS_PER_CLIENT": "8"},
+			body: 1500 * time.Millisecond, idle: 2 * time.Minute, conns: 8},
+		{name: "off", env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "0", "SKULK_HTTP_IDLE_TIMEOUT": "0s", "SKULK_MAX_CONNS_PER_CLIENT": "0"}},
+		{name: "not_a_duration", env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "30"}, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient,
+			wantErr: `SKULK_HTTP_BODY_TIMEOUT="30" must be a duration`},
+		{name: "negative", env: map[string]string{"SKULK_HTTP_IDLE_TIMEOUT": "-1s"}, body: DefaultHTTPBodyTimeout, idle: -time.Second, conns: DefaultMaxConnsPerClient,
+			wantErr: "must not be negative"},
+		{name: "conns_not_a_number", env: map[string]string{"SKULK_MAX_CONNS_PER_CLIENT": "many"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout,
+			wantErr: "SKULK_MAX_CONNS_PER_CLIENT"},
+		{name: "conns_negative", env: map[string]string{"SKULK_MAX_CONNS_PER_CLIENT": "-2"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: -2,
+			wantErr: "--max-conns-per-client"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]string{"SKULK_HOME": t.TempDir()}
+			maps.Copy(m, tt.env)
+			n := FromEnv(env(m))
+			if n.HTTPBodyTimeout != tt.body || n.HTTPIdleTimeout != tt.idle || n.MaxConnsPerClient != tt.conns {
+				t.Errorf("body %s idle %s conns %d, want %s %s %d", n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, tt.body, tt.idle, tt.conns)
+			}
+			err := n.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Validate: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Validate: %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
 	}
 }

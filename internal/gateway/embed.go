@@ -18,7 +18,7 @@ func (g *Gateway) Embed(ctx context.Context, req infer.EmbedRequest) (infer.Embe
 	}
 	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
 		return infer.EmbedResult{}, &infer.Error{Class: infer.ClassNotFound, Param: "model",
-			Message: fmt.Sprintf("unknown model %q (GET /models lists the catalog)", req.Model)}
+			Message: fmt.Sprintf("unknown model %s (GET /models lists the catalog)", infer.Quote(req.Model))}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the watcher submit started once the answer is in

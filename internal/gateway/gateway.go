@@ -80,7 +80,7 @@ func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer
 		return nil, err
 	}
 	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
-		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog)", req.Model)
+		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %s (GET /models lists the catalog)", infer.Quote(req.Model))
 	}
 	return g.submit(ctx, req.Model, infer.TaskPayload{Generate: &req})
 }
@@ -227,7 +227,7 @@ func (g *Gateway) Place(ctx context.Context, req api.PlaceRequest) (api.PlaceRes
 func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) {
 	card, ok := g.cfg.Catalog().Get(string(model))
 	if !ok {
-		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog)", model)
+		return nil, infer.Errorf(infer.ClassNotFound, "unknown model %s (GET /models lists the catalog)", infer.Quote(model))
 	}
 	st, err := g.cfg.Master.State(ctx)
 	if err != nil {

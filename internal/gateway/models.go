@@ -177,15 +177,15 @@ func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelReque
 	fi, err := os.Stat(src)
 	switch {
 	case err != nil:
-		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v", api.QuotePath(req.Path), err)
+		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v", infer.Quote(req.Path), err)
 	case !fi.Mode().IsRegular():
-		return nil, infer.ParamErrorf("path", "%s is not a regular file", api.QuotePath(req.Path))
+		return nil, infer.ParamErrorf("path", "%s is not a regular file", infer.Quote(req.Path))
 	}
 	id := req.ID
 	if id == "" {
 		id = hub.DefaultID(filepath.Clean(req.Path))
 	}
-	if err := checkGGUF(id, src, api.QuotePath(req.Path)); err != nil {
+	if err := checkGGUF(id, src, infer.Quote(req.Path)); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()
@@ -242,7 +242,7 @@ func (m *ModelService) PullModel(ctx context.Context, id ids.ModelID) (any, erro
 }
 
 func unknownModel(id ids.ModelID) error {
-	return infer.Errorf(infer.ClassNotFound, "unknown model %q (GET /models lists the catalog; skulk models add hf:OWNER/REPO adds one)", id)
+	return infer.Errorf(infer.ClassNotFound, "unknown model %s (GET /models lists the catalog; skulk models add hf:OWNER/REPO adds one)", infer.Quote(id))
 }
 
 // ModelEntry is one model of GET /models and GET /models/{id}: the catalog

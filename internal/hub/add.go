@@ -11,6 +11,7 @@ import (
 
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/infer"
 )
 
 // Ref names a model on the Hub: hf:OWNER/REPO[/FILE.gguf][@REVISION].
@@ -35,7 +36,7 @@ func (r Ref) String() string {
 // optional).
 func ParseRef(s string) (Ref, error) {
 	bad := func(why string) (Ref, error) {
-		return Ref{}, fmt.Errorf("hub: %q: %s (want hf:OWNER/REPO[/FILE.gguf][@REVISION])", s, why)
+		return Ref{}, fmt.Errorf("hub: %s: %s (want hf:OWNER/REPO[/FILE.gguf][@REVISION])", infer.Quote(s), why)
 	}
 	rest := strings.TrimPrefix(strings.TrimSpace(s), "hf:")
 	var r Ref

@@ -16,6 +16,7 @@ const (
 	ClassForbidden   Class = "permission"      // the key or address may not use this route (403)
 	ClassNotFound    Class = "not_found"       // unknown model, instance, route (404)
 	ClassTooLarge    Class = "too_large"       // body or prompt over a limit (413)
+	ClassTimeout     Class = "timeout"         // the request body did not arrive in time (408)
 	ClassConflict    Class = "conflict"        // the resource is in use (409)
 	ClassUnavailable Class = "unavailable"     // may succeed later: no capacity, loading (503)
 	ClassCancelled   Class = "cancelled"       // the client or an operator cancelled (499)
@@ -55,7 +56,7 @@ func ClassOf(err error) Class {
 // placement planner's refusals): the class with that status, else invalid
 // for other 4xx and internal for the rest.
 func ClassOfStatus(status int) Class {
-	for _, c := range []Class{ClassInvalid, ClassAuth, ClassForbidden, ClassNotFound, ClassTooLarge,
+	for _, c := range []Class{ClassInvalid, ClassAuth, ClassForbidden, ClassNotFound, ClassTooLarge, ClassTimeout,
 		ClassConflict, ClassUnavailable, ClassCancelled} {
 		if c.HTTPStatus() == status {
 			return c
@@ -78,6 +79,8 @@ func (c Class) HTTPStatus() int {
 		return 403
 	case ClassNotFound:
 		return 404
+	case ClassTimeout:
+		return 408
 	case ClassConflict:
 		return 409
 	case ClassTooLarge:

@@ -15,7 +15,7 @@ func (r *Request) Validate() error {
 		switch m.Role {
 		case RoleSystem, RoleUser, RoleAssistant, RoleTool:
 		default:
-			return ParamErrorf("messages", "messages[%d].role %q is not one of system, user, assistant, tool", i, m.Role)
+			return ParamErrorf("messages", "messages[%d].role %s is not one of system, user, assistant, tool", i, Quote(m.Role))
 		}
 	}
 	s := r.Sampling

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/skulk/skulk/internal/access"
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/connlimit"
 	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/event"
@@ -173,6 +175,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	if err != nil {
 		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", cfg.APIAddr, err)
 	}
+	ln = connlimit.New(ln, cfg.MaxConnsPerClient, logRefusals(log.With("component", "api"), cfg.MaxConnsPerClient))
 	meta := membership.Meta{Node: nodeID, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
 		Commit: SoftwareCommit, PublicKey: ident.PublicKey(),
 		API: advertised(addrPort(ln.Addr())), QUIC: advertised(addrPort(ep.Addr()))}
@@ -207,13 +210,14 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		}, log.With("component", "access"))
 	logAPIExposure(log, cfg, len(apiKeys), ln.Addr())
 	srv := &http.Server{
-		Handler: api.New(api.Config{Access: acc.Policy, Responses: responseStore,
+		Handler: api.New(api.Config{Access: acc.Policy, Responses: responseStore, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: nodeID, Members: p.members, Dial: p.dial(ep, transport.ALPNResponses)}.Lookup,
 		}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
 			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
 			ClusterDownloads: clusterDownloads(&p), ImportDirs: imports, LoopbackImportDirs: loopbackImports,
 		})}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
@@ -294,6 +298,25 @@ func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteC
 				f(ctx, c, st)
 			}()
 		}
+	}
+}
+
+// logRefusals returns the connection limit's report of a refused
+// connection: a warning at most every ten seconds, counting the refusals
+// since the last one, so a flood of connections does not flood the log.
+func logRefusals(log *slog.Logger, limit int) func(netip.Addr) {
+	var mu sync.Mutex
+	var last time.Time
+	refused := 0
+	return func(addr netip.Addr) {
+		mu.Lock()
+		defer mu.Unlock()
+		refused++
+		if time.Since(last) < 10*time.Second {
+			return
+		}
+		log.Warn("refused connections over the per-client limit (--max-conns-per-client)", "client", addr, "limit", limit, "refused", refused)
+		last, refused = time.Now(), 0
 	}
 }
 

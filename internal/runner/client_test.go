@@ -157,8 +157,14 @@ func TestTaskErrors(t *testing.T) {
 		name  string
 		req   infer.Request
 		param string
+		msg   string // a part of the message; "" for any
 	}{
-		{name: "prompt_over_context", req: greedy(strings.Repeat("Once upon a time ", 20), 4), param: "prompt"},
+		{name: "prompt_over_context", req: greedy(strings.Repeat("Once upon a time ", 5), 4), param: "prompt",
+			msg: "the prompt has 22 tokens, but the context window is 16 tokens"},
+		// A prompt that certainly overflows is refused by its length,
+		// before it is tokenized.
+		{name: "prompt_far_over_context", req: greedy(strings.Repeat("Once upon a time ", 1<<16), 4), param: "prompt",
+			msg: "the prompt has at least"},
 		{name: "bad_temperature", req: func() infer.Request {
 			r := greedy("hi", 4)
 			v := 7.0
@@ -178,8 +184,8 @@ func TestTaskErrors(t *testing.T) {
 			if len(r.chunks) != 1 || r.last.Kind != infer.ChunkError {
 				t.Fatalf("chunks %+v, want one error chunk", r.chunks)
 			}
-			if e := r.last.Error; e.Class != infer.ClassInvalid || e.Param != tt.param {
-				t.Fatalf("error %+v, want invalid_request on %q", e, tt.param)
+			if e := r.last.Error; e.Class != infer.ClassInvalid || e.Param != tt.param || !strings.Contains(e.Message, tt.msg) {
+				t.Fatalf("error %+v, want invalid_request on %q saying %q", e, tt.param, tt.msg)
 			}
 		})
 	}

@@ -67,16 +67,16 @@ func checkToolChoice(req infer.Request) error {
 		return nil
 	case "required", "function":
 	default:
-		return infer.ParamErrorf("tool_choice", "tool_choice %q is not one of auto, none, required, function", tc.Mode)
+		return infer.ParamErrorf("tool_choice", "tool_choice %s is not one of auto, none, required, function", infer.Quote(tc.Mode))
 	}
 	if !req.Chat {
-		return infer.ParamErrorf("tool_choice", "tool_choice %q needs a chat request", tc.Mode)
+		return infer.ParamErrorf("tool_choice", "tool_choice %s needs a chat request", infer.Quote(tc.Mode))
 	}
 	if len(req.Tools) == 0 {
-		return infer.ParamErrorf("tool_choice", "tool_choice %q needs at least one tool", tc.Mode)
+		return infer.ParamErrorf("tool_choice", "tool_choice %s needs at least one tool", infer.Quote(tc.Mode))
 	}
 	if tc.Mode == "function" && !slices.ContainsFunc(req.Tools, func(t infer.Tool) bool { return t.Name == tc.Name }) {
-		return infer.ParamErrorf("tool_choice", "tool_choice names the function %q, which is not among the tools", tc.Name)
+		return infer.ParamErrorf("tool_choice", "tool_choice names the function %s, which is not among the tools", infer.Quote(tc.Name))
 	}
 	return nil
 }
@@ -283,15 +283,15 @@ func (c *constrained) finish(reason string) (string, error) {
 	}
 	var call map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(c.text.String()), &call); err != nil {
-		return "", fmt.Errorf("runner: a forced tool call is not JSON: %w (%q)", err, c.text.String())
+		return "", fmt.Errorf("runner: a forced tool call is not JSON: %w (%s)", err, infer.Quote(c.text.String()))
 	}
 	var name string
 	if err := json.Unmarshal(call["name"], &name); err != nil {
-		return "", fmt.Errorf("runner: a forced tool call has no name: %w (%q)", err, c.text.String())
+		return "", fmt.Errorf("runner: a forced tool call has no name: %w (%s)", err, infer.Quote(c.text.String()))
 	}
 	var args bytes.Buffer
 	if err := json.Compact(&args, call[c.s.argsKey]); err != nil {
-		return "", fmt.Errorf("runner: a forced tool call's arguments are not JSON: %w (%q)", err, c.text.String())
+		return "", fmt.Errorf("runner: a forced tool call's arguments are not JSON: %w (%s)", err, infer.Quote(c.text.String()))
 	}
 	c.emit(infer.Chunk{Kind: infer.ChunkToolCall, ToolCall: &infer.ToolCall{ID: "call_0", Name: name, Arguments: args.String()}})
 	return infer.FinishToolCalls, nil

@@ -232,14 +232,19 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 		text += s.prefix
 		p.structured, p.chat = s, false
 	}
+	param := "prompt"
+	if req.Chat {
+		param = "messages"
+	}
+	// A prompt that certainly overflows the window is refused before it is
+	// tokenized: tokenizing megabytes takes seconds of a runner's slot.
+	if least := tok.MinTokens(text); least >= l.context {
+		return p, infer.ParamErrorf(param, "the prompt has at least %d tokens (%d bytes), but the context window is %d tokens; shorten it", least, len(text), l.context)
+	}
 	p.prompt = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
 	// A template that writes the BOS text itself must not get a second one.
 	if bos := tok.BOS(); len(p.prompt) >= 2 && bos >= 0 && p.prompt[0] == bos && p.prompt[1] == bos {
 		p.prompt = p.prompt[1:]
-	}
-	param := "prompt"
-	if req.Chat {
-		param = "messages"
 	}
 	if len(p.prompt) == 0 {
 		return p, infer.ParamErrorf(param, "the prompt has no tokens")

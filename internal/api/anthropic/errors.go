@@ -19,7 +19,8 @@ type ErrorObject struct {
 // ErrorType returns Anthropic's error type for an answer of the given
 // status. Statuses Anthropic does not use map to the nearest type: 409 and
 // other client errors to invalid_request_error, 503 (no capacity, a model
-// still loading) to overloaded_error, which clients retry.
+// still loading) to overloaded_error, which clients retry, and 408 (a body
+// that did not arrive in time) to timeout_error.
 func ErrorType(status int) string {
 	switch status {
 	case 401:
@@ -32,7 +33,7 @@ func ErrorType(status int) string {
 		return "request_too_large"
 	case 429, 503, 529:
 		return "overloaded_error"
-	case 504:
+	case 408, 504:
 		return "timeout_error"
 	}
 	if status >= 400 && status < 500 && status != 499 {

@@ -284,11 +284,11 @@ func blockList(raw json.RawMessage, param string) ([]block, error) {
 func refuseBlock(param, typ, allowed string) error {
 	switch typ {
 	case "image", "document", "search_result", "container_upload":
-		return infer.ParamErrorf(param, "%s is a content block of type %q; this server serves text models and accepts only %s here", param, typ, allowed)
+		return infer.ParamErrorf(param, "%s is a content block of type %s; this server serves text models and accepts only %s here", param, infer.Quote(typ), allowed)
 	case "":
 		return infer.ParamErrorf(param, "%s has no type; this server accepts only %s here", param, allowed)
 	}
-	return infer.ParamErrorf(param, "%s has content block type %q, which is not supported here; this server accepts only %s", param, typ, allowed)
+	return infer.ParamErrorf(param, "%s has content block type %s, which is not supported here; this server accepts only %s", param, infer.Quote(typ), allowed)
 }
 
 // messages maps the conversation. A user turn becomes one tool message per
@@ -319,7 +319,7 @@ func messages(in []message) ([]infer.Message, error) {
 		case "":
 			return nil, infer.ParamErrorf(param+".role", "%s.role is required", param)
 		default:
-			return nil, infer.ParamErrorf(param+".role", "%s.role must be \"user\" or \"assistant\", got %q", param, m.Role)
+			return nil, infer.ParamErrorf(param+".role", "%s.role must be \"user\" or \"assistant\", got %s", param, infer.Quote(m.Role))
 		}
 		if err != nil {
 			return nil, err
@@ -451,13 +451,13 @@ func tools(in []tool) ([]infer.Tool, error) {
 	for i, t := range in {
 		p := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "" && t.Type != "custom" {
-			return nil, infer.ParamErrorf(p+".type", "%s.type %q is a server tool, which this server does not run; offer client tools with a name and an input_schema", p, t.Type)
+			return nil, infer.ParamErrorf(p+".type", "%s.type %s is a server tool, which this server does not run; offer client tools with a name and an input_schema", p, infer.Quote(t.Type))
 		}
 		if t.Name == "" {
 			return nil, infer.ParamErrorf(p+".name", "%s.name is required", p)
 		}
 		if seen[t.Name] {
-			return nil, infer.ParamErrorf(p+".name", "%s names tool %q a second time", p, t.Name)
+			return nil, infer.ParamErrorf(p+".name", "%s names tool %s a second time", p, infer.Quote(t.Name))
 		}
 		seen[t.Name] = true
 		if wirejson.IsNull(t.InputSchema) {
@@ -496,9 +496,9 @@ func (c *toolChoice) choice(offered []infer.Tool) (infer.ToolChoice, error) {
 				return infer.ToolChoice{Mode: "function", Name: c.Name}, nil
 			}
 		}
-		return infer.ToolChoice{}, infer.ParamErrorf("tool_choice.name", "tool_choice names tool %q, which is not among the tools", c.Name)
+		return infer.ToolChoice{}, infer.ParamErrorf("tool_choice.name", "tool_choice names tool %s, which is not among the tools", infer.Quote(c.Name))
 	}
-	return infer.ToolChoice{}, infer.ParamErrorf("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\", got %q", c.Type)
+	return infer.ToolChoice{}, infer.ParamErrorf("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\", got %s", infer.Quote(c.Type))
 }
 
 // kwargs maps thinking to the chat template's enable_thinking: enabled and
@@ -526,7 +526,7 @@ func (t *thinking) kwargs(maxTokens *int64) (map[string]any, error) {
 	case "disabled":
 		return map[string]any{"enable_thinking": false}, nil
 	}
-	return nil, infer.ParamErrorf("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\", got %q", t.Type)
+	return nil, infer.ParamErrorf("thinking.type", "thinking.type must be \"enabled\", \"adaptive\" or \"disabled\", got %s", infer.Quote(t.Type))
 }
 
 // schema maps output_config.format to a JSON Schema constraint.
@@ -535,7 +535,7 @@ func (o *outputConfig) schema() (json.RawMessage, error) {
 		return nil, nil
 	}
 	if o.Format.Type != "json_schema" {
-		return nil, infer.ParamErrorf("output_config.format.type", "output_config.format.type must be \"json_schema\", got %q", o.Format.Type)
+		return nil, infer.ParamErrorf("output_config.format.type", "output_config.format.type must be \"json_schema\", got %s", infer.Quote(o.Format.Type))
 	}
 	if wirejson.IsNull(o.Format.Schema) || o.Format.Schema[0] != '{' {
 		return nil, infer.ParamErrorf("output_config.format.schema", "output_config.format.schema must be a JSON Schema object")
@@ -546,7 +546,7 @@ func (o *outputConfig) schema() (json.RawMessage, error) {
 // fieldError words a nested decoding error.
 func fieldError(err error) string {
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
-		return fmt.Sprintf("field %s must be %s, not a JSON %s", te.Field, wirejson.Expects(te), te.Value)
+		return fmt.Sprintf("field %s must be %s, not a JSON %s", infer.Clip(te.Field), wirejson.Expects(te), infer.Clip(te.Value))
 	}
 	return err.Error()
 }

@@ -22,7 +22,7 @@ func ErrorFrom(e *infer.Error) ErrorResponse {
 // ("model 'x' not found"), followed by detail (the cluster's own
 // explanation, e.g. how to place it) when there is one.
 func ModelNotFound(model, detail string) *infer.Error {
-	msg := fmt.Sprintf("model '%s' not found", model)
+	msg := fmt.Sprintf("model '%s' not found", infer.Clip(model))
 	if detail != "" {
 		msg += ": " + detail
 	}

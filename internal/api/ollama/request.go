@@ -211,7 +211,7 @@ func messages(in []message) ([]infer.Message, error) {
 		switch role {
 		case infer.RoleSystem, infer.RoleUser, infer.RoleAssistant, infer.RoleTool:
 		default:
-			return nil, infer.ParamErrorf(p+".role", "%s.role %q is not one of system, user, assistant, tool", p, m.Role)
+			return nil, infer.ParamErrorf(p+".role", "%s.role %s is not one of system, user, assistant, tool", p, infer.Quote(m.Role))
 		}
 		if len(m.Images) > 0 {
 			return nil, infer.ParamErrorf(p+".images", "%s.images: images are not supported; this server accepts text only", p)
@@ -268,7 +268,7 @@ func tools(in []tool) ([]infer.Tool, error) {
 	for i, t := range in {
 		p := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "" && t.Type != "function" {
-			return nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %q", p, t.Type)
+			return nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %s", p, infer.Quote(t.Type))
 		}
 		f := t.Function
 		if f == nil || f.Name == "" {
@@ -352,7 +352,7 @@ func format(raw json.RawMessage) (json.RawMessage, error) {
 		case "json":
 			return anyObject(), nil
 		}
-		return nil, infer.ParamErrorf("format", "format must be \"json\" or a JSON Schema object, got %q", s)
+		return nil, infer.ParamErrorf("format", "format must be \"json\" or a JSON Schema object, got %s", infer.Quote(s))
 	case '{':
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
@@ -400,7 +400,7 @@ func keepAlive(raw json.RawMessage) error {
 		if _, err := time.ParseDuration(s); err == nil {
 			return nil
 		}
-		return infer.ParamErrorf("keep_alive", "keep_alive %q is not a duration (e.g. \"5m\", \"1h\", \"0\")", s)
+		return infer.ParamErrorf("keep_alive", "keep_alive %s is not a duration (e.g. \"5m\", \"1h\", \"0\")", infer.Quote(s))
 	}
 	return infer.ParamErrorf("keep_alive", "keep_alive must be a number of seconds or a duration string")
 }
@@ -421,7 +421,7 @@ func integer(raw json.RawMessage, name string) (int64, bool, error) {
 	}
 	f, err := strconv.ParseFloat(t, 64)
 	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		return 0, false, infer.ParamErrorf(param, "%s must be an integer, got %s", param, t)
+		return 0, false, infer.ParamErrorf(param, "%s must be an integer, got %s", param, infer.Clip(t))
 	}
 	return int64(f), true, nil
 }

@@ -54,7 +54,7 @@ func DecodeEmbeddingRequest(body []byte) (DecodedEmbedding, error) {
 		case "base64":
 			d.Base64 = true
 		default:
-			return DecodedEmbedding{}, infer.ParamErrorf("encoding_format", "encoding_format must be \"float\" or \"base64\", got %q", *f)
+			return DecodedEmbedding{}, infer.ParamErrorf("encoding_format", "encoding_format must be \"float\" or \"base64\", got %s", infer.Quote(*f))
 		}
 	}
 	if n := w.Dimensions; n != nil {

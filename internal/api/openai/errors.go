@@ -30,6 +30,8 @@ func ErrorType(c infer.Class) (typ, code string) {
 		return "not_found_error", "not_found"
 	case infer.ClassTooLarge:
 		return "invalid_request_error", "request_too_large"
+	case infer.ClassTimeout:
+		return "invalid_request_error", "request_timeout"
 	case infer.ClassConflict:
 		return "conflict_error", "conflict"
 	case infer.ClassUnavailable:

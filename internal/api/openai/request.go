@@ -170,7 +170,7 @@ func DecodeChatRequest(body []byte) (Decoded, error) {
 	}
 	for _, m := range w.Modalities {
 		if m != "text" {
-			return Decoded{}, infer.ParamErrorf("modalities", "modality %q is not supported; this server produces text only", m)
+			return Decoded{}, infer.ParamErrorf("modalities", "modality %s is not supported; this server produces text only", infer.Quote(m))
 		}
 	}
 	if !wirejson.IsNull(w.Audio) {
@@ -250,7 +250,7 @@ func messages(in []chatMessage) ([]infer.Message, error) {
 		for j, tc := range m.ToolCalls {
 			p := fmt.Sprintf("messages[%d].tool_calls[%d]", i, j)
 			if tc.Type != "" && tc.Type != "function" {
-				return nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %q", p, tc.Type)
+				return nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %s", p, infer.Quote(tc.Type))
 			}
 			if tc.Function.Name == "" {
 				return nil, infer.ParamErrorf(p+".function.name", "%s.function.name is required", p)
@@ -292,9 +292,9 @@ func messageContent(raw json.RawMessage, param string) (string, error) {
 			}
 			texts = append(texts, *p.Text)
 		case "image_url", "input_image", "input_audio", "file", "video_url":
-			return "", infer.ParamErrorf(param, "%s[%d] is a content part of type %q; this server accepts text parts only", param, j, p.Type)
+			return "", infer.ParamErrorf(param, "%s[%d] is a content part of type %s; this server accepts text parts only", param, j, infer.Quote(p.Type))
 		default:
-			return "", infer.ParamErrorf(param, "%s[%d] has unknown content part type %q; this server accepts text parts only", param, j, p.Type)
+			return "", infer.ParamErrorf(param, "%s[%d] has unknown content part type %s; this server accepts text parts only", param, j, infer.Quote(p.Type))
 		}
 	}
 	return strings.Join(texts, "\n"), nil
@@ -328,14 +328,14 @@ func tools(in []tool) ([]infer.Tool, error) {
 	for i, t := range in {
 		p := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "function" {
-			return nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %q", p, t.Type)
+			return nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %s", p, infer.Quote(t.Type))
 		}
 		if t.Function == nil || t.Function.Name == "" {
 			return nil, infer.ParamErrorf(p+".function.name", "%s.function.name is required", p)
 		}
 		f := t.Function
 		if seen[f.Name] {
-			return nil, infer.ParamErrorf(p+".function.name", "%s names function %q a second time", p, f.Name)
+			return nil, infer.ParamErrorf(p+".function.name", "%s names function %s a second time", p, infer.Quote(f.Name))
 		}
 		seen[f.Name] = true
 		var params json.RawMessage
@@ -369,7 +369,7 @@ func toolChoice(raw json.RawMessage, offered []infer.Tool) (infer.ToolChoice, er
 		case "none", "auto", "required":
 			choice.Mode = s
 		default:
-			return choice, infer.ParamErrorf("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or an object naming a function, got %q", s)
+			return choice, infer.ParamErrorf("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or an object naming a function, got %s", infer.Quote(s))
 		}
 	} else {
 		var obj struct {
@@ -394,7 +394,7 @@ func toolChoice(raw json.RawMessage, offered []infer.Tool) (infer.ToolChoice, er
 			found = found || t.Name == choice.Name
 		}
 		if !found {
-			return choice, infer.ParamErrorf("tool_choice", "tool_choice names function %q, which is not among the tools", choice.Name)
+			return choice, infer.ParamErrorf("tool_choice", "tool_choice names function %s, which is not among the tools", infer.Quote(choice.Name))
 		}
 	}
 	return choice, nil
@@ -422,7 +422,7 @@ func (f *responseFormat) schema() (json.RawMessage, error) {
 		}
 		return f.JSONSchema.Schema, nil
 	}
-	return nil, infer.ParamErrorf("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got %q", f.Type)
+	return nil, infer.ParamErrorf("response_format.type", "response_format.type must be \"text\", \"json_object\" or \"json_schema\", got %s", infer.Quote(f.Type))
 }
 
 // prompt accepts a string or an array holding one string.

@@ -219,7 +219,7 @@ func (w *request) refusals() error {
 	case len(w.LogitBias) > 0:
 		return infer.ParamErrorf("logit_bias", "logit_bias is not supported")
 	case w.Truncation != nil && *w.Truncation != "auto" && *w.Truncation != "disabled":
-		return infer.ParamErrorf("truncation", "truncation must be \"auto\" or \"disabled\", got %q", *w.Truncation)
+		return infer.ParamErrorf("truncation", "truncation must be \"auto\" or \"disabled\", got %s", infer.Quote(*w.Truncation))
 	case w.PreviousResponseID != nil && *w.PreviousResponseID == "":
 		return infer.ParamErrorf("previous_response_id", "previous_response_id must not be empty")
 	}
@@ -291,8 +291,8 @@ func input(raw json.RawMessage) ([]infer.Message, error) {
 		var it inputItem
 		if err := json.Unmarshal(itemRaw, &it); err != nil {
 			if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" && te.Type != nil {
-				field := p + "." + te.Field
-				return nil, infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, wirejson.Expects(te), te.Value)
+				field := p + "." + infer.Clip(te.Field)
+				return nil, infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, wirejson.Expects(te), infer.Clip(te.Value))
 			}
 			return nil, infer.ParamErrorf(p, "%s must be an input item object (a message, function_call, function_call_output or reasoning item)", p)
 		}
@@ -350,7 +350,7 @@ func (b *historyBuilder) add(it inputItem, p string) error {
 	case "item_reference":
 		return infer.ParamErrorf(p+".type", "%s is an item_reference; this server cannot look items up by id: send the item itself or use previous_response_id", p)
 	default:
-		return infer.ParamErrorf(p+".type", "%s has type %q; this server accepts message, function_call, function_call_output and reasoning items", p, it.Type)
+		return infer.ParamErrorf(p+".type", "%s has type %s; this server accepts message, function_call, function_call_output and reasoning items", p, infer.Quote(it.Type))
 	}
 	return nil
 }
@@ -373,7 +373,7 @@ func (b *historyBuilder) message(it inputItem, p string) error {
 	case "":
 		return infer.ParamErrorf(p+".role", "%s.role is required", p)
 	default:
-		return infer.ParamErrorf(p+".role", "%s.role must be user, assistant, system or developer, got %q", p, it.Role)
+		return infer.ParamErrorf(p+".role", "%s.role must be user, assistant, system or developer, got %s", p, infer.Quote(it.Role))
 	}
 	content, err := messageContent(it.Content, p+".content")
 	if err != nil {
@@ -423,9 +423,9 @@ func messageContent(raw json.RawMessage, param string) (string, error) {
 			}
 			texts = append(texts, *part.Refusal)
 		case "input_image", "input_file", "input_audio":
-			return "", infer.ParamErrorf(param, "%s[%d] is a content part of type %q; this server accepts text parts only", param, j, part.Type)
+			return "", infer.ParamErrorf(param, "%s[%d] is a content part of type %s; this server accepts text parts only", param, j, infer.Quote(part.Type))
 		default:
-			return "", infer.ParamErrorf(param, "%s[%d] has unknown content part type %q; this server accepts input_text and output_text parts", param, j, part.Type)
+			return "", infer.ParamErrorf(param, "%s[%d] has unknown content part type %s; this server accepts input_text and output_text parts", param, j, infer.Quote(part.Type))
 		}
 	}
 	return strings.Join(texts, "\n"), nil
@@ -498,13 +498,13 @@ func tools(in []tool) ([]infer.Tool, []FunctionTool, error) {
 	for i, t := range in {
 		p := fmt.Sprintf("tools[%d]", i)
 		if t.Type != "function" {
-			return nil, nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %q; this server runs no hosted tools", p, t.Type)
+			return nil, nil, infer.ParamErrorf(p+".type", "%s.type must be \"function\", got %s; this server runs no hosted tools", p, infer.Quote(t.Type))
 		}
 		if t.Name == "" {
 			return nil, nil, infer.ParamErrorf(p+".name", "%s.name is required", p)
 		}
 		if seen[t.Name] {
-			return nil, nil, infer.ParamErrorf(p+".name", "%s names function %q a second time", p, t.Name)
+			return nil, nil, infer.ParamErrorf(p+".name", "%s names function %s a second time", p, infer.Quote(t.Name))
 		}
 		seen[t.Name] = true
 		var params json.RawMessage
@@ -543,7 +543,7 @@ func toolChoice(raw json.RawMessage, offered []infer.Tool) (infer.ToolChoice, an
 		case "none", "auto", "required":
 			choice.Mode, echo = s, s
 		default:
-			return choice, nil, infer.ParamErrorf("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"name\":...}, got %q", s)
+			return choice, nil, infer.ParamErrorf("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or {\"type\":\"function\",\"name\":...}, got %s", infer.Quote(s))
 		}
 	} else {
 		var obj struct {
@@ -567,7 +567,7 @@ func toolChoice(raw json.RawMessage, offered []infer.Tool) (infer.ToolChoice, an
 			found = found || t.Name == choice.Name
 		}
 		if !found {
-			return choice, nil, infer.ParamErrorf("tool_choice", "tool_choice names function %q, which is not among the tools", choice.Name)
+			return choice, nil, infer.ParamErrorf("tool_choice", "tool_choice names function %s, which is not among the tools", infer.Quote(choice.Name))
 		}
 	}
 	return choice, echo, nil
@@ -601,7 +601,7 @@ func (t *textConfig) schema() (json.RawMessage, TextConfig, error) {
 		echo.Format = TextFormat{Type: "json_schema", Name: f.Name, Description: f.Description, Schema: schema, Strict: f.Strict}
 		return schema, echo, nil
 	}
-	return nil, echo, infer.ParamErrorf("text.format.type", "text.format.type must be \"text\", \"json_object\" or \"json_schema\", got %q", f.Type)
+	return nil, echo, infer.ParamErrorf("text.format.type", "text.format.type must be \"text\", \"json_object\" or \"json_schema\", got %s", infer.Quote(f.Type))
 }
 
 // Reasoning efforts. Any effort but "none" turns the chat template's
@@ -622,7 +622,7 @@ func (r *reasoningConfig) kwargs() (map[string]any, Reasoning, error) {
 	}
 	think, ok := efforts[*r.Effort]
 	if !ok {
-		return nil, echo, infer.ParamErrorf("reasoning.effort", "reasoning.effort must be one of none, minimal, low, medium, high, xhigh, got %q", *r.Effort)
+		return nil, echo, infer.ParamErrorf("reasoning.effort", "reasoning.effort must be one of none, minimal, low, medium, high, xhigh, got %s", infer.Quote(*r.Effort))
 	}
 	return map[string]any{"enable_thinking": think}, echo, nil
 }
@@ -655,7 +655,7 @@ func Continue(history []infer.Message, d Decoded) (infer.Request, error) {
 		}
 		name, ok := calls[m.ToolCallID]
 		if !ok {
-			return infer.Request{}, infer.ParamErrorf("input", "function_call_output for call_id %q answers no function_call in this conversation", m.ToolCallID)
+			return infer.Request{}, infer.ParamErrorf("input", "function_call_output for call_id %s answers no function_call in this conversation", infer.Quote(m.ToolCallID))
 		}
 		m.Name = name
 	}

@@ -32,13 +32,13 @@ func Unmarshal(body []byte, v any) error {
 	}
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		if te.Field == "" {
-			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", te.Value)
+			return infer.Errorf(infer.ClassInvalid, "the request body must be a JSON object, not a JSON %s", infer.Clip(te.Value))
 		}
 		// encoding/json names an embedded struct in the path; the
 		// translators that share fields embed them as a struct named
 		// common, which clients never see.
-		field := strings.TrimPrefix(te.Field, "common.")
-		return infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, Expects(te), te.Value)
+		field := infer.Clip(strings.TrimPrefix(te.Field, "common."))
+		return infer.ParamErrorf(field, "field %s must be %s, not a JSON %s", field, Expects(te), infer.Clip(te.Value))
 	}
 	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
 }

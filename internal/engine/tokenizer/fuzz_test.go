@@ -6,7 +6,8 @@ import (
 )
 
 // FuzzEncode checks that encoding arbitrary bytes never panics, yields only
-// ids inside the vocabulary, and that decoding and streaming agree. The seed
+// ids inside the vocabulary and no fewer than MinTokens, and that decoding
+// and streaming agree. The seed
 // corpus runs as an ordinary test.
 func FuzzEncode(f *testing.F) {
 	for _, s := range []string{
@@ -36,6 +37,9 @@ func FuzzEncode(f *testing.F) {
 				if id < 0 || int(id) >= tok.VocabSize() {
 					t.Fatalf("%v: id %d outside vocabulary of %d", tok.Kind(), id, tok.VocabSize())
 				}
+			}
+			if lo := tok.MinTokens(text); lo > len(ids) {
+				t.Fatalf("%v: MinTokens %d > %d tokens of %q", tok.Kind(), lo, len(ids), text)
 			}
 			whole := tok.Decode(ids)
 			d := NewStreamDecoder(tok)

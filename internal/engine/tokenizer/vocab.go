@@ -101,6 +101,12 @@ type Tokenizer struct {
 	lowercase      bool // WPM
 	stripAccents   bool // WPM
 	maxTokenLen    int
+	// MinTokens's bound (bound.go): the most bytes of text one token
+	// stands for (0: no bound), and the bytes that certainly end up in
+	// some token's text.
+	bytesPerToken   int
+	counts          [256]bool
+	everyByteCounts bool
 
 	bos, eos, eot, eom, unk, sep, pad, mask int32
 
@@ -198,6 +204,7 @@ func New(v Vocab) (*Tokenizer, error) {
 	t.applyModelAttrs(v)
 	t.buildByteTokens()
 	t.buildPieces()
+	t.buildBound()
 	return t, nil
 }
 
