@@ -45,9 +45,8 @@ func TestMain(m *testing.M) {
 // does.
 type clientRunner struct{ c *runner.Client }
 
-func (r clientRunner) Load(ctx context.Context, spec runner.LoadSpec) error {
-	_, err := r.c.Load(ctx, spec)
-	return err
+func (r clientRunner) Load(ctx context.Context, spec runner.LoadSpec) (runner.Status, error) {
+	return r.c.Load(ctx, spec)
 }
 
 func (r clientRunner) Generate(ctx context.Context, task string, req infer.Request) (<-chan infer.Chunk, error) {

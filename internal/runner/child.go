@@ -221,7 +221,8 @@ func (s *server) loadEvent(ev loadEvent) {
 		ev.model.close()
 	default:
 		s.model = ev.model
-		s.status(Status{State: StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context})
+		s.status(Status{State: StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context,
+			BytesPerToken: ev.model.bytesPerToken()})
 	}
 	s.loading = nil
 }
@@ -382,6 +383,15 @@ func (l *loaded) close() {
 	}
 	l.steps.close()
 	l.m.Close()
+}
+
+// bytesPerToken is the prompt bound the node may check (0: none; an
+// encoder's prompts are short and bounded by the body limit).
+func (l *loaded) bytesPerToken() int {
+	if l.enc != nil || l.m == nil || l.m.Tok == nil {
+		return 0
+	}
+	return l.m.Tok.BytesPerToken()
 }
 
 func (l *loaded) weightBytes() int64 {

@@ -111,6 +111,10 @@ type Status struct {
 	Reason        string `json:"reason,omitempty"`
 	WeightBytes   int64  `json:"weight_bytes,omitempty"`
 	ContextTokens int    `json:"context_tokens,omitempty"`
+	// BytesPerToken, when not 0, bounds the text one token stands for: a
+	// prompt of more than ContextTokens × BytesPerToken bytes cannot fit,
+	// which the node checks before the prompt crosses the runner's pipe.
+	BytesPerToken int `json:"bytes_per_token,omitempty"`
 }
 
 // ErrProtocol is matched (errors.Is) by every *ProtocolError.

@@ -49,7 +49,8 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 	sh := inst.Placement[k.rank]
 	spec := runner.LoadSpec{ModelPath: model.Path, ChatTemplateOverride: model.ChatTemplate, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
 		Last: sh.HoldsHead, Threads: w.cfg.Threads, ContextTokens: int(inst.ContextTokens), Instance: string(k.inst), Rank: k.rank}
-	if err := r.Load(ctx, spec); err != nil {
+	st, err := r.Load(ctx, spec)
+	if err != nil {
 		if ctx.Err() != nil {
 			return
 		}
@@ -58,7 +59,7 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 		return
 	}
 	status(event.RunnerReady, "")
-	w.post(ctx, runnerReady{key: k, id: id, r: r})
+	w.post(ctx, runnerReady{key: k, id: id, r: r, status: st})
 	select {
 	case <-ctx.Done():
 		status(event.RunnerStopped, "stopped")

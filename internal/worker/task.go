@@ -6,6 +6,7 @@ import (
 
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/runner"
 )
 
 // Serve runs a task on this node's runner of the instance's first rank and
@@ -16,7 +17,7 @@ import (
 // through the control plane.
 func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
 	r := w.runner(key{inst, 0})
-	if r == nil {
+	if r.Runner == nil {
 		return nil, infer.Errorf(infer.ClassUnavailable, "instance %s has no ready runner on this node (it is loading or restarting); retry in a moment", inst)
 	}
 	if p.Embed != nil {
@@ -24,6 +25,9 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 	}
 	if p.Generate == nil {
 		return nil, infer.Errorf(infer.ClassInvalid, "the task carries no request")
+	}
+	if err := checkPromptFits(*p.Generate, r.status); err != nil {
+		return nil, err
 	}
 	chunks, err := r.Generate(ctx, string(task), *p.Generate)
 	if err != nil {
@@ -39,6 +43,30 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 		w.cfg.Logger.Debug("task ended", "task", task, "instance", inst, "outcome", outcome)
 	})
 	return out, nil
+}
+
+// checkPromptFits refuses, before it crosses the runner's pipe, a prompt
+// that cannot fit the window: its text (the raw prompt, or the last
+// message, which every chat template renders) has more bytes than the
+// window's tokens can stand for. Megabytes of prompt would otherwise hold
+// the pipe, and every other task's commands behind them, while the runner
+// reads them only to refuse them.
+func checkPromptFits(req infer.Request, st runner.Status) error {
+	if st.BytesPerToken <= 0 || st.ContextTokens <= 0 {
+		return nil
+	}
+	n := len(req.Prompt)
+	if len(req.Messages) > 0 {
+		n = max(n, len(req.Messages[len(req.Messages)-1].Content))
+	}
+	if least := (n + st.BytesPerToken - 1) / st.BytesPerToken; least >= st.ContextTokens {
+		param := "prompt"
+		if len(req.Messages) > 0 {
+			param = "messages"
+		}
+		return infer.ParamErrorf(param, "the prompt has at least %d tokens (%d bytes), but the context window is %d tokens; shorten it", least, n, st.ContextTokens)
+	}
+	return nil
 }
 
 // Task outcomes, for the log.

@@ -36,7 +36,9 @@ type Master interface {
 
 // Runner is one runner subprocess as the worker drives it (runner.Client).
 type Runner interface {
-	Load(ctx context.Context, spec runner.LoadSpec) error
+	// Load loads the shard; the ready status says what the runner serves
+	// (its window, the prompt bound).
+	Load(ctx context.Context, spec runner.LoadSpec) (runner.Status, error)
 	Generate(ctx context.Context, task string, req infer.Request) (<-chan infer.Chunk, error)
 	// Exited is closed when the subprocess ends; Err then says why.
 	Exited() <-chan struct{}
@@ -81,7 +83,7 @@ type Worker struct {
 	msgs chan any
 	// ready holds the loaded runners by shard, published by the loop for
 	// Serve to read without a round trip to it.
-	ready atomic.Pointer[map[key]Runner]
+	ready atomic.Pointer[map[key]loadedRunner]
 	// serving counts the goroutines that forward tasks' chunks; Run waits
 	// for them after stopping the runners (which ends their streams).
 	serving sync.WaitGroup
@@ -115,7 +117,8 @@ type handle struct {
 	id      ids.RunnerID
 	cancel  context.CancelFunc
 	done    chan struct{}
-	runner  Runner // set once loaded; read by the loop only
+	runner  Runner        // set once loaded; read by the loop only
+	status  runner.Status // the runner's ready status
 	breaker *supervise.Breaker
 	gaveUp  bool
 }
@@ -123,9 +126,10 @@ type handle struct {
 // Messages from handle and task goroutines to the loop.
 type (
 	runnerReady struct {
-		key key
-		id  ids.RunnerID
-		r   Runner
+		key    key
+		id     ids.RunnerID
+		r      Runner
+		status runner.Status
 	}
 	runnerExited struct {
 		key    key
@@ -226,10 +230,10 @@ func (l *loop) follow(ctx context.Context, sub <-chan event.IndexedEvent) (done 
 
 // publish makes the loaded runners visible to Serve.
 func (l *loop) publish() {
-	m := make(map[key]Runner, len(l.handles))
+	m := make(map[key]loadedRunner, len(l.handles))
 	for k, h := range l.handles {
 		if h.runner != nil && !h.gaveUp {
-			m[k] = h.runner
+			m[k] = loadedRunner{h.runner, h.status}
 		}
 	}
 	if old := l.w.ready.Load(); old != nil && maps.Equal(*old, m) {
@@ -238,19 +242,26 @@ func (l *loop) publish() {
 	l.w.ready.Store(&m)
 }
 
-// runner returns the loaded runner of a shard on this node, or nil.
-func (w *Worker) runner(k key) Runner {
+// loadedRunner is a runner Serve may use, with its ready status.
+type loadedRunner struct {
+	Runner
+	status runner.Status
+}
+
+// runner returns the loaded runner of a shard on this node (Runner nil when
+// none).
+func (w *Worker) runner(k key) loadedRunner {
 	if m := w.ready.Load(); m != nil {
 		return (*m)[k]
 	}
-	return nil
+	return loadedRunner{}
 }
 
 func (l *loop) onMessage(ctx context.Context, m any) {
 	switch m := m.(type) {
 	case runnerReady:
 		if h, ok := l.handles[m.key]; ok && h.id == m.id {
-			h.runner = m.r
+			h.runner, h.status = m.r, m.status
 		}
 	case runnerExited:
 		h, ok := l.handles[m.key]
@@ -349,7 +360,7 @@ func (l *loop) stop(h *handle) {
 }
 
 func (l *loop) shutdown() {
-	l.w.ready.Store(&map[key]Runner{})
+	l.w.ready.Store(&map[key]loadedRunner{})
 	for _, h := range l.handles {
 		l.stop(h)
 	}

@@ -42,6 +42,17 @@ func (t *Tokenizer) buildBound() {
 	t.bytesPerToken = t.maxTokenLen
 }
 
+// BytesPerToken returns the longest text one token stands for, when every
+// byte of a text counts toward its tokens (so a text of n bytes has at least
+// n/BytesPerToken tokens), and 0 otherwise: a bound a caller without the
+// tokenizer (the node, before it hands a prompt to a runner) can apply.
+func (t *Tokenizer) BytesPerToken() int {
+	if !t.everyByteCounts {
+		return 0
+	}
+	return t.bytesPerToken
+}
+
 // MinTokens returns a lower bound on the number of tokens Encode makes of
 // text, the BOS or EOS of AddSpecial not counted, whatever ParseSpecial is;
 // 0 when the vocabulary admits no bound (WordPiece). It reads each byte of
