@@ -56,23 +56,81 @@ type Options struct {
 	Console io.Writer
 }
 
-// Run starts a node and serves until ctx ends.
+// Run starts a node and serves until ctx ends. Each step below opens one
+// layer of the node and registers how to close it; the node closes them in
+// reverse when it stops or when a later step fails.
 func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.Home, 0o755); err != nil {
-		return fmt.Errorf("node: cannot create the home directory %s: %w", cfg.Home, err)
+	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log}
+	defer n.close()
+	for _, step := range []func() error{n.openHome, n.openStores, n.openCluster, n.buildServices, n.openListeners, n.joinCluster, n.buildAPI} {
+		if err := step(); err != nil {
+			return err
+		}
 	}
-	nodeID, err := loadNodeID(cfg.Home)
+	return n.serve(ctx)
+}
+
+// fabric is one node's parts, as Run assembles them.
+type fabric struct {
+	cfg     config.Node
+	opt     Options
+	started time.Time
+	log     *slog.Logger // with the node's id once openHome has read it
+	closers []func()     // in opening order; close runs them in reverse
+
+	id        ids.NodeID
+	elog      *eventlog.Log
+	mods      *models
+	imports   []string // the import directories, and those for loopback clients
+	loopImp   []string
+	responses *api.ResponseStore
+	secret    clusterSecret
+	bootstrap []string
+	ident     *transport.Identity
+	peers     peers
+	refused   refusals
+	ctl       *controlplane.Plane
+	worker    *worker.Worker
+	remote    *gateway.Remote
+	gw        *gateway.Gateway
+	ep        *transport.Endpoint
+	ln        net.Listener
+	mem       *membership.Membership
+	access    *apiAccess
+	srv       *http.Server
+}
+
+func (n *fabric) onClose(f func()) { n.closers = append(n.closers, f) }
+
+func (n *fabric) close() {
+	for i := len(n.closers) - 1; i >= 0; i-- {
+		n.closers[i]()
+	}
+}
+
+// openHome creates the home directory and reads (or mints) the node's id.
+func (n *fabric) openHome() error {
+	if err := os.MkdirAll(n.cfg.Home, 0o755); err != nil {
+		return fmt.Errorf("node: cannot create the home directory %s: %w", n.cfg.Home, err)
+	}
+	id, err := loadNodeID(n.cfg.Home)
 	if err != nil {
 		return err
 	}
-	log = log.With("node", nodeID)
-	log.Info("starting skulk node", "config", cfg.String())
-	started := time.Now()
+	n.id = id
+	n.log = n.log.With("node", id)
+	n.log.Info("starting skulk node", "config", n.cfg.String())
+	return nil
+}
 
-	elog, err := eventlog.Open(filepath.Join(cfg.Home, "log"), eventlog.Options{
+// openStores opens what the node keeps on disk: the event log, the models
+// and the response journal.
+func (n *fabric) openStores() error {
+	log := n.log
+	elog, err := eventlog.Open(filepath.Join(n.cfg.Home, "log"), eventlog.Options{
 		OnDegraded: func(s eventlog.Status) {
 			log.Error("event log degraded: events are counted but no longer written; free disk space and restart", "cause", s.Cause)
 		},
@@ -80,163 +138,207 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	if err != nil {
 		return fmt.Errorf("node: open the event log: %w", err)
 	}
-	defer elog.Close()
+	n.elog = elog
+	n.onClose(func() { elog.Close() })
 	if rec := elog.Status().Recovery; rec.DroppedBytes > 0 {
 		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-
-	mods, err := newModels(cfg, nodeID, os.Getenv, log.With("component", "models"))
+	mods, err := newModels(n.cfg, n.id, os.Getenv, log.With("component", "models"))
 	if err != nil {
 		return err
 	}
-	defer mods.close()
-	card := mods.card
-	imports, loopbackImports, err := importDirs(cfg, mods.store.Config().ModelsDir, log)
+	n.mods = mods
+	n.onClose(mods.close)
+	n.imports, n.loopImp, err = importDirs(n.cfg, mods.store.Config().ModelsDir, log)
 	if err != nil {
 		return err
 	}
-	log.Info("models/import reads only under the import directories", "dirs", imports, "from_this_machine_also", loopbackImports)
-
-	// Cluster plumbing: identity, transport, membership.
-	secret, err := resolveClusterKey(cfg, log)
-	if err != nil {
-		return fmt.Errorf("node: cluster key: %w", err)
-	}
-	key := secret.key
-	if secret.origin == "open" {
-		log.Warn("open cluster: any host that reaches the gossip and QUIC ports can join this cluster and use its instances; restart without --open-cluster to require the cluster key")
-	}
-	bootstrap := append(append([]string{}, cfg.BootstrapPeers...), secret.peers...)
-	ident, err := transport.LoadIdentity(cfg.Home, nodeID)
-	if err != nil {
-		return err
-	}
-	var p peers
-	refused := &refusals{}
-	ctl := controlplane.New(controlplane.Config{Node: nodeID, Log: elog, Card: card, Nodes: p.nodes, MaxPerModel: cfg.MaxInstancesPerModel,
-		StartedAt: started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log})
-	responseStore, err := api.OpenResponseStore(filepath.Join(cfg.Home, "responses"), log.With("component", "api"))
+	log.Info("models/import reads only under the import directories", "dirs", n.imports, "from_this_machine_also", n.loopImp)
+	responses, err := api.OpenResponseStore(filepath.Join(n.cfg.Home, "responses"), log.With("component", "api"))
 	if err != nil {
 		return fmt.Errorf("node: %w (the directory holds the conversations of stored responses; moving it aside starts an empty one)", err)
 	}
-	defer func() {
-		if err := responseStore.Close(); err != nil {
+	n.responses = responses
+	n.onClose(func() {
+		if err := responses.Close(); err != nil {
 			log.Warn("closing the response journal", "error", err)
 		}
-	}()
-	w := worker.New(worker.Config{
-		Node: nodeID, Master: ctl,
-		Threads: cfg.Threads, Now: time.Now, NewID: newID,
-		Spawn:   spawner(opt.RunnerCommand, log.With("component", "runner")),
-		Resolve: mods.resolve,
-		Guard:   guard(mods.catalog),
+	})
+	return nil
+}
+
+// openCluster settles the node's cluster identity: the cluster key and
+// where the invite says the members are, and the node's own certificate.
+func (n *fabric) openCluster() error {
+	secret, err := resolveClusterKey(n.cfg, n.log)
+	if err != nil {
+		return fmt.Errorf("node: cluster key: %w", err)
+	}
+	n.secret = secret
+	if secret.origin == "open" {
+		n.log.Warn("open cluster: any host that reaches the gossip and QUIC ports can join this cluster and use its instances; restart without --open-cluster to require the cluster key")
+	}
+	n.bootstrap = append(append([]string{}, n.cfg.BootstrapPeers...), secret.peers...)
+	n.ident, err = transport.LoadIdentity(n.cfg.Home, n.id)
+	return err
+}
+
+// buildServices builds the control plane, the worker and the gateway. A
+// request goes straight from the node that owns it to the node of its
+// instance's first rank: in process here, over QUIC elsewhere.
+func (n *fabric) buildServices() error {
+	log := n.log
+	n.ctl = controlplane.New(controlplane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
+		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log})
+	n.onClose(n.ctl.Stop)
+	n.worker = worker.New(worker.Config{
+		Node: n.id, Master: n.ctl,
+		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
+		Spawn:   spawner(n.opt.RunnerCommand, log.With("component", "runner")),
+		Resolve: n.mods.resolve,
+		Guard:   guard(n.mods.catalog),
 		Logger:  log.With("component", "worker"),
 	})
-	// A request goes straight from the node that owns it to the node of
-	// its instance's first rank: in process here, over QUIC elsewhere.
-	remote := &gateway.Remote{}
-	defer remote.Wait()
-	serve := func(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, pl infer.TaskPayload) (<-chan infer.Chunk, error) {
-		if node == nodeID {
-			return w.Serve(ctx, inst, task, pl)
-		}
-		return remote.Serve(ctx, node, inst, task, pl)
+	n.remote = &gateway.Remote{}
+	n.onClose(n.remote.Wait)
+	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
+		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"),
+		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval)),
+		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused)})
+	return nil
+}
+
+// serveTask runs a task on the node that holds its instance's first rank.
+func (n *fabric) serveTask(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+	if node == n.id {
+		return n.worker.Serve(ctx, inst, task, p)
 	}
-	gw := gateway.New(gateway.Config{Node: nodeID, Master: ctl, Serve: serve, Catalog: mods.catalog,
-		Nodes: p.nodes, NewID: newID, Logger: log.With("component", "gateway"),
-		Health:      health(nodeID, &p, telemetry.NewFreshness(telemetryInterval)),
-		Diagnostics: diagnostics(nodeID, ctl, &p, refused)})
+	return n.remote.Serve(ctx, node, inst, task, p)
+}
+
+// openListeners binds the QUIC endpoint (control, data and response
+// lookups from other nodes) and the API's TCP port.
+func (n *fabric) openListeners() error {
 	ep, err := transport.Listen(transport.Config{
-		Identity: ident, ClusterKey: key, ListenAddr: cfg.QUICAddr, Logger: log.With("component", "transport"), OnRefusal: refused.add,
-		VerifyPeer: func(n ids.NodeID, k ed25519.PublicKey) error { return p.verify(n, k) },
+		Identity: n.ident, ClusterKey: n.secret.key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
+		OnRefusal:  n.refused.add,
+		VerifyPeer: func(id ids.NodeID, k ed25519.PublicKey) error { return n.peers.verify(id, k) },
 		Handlers: map[string]transport.Handler{
-			transport.ALPNControl: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
-				if !ctl.IsMaster() {
-					s.Close() // a stale view of who is master: the follower re-resolves
-					return
-				}
-				replica.Serve(ctx, ctl, c.Peer(), s)
-			}),
-			transport.ALPNData: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
-				gateway.ServeTask(ctx, s, w.Serve)
-			}),
-			transport.ALPNResponses: serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
-				gateway.ServeResponseLookup(ctx, s, responseStore.Get)
-			}),
+			transport.ALPNControl:   serveStreams(n.serveControl),
+			transport.ALPNData:      serveStreams(n.serveData),
+			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("node: cannot listen for QUIC on %s (use --quic-addr): %w", cfg.QUICAddr, err)
+		return fmt.Errorf("node: cannot listen for QUIC on %s (use --quic-addr): %w", n.cfg.QUICAddr, err)
 	}
-	defer ep.Close()
-	remote.Dial = p.dial(ep, transport.ALPNData)
-
-	ln, err := net.Listen("tcp", cfg.APIAddr)
+	n.ep = ep
+	n.onClose(func() { ep.Close() })
+	n.remote.Dial = n.peers.dial(ep, transport.ALPNData)
+	ln, err := net.Listen("tcp", n.cfg.APIAddr)
 	if err != nil {
-		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", cfg.APIAddr, err)
+		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", n.cfg.APIAddr, err)
 	}
-	ln = connlimit.New(ln, cfg.MaxConnsPerClient, logRefusals(log.With("component", "api"), cfg.MaxConnsPerClient))
-	meta := membership.Meta{Node: nodeID, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
-		Commit: SoftwareCommit, PublicKey: ident.PublicKey(),
-		API: advertised(addrPort(ln.Addr())), QUIC: advertised(addrPort(ep.Addr()))}
-	mem, err := membership.New(membership.Config{ClusterKey: key, Meta: meta, BindAddr: cfg.GossipAddr,
-		BootstrapPeers: bootstrap, MDNS: !cfg.NoMDNS, Timing: clusterTiming(),
-		Logger: log.With("component", "membership"), OnRefusal: refused.add})
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("node: membership on %s (use --gossip-addr): %w", cfg.GossipAddr, err)
-	}
-	defer mem.Close()
-	p.m.Store(mem)
-	ctl.Dial = p.dial(ep, transport.ALPNControl)
-	ctl.OnMaster = master.NodeLoss{Self: nodeID, Members: p.members, NewID: newID, Now: time.Now,
-		Logger: log.With("component", "lifecycle")}.Run
+	n.ln = connlimit.New(ln, n.cfg.MaxConnsPerClient, logRefusals(n.log.With("component", "api"), n.cfg.MaxConnsPerClient))
+	n.onClose(func() { n.ln.Close() })
+	return nil
+}
 
-	mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) },
-		func(ctx context.Context, ev event.Event) error {
-			return ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: nodeID}, ev)
-		})
-	changed := make(chan struct{}, 1)
-	elect := election.New(election.Config{Self: nodeID, Members: mem, Roles: ctl, Changed: changed,
-		NetworkVer: key.NetworkVersion(), Logger: log.With("component", "election")})
+// serveControl serves a follower's replication stream, when this node is
+// master; a follower with a stale view of who is master re-resolves.
+func (n *fabric) serveControl(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
+	if !n.ctl.IsMaster() {
+		s.Close()
+		return
+	}
+	replica.Serve(ctx, n.ctl, c.Peer(), s)
+}
+
+// serveData runs a task another node owns.
+func (n *fabric) serveData(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) {
+	gateway.ServeTask(ctx, s, n.worker.Serve)
+}
+
+// serveResponseLookup answers another node's previous_response_id lookup.
+func (n *fabric) serveResponseLookup(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) {
+	gateway.ServeResponseLookup(ctx, s, n.responses.Get)
+}
+
+// joinCluster starts the membership (gossip, mDNS) and gives the control
+// plane its duties.
+func (n *fabric) joinCluster() error {
+	key := n.secret.key
+	meta := membership.Meta{Node: n.id, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
+		Commit: SoftwareCommit, PublicKey: n.ident.PublicKey(),
+		API: advertised(addrPort(n.ln.Addr())), QUIC: advertised(addrPort(n.ep.Addr()))}
+	mem, err := membership.New(membership.Config{ClusterKey: key, Meta: meta, BindAddr: n.cfg.GossipAddr,
+		BootstrapPeers: n.bootstrap, MDNS: !n.cfg.NoMDNS, Timing: clusterTiming(),
+		Logger: n.log.With("component", "membership"), OnRefusal: n.refused.add})
+	if err != nil {
+		return fmt.Errorf("node: membership on %s (use --gossip-addr): %w", n.cfg.GossipAddr, err)
+	}
+	n.mem = mem
+	n.onClose(func() { mem.Close() })
+	n.peers.m.Store(mem)
+	n.ctl.Dial = n.peers.dial(n.ep, transport.ALPNControl)
+	n.ctl.OnMaster = master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now,
+		Logger: n.log.With("component", "lifecycle")}.Run
+	n.mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) }, n.reportAsWorker)
+	return nil
+}
+
+// reportAsWorker reports a fact about this node to the master.
+func (n *fabric) reportAsWorker(ctx context.Context, ev event.Event) error {
+	return n.ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: n.id}, ev)
+}
+
+// buildAPI builds the access policy and the HTTP server.
+func (n *fabric) buildAPI() error {
+	cfg, log := n.cfg, n.log
 	apiKeys, err := access.ParseKeys(cfg.APIKey, cfg.InferenceKeys)
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	acc := newAPIAccess(nodeID, apiKeys, access.NewHasher(key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen, ctl.State,
-		func(ctx context.Context, ev event.Event) error {
-			return ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: nodeID}, ev)
-		}, log.With("component", "access"))
-	logAPIExposure(log, cfg, len(apiKeys), ln.Addr())
-	srv := &http.Server{
-		Handler: api.New(api.Config{Access: acc.Policy, Responses: responseStore, BodyTimeout: cfg.HTTPBodyTimeout,
-			PeerResponses: gateway.PeerResponses{Self: nodeID, Members: p.members, Dial: p.dial(ep, transport.ALPNResponses)}.Lookup,
-		}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
-			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
-			ClusterDownloads: clusterDownloads(&p), ImportDirs: imports, LoopbackImportDirs: loopbackImports,
-		})}, log.With("component", "api")),
+	n.access = newAPIAccess(n.id, apiKeys, access.NewHasher(n.secret.key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
+		n.ctl.State, n.reportAsWorker, log.With("component", "access"))
+	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
+	models := gateway.NewModels(gateway.ModelsConfig{
+		Gateway: n.gw, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
+		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
+	})
+	n.srv = &http.Server{
+		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
+			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
+		}, backend{Gateway: n.gw, ModelService: models}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	return nil
+}
 
+// serve runs every long-lived part until ctx ends or one of them fails,
+// then stops them: the API first, then the membership (leaving gracefully),
+// the control plane, and the rest in reverse as Run's close does.
+func (n *fabric) serve(ctx context.Context) error {
+	log := n.log
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)
 	run := func(name string, f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := f(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("%s: %w", name, err)
 				cancel()
 			}
-		}()
+		})
 	}
+	changed := make(chan struct{}, 1)
+	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: n.ctl, Changed: changed,
+		NetworkVer: n.secret.key.NetworkVersion(), Logger: log.With("component", "election")})
 	run("membership events", func() error {
-		for ev := range mem.Events() {
+		for ev := range n.mem.Events() {
 			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
 			select {
 			case changed <- struct{}{}:
@@ -245,31 +347,21 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		}
 		return nil
 	})
-	run("telemetry", func() error { publishResources(ctx, mem, cfg.MaxInstances, log); return nil })
-	run("catalog", func() error { mods.rescan(ctx); return nil })
+	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, log); return nil })
+	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("election", func() error { return elect.Run(ctx) })
-	run("worker", func() error { return w.Run(ctx) })
-	run("api access", func() error { acc.run(ctx); return nil })
-	run("api", func() error { return srv.Serve(ln) })
-	gossipAddrs := advertisedGossip(cfg.GossipAddr, mem.GossipAddr())
-	if err := writePeerHints(cfg.Home, gossipAddrs); err != nil {
-		log.Warn("cannot record the gossip addresses for `skulk cluster invite`", "err", err)
-	}
-	if secret.origin == "generated" && opt.Console != nil {
-		printNewCluster(opt.Console, key, gossipAddrs)
-	}
-	log.Info("serving", "api", ln.Addr().String(), "quic", ep.Addr().String(), "gossip", mem.GossipAddr().String(),
-		"cluster_key", secret.origin)
-	if opt.Ready != nil {
-		opt.Ready(ln.Addr())
-	}
+	run("worker", func() error { return n.worker.Run(ctx) })
+	run("api access", func() error { n.access.run(ctx); return nil })
+	run("api", func() error { return n.srv.Serve(n.ln) })
+	n.announce()
 	<-ctx.Done()
+	log.Info("stopping")
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-	srv.Shutdown(sctx)
-	mem.Leave(sctx)
+	n.srv.Shutdown(sctx)
+	n.mem.Leave(sctx)
 	scancel()
-	ctl.Stop()
-	mem.Close()
+	n.ctl.Stop()
+	n.mem.Close()
 	wg.Wait()
 	select {
 	case err := <-errc:
@@ -278,6 +370,23 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// announce records the gossip addresses for invites, prints the invite of
+// a new cluster, and says the node serves.
+func (n *fabric) announce() {
+	gossipAddrs := advertisedGossip(n.cfg.GossipAddr, n.mem.GossipAddr())
+	if err := writePeerHints(n.cfg.Home, gossipAddrs); err != nil {
+		n.log.Warn("cannot record the gossip addresses for `skulk cluster invite`", "err", err)
+	}
+	if n.secret.origin == "generated" && n.opt.Console != nil {
+		printNewCluster(n.opt.Console, n.secret.key, gossipAddrs)
+	}
+	n.log.Info("serving", "api", n.ln.Addr().String(), "quic", n.ep.Addr().String(), "gossip", n.mem.GossipAddr().String(),
+		"cluster_key", n.secret.origin)
+	if n.opt.Ready != nil {
+		n.opt.Ready(n.ln.Addr())
+	}
 }
 
 // serveStreams serves every stream of an inbound connection with f.
