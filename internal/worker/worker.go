@@ -123,9 +123,10 @@ type handle struct {
 // Messages from handle and task goroutines to the loop.
 type (
 	runnerReady struct {
-		key key
-		id  ids.RunnerID
-		r   Runner
+		key   key
+		id    ids.RunnerID
+		r     Runner
+		noted chan struct{} // closed once the loop handled it
 	}
 	runnerExited struct {
 		key    key
@@ -231,6 +232,7 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 		if h, ok := l.handles[m.key]; ok && h.id == m.id {
 			h.runner = m.r
 		}
+		close(m.noted)
 	case runnerExited:
 		h, ok := l.handles[m.key]
 		if !ok || h.id != m.id {
