@@ -12,6 +12,7 @@ import (
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/testkit"
 )
 
 const (
@@ -274,6 +275,7 @@ func TestRepeatedPlacementsStop(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			testkit.NoLeaks(t)
 			ctx := context.Background()
 			h := start(t, t.TempDir(), func(c *Config) {
 				c.Nodes = func() []placement.Node { return tt.nodes }

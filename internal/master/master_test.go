@@ -13,6 +13,7 @@ import (
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/testkit"
 )
 
 const node = ids.NodeID("node-a")
@@ -79,6 +80,7 @@ func mustState(t *testing.T, m *Master) state.State {
 }
 
 func TestPlaceServeDeleteAndRestart(t *testing.T) {
+	testkit.NoLeaks(t)
 	ctx := context.Background()
 	dir := t.TempDir()
 	h := start(t, dir)
@@ -160,6 +162,7 @@ func TestPlaceServeDeleteAndRestart(t *testing.T) {
 }
 
 func TestUnknownModelAndShortfall(t *testing.T) {
+	testkit.NoLeaks(t)
 	ctx := context.Background()
 	h := start(t, t.TempDir())
 	if _, err := h.m.Execute(ctx, event.PlaceInstance{ID: "p-1", Model: "no-such-model"}); infer.ClassOf(err) != infer.ClassNotFound {
@@ -177,6 +180,7 @@ func TestUnknownModelAndShortfall(t *testing.T) {
 }
 
 func TestRefusalGivesUpOnOneNode(t *testing.T) {
+	testkit.NoLeaks(t)
 	ctx := context.Background()
 	h := start(t, t.TempDir())
 	if _, err := h.m.Execute(ctx, event.PlaceInstance{ID: "p-1", Model: catalog.BuiltinID}); err != nil {

@@ -150,15 +150,11 @@ func (n *tnode) stop(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+// noticed reports whether this node holds node's leave notice.
+func (n *tnode) noticed(node ids.NodeID) bool {
+	n.m.mu.Lock()
+	defer n.m.mu.Unlock()
+	return n.m.leaving[node]
 }
 
 func memberIDs(m *Membership) []ids.NodeID {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/testkit"
 	"github.com/skulk/skulk/internal/transport/clusterkey"
 )
 
@@ -65,7 +66,7 @@ func mdnsDiscovery(t *testing.T) {
 	}
 	want := []ids.NodeID{"node-a", "node-b", "node-c"}
 	for _, n := range nodes {
-		waitFor(t, 20*time.Second, string(n.m.Self())+" to discover the others", func() bool {
+		testkit.Eventually(t, 20*time.Second, string(n.m.Self())+" to discover the others", func() bool {
 			return slices.Equal(memberIDs(n.m), want)
 		})
 	}
@@ -86,7 +87,7 @@ func mdnsDiscovery(t *testing.T) {
 		}
 	}
 	x := startNode(t, "node-x", withMDNS, key("another-cluster", clusterkey.NetworkVersion), onRefusal("x"))
-	waitFor(t, 20*time.Second, "x to find the cluster's nodes foreign", func() bool {
+	testkit.Eventually(t, 20*time.Second, "x to find the cluster's nodes foreign", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return foreign["x"]

@@ -498,7 +498,22 @@ func (m *Membership) TelemetryChanged() <-chan struct{} { return m.tel.changed }
 // Leave first tells every member over TCP (msgLeaving); a member that hears
 // it reports the departure as EventLeave, and one that missed it reports
 // EventFailed, the safe side.
+//
+// The notice (TCP) and memberlist's departure broadcast (UDP gossip) reach a
+// member on different goroutines with no order between them, so a member
+// busy enough to handle the broadcast first reports EventFailed even though
+// the notice was delivered.
 func (m *Membership) Leave(ctx context.Context) error {
+	m.announceLeave()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return m.ml.Leave(timeout(ctx, 5*time.Second))
+}
+
+// announceLeave sends every other member the leave notice and returns once
+// each send has completed or failed (not once it has been handled).
+func (m *Membership) announceLeave() {
 	msg := append([]byte{msgLeaving}, m.self...)
 	var wg sync.WaitGroup
 	for _, n := range m.ml.Members() {
@@ -512,10 +527,6 @@ func (m *Membership) Leave(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return m.ml.Leave(timeout(ctx, 5*time.Second))
 }
 
 // Close stops gossip (without leaving: peers will detect a failure unless

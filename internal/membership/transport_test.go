@@ -11,6 +11,7 @@ import (
 
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/testkit"
 	"github.com/skulk/skulk/internal/transport"
 	"github.com/skulk/skulk/internal/transport/clusterkey"
 )
@@ -75,17 +76,14 @@ func dialMember(ctx context.Context, from *wired, to ids.NodeID) (*transport.Con
 }
 
 func TestTransportVerifiesGossipedKeys(t *testing.T) {
+	testkit.NoLeaks(t)
 	a := wire(t, "node-a", nil)
 	b := wire(t, "node-b", nil, a.m.GossipAddr().String())
 	impostor, _, _ := ed25519.GenerateKey(rand.Reader)
 	c := wire(t, "node-c", impostor, a.m.GossipAddr().String()) // gossips a key its certificate lacks
-	deadline := time.Now().Add(10 * time.Second)
-	for len(a.m.Members()) != 3 || len(b.m.Members()) != 3 || len(c.m.Members()) != 3 {
-		if time.Now().After(deadline) {
-			t.Fatal("the three nodes did not meet")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "the three nodes to meet", func() bool {
+		return len(a.m.Members()) == 3 && len(b.m.Members()) == 3 && len(c.m.Members()) == 3
+	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 

@@ -189,7 +189,7 @@ func TestNetnsCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the network-namespace cluster test")
 	}
-	c := netns.New(t, netns.Options{Hosts: 5})
+	c := netns.New(t, netns.Options{Hosts: 5, Partitions: true})
 	// The first node starts a new cluster (no key anywhere: it generates
 	// one); the others join with its invite line, which names no peer, so
 	// they find it through mDNS.

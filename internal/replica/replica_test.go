@@ -18,6 +18,7 @@ import (
 	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/testkit"
 )
 
 const (
@@ -131,21 +132,18 @@ func place(t *testing.T, exec func(context.Context, event.Command) ([]event.Inde
 func converge(t *testing.T, c *cluster, f *Follower) state.State {
 	t.Helper()
 	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ms, _ := c.m.State(ctx)
-		fs, err := f.State(ctx)
-		if err == nil && state.Hash(ms) == state.Hash(fs) {
-			return fs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("follower at %d, master at %d: never converged", fs.LastIndex, ms.LastIndex)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	var ms, fs state.State
+	testkit.Eventually(t, 10*time.Second, "the follower to converge on the master's State", func() bool {
+		var err error
+		ms, _ = c.m.State(ctx)
+		fs, err = f.State(ctx)
+		return err == nil && state.Hash(ms) == state.Hash(fs)
+	})
+	return fs
 }
 
 func TestFollowForwardAndReconnect(t *testing.T) {
+	testkit.NoLeaks(t)
 	c := startMaster(t, t.TempDir())
 	place(t, c.m.Execute, "p-1")
 	f := startFollower(t, c, t.TempDir(), false)
@@ -183,33 +181,40 @@ func TestFollowForwardAndReconnect(t *testing.T) {
 	// Cut the network: the follower reconnects and keeps up.
 	c.cutConnections()
 	place(t, c.m.Execute, "p-5")
-	converge(t, c, f)
-	// The local subscriber saw every event in order up to the cut or kept going.
+	final := converge(t, c, f)
+	// The follower's loop hands each event to its subscribers as it applies
+	// it, before it answers the State read converge made: what the local
+	// subscriber will get is queued already, or its channel is closed (a
+	// resync). It saw every event in order, up to the cut or to the end.
 	var last ids.Index
-	timeout := time.After(300 * time.Millisecond)
-loop:
-	for {
+	closed := false
+	for drained := false; !drained; {
 		select {
 		case ie, ok := <-sub:
 			if !ok {
-				break loop
+				closed, drained = true, true
+				break
 			}
 			if last != 0 && ie.Index != last+1 {
 				t.Fatalf("local subscriber saw %d after %d", ie.Index, last)
 			}
 			last = ie.Index
-		case <-timeout:
-			break loop
+		default:
+			drained = true
 		}
 	}
 	if last == 0 {
 		t.Fatal("the local subscriber saw nothing")
+	}
+	if !closed && last != final.LastIndex {
+		t.Fatalf("the local subscriber is open but stopped at %d of %d", last, final.LastIndex)
 	}
 }
 
 // TestSnapshotCatchUp: a follower far behind (more than one subscriber
 // queue of events) gets a snapshot, then the live tail.
 func TestSnapshotCatchUp(t *testing.T) {
+	testkit.NoLeaks(t)
 	c := startMaster(t, t.TempDir())
 	ctx := context.Background()
 	for i := 0; i < 3000; i++ {
@@ -229,6 +234,7 @@ func TestSnapshotCatchUp(t *testing.T) {
 // the same term and length (another node claimed the term) is not continued
 // but sent a snapshot, discards its own tail, and converges.
 func TestDivergedFollowerResyncs(t *testing.T) {
+	testkit.NoLeaks(t)
 	fdir := t.TempDir()
 	c := startMaster(t, t.TempDir())
 	place(t, c.m.Execute, "p-1")

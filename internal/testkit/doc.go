@@ -1,4 +1,10 @@
 // Package testkit holds test-only infrastructure shared across packages, and
 // the tests that enforce the repository's dependency rules (DESIGN.md,
 // "Package layout"). Only _test.go files may import it.
+//
+// Eventually waits for a condition with backoff; Clock is a fake clock for
+// code that takes its time as an input; NoLeaks fails a test that leaves
+// goroutines running. Timing-heavy tests whose code runs on fake time and
+// in-memory channels use testing/synctest instead (see internal/election);
+// code on real sockets cannot, and uses Eventually.
 package testkit

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/quic-go/quic-go"
 
@@ -21,6 +22,9 @@ type Conn struct {
 	alpn    string
 	inbound bool
 	pongs   chan uint64 // health pongs, written by the datagram loop
+	// answered counts the health pings answered within their budget, so a
+	// test can tell a connection whose pings work from one not yet pinged.
+	answered atomic.Uint64
 
 	mu       sync.Mutex
 	localErr error // guarded by mu: why we closed the connection, if we did

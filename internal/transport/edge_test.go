@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/skulk/skulk/internal/dataplane"
+	"github.com/skulk/skulk/internal/testkit"
 )
 
 // The edge adapter satisfies the payload data plane's connection interface
@@ -21,6 +22,7 @@ var (
 )
 
 func TestEdgeUniStreamRoundTrip(t *testing.T) {
+	testkit.NoLeaks(t)
 	type got struct {
 		data []byte
 		err  error

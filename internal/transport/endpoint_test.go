@@ -9,12 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/testkit"
 	"github.com/skulk/skulk/internal/transport/clusterkey"
 )
 
@@ -58,6 +58,7 @@ func roundTrip(t *testing.T, c *Conn, msg string) {
 }
 
 func TestMutualAuthAndALPNDispatch(t *testing.T) {
+	testkit.NoLeaks(t)
 	reg := newRegistry()
 	controlConns := make(chan *Conn, 1)
 	edgeConns := make(chan *Conn, 1)
@@ -104,6 +105,7 @@ func TestMutualAuthAndALPNDispatch(t *testing.T) {
 }
 
 func TestDialTriesAddressesInOrder(t *testing.T) {
+	testkit.NoLeaks(t)
 	reg := newRegistry()
 	a := newNode(t, "node-a", reg)
 	b := newNode(t, "node-b", reg, withHandler(ALPNControl, echo(nil)))
@@ -127,6 +129,7 @@ func TestDialTriesAddressesInOrder(t *testing.T) {
 }
 
 func TestConnectionReuseAndRedial(t *testing.T) {
+	testkit.NoLeaks(t)
 	reg := newRegistry()
 	accepted := make(chan *Conn, 16)
 	a := newNode(t, "node-a", reg)
@@ -161,7 +164,7 @@ func TestConnectionReuseAndRedial(t *testing.T) {
 
 	// The peer closes it: the next dial redials.
 	(<-accepted).Close()
-	waitFor(t, 5*time.Second, "the cached connection to close", func() bool { return conns[0].Err() != nil })
+	testkit.Eventually(t, 5*time.Second, "the cached connection to close", func() bool { return conns[0].Err() != nil })
 	fresh, err := a.ep.Dial(ctxT(t), b.id, addrs, ALPNControl)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +176,7 @@ func TestConnectionReuseAndRedial(t *testing.T) {
 }
 
 func TestGossipedKeyMismatchIsRefused(t *testing.T) {
+	testkit.NoLeaks(t)
 	reg := newRegistry()
 	a := newNode(t, "node-a", reg)
 	b := newNode(t, "node-b", reg, withHandler(ALPNControl, echo(nil)))
@@ -185,7 +189,7 @@ func TestGossipedKeyMismatchIsRefused(t *testing.T) {
 	if !errors.Is(err, ErrPeerRejected) || !errors.As(err, &re) || !re.Remote {
 		t.Fatalf("a's dial: %v", err)
 	}
-	waitFor(t, 5*time.Second, "b to log the refusal", func() bool {
+	testkit.Eventually(t, 5*time.Second, "b to log the refusal", func() bool {
 		return len(b.log.lines("refused peer", "node-a", "differs from its gossiped key")) == 1
 	})
 	if got := a.log.lines("refused by peer", "differs from its gossiped key"); len(got) != 1 {
@@ -202,6 +206,7 @@ func TestGossipedKeyMismatchIsRefused(t *testing.T) {
 }
 
 func TestOtherClusterKeyIsRefused(t *testing.T) {
+	testkit.NoLeaks(t)
 	reg := newRegistry()
 	a := newNode(t, "node-a", reg, withKey("cluster-one", clusterkey.NetworkVersion))
 	b := newNode(t, "node-b", reg, withKey("cluster-two", clusterkey.NetworkVersion), withHandler(ALPNControl, echo(nil)))
@@ -213,7 +218,7 @@ func TestOtherClusterKeyIsRefused(t *testing.T) {
 	if !errors.Is(err, ErrClusterMismatch) || !errors.As(err, &re) || !re.Remote {
 		t.Fatalf("dial across cluster keys: %v", err)
 	}
-	waitFor(t, 5*time.Second, "b to log", func() bool { return len(b.log.lines("refused peer", "different cluster key")) == 1 })
+	testkit.Eventually(t, 5*time.Second, "b to log", func() bool { return len(b.log.lines("refused peer", "different cluster key")) == 1 })
 	if got := a.log.lines("refused by peer", "different cluster key"); len(got) != 1 {
 		t.Fatalf("a's log: %q", a.log.String())
 	}
@@ -221,9 +226,13 @@ func TestOtherClusterKeyIsRefused(t *testing.T) {
 	if got := b.log.lines("not a member"); len(got) != 0 {
 		t.Fatalf("b ran VerifyPeer for a foreign cluster: %q", got)
 	}
-	// A second attempt is refused again but not logged again.
+	// A second attempt is refused again but not logged again. b logs after
+	// it refused, so close b: Close waits for its connection goroutines,
+	// and whatever b would log about the attempt is in its log by then.
 	a.ep.Dial(ctxT(t), b.id, []string{b.addr()}, ALPNControl)
-	time.Sleep(100 * time.Millisecond) // let b finish logging, if it would
+	if err := b.ep.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if n := len(b.log.lines("different cluster key")); n != 1 {
 		t.Fatalf("b logged the refusal %d times", n)
 	}
@@ -234,6 +243,7 @@ func TestOtherClusterKeyIsRefused(t *testing.T) {
 }
 
 func TestOtherNetworkVersionIsRefused(t *testing.T) {
+	testkit.NoLeaks(t)
 	reg := newRegistry()
 	a := newNode(t, "node-a", reg, withKey("k", "skulk-net-1"))
 	b := newNode(t, "node-b", reg, withKey("k", "skulk-net-2"), withHandler(ALPNControl, echo(nil)))
@@ -242,7 +252,7 @@ func TestOtherNetworkVersionIsRefused(t *testing.T) {
 	if !errors.Is(err, ErrNetworkVersion) || !errors.As(err, &re) || !re.Remote {
 		t.Fatalf("dial across network versions: %v", err)
 	}
-	waitFor(t, 5*time.Second, "b to log", func() bool {
+	testkit.Eventually(t, 5*time.Second, "b to log", func() bool {
 		return len(b.log.lines("refused peer", "different network version", `peer speaks \"skulk-net-1\"`)) == 1
 	})
 	if got := a.log.lines("refused by peer", "different network version"); len(got) != 1 {
@@ -251,6 +261,7 @@ func TestOtherNetworkVersionIsRefused(t *testing.T) {
 }
 
 func TestHealthClosesDeadConnection(t *testing.T) {
+	testkit.NoLeaks(t)
 	const interval, budget = 30 * time.Millisecond, 100 * time.Millisecond
 	reg := newRegistry()
 	a := newNode(t, "node-a", reg, withHealth(interval, budget, 3))
@@ -260,9 +271,9 @@ func TestHealthClosesDeadConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Alive: pings are answered, so many intervals pass without a close.
-	time.Sleep(20 * interval)
+	testkit.Eventually(t, 5*time.Second, "ten answered pings", func() bool { return c.answered.Load() >= 10 || c.Err() != nil })
 	if err := c.Err(); err != nil {
-		t.Fatalf("healthy connection closed: %v", err)
+		t.Fatalf("healthy connection closed after %d answered pings: %v", c.answered.Load(), err)
 	}
 	roundTrip(t, c, "still here")
 
@@ -330,7 +341,7 @@ func TestIdentityIsPersistedPrivately(t *testing.T) {
 }
 
 func TestCloseStopsHandlersAndGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
+	testkit.NoLeaks(t) // the endpoints' goroutines stop, handlers included
 	reg := newRegistry()
 	entered := make(chan struct{})
 	a := newNode(t, "node-a", reg)
@@ -359,7 +370,6 @@ func TestCloseStopsHandlersAndGoroutines(t *testing.T) {
 		t.Fatalf("dial on a closed endpoint: %v", err)
 	}
 	a.ep.Close()
-	waitFor(t, 5*time.Second, "goroutines to stop", func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestRefusedErrorText(t *testing.T) {

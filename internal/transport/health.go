@@ -56,6 +56,7 @@ func (e *Endpoint) monitor(c *Conn) {
 		}
 		seq++
 		if c.ping(seq, budget) {
+			c.answered.Add(1)
 			failures = 0
 			timer.Reset(interval)
 			continue

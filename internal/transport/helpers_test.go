@@ -143,18 +143,6 @@ func newNode(t *testing.T, name string, reg *registry, opts ...nodeOpt) *node {
 	return &node{id: id, idn: idn, ep: ep, log: lb}
 }
 
-// waitFor polls cond every 10 ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	t.Cleanup(cancel)

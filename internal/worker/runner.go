@@ -58,8 +58,15 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 		exited(true, err.Error())
 		return
 	}
-	status(event.RunnerReady, "")
-	w.post(ctx, runnerReady{key: k, id: id, r: r, status: st})
+	// The loop notes the runner before the master hears it is ready: a task
+	// routed here once it is ready must find it.
+	noted := make(chan struct{})
+	w.post(ctx, runnerReady{key: k, id: id, r: r, status: st, noted: noted})
+	select {
+	case <-noted:
+		status(event.RunnerReady, "")
+	case <-ctx.Done():
+	}
 	select {
 	case <-ctx.Done():
 		status(event.RunnerStopped, "stopped")

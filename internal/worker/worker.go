@@ -130,6 +130,7 @@ type (
 		id     ids.RunnerID
 		r      Runner
 		status runner.Status
+		noted  chan struct{} // closed once Serve can find the runner
 	}
 	runnerExited struct {
 		key    key
@@ -262,7 +263,9 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 	case runnerReady:
 		if h, ok := l.handles[m.key]; ok && h.id == m.id {
 			h.runner, h.status = m.r, m.status
+			l.publish()
 		}
+		close(m.noted)
 	case runnerExited:
 		h, ok := l.handles[m.key]
 		if !ok || h.id != m.id {

@@ -24,7 +24,7 @@
 // A typical test (skulk is a binary the test built; the harness runs any
 // command):
 //
-//	c := netns.New(t, netns.Options{Hosts: 3})
+//	c := netns.New(t, netns.Options{Hosts: 3, Partitions: true})
 //	var nodes []*netns.Proc
 //	for _, h := range c.Hosts() {
 //		p := h.Start("skulk", []string{skulk, "run", "--api-addr", h.Addr() + ":52415", "--home", t.TempDir()}, nil)
@@ -46,7 +46,9 @@
 // removed by the next New with the same prefix.
 //
 // It needs root, iproute2 (`ip`) and, for partitions, iptables; New skips the
-// test, saying why, when it is not root or `ip netns` does not work.
+// test, saying why, when it is not root or `ip netns` does not work, and,
+// for a test that declares Options.Partitions, when iptables-restore is not
+// installed.
 //
 // Concurrency: Cluster, Host and Proc methods may be called from any
 // goroutine, except that methods that fail the test (New, Start, Partition,

@@ -37,6 +37,11 @@ type Options struct {
 	// StopGrace is how long Proc.Stop waits after SIGTERM before SIGKILL.
 	// 0 means 5s.
 	StopGrace time.Duration
+	// Partitions says the test cuts links (Partition, PartitionGroups,
+	// Heal, HealAll), which takes iptables: New skips the test, saying so,
+	// where iptables-restore is not installed. A cluster made without it
+	// fails the test at its first cut.
+	Partitions bool
 }
 
 // Cluster is a set of hosts in network namespaces, joined by bridges.
@@ -57,9 +62,10 @@ type Cluster struct {
 }
 
 const (
-	cmdTimeout  = 30 * time.Second
-	clientOctet = 253
-	routerOctet = 254
+	iptablesRestore = "iptables-restore"
+	cmdTimeout      = 30 * time.Second
+	clientOctet     = 253
+	routerOctet     = 254
 )
 
 var (
@@ -91,6 +97,11 @@ func New(t testing.TB, opt Options) *Cluster {
 	}
 	if reason := unavailable(); reason != "" {
 		t.Skipf("netns: %s; skipping a multi-host test", reason)
+	}
+	if opt.Partitions {
+		if _, err := exec.LookPath(iptablesRestore); err != nil {
+			t.Skipf("netns: partitions need %s, which is not installed (apt-get install iptables); skipping a test that cuts links", iptablesRestore)
+		}
 	}
 	if err := RemoveStale(opt.Prefix); err != nil {
 		t.Fatal(err)

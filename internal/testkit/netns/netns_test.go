@@ -100,7 +100,7 @@ func TestTwoHostsTalk(t *testing.T) {
 }
 
 func TestPartitionAndHeal(t *testing.T) {
-	c := netns.New(t, netns.Options{Hosts: 3})
+	c := netns.New(t, netns.Options{Hosts: 3, Partitions: true})
 	h1, h2, h3 := c.Host(1), c.Host(2), c.Host(3)
 	server := start(t, h1, "echo", "^listening", "echo-server", h1.Addr()+":7000")
 	client := start(t, h2, "echo-client", `^echo seq 3$`, "echo-client", h1.Addr()+":7000")
@@ -136,7 +136,7 @@ func TestPartitionAndHeal(t *testing.T) {
 }
 
 func TestPartitionGroups(t *testing.T) {
-	c := netns.New(t, netns.Options{Hosts: 3})
+	c := netns.New(t, netns.Options{Hosts: 3, Partitions: true})
 	h1, h2, h3 := c.Host(1), c.Host(2), c.Host(3)
 	for _, h := range c.Hosts() {
 		start(t, h, "echo", "^listening", "echo-server", h.Addr()+":7000")
