@@ -132,22 +132,13 @@ func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f oll
 		return
 	}
 	acc := f.newAccumulator(model, start)
-	for {
-		c, ok := next(ctx, chunks)
-		if !ok {
-			return // the client left; nobody reads an answer
-		}
-		switch c.Kind {
-		case infer.ChunkError:
-			s.writeError(w, r, ollamaModelError(model, chunkError(c)))
-			return
-		case infer.ChunkDone:
-			acc.Add(c, s.cfg.Now())
-			s.writeJSON(w, http.StatusOK, acc.Result())
-			return
-		}
-		acc.Add(c, s.cfg.Now())
+	if err, ok := collect(ctx, chunks, func(c infer.Chunk) { acc.Add(c, s.cfg.Now()) }); !ok {
+		return // the client left; nobody reads an answer
+	} else if err != nil {
+		s.writeError(w, r, ollamaModelError(model, err))
+		return
 	}
+	s.writeJSON(w, http.StatusOK, acc.Result())
 }
 
 // ollamaModelError words a not-found error about the requested model as
