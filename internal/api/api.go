@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/access"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -70,11 +71,11 @@ type Backend interface {
 	// how to place it.
 	Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error)
 	// Models lists the models that have a ready instance.
-	Models(ctx context.Context) ([]ModelInfo, error)
+	Models(ctx context.Context) ([]infer.ModelInfo, error)
 	// State returns the GET /state document (JSON-marshalable).
 	State(ctx context.Context) (any, error)
 	// Place dry-runs and then submits a placement.
-	Place(ctx context.Context, req PlaceRequest) (PlaceResult, error)
+	Place(ctx context.Context, req admin.PlaceRequest) (admin.PlaceResult, error)
 	// Previews returns the placement previews of a model (JSON-marshalable).
 	Previews(ctx context.Context, model ids.ModelID) (any, error)
 	// DeleteInstance tears an instance down.
@@ -87,27 +88,6 @@ type Backend interface {
 	// Diagnostics returns the GET /v1/diagnostics/cluster document:
 	// master, term, and each node's role, log position and state hash.
 	Diagnostics(ctx context.Context) (any, error)
-}
-
-// ModelInfo is a model that can serve requests now.
-type ModelInfo struct {
-	ID      ids.ModelID
-	OwnedBy string
-	Created time.Time // when the model (or its card) was added
-}
-
-// PlaceRequest is the body of POST /place_instance.
-type PlaceRequest struct {
-	ModelID       ids.ModelID  `json:"model_id"`
-	MinNodes      int          `json:"min_nodes,omitempty"`      // 0: the planner's choice
-	ContextTokens int          `json:"context_tokens,omitempty"` // 0: the served default
-	ExcludedNodes []ids.NodeID `json:"excluded_nodes,omitempty"`
-}
-
-// PlaceResult is an accepted placement. The instance id is the id of the
-// command that creates it; the response names it both ways.
-type PlaceResult struct {
-	InstanceID ids.InstanceID
 }
 
 // server holds the routes' dependencies; all fields are immutable after New.

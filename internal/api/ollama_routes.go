@@ -205,17 +205,17 @@ func sendLine(rc *http.ResponseController, w http.ResponseWriter, v any) error {
 
 // readyModel returns the ready model named model, or Ollama's not-found
 // error.
-func (s *server) readyModel(ctx context.Context, model string) (ModelInfo, error) {
+func (s *server) readyModel(ctx context.Context, model string) (infer.ModelInfo, error) {
 	models, err := s.b.Models(ctx)
 	if err != nil {
-		return ModelInfo{}, err
+		return infer.ModelInfo{}, err
 	}
 	for _, m := range models {
-		if string(m.ID) == model {
+		if m.ID == model {
 			return m, nil
 		}
 	}
-	return ModelInfo{}, ollama.ModelNotFound(model, "it has no ready instance; GET /api/tags lists the models that have one")
+	return infer.ModelInfo{}, ollama.ModelNotFound(model, "it has no ready instance; GET /api/tags lists the models that have one")
 }
 
 // catalogCards reads the catalog's cards. The listings (tags, ps) log a
@@ -246,7 +246,7 @@ func (s *server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 	}
 	ready := make([]ollama.ReadyModel, len(models))
 	for i, m := range models {
-		ready[i] = ollama.ReadyModel{Name: string(m.ID), Created: m.Created}
+		ready[i] = ollama.ReadyModel{Name: m.ID, Created: m.Created}
 	}
 	s.writeJSON(w, http.StatusOK, ollama.Tags(ready, cards))
 }

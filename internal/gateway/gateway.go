@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
@@ -47,7 +47,8 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Gateway implements api.Backend and the worker's Tasks.
+// Gateway implements the HTTP API's Backend, with the request types of
+// packages admin and infer (the node wires it in), and the worker's Tasks.
 type Gateway struct {
 	cfg Config
 
@@ -75,8 +76,6 @@ func New(cfg Config) *Gateway {
 	}
 	return &Gateway{cfg: cfg, tasks: map[ids.TaskID]*pending{}}
 }
-
-var _ api.Backend = (*Gateway)(nil)
 
 // Generate registers the request, asks the master to bind it to an instance,
 // and returns the chunk stream. Cancelling ctx cancels the task.
@@ -187,7 +186,7 @@ func (g *Gateway) Deliver(ctx context.Context, task ids.TaskID, owner ids.NodeID
 }
 
 // Models lists the models with a ready instance.
-func (g *Gateway) Models(ctx context.Context) ([]api.ModelInfo, error) {
+func (g *Gateway) Models(ctx context.Context) ([]infer.ModelInfo, error) {
 	st, err := g.cfg.Master.State(ctx)
 	if err != nil {
 		return nil, err
@@ -200,9 +199,9 @@ func (g *Gateway) Models(ctx context.Context) ([]api.ModelInfo, error) {
 			}
 		}
 	}
-	out := make([]api.ModelInfo, 0, len(seen))
+	out := make([]infer.ModelInfo, 0, len(seen))
 	for m, t := range seen {
-		out = append(out, api.ModelInfo{ID: m, OwnedBy: "skulk", Created: time.UnixMilli(t)})
+		out = append(out, infer.ModelInfo{ID: string(m), OwnedBy: "skulk", Created: time.UnixMilli(t)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -260,17 +259,17 @@ func redactedKeys(keys map[ids.NodeID][]event.APIKey) map[ids.NodeID][]event.API
 }
 
 // Place submits a placement; the planner's refusal comes back synchronously.
-func (g *Gateway) Place(ctx context.Context, req api.PlaceRequest) (api.PlaceResult, error) {
+func (g *Gateway) Place(ctx context.Context, req admin.PlaceRequest) (admin.PlaceResult, error) {
 	if req.MinNodes < 0 || req.ContextTokens < 0 {
-		return api.PlaceResult{}, infer.ParamErrorf("min_nodes", "min_nodes and context_tokens must not be negative")
+		return admin.PlaceResult{}, infer.ParamErrorf("min_nodes", "min_nodes and context_tokens must not be negative")
 	}
 	id := ids.CommandID(g.cfg.NewID())
 	_, err := g.cfg.Master.Execute(ctx, event.PlaceInstance{ID: id, Model: req.ModelID, MinNodes: uint32(req.MinNodes),
 		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens)})
 	if err != nil {
-		return api.PlaceResult{}, err
+		return admin.PlaceResult{}, err
 	}
-	return api.PlaceResult{InstanceID: id.Instance()}, nil
+	return admin.PlaceResult{InstanceID: id.Instance()}, nil
 }
 
 // Previews lists what each placement width of a model would use.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 )
 
 // ImportPathError refuses a POST /models/import path that is not a file
@@ -18,7 +18,7 @@ type ImportPathError struct {
 }
 
 func (e *ImportPathError) Error() string {
-	return fmt.Sprintf("no importable file at %s on the node's machine: not found, or outside the node's import directories (put the file in one, or start the node with --import-dir DIR; its log lists them)", api.QuotePath(e.Path))
+	return fmt.Sprintf("no importable file at %s on the node's machine: not found, or outside the node's import directories (put the file in one, or start the node with --import-dir DIR; its log lists them)", admin.QuotePath(e.Path))
 }
 
 func (e *ImportPathError) HTTPStatus() int { return http.StatusNotFound }

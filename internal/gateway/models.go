@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/hub"
@@ -68,7 +68,7 @@ type ModelsConfig struct {
 	ImportDirs, LoopbackImportDirs []string
 }
 
-// ModelService implements api.ModelAdmin over a node's store, the Hub and
+// ModelService implements the HTTP API's ModelAdmin over a node's store, the Hub and
 // its downloads, and GET /models with each model's local installation.
 // Safe for concurrent use.
 type ModelService struct {
@@ -79,8 +79,6 @@ type ModelService struct {
 
 // NewModels returns the model management service.
 func NewModels(cfg ModelsConfig) *ModelService { return &ModelService{cfg: cfg} }
-
-var _ api.ModelAdmin = (*ModelService)(nil)
 
 // ModelError is a model-management failure with the HTTP status it maps to.
 type ModelError struct {
@@ -123,7 +121,7 @@ func hubError(what string, err error) error {
 
 // AddModel resolves a Hub reference to a pinned card and stores it as a
 // custom card. An id that is already in the catalog is refused (409).
-func (m *ModelService) AddModel(ctx context.Context, req api.AddModelRequest) (any, error) {
+func (m *ModelService) AddModel(ctx context.Context, req admin.AddModelRequest) (any, error) {
 	ref, err := hub.ParseRef(req.Ref)
 	if err != nil {
 		return nil, infer.ParamErrorf("ref", "%v", err)
@@ -165,7 +163,7 @@ func (m *ModelService) refuseExisting(id string) error {
 // must lie under an import directory (else *ImportPathError, 404), is
 // validated as a GGUF model this node can describe, copied (hashed) into
 // the store and published with its sidecar.
-func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelRequest) (any, error) {
+func (m *ModelService) ImportModel(ctx context.Context, req admin.ImportModelRequest) (any, error) {
 	dirs := m.cfg.ImportDirs
 	if req.FromLoopback {
 		dirs = append(slices.Clone(dirs), m.cfg.LoopbackImportDirs...)
@@ -177,15 +175,15 @@ func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelReque
 	fi, err := os.Stat(src)
 	switch {
 	case err != nil:
-		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v", api.QuotePath(req.Path), err)
+		return nil, infer.ParamErrorf("path", "cannot read %s on the node: %v", admin.QuotePath(req.Path), err)
 	case !fi.Mode().IsRegular():
-		return nil, infer.ParamErrorf("path", "%s is not a regular file", api.QuotePath(req.Path))
+		return nil, infer.ParamErrorf("path", "%s is not a regular file", admin.QuotePath(req.Path))
 	}
 	id := req.ID
 	if id == "" {
 		id = hub.DefaultID(filepath.Clean(req.Path))
 	}
-	if err := checkGGUF(id, src, api.QuotePath(req.Path)); err != nil {
+	if err := checkGGUF(id, src, admin.QuotePath(req.Path)); err != nil {
 		return nil, err
 	}
 	m.mu.Lock()

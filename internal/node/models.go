@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/event"
@@ -420,3 +421,7 @@ type backend struct {
 
 // Catalog is GET /models.
 func (b backend) Catalog(ctx context.Context) (any, error) { return b.ModelService.Catalog(ctx) }
+
+// The /models routes answer 404 for a Backend without ModelAdmin, so the
+// compiler checks that this one has it.
+var _ api.ModelAdmin = backend{}
