@@ -1,8 +1,16 @@
-// Package gateway is the node's front door to the cluster: it implements the
-// HTTP API's Backend by turning requests into commands to the master, and it
-// is the owner side of the tasks this node's API accepted — it holds each
-// request's payload until a runner fetches it and streams the runner's
-// chunks back to the waiting HTTP handler.
+// Package gateway is the node's front door to the cluster. It turns the
+// HTTP API's requests into commands to the master (generation, embedding,
+// placement, deletion, tracing) and answers its reads of the cluster (GET
+// /state, previews, the ready models, diagnostics). It is also the owner
+// side of the tasks this node's API accepted: it holds each request's
+// payload until a runner fetches it, here or over the data plane from
+// another node (ServeTask, RemoteTasks), and streams the runner's chunks
+// back to the waiting HTTP handler; and it looks stored Responses
+// conversations up on the other nodes (PeerResponses).
+//
+// It implements the API's Backend, all but the catalog, with the request
+// types of packages admin and infer and without importing the API; the node
+// wires it in beside model administration (package modeladmin).
 package gateway
 
 import (
@@ -47,8 +55,8 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Gateway implements the HTTP API's Backend, with the request types of
-// packages admin and infer (the node wires it in), and the worker's Tasks.
+// Gateway serves the HTTP API's requests to the cluster (the node wires it
+// in as most of the API's Backend) and is the worker's Tasks.
 type Gateway struct {
 	cfg Config
 
@@ -300,38 +308,6 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 func (g *Gateway) DeleteInstance(ctx context.Context, id ids.InstanceID) error {
 	_, err := g.cfg.Master.Execute(ctx, event.DeleteInstance{ID: ids.CommandID(g.cfg.NewID()), Instance: id})
 	return err
-}
-
-// CatalogEntry is one model of GET /models.
-type CatalogEntry struct {
-	catalog.Card
-	Placement string           `json:"placement"` // none, pending, ready or failed
-	Instances []ids.InstanceID `json:"instances"`
-}
-
-// Catalog lists every model with its placement state.
-func (g *Gateway) Catalog(ctx context.Context) (any, error) {
-	st, err := g.cfg.Master.State(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []CatalogEntry
-	for _, c := range g.cfg.Catalog().List() {
-		e := CatalogEntry{Card: c, Placement: "none", Instances: []ids.InstanceID{}}
-		rank := map[string]int{"none": 0, "failed": 1, "pending": 2, "ready": 3}
-		for id, inst := range st.Instances {
-			if string(inst.Model) != c.ID {
-				continue
-			}
-			e.Instances = append(e.Instances, id)
-			if s := string(inst.Status); rank[s] > rank[e.Placement] {
-				e.Placement = s
-			}
-		}
-		sort.Slice(e.Instances, func(i, j int) bool { return e.Instances[i] < e.Instances[j] })
-		out = append(out, e)
-	}
-	return map[string]any{"object": "list", "data": out}, nil
 }
 
 // Diagnostics returns the cluster diagnostics document.

@@ -29,6 +29,7 @@ import (
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/replica"
 	"github.com/skulk/skulk/internal/telemetry"
 	"github.com/skulk/skulk/internal/transport"
@@ -194,8 +195,8 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	srv := &http.Server{
 		Handler: api.New(api.Config{Access: acc.Policy, Responses: responseStore,
 			PeerResponses: gateway.PeerResponses{Self: nodeID, Members: p.members, Dial: p.dial(ep, transport.ALPNResponses)}.Lookup,
-		}, backend{Gateway: gw, ModelService: gateway.NewModels(gateway.ModelsConfig{
-			Gateway: gw, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
+		}, backend{Gateway: gw, Service: modeladmin.New(modeladmin.Config{
+			Cluster: ctl, Store: mods.store, Hub: mods.hub, Catalog: mods.catalog, Refresh: mods.refresh, Downloads: mods,
 			ClusterDownloads: clusterDownloads(&p), ImportDirs: imports, LoopbackImportDirs: loopbackImports,
 		})}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,

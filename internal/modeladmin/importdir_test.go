@@ -1,4 +1,4 @@
-package gateway
+package modeladmin
 
 import (
 	"errors"
@@ -134,7 +134,7 @@ func TestImportModelDirs(t *testing.T) {
 	}
 	testkit.OverlapGGUF(t, filepath.Join(importDir, "stories.gguf"), filepath.Join(importDir, "aliased.gguf"), "output.weight", "token_embd.weight", 0)
 	store := catalog.NewStore(catalog.StoreConfig{ModelsDir: filepath.Join(root, "models"), CustomDir: filepath.Join(root, "cards")})
-	m := NewModels(ModelsConfig{Store: store, ImportDirs: []string{importDir}, LoopbackImportDirs: []string{home},
+	m := New(Config{Store: store, ImportDirs: []string{importDir}, LoopbackImportDirs: []string{home},
 		Catalog: func() *catalog.Catalog { c, _ := store.Catalog(); return c }, Refresh: func() {}})
 	cases := []struct {
 		name     string
