@@ -1,13 +1,15 @@
 // Package api is the HTTP shell of a node: the net/http routes of the
-// OpenAI-compatible inference endpoints and of Skulk's control endpoints,
-// bearer-key authentication, request-size limits, SSE streaming, panic
-// recovery, request logging, and the one place where errors become status
-// codes and error documents.
+// inference endpoints (OpenAI Chat Completions and Completions, OpenAI
+// Responses, Anthropic Messages, Ollama, embeddings) and of Skulk's control
+// and model-catalog endpoints, bearer-key authentication, request-size
+// limits, SSE and NDJSON streaming, panic recovery, request logging, and
+// the one place where errors become status codes and error documents.
 //
-// The wire formats live in subpackages (openai; later anthropic, ollama,
-// responses) as pure translators; this package decodes nothing itself but
-// the control bodies, and reaches the cluster only through a [Backend],
-// which the node implements.
+// The wire formats live in subpackages (openai, anthropic, ollama,
+// responses, and wirejson for what they share) as pure translators; this
+// package decodes nothing itself but the control bodies, and reaches the
+// cluster only through a [Backend] (and, optionally, a [ModelAdmin]), which
+// the node assembles from the gateway and model administration.
 //
 // The handler returned by [New] is safe for concurrent use. It starts no
 // goroutines of its own: each request runs on the net/http goroutine that

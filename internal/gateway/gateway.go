@@ -155,7 +155,7 @@ func (g *Gateway) lookup(task ids.TaskID) (*pending, bool) {
 // reference the master indexed.
 func (g *Gateway) Payload(ctx context.Context, task ids.TaskID, owner ids.NodeID, ref event.PayloadRef) (infer.TaskPayload, error) {
 	if owner != g.cfg.Node {
-		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s is owned by node %s; fetching payloads across nodes needs the cluster data plane", task, owner)
+		return infer.TaskPayload{}, fmt.Errorf("gateway: task %s is owned by node %s, not this one; a task of another node is fetched over the data plane (RemoteTasks)", task, owner)
 	}
 	p, ok := g.lookup(task)
 	if !ok {

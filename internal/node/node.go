@@ -1,6 +1,8 @@
 // Package node is the composition root of `skulk run`: it builds every
-// subsystem from the configuration, starts them in order (event log and
-// State, master, gateway, worker, HTTP API) and stops them in reverse.
+// subsystem from the configuration and starts them in order (event log,
+// model catalog, the control plane that serves as master or follower as
+// elected, gateway, QUIC transport, membership, worker, election, model
+// administration and the HTTP API), and stops them in reverse.
 package node
 
 import (
