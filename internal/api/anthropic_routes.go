@@ -65,23 +65,7 @@ func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 		s.streamMessage(ctx, w, r, chunks, anthropic.NewStream(meta), anthropicPingInterval)
 		return
 	}
-	acc := anthropic.NewAccumulator(meta)
-	for {
-		c, ok := next(ctx, chunks)
-		if !ok {
-			return // the client left; nobody reads an answer
-		}
-		switch c.Kind {
-		case infer.ChunkError:
-			s.writeError(w, r, chunkError(c))
-			return
-		case infer.ChunkDone:
-			acc.Add(c)
-			s.writeJSON(w, http.StatusOK, acc.Result())
-			return
-		}
-		acc.Add(c)
-	}
+	answerWhole(ctx, s, w, r, chunks, anthropic.NewAccumulator(meta))
 }
 
 // countTokens serves POST /v1/messages/count_tokens: the request runs as a
@@ -98,24 +82,18 @@ func (s *server) countTokens(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	for {
-		c, ok := next(ctx, chunks)
-		if !ok {
-			return
-		}
-		switch c.Kind {
-		case infer.ChunkError:
-			s.writeError(w, r, chunkError(c))
-			return
-		case infer.ChunkDone:
-			if c.Usage == nil {
-				s.writeError(w, r, infer.Errorf(infer.ClassInternal, "the count task ended without a usage count"))
-				return
-			}
-			s.writeJSON(w, http.StatusOK, anthropic.TokenCount{InputTokens: c.Usage.PromptTokens})
-			return
-		}
+	var last infer.Chunk // the done chunk, once the task has ended
+	if err, ok := collect(ctx, chunks, func(c infer.Chunk) { last = c }); !ok {
+		return
+	} else if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	if last.Usage == nil {
+		s.writeError(w, r, infer.Errorf(infer.ClassInternal, "the count task ended without a usage count"))
+		return
+	}
+	s.writeJSON(w, http.StatusOK, anthropic.TokenCount{InputTokens: last.Usage.PromptTokens})
 }
 
 // streamMessage sends a task's chunks as Anthropic's server-sent events.

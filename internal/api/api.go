@@ -1,13 +1,15 @@
 // Package api is the HTTP shell of a node: the net/http routes of the
-// OpenAI-compatible inference endpoints and of Skulk's control endpoints,
-// bearer-key authentication, request-size limits, SSE streaming, panic
-// recovery, request logging, and the one place where errors become status
-// codes and error documents.
+// inference endpoints (OpenAI Chat Completions and Completions, OpenAI
+// Responses, Anthropic Messages, Ollama, embeddings) and of Skulk's control
+// and model-catalog endpoints, bearer-key authentication, request-size
+// limits, SSE and NDJSON streaming, panic recovery, request logging, and
+// the one place where errors become status codes and error documents.
 //
-// The wire formats live in subpackages (openai; later anthropic, ollama,
-// responses) as pure translators; this package decodes nothing itself but
-// the control bodies, and reaches the cluster only through a [Backend],
-// which the node implements.
+// The wire formats live in subpackages (openai, anthropic, ollama,
+// responses, and wirejson for what they share) as pure translators; this
+// package decodes nothing itself but the control bodies, and reaches the
+// cluster only through a [Backend] (and, optionally, a [ModelAdmin]), which
+// the node assembles from the gateway and model administration.
 //
 // The handler returned by [New] is safe for concurrent use. It starts no
 // goroutines of its own: each request runs on the net/http goroutine that
@@ -25,6 +27,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/access"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -74,11 +77,11 @@ type Backend interface {
 	// how to place it.
 	Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error)
 	// Models lists the models that have a ready instance.
-	Models(ctx context.Context) ([]ModelInfo, error)
+	Models(ctx context.Context) ([]infer.ModelInfo, error)
 	// State returns the GET /state document (JSON-marshalable).
 	State(ctx context.Context) (any, error)
 	// Place dry-runs and then submits a placement.
-	Place(ctx context.Context, req PlaceRequest) (PlaceResult, error)
+	Place(ctx context.Context, req admin.PlaceRequest) (admin.PlaceResult, error)
 	// Previews returns the placement previews of a model (JSON-marshalable).
 	Previews(ctx context.Context, model ids.ModelID) (any, error)
 	// DeleteInstance tears an instance down.
@@ -91,27 +94,6 @@ type Backend interface {
 	// Diagnostics returns the GET /v1/diagnostics/cluster document:
 	// master, term, and each node's role, log position and state hash.
 	Diagnostics(ctx context.Context) (any, error)
-}
-
-// ModelInfo is a model that can serve requests now.
-type ModelInfo struct {
-	ID      ids.ModelID
-	OwnedBy string
-	Created time.Time // when the model (or its card) was added
-}
-
-// PlaceRequest is the body of POST /place_instance.
-type PlaceRequest struct {
-	ModelID       ids.ModelID  `json:"model_id"`
-	MinNodes      int          `json:"min_nodes,omitempty"`      // 0: the planner's choice
-	ContextTokens int          `json:"context_tokens,omitempty"` // 0: the served default
-	ExcludedNodes []ids.NodeID `json:"excluded_nodes,omitempty"`
-}
-
-// PlaceResult is an accepted placement. The instance id is the id of the
-// command that creates it; the response names it both ways.
-type PlaceResult struct {
-	InstanceID ids.InstanceID
 }
 
 // server holds the routes' dependencies; all fields are immutable after New.

@@ -14,16 +14,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/placement"
 )
 
-func placementRefusal(req PlaceRequest) error {
+func placementRefusal(req admin.PlaceRequest) error {
 	return &placement.TopologyGapError{Model: string(req.ModelID), MinNodes: 2, Candidates: 1}
 }
 
-func excludedRefusal(req PlaceRequest) error {
+func excludedRefusal(req admin.PlaceRequest) error {
 	ex := make([]string, len(req.ExcludedNodes))
 	for i, n := range req.ExcludedNodes {
 		ex[i] = string(n)
@@ -582,7 +583,7 @@ func TestDecodePlaceRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := PlaceRequest{ModelID: "a/b", MinNodes: 1, ContextTokens: 4096, ExcludedNodes: []ids.NodeID{"n-1"}}
+	want := admin.PlaceRequest{ModelID: "a/b", MinNodes: 1, ContextTokens: 4096, ExcludedNodes: []ids.NodeID{"n-1"}}
 	if got.ModelID != want.ModelID || got.MinNodes != 1 || got.ContextTokens != 4096 || len(got.ExcludedNodes) != 1 || got.ExcludedNodes[0] != "n-1" {
 		t.Fatalf("got %+v", got)
 	}

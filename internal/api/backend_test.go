@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/engine/output"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -37,7 +38,7 @@ type testBackend struct {
 	wg        sync.WaitGroup
 
 	mu        sync.Mutex // guards the fields below
-	lastPlace PlaceRequest
+	lastPlace admin.PlaceRequest
 	lastReq   infer.Request
 	deleted   []ids.InstanceID
 }
@@ -148,27 +149,27 @@ func echo(req infer.Request) []infer.Chunk {
 	return append(out, done)
 }
 
-func (b *testBackend) Models(ctx context.Context) ([]ModelInfo, error) {
-	return []ModelInfo{{ID: "echo", Created: time.Unix(1700000000, 0)}, {ID: "org/other", OwnedBy: "org"}}, nil
+func (b *testBackend) Models(ctx context.Context) ([]infer.ModelInfo, error) {
+	return []infer.ModelInfo{{ID: "echo", Created: time.Unix(1700000000, 0)}, {ID: "org/other", OwnedBy: "org"}}, nil
 }
 
 func (b *testBackend) State(ctx context.Context) (any, error) {
 	return map[string]any{"instances": map[string]any{}, "term": 3}, nil
 }
 
-func (b *testBackend) Place(ctx context.Context, req PlaceRequest) (PlaceResult, error) {
+func (b *testBackend) Place(ctx context.Context, req admin.PlaceRequest) (admin.PlaceResult, error) {
 	b.mu.Lock()
 	b.lastPlace = req
 	b.mu.Unlock()
 	switch req.ModelID {
 	case "too-big":
-		return PlaceResult{}, placementRefusal(req)
+		return admin.PlaceResult{}, placementRefusal(req)
 	case "excluded":
-		return PlaceResult{}, fmt.Errorf("dry run: %w", excludedRefusal(req))
+		return admin.PlaceResult{}, fmt.Errorf("dry run: %w", excludedRefusal(req))
 	case "broken":
-		return PlaceResult{}, fmt.Errorf("planner: unexpected nil topology at /var/lib/secret")
+		return admin.PlaceResult{}, fmt.Errorf("planner: unexpected nil topology at /var/lib/secret")
 	}
-	return PlaceResult{InstanceID: "cmd-0001"}, nil
+	return admin.PlaceResult{InstanceID: "cmd-0001"}, nil
 }
 
 func (b *testBackend) Previews(ctx context.Context, model ids.ModelID) (any, error) {

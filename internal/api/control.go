@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/api/openai"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -37,7 +38,7 @@ func (s *server) listModels(w http.ResponseWriter, r *http.Request) {
 		if !m.Created.IsZero() {
 			created = m.Created.Unix()
 		}
-		out = append(out, openai.Model{ID: string(m.ID), Created: created, OwnedBy: owner})
+		out = append(out, openai.Model{ID: m.ID, Created: created, OwnedBy: owner})
 	}
 	s.writeJSON(w, http.StatusOK, openai.NewModelList(out))
 }
@@ -149,18 +150,18 @@ func (s *server) serveDocument(w http.ResponseWriter, r *http.Request, get func(
 // DecodePlaceRequest decodes and checks a POST /place_instance body. Unlike
 // the OpenAI bodies it is strict: an unknown field is refused, because a
 // misspelt placement option silently ignored would place the wrong thing.
-func DecodePlaceRequest(body []byte) (PlaceRequest, error) {
-	var req PlaceRequest
+func DecodePlaceRequest(body []byte) (admin.PlaceRequest, error) {
+	var req admin.PlaceRequest
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, infer.Errorf(infer.ClassInvalid, "the request body is empty; send a JSON object with model_id")
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
-		return PlaceRequest{}, placeDecodeError(err)
+		return admin.PlaceRequest{}, placeDecodeError(err)
 	}
 	if dec.More() {
-		return PlaceRequest{}, infer.Errorf(infer.ClassInvalid, "the request body holds more than one JSON value")
+		return admin.PlaceRequest{}, infer.Errorf(infer.ClassInvalid, "the request body holds more than one JSON value")
 	}
 	switch {
 	case req.ModelID == "":

@@ -86,22 +86,38 @@ func serveText[S, R any](s *server, w http.ResponseWriter, r *http.Request, f te
 		streamText(ctx, s, w, r, chunks, f.newStream(meta, d.IncludeUsage))
 		return
 	}
-	acc := f.newAccumulator(meta)
+	answerWhole(ctx, s, w, r, chunks, f.newAccumulator(meta))
+}
+
+// answerWhole answers with acc's aggregate of a task's chunks, or with the
+// error the task ended with.
+func answerWhole[R any](ctx context.Context, s *server, w http.ResponseWriter, r *http.Request, chunks <-chan infer.Chunk, acc accumulator[R]) {
+	if err, ok := collect(ctx, chunks, acc.Add); !ok {
+		return // the client left; nobody reads an answer
+	} else if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, acc.Result())
+}
+
+// collect reads a task's chunks to the end for a whole (not streamed)
+// answer: add gets every chunk up to and including the done one. It
+// returns the error a failed task ended with, or nil after the done chunk,
+// and false when ctx ended first (the client left).
+func collect(ctx context.Context, chunks <-chan infer.Chunk, add func(infer.Chunk)) (*infer.Error, bool) {
 	for {
 		c, ok := next(ctx, chunks)
 		if !ok {
-			return // the client left; nobody reads an answer
+			return nil, false
 		}
-		switch c.Kind {
-		case infer.ChunkError:
-			s.writeError(w, r, chunkError(c))
-			return
-		case infer.ChunkDone:
-			acc.Add(c)
-			s.writeJSON(w, http.StatusOK, acc.Result())
-			return
+		if c.Kind == infer.ChunkError {
+			return chunkError(c), true
 		}
-		acc.Add(c)
+		add(c)
+		if c.Kind == infer.ChunkDone {
+			return nil, true
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 )
@@ -20,9 +21,9 @@ import (
 // or HTTPStatus()).
 type ModelAdmin interface {
 	// AddModel resolves a Hub reference and stores its card.
-	AddModel(ctx context.Context, req AddModelRequest) (any, error)
+	AddModel(ctx context.Context, req admin.AddModelRequest) (any, error)
 	// ImportModel installs a GGUF file that is on the node's machine.
-	ImportModel(ctx context.Context, req ImportModelRequest) (any, error)
+	ImportModel(ctx context.Context, req admin.ImportModelRequest) (any, error)
 	// PullModel starts (or joins) the download of a model's weights on this
 	// node and returns at once; ShowModel reports the progress.
 	PullModel(ctx context.Context, id ids.ModelID) (any, error)
@@ -37,25 +38,6 @@ type ModelAdmin interface {
 	// SearchModels lists GGUF repositories on the Hub.
 	SearchModels(ctx context.Context, query string, limit int) (any, error)
 }
-
-// AddModelRequest is the body of POST /models/add.
-type AddModelRequest struct {
-	Ref string `json:"ref"`          // hf:OWNER/REPO[/FILE.gguf][@REVISION]
-	ID  string `json:"id,omitempty"` // the model id; "" derives one from the file name
-}
-
-// ImportModelRequest is the body of POST /models/import.
-type ImportModelRequest struct {
-	Path string `json:"path"`         // an absolute path on the node's machine
-	ID   string `json:"id,omitempty"` // the model id; "" derives one from the file name
-	// FromLoopback says the request came from a loopback address (a client
-	// on the node's machine), which may read under more directories. The
-	// handler sets it from the connection; no body can.
-	FromLoopback bool `json:"-"`
-}
-
-// maxQuotedPath bounds how much of a client's path an answer repeats.
-const maxQuotedPath = 200
 
 // MaxSearchQuery bounds the q parameter of GET /models/search.
 const MaxSearchQuery = 256
@@ -88,7 +70,7 @@ func (s *server) withModelAdmin(h modelHandler) http.HandlerFunc {
 
 // POST /models/add {"ref": "hf:OWNER/REPO[/FILE.gguf][@REV]", "id": ""}
 func (s *server) addModel(w http.ResponseWriter, r *http.Request, m ModelAdmin) {
-	var req AddModelRequest
+	var req admin.AddModelRequest
 	if !s.decodeStrict(w, r, &req, "ref, id") {
 		return
 	}
@@ -104,7 +86,7 @@ func (s *server) addModel(w http.ResponseWriter, r *http.Request, m ModelAdmin) 
 
 // POST /models/import {"path": "/abs/file.gguf", "id": ""}
 func (s *server) importModel(w http.ResponseWriter, r *http.Request, m ModelAdmin) {
-	var req ImportModelRequest
+	var req admin.ImportModelRequest
 	if !s.decodeStrict(w, r, &req, "path, id") {
 		return
 	}

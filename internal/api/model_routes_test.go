@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/ids"
 )
 
@@ -56,10 +57,10 @@ type codeError struct{ status int }
 func (e *codeError) Error() string   { return fmt.Sprintf("refused with %d: do this instead", e.status) }
 func (e *codeError) HTTPStatus() int { return e.status }
 
-func (b *modelBackend) AddModel(ctx context.Context, req AddModelRequest) (any, error) {
+func (b *modelBackend) AddModel(ctx context.Context, req admin.AddModelRequest) (any, error) {
 	return b.record(fmt.Sprintf("add %s id=%s", req.Ref, req.ID), strings.TrimPrefix(req.Ref, "hf:"))
 }
-func (b *modelBackend) ImportModel(ctx context.Context, req ImportModelRequest) (any, error) {
+func (b *modelBackend) ImportModel(ctx context.Context, req admin.ImportModelRequest) (any, error) {
 	return b.record(fmt.Sprintf("import %s id=%s loopback=%v", req.Path, req.ID, req.FromLoopback), req.ID)
 }
 func (b *modelBackend) PullModel(ctx context.Context, id ids.ModelID) (any, error) {

@@ -132,22 +132,13 @@ func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f oll
 		return
 	}
 	acc := f.newAccumulator(model, start)
-	for {
-		c, ok := next(ctx, chunks)
-		if !ok {
-			return // the client left; nobody reads an answer
-		}
-		switch c.Kind {
-		case infer.ChunkError:
-			s.writeError(w, r, ollamaModelError(model, chunkError(c)))
-			return
-		case infer.ChunkDone:
-			acc.Add(c, s.cfg.Now())
-			s.writeJSON(w, http.StatusOK, acc.Result())
-			return
-		}
-		acc.Add(c, s.cfg.Now())
+	if err, ok := collect(ctx, chunks, func(c infer.Chunk) { acc.Add(c, s.cfg.Now()) }); !ok {
+		return // the client left; nobody reads an answer
+	} else if err != nil {
+		s.writeError(w, r, ollamaModelError(model, err))
+		return
 	}
+	s.writeJSON(w, http.StatusOK, acc.Result())
 }
 
 // ollamaModelError words a not-found error about the requested model as
@@ -214,17 +205,17 @@ func sendLine(rc *http.ResponseController, w http.ResponseWriter, v any) error {
 
 // readyModel returns the ready model named model, or Ollama's not-found
 // error.
-func (s *server) readyModel(ctx context.Context, model string) (ModelInfo, error) {
+func (s *server) readyModel(ctx context.Context, model string) (infer.ModelInfo, error) {
 	models, err := s.b.Models(ctx)
 	if err != nil {
-		return ModelInfo{}, err
+		return infer.ModelInfo{}, err
 	}
 	for _, m := range models {
-		if string(m.ID) == model {
+		if m.ID == model {
 			return m, nil
 		}
 	}
-	return ModelInfo{}, ollama.ModelNotFound(model, "it has no ready instance; GET /api/tags lists the models that have one")
+	return infer.ModelInfo{}, ollama.ModelNotFound(model, "it has no ready instance; GET /api/tags lists the models that have one")
 }
 
 // catalogCards reads the catalog's cards. The listings (tags, ps) log a
@@ -255,7 +246,7 @@ func (s *server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 	}
 	ready := make([]ollama.ReadyModel, len(models))
 	for i, m := range models {
-		ready[i] = ollama.ReadyModel{Name: string(m.ID), Created: m.Created}
+		ready[i] = ollama.ReadyModel{Name: m.ID, Created: m.Created}
 	}
 	s.writeJSON(w, http.StatusOK, ollama.Tags(ready, cards))
 }

@@ -84,22 +84,14 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *R
 // wholeResponse answers with the whole Response object, calling finished
 // when the task ends with a done chunk, before the answer is written.
 func (s *server) wholeResponse(ctx context.Context, w http.ResponseWriter, r *http.Request, chunks <-chan infer.Chunk, b *responses.Builder, finished func()) {
-	for {
-		c, ok := next(ctx, chunks)
-		if !ok {
-			return // the client left; nobody reads an answer
-		}
-		if c.Kind == infer.ChunkError {
-			s.writeError(w, r, chunkError(c))
-			return
-		}
-		b.Add(c)
-		if c.Kind == infer.ChunkDone {
-			finished()
-			s.writeJSON(w, http.StatusOK, b.Response())
-			return
-		}
+	if err, ok := collect(ctx, chunks, func(c infer.Chunk) { b.Add(c) }); !ok {
+		return // the client left; nobody reads an answer
+	} else if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
+	finished()
+	s.writeJSON(w, http.StatusOK, b.Response())
 }
 
 // streamResponse sends the typed events of a streamed response, calling

@@ -6,7 +6,7 @@
 // .skulk/installed-card.json sidecar beside each complete download, trusted
 // only while its SHA-256 manifest verifies), then the built-in demo card.
 // Store ties the sources to a node's directories and adds the mutations
-// (AddCustom, RemoveCustom, Import, Publish, RemoveArtifact). Reading the
+// (AddCustom, RemoveCustom, Import, Publish, RemoveArtifacts). Reading the
 // catalog never writes to disk.
 //
 // Card values are immutable by convention. A Store is safe for concurrent

@@ -1,6 +1,7 @@
 // Package config turns flags and environment into one validated node
-// configuration. Secrets (the API key) come only from the environment and
-// are never printed.
+// configuration. Secrets are never printed: the API keys come only from the
+// environment, the cluster key from the environment or an invite line
+// (--join).
 package config
 
 import (

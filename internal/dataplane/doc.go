@@ -2,6 +2,8 @@
 // shared-memory arena per node, single-producer single-consumer byte rings
 // leased from it, object records framed inside those rings, and one
 // persistent QUIC uni-stream per edge between nodes (swactor spec §17–§40).
+// No runner uses it yet: runners serve whole models only
+// (runner.ErrShardUnsupported), so no activations cross nodes so far.
 //
 // Data path of one edge:
 //

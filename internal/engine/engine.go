@@ -1,6 +1,8 @@
 // Package engine is the facade over the native inference engine: it opens a
-// GGUF model (tokenizer and weights, whole or as a shard) and runs the
-// generation loop that the CLI and the runner subprocess share.
+// GGUF model (tokenizer and weights, whole or as a shard), which the CLI
+// and the runner subprocess both do, and runs a plain one-request
+// generation loop (Generate) for the CLI. The runner does not use that
+// loop: it batches the decode steps of concurrent tasks in its own.
 package engine
 
 import (

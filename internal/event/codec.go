@@ -21,7 +21,7 @@ var (
 
 // CanonicalEncMode is the one canonical encoding of the control plane: CBOR
 // core deterministic, with nil and empty containers encoded alike (so a
-// value's bytes do not depend on which codec, CBOR or JSON, produced it).
+// value's bytes do not depend on whether a slice was nil or empty).
 // The State's snapshots and hash use it too.
 func CanonicalEncMode() cbor.EncMode { return encMode }
 
@@ -118,7 +118,7 @@ func DecodeEvent(b []byte) (Event, error) {
 	if err := unmarshal("event", "", b, &env); err != nil {
 		return nil, err
 	}
-	return decodeEventBody(env.Kind, env.Body, cborBody)
+	return decodeEventBody(env.Kind, env.Body)
 }
 
 // DecodeCommand strictly decodes one command envelope and validates the
@@ -128,7 +128,7 @@ func DecodeCommand(b []byte) (Command, error) {
 	if err := unmarshal("command", "", b, &env); err != nil {
 		return nil, err
 	}
-	return decodeCommandBody(env.Kind, env.Body, cborBody)
+	return decodeCommandBody(env.Kind, env.Body)
 }
 
 // DecodeIndexed strictly decodes one indexed event and validates it.
@@ -137,7 +137,7 @@ func DecodeIndexed(b []byte) (IndexedEvent, error) {
 	if err := unmarshal("indexed event", "", b, &env); err != nil {
 		return IndexedEvent{}, err
 	}
-	ev, err := decodeEventBody(env.Kind, env.Body, cborBody)
+	ev, err := decodeEventBody(env.Kind, env.Body)
 	if err != nil {
 		return IndexedEvent{}, err
 	}
@@ -158,10 +158,6 @@ func unmarshal(what string, k Kind, b []byte, v any) error {
 	return nil
 }
 
-// bodyDecoder decodes one body into v; the CBOR and JSON forms share the
-// kind dispatch below.
-type bodyDecoder func(what string, k Kind, body []byte, v any) error
-
 func cborBody(what string, k Kind, body []byte, v any) error {
 	if len(body) == 0 {
 		return &DecodeError{What: what, Kind: k, Err: fmt.Errorf("missing body")}
@@ -174,47 +170,47 @@ func cborBody(what string, k Kind, body []byte, v any) error {
 	return unmarshal(what, k, body, v)
 }
 
-func decodeEventBody(k Kind, body []byte, dec bodyDecoder) (Event, error) {
+func decodeEventBody(k Kind, body []byte) (Event, error) {
 	switch k {
 	case KindInstanceCreated:
-		return decodeEventAs[InstanceCreated](k, body, dec)
+		return decodeEventAs[InstanceCreated](k, body)
 	case KindInstanceDeleted:
-		return decodeEventAs[InstanceDeleted](k, body, dec)
+		return decodeEventAs[InstanceDeleted](k, body)
 	case KindInstanceFailed:
-		return decodeEventAs[InstanceFailed](k, body, dec)
+		return decodeEventAs[InstanceFailed](k, body)
 	case KindRunnerStatusUpdated:
-		return decodeEventAs[RunnerStatusUpdated](k, body, dec)
+		return decodeEventAs[RunnerStatusUpdated](k, body)
 	case KindTaskCreated:
-		return decodeEventAs[TaskCreated](k, body, dec)
+		return decodeEventAs[TaskCreated](k, body)
 	case KindTaskAcknowledged:
-		return decodeEventAs[TaskAcknowledged](k, body, dec)
+		return decodeEventAs[TaskAcknowledged](k, body)
 	case KindTaskCancelled:
-		return decodeEventAs[TaskCancelled](k, body, dec)
+		return decodeEventAs[TaskCancelled](k, body)
 	case KindTaskFinished:
-		return decodeEventAs[TaskFinished](k, body, dec)
+		return decodeEventAs[TaskFinished](k, body)
 	case KindNodeJoined:
-		return decodeEventAs[NodeJoined](k, body, dec)
+		return decodeEventAs[NodeJoined](k, body)
 	case KindNodeLeft:
-		return decodeEventAs[NodeLeft](k, body, dec)
+		return decodeEventAs[NodeLeft](k, body)
 	case KindDownloadPending:
-		return decodeEventAs[DownloadPending](k, body, dec)
+		return decodeEventAs[DownloadPending](k, body)
 	case KindDownloadCompleted:
-		return decodeEventAs[DownloadCompleted](k, body, dec)
+		return decodeEventAs[DownloadCompleted](k, body)
 	case KindDownloadFailed:
-		return decodeEventAs[DownloadFailed](k, body, dec)
+		return decodeEventAs[DownloadFailed](k, body)
 	case KindTracingSet:
-		return decodeEventAs[TracingSet](k, body, dec)
+		return decodeEventAs[TracingSet](k, body)
 	case KindMasterElected:
-		return decodeEventAs[MasterElected](k, body, dec)
+		return decodeEventAs[MasterElected](k, body)
 	case KindAPIKeysSet:
-		return decodeEventAs[APIKeysSet](k, body, dec)
+		return decodeEventAs[APIKeysSet](k, body)
 	}
 	return nil, &UnknownKindError{Kind: k, Want: "event"}
 }
 
-func decodeEventAs[T Event](k Kind, body []byte, dec bodyDecoder) (Event, error) {
+func decodeEventAs[T Event](k Kind, body []byte) (Event, error) {
 	var e T
-	if err := dec("event", k, body, &e); err != nil {
+	if err := cborBody("event", k, body, &e); err != nil {
 		return nil, err
 	}
 	if err := e.Validate(); err != nil {
@@ -223,31 +219,31 @@ func decodeEventAs[T Event](k Kind, body []byte, dec bodyDecoder) (Event, error)
 	return e, nil
 }
 
-func decodeCommandBody(k Kind, body []byte, dec bodyDecoder) (Command, error) {
+func decodeCommandBody(k Kind, body []byte) (Command, error) {
 	switch k {
 	case KindPlaceInstance:
-		return decodeCommandAs[PlaceInstance](k, body, dec)
+		return decodeCommandAs[PlaceInstance](k, body)
 	case KindCreateInstance:
-		return decodeCommandAs[CreateInstance](k, body, dec)
+		return decodeCommandAs[CreateInstance](k, body)
 	case KindDeleteInstance:
-		return decodeCommandAs[DeleteInstance](k, body, dec)
+		return decodeCommandAs[DeleteInstance](k, body)
 	case KindTextGeneration:
-		return decodeCommandAs[TextGeneration](k, body, dec)
+		return decodeCommandAs[TextGeneration](k, body)
 	case KindCancelTask:
-		return decodeCommandAs[CancelTask](k, body, dec)
+		return decodeCommandAs[CancelTask](k, body)
 	case KindSetTracingEnabled:
-		return decodeCommandAs[SetTracingEnabled](k, body, dec)
+		return decodeCommandAs[SetTracingEnabled](k, body)
 	case KindRefuseInstancePlacement:
-		return decodeCommandAs[RefuseInstancePlacement](k, body, dec)
+		return decodeCommandAs[RefuseInstancePlacement](k, body)
 	case KindFailInstance:
-		return decodeCommandAs[FailInstance](k, body, dec)
+		return decodeCommandAs[FailInstance](k, body)
 	}
 	return nil, &UnknownKindError{Kind: k, Want: "command"}
 }
 
-func decodeCommandAs[T Command](k Kind, body []byte, dec bodyDecoder) (Command, error) {
+func decodeCommandAs[T Command](k Kind, body []byte) (Command, error) {
 	var c T
-	if err := dec("command", k, body, &c); err != nil {
+	if err := cborBody("command", k, body, &c); err != nil {
 		return nil, err
 	}
 	if err := c.Validate(); err != nil {

@@ -25,8 +25,8 @@
 // unknown fields, duplicate map keys, indefinite lengths, tags, trailing
 // bytes and inputs over MaxEncodedBytes are a *DecodeError; a decoded value
 // that breaks its own rules (an invalid id, a placement with a gap) is an
-// *InvalidError. A JSON form of the same envelope serves the HTTP API and
-// debugging; it rejects unknown fields and trailing data too.
+// *InvalidError. The types also carry JSON tags, for documents such as GET
+// /state that show them; no JSON form of the envelope exists.
 //
 // Values are immutable by convention: slices inside an Event or Command are
 // never modified after construction, so values may be shared between

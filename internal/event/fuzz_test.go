@@ -104,24 +104,3 @@ func FuzzDecodeIndexed(f *testing.F) {
 		}
 	})
 }
-
-func FuzzUnmarshalEventJSON(f *testing.F) {
-	for _, ev := range sampleEvents() {
-		b, err := MarshalEventJSON(ev)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-	}
-	f.Add([]byte(`{"kind":"TracingSet","body":{"enabled":true}}{}`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		ev, err := UnmarshalEventJSON(b)
-		if err != nil {
-			typedDecodeError(t, err)
-			return
-		}
-		if _, err := EncodeEvent(ev); err != nil {
-			t.Fatalf("a JSON-decoded %s does not encode as CBOR: %v", ev.Kind(), err)
-		}
-	})
-}

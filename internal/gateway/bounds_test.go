@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/ids"
@@ -64,7 +64,7 @@ func TestPlaceAndPreviewsCountPlacedRunners(t *testing.T) {
 		return pv[0].PerNode[0], true
 	}
 	place := func() (ids.InstanceID, error) {
-		r, err := gw.Place(ctx, api.PlaceRequest{ModelID: ids.ModelID(builtin.ID)})
+		r, err := gw.Place(ctx, admin.PlaceRequest{ModelID: ids.ModelID(builtin.ID)})
 		return r.InstanceID, err
 	}
 

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/eventlog"
@@ -169,7 +169,7 @@ func cluster(t *testing.T) (*Gateway, string) {
 		log.Close()
 	})
 	for _, id := range []string{"synth-bert", builtin.ID} {
-		if _, err := gw.Place(t.Context(), api.PlaceRequest{ModelID: ids.ModelID(id)}); err != nil {
+		if _, err := gw.Place(t.Context(), admin.PlaceRequest{ModelID: ids.ModelID(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}

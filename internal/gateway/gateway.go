@@ -1,8 +1,15 @@
-// Package gateway is the node's front door to the cluster: it implements the
-// HTTP API's Backend by turning requests into commands to the master, and it
-// is the owner side of the tasks this node's API accepted — it holds each
-// request's payload until a runner fetches it and streams the runner's
-// chunks back to the waiting HTTP handler.
+// Package gateway is the node's front door to the cluster. It serves the
+// HTTP API's requests: generation and embedding go straight to the node of
+// the chosen instance's first rank (in process, or over the data plane:
+// Remote, ServeTask), never through the control plane; placement, deletion
+// and tracing are commands to the master; and it answers the API's reads of
+// the cluster (GET /state, previews, the ready models, diagnostics) and
+// looks stored Responses conversations up on the other nodes
+// (PeerResponses).
+//
+// It implements the API's Backend, all but the catalog, with the request
+// types of packages admin and infer and without importing the API; the node
+// wires it in beside model administration (package modeladmin).
 package gateway
 
 import (
@@ -15,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
@@ -52,7 +59,7 @@ type Config struct {
 	Logger      *slog.Logger
 }
 
-// Gateway implements api.Backend: it is the owner side of the requests this
+// Gateway is the owner side of the requests this
 // node's API accepts. It picks an instance from the replicated State and
 // hands the request straight to the node that runs it; the control plane
 // sees placements, not requests.
@@ -71,10 +78,8 @@ func New(cfg Config) *Gateway {
 	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}}
 }
 
-var _ api.Backend = (*Gateway)(nil)
-
-// Generate picks an instance and starts the request on it, returning the
-// chunk stream. Cancelling ctx cancels the task.
+// Generate registers the request, asks the master to bind it to an instance,
+// and returns the chunk stream. Cancelling ctx cancels the task.
 func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -137,7 +142,7 @@ func (g *Gateway) Inflight() map[ids.InstanceID]int {
 }
 
 // Models lists the models with a ready instance.
-func (g *Gateway) Models(ctx context.Context) ([]api.ModelInfo, error) {
+func (g *Gateway) Models(ctx context.Context) ([]infer.ModelInfo, error) {
 	st, err := g.cfg.Master.State(ctx)
 	if err != nil {
 		return nil, err
@@ -150,9 +155,9 @@ func (g *Gateway) Models(ctx context.Context) ([]api.ModelInfo, error) {
 			}
 		}
 	}
-	out := make([]api.ModelInfo, 0, len(seen))
+	out := make([]infer.ModelInfo, 0, len(seen))
 	for m, t := range seen {
-		out = append(out, api.ModelInfo{ID: m, OwnedBy: "skulk", Created: time.UnixMilli(t)})
+		out = append(out, infer.ModelInfo{ID: string(m), OwnedBy: "skulk", Created: time.UnixMilli(t)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
@@ -210,17 +215,17 @@ func redactedKeys(keys map[ids.NodeID][]event.APIKey) map[ids.NodeID][]event.API
 }
 
 // Place submits a placement; the planner's refusal comes back synchronously.
-func (g *Gateway) Place(ctx context.Context, req api.PlaceRequest) (api.PlaceResult, error) {
+func (g *Gateway) Place(ctx context.Context, req admin.PlaceRequest) (admin.PlaceResult, error) {
 	if req.MinNodes < 0 || req.ContextTokens < 0 {
-		return api.PlaceResult{}, infer.ParamErrorf("min_nodes", "min_nodes and context_tokens must not be negative")
+		return admin.PlaceResult{}, infer.ParamErrorf("min_nodes", "min_nodes and context_tokens must not be negative")
 	}
 	id := ids.CommandID(g.cfg.NewID())
 	_, err := g.cfg.Master.Execute(ctx, event.PlaceInstance{ID: id, Model: req.ModelID, MinNodes: uint32(req.MinNodes),
 		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens)})
 	if err != nil {
-		return api.PlaceResult{}, err
+		return admin.PlaceResult{}, err
 	}
-	return api.PlaceResult{InstanceID: id.Instance()}, nil
+	return admin.PlaceResult{InstanceID: id.Instance()}, nil
 }
 
 // Previews lists what each placement width of a model would use.
@@ -251,38 +256,6 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 func (g *Gateway) DeleteInstance(ctx context.Context, id ids.InstanceID) error {
 	_, err := g.cfg.Master.Execute(ctx, event.DeleteInstance{ID: ids.CommandID(g.cfg.NewID()), Instance: id})
 	return err
-}
-
-// CatalogEntry is one model of GET /models.
-type CatalogEntry struct {
-	catalog.Card
-	Placement string           `json:"placement"` // none, pending, ready or failed
-	Instances []ids.InstanceID `json:"instances"`
-}
-
-// Catalog lists every model with its placement state.
-func (g *Gateway) Catalog(ctx context.Context) (any, error) {
-	st, err := g.cfg.Master.State(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var out []CatalogEntry
-	for _, c := range g.cfg.Catalog().List() {
-		e := CatalogEntry{Card: c, Placement: "none", Instances: []ids.InstanceID{}}
-		rank := map[string]int{"none": 0, "failed": 1, "pending": 2, "ready": 3}
-		for id, inst := range st.Instances {
-			if string(inst.Model) != c.ID {
-				continue
-			}
-			e.Instances = append(e.Instances, id)
-			if s := string(inst.Status); rank[s] > rank[e.Placement] {
-				e.Placement = s
-			}
-		}
-		sort.Slice(e.Instances, func(i, j int) bool { return e.Instances[i] < e.Instances[j] })
-		out = append(out, e)
-	}
-	return map[string]any{"object": "list", "data": out}, nil
 }
 
 // Diagnostics returns the cluster diagnostics document.

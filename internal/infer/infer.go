@@ -1,8 +1,9 @@
 // Package infer is the vocabulary every part of a request's path shares: the
-// normalized request that each wire format (OpenAI, Anthropic, Ollama)
-// translates into, the chunks a runner streams back, and the error classes
-// that each format maps to its own status codes and shapes. It depends on the
-// standard library only.
+// normalized request that each wire format (OpenAI Chat Completions and
+// Completions, OpenAI Responses, Anthropic, Ollama) translates into, the
+// chunks a runner streams back, the embedding request and result, the
+// models a request may name, and the error classes that each format maps to
+// its own status codes and shapes. It depends on the standard library only.
 package infer
 
 import "encoding/json"

@@ -17,12 +17,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/hub"
 	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/worker"
 )
 
@@ -109,10 +111,10 @@ type models struct {
 	rebuilds sync.Mutex // serializes rebuilds; guards lastErrs
 	lastErrs string
 
-	mu        sync.Mutex                         // guards the fields below
-	downloads map[string]*gateway.DownloadStatus // by model id
-	active    map[string]int                     // callers waiting per model
-	published map[string]time.Time               // last progress reading per model
+	mu        sync.Mutex                            // guards the fields below
+	downloads map[string]*modeladmin.DownloadStatus // by model id
+	active    map[string]int                        // callers waiting per model
+	published map[string]time.Time                  // last progress reading per model
 }
 
 // newModels opens the store and the Hub client, builds the first catalog
@@ -131,7 +133,7 @@ func newModels(cfg config.Node, node ids.NodeID, getenv func(string) string, log
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	m := &models{node: node, store: store, hub: client, mgr: mgr, log: log, ctx: ctx, stop: stop,
-		downloads: map[string]*gateway.DownloadStatus{}, active: map[string]int{}, published: map[string]time.Time{}}
+		downloads: map[string]*modeladmin.DownloadStatus{}, active: map[string]int{}, published: map[string]time.Time{}}
 	m.refresh()
 	if hcfg.Offline {
 		log.Info("offline mode: the Hub is never contacted; installed and custom models still serve")
@@ -231,7 +233,7 @@ func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading fun
 	return worker.Model{Path: in.Paths[0], ChatTemplate: card.ChatTemplate}, nil
 }
 
-// Start begins the download of card in the background (gateway.Downloads).
+// Start begins the download of card in the background (modeladmin.Downloads).
 func (m *models) Start(card catalog.Card) {
 	m.mu.Lock()
 	running := m.active[card.ID] > 0
@@ -246,13 +248,13 @@ func (m *models) Start(card catalog.Card) {
 	})
 }
 
-// Status returns the latest download of a model (gateway.Downloads).
-func (m *models) Status(model string) (gateway.DownloadStatus, bool) {
+// Status returns the latest download of a model (modeladmin.Downloads).
+func (m *models) Status(model string) (modeladmin.DownloadStatus, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, ok := m.downloads[model]
 	if !ok {
-		return gateway.DownloadStatus{}, false
+		return modeladmin.DownloadStatus{}, false
 	}
 	return *d, true
 }
@@ -273,7 +275,7 @@ func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func
 	m.mu.Lock()
 	m.active[card.ID]++
 	if m.active[card.ID] == 1 {
-		m.downloads[card.ID] = &gateway.DownloadStatus{State: gateway.DownloadRunning, TotalBytes: card.StorageBytes}
+		m.downloads[card.ID] = &modeladmin.DownloadStatus{State: modeladmin.DownloadRunning, TotalBytes: card.StorageBytes}
 	}
 	m.mu.Unlock()
 	in, err := m.mgr.Ensure(ctx, card, func(p hub.Progress) { m.progress(card.ID, p) })
@@ -286,14 +288,14 @@ func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func
 	d := m.downloads[card.ID]
 	switch {
 	case err == nil:
-		d.State, d.Error = gateway.DownloadDone, ""
+		d.State, d.Error = modeladmin.DownloadDone, ""
 		d.DoneBytes = max(d.DoneBytes, d.TotalBytes)
 	case ctx.Err() != nil && !last:
 		// another caller still waits for the transfer
 	case ctx.Err() != nil:
-		d.State, d.Error = gateway.DownloadStopped, "cancelled; a later pull or placement resumes it"
+		d.State, d.Error = modeladmin.DownloadStopped, "cancelled; a later pull or placement resumes it"
 	default:
-		d.State, d.Error = gateway.DownloadFailed, err.Error()
+		d.State, d.Error = modeladmin.DownloadFailed, err.Error()
 	}
 	final := *d
 	m.mu.Unlock()
@@ -334,11 +336,11 @@ func (m *models) progress(model string, p hub.Progress) {
 // downloadReading is the telemetry value of a model's download.
 type downloadReading struct {
 	Model string `json:"model"`
-	gateway.DownloadStatus
+	modeladmin.DownloadStatus
 }
 
 // publishDownload gossips a model's download state as telemetry.
-func (m *models) publishDownload(model string, d gateway.DownloadStatus) {
+func (m *models) publishDownload(model string, d modeladmin.DownloadStatus) {
 	pub := m.publish.Load()
 	if pub == nil {
 		return
@@ -378,13 +380,13 @@ func (m *models) reportEvent(ev event.Event) {
 
 // clusterDownloads reads every node's download readings from the
 // membership's telemetry, by model then node.
-func clusterDownloads(p *peers) func() map[string]map[ids.NodeID]gateway.DownloadStatus {
-	return func() map[string]map[ids.NodeID]gateway.DownloadStatus {
+func clusterDownloads(p *peers) func() map[string]map[ids.NodeID]modeladmin.DownloadStatus {
+	return func() map[string]map[ids.NodeID]modeladmin.DownloadStatus {
 		mem := p.get()
 		if mem == nil {
 			return nil
 		}
-		out := map[string]map[ids.NodeID]gateway.DownloadStatus{}
+		out := map[string]map[ids.NodeID]modeladmin.DownloadStatus{}
 		for _, r := range mem.Readings() {
 			if !strings.HasPrefix(r.Key, downloadKeyPrefix) {
 				continue
@@ -394,7 +396,7 @@ func clusterDownloads(p *peers) func() map[string]map[ids.NodeID]gateway.Downloa
 				continue
 			}
 			if out[d.Model] == nil {
-				out[d.Model] = map[ids.NodeID]gateway.DownloadStatus{}
+				out[d.Model] = map[ids.NodeID]modeladmin.DownloadStatus{}
 			}
 			out[d.Model][r.Node] = d.DownloadStatus
 		}
@@ -411,12 +413,14 @@ func truncateTo(s string, n int) string {
 	return s
 }
 
-// backend is the API's Backend: the gateway, with model management and a
-// GET /models that includes this node's installation of each model.
+// backend is the API's Backend: the gateway for the requests to the
+// cluster, and model administration for the catalog (GET /models and the
+// /models routes).
 type backend struct {
 	*gateway.Gateway
-	*gateway.ModelService
+	*modeladmin.Service
 }
 
-// Catalog is GET /models.
-func (b backend) Catalog(ctx context.Context) (any, error) { return b.ModelService.Catalog(ctx) }
+// The /models routes answer 404 for a Backend without ModelAdmin, so the
+// compiler checks that this one has it.
+var _ api.ModelAdmin = backend{}

@@ -1,6 +1,8 @@
 // Package node is the composition root of `skulk run`: it builds every
-// subsystem from the configuration, starts them in order (event log and
-// State, master, gateway, worker, HTTP API) and stops them in reverse.
+// subsystem from the configuration and starts them in order (event log,
+// model catalog, the control plane that serves as master or follower as
+// elected, gateway, QUIC transport, membership, worker, election, model
+// administration and the HTTP API), and stops them in reverse.
 package node
 
 import (
@@ -34,6 +36,7 @@ import (
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/replica"
 	"github.com/skulk/skulk/internal/telemetry"
 	"github.com/skulk/skulk/internal/transport"
@@ -302,14 +305,14 @@ func (n *fabric) buildAPI() error {
 	n.access = newAPIAccess(n.id, apiKeys, access.NewHasher(n.secret.key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
 		n.ctl.State, n.reportAsWorker, log.With("component", "access"))
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
-	models := gateway.NewModels(gateway.ModelsConfig{
-		Gateway: n.gw, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
+	models := modeladmin.New(modeladmin.Config{
+		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
 	n.srv = &http.Server{
 		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
-		}, backend{Gateway: n.gw, ModelService: models}, log.With("component", "api")),
+		}, backend{Gateway: n.gw, Service: models}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),

@@ -46,12 +46,3 @@ func Widen(m Model, nodes []Node, prev Placement, refusing string, hops int) (Pl
 	}
 	return Placement{}, err
 }
-
-// Replan re-places an instance after it lost nodes: lost are treated as
-// absent, and the instance's stamped request (its exclusions, minimum width
-// and context) is honoured as it was. Lost nodes are not stamped as
-// exclusions; they may come back.
-func Replan(m Model, nodes []Node, prev Placement, lost []string) (Placement, error) {
-	alive := slices.DeleteFunc(slices.Clone(nodes), func(n Node) bool { return slices.Contains(lost, n.ID) })
-	return Plan(m, alive, prev.Request)
-}

@@ -1,5 +1,5 @@
 // Package runner is the runner child process, which loads a model and serves
-// generation tasks, and Client, its parent-side handle.
+// generation and embedding tasks, and Client, its parent-side handle.
 //
 // The worker starts a runner as our own binary re-executed ("skulk runner",
 // see Main) through package supervise, and speaks to it with newline-delimited
@@ -12,6 +12,7 @@
 //	{"op":"load","load":{"model_path":..., "start":0, "end":0, "first":true, "last":true,
 //	    "threads":0, "context_tokens":0, "chat_template_override":"", "instance":..., "rank":0}}
 //	{"op":"generate","generate":{"task":"t1","request":<infer.Request>}}
+//	{"op":"embed","embed":{"task":"t2","request":<infer.EmbedRequest>}}
 //	{"op":"cancel","cancel":{"task":"t1"}}
 //	{"op":"shutdown"}
 //
@@ -20,16 +21,19 @@
 //	{"type":"status","status":{"state":"loading|warming|ready|failed|stopped","reason":...,
 //	    "weight_bytes":..., "context_tokens":...}}
 //	{"type":"chunk","task":"t1","chunk":<infer.Chunk>}
+//	{"type":"embedding","task":"t2","embedding":<infer.EmbedResult>} (or "error":<infer.Error>)
 //	{"type":"error","task":"t1","error":<infer.Error>}
 //
 // A load is answered at once with status loading, then warming, then ready or
 // failed (with the reason). A generate task streams chunks and always ends
-// with exactly one chunk of kind done or error; a task the parent cancels
-// ends with a done chunk whose finish_reason is "cancelled" (with the usage
-// so far). An "error" message answers a line the child could not act on: a
-// malformed or oversized line, an unknown op, a duplicate task id. It never
-// ends a task, and the child keeps serving. shutdown (or the end of stdin)
-// cancels every task, waits for their last chunks, reports stopped and exits.
+// with exactly one chunk of kind done or error; a task the parent cancels ends
+// with a done chunk whose finish_reason is "cancelled" (with the usage so
+// far). An embed task is answered by exactly one "embedding" message, carrying
+// the vectors or the error. An "error" message answers a line the child could
+// not act on: a malformed or oversized line, an unknown op, a duplicate task
+// id. It never ends a task, and the child keeps serving. shutdown (or the end
+// of stdin) cancels every task, waits for their last chunks, reports stopped
+// and exits.
 //
 // Inside the child one goroutine owns the task table, one reads stdin and one
 // writes stdout; each task runs in its own goroutine with its own KV cache, at

@@ -1,5 +1,6 @@
-// Package telemetry reads this node's resources (memory now; CPU,
-// accelerators and gossip of readings come with the cluster). Readings are
+// Package telemetry reads this node's resources (memory, processor count
+// and load) and tracks how fresh each gossiped reading is (Freshness); the
+// membership carries the readings between nodes. Readings are
 // observations, never events.
 package telemetry
 

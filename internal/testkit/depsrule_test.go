@@ -56,6 +56,7 @@ func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, p
 var allowedImports = map[string][]string{
 	"internal/ids":              {},
 	"internal/infer":            {},
+	"internal/admin":            {"internal/ids"},
 	"internal/event":            {"github.com/fxamacker/cbor/v2", "internal/ids"},
 	"internal/state":            {"github.com/fxamacker/cbor/v2", "internal/event", "internal/ids"},
 	"internal/placement":        {},
@@ -132,6 +133,13 @@ func TestDependencyRules(t *testing.T) {
 							t.Errorf("%s imports %s: I/O adapters import no domain service", pkg, im)
 						}
 					}
+				}
+			}
+			// The services behind the HTTP API implement its interfaces with
+			// the vocabulary of admin and infer; the node wires them in.
+			for _, svc := range []string{"gateway", "modeladmin"} {
+				if under(pkg, in(svc)) && under(im, in("api")) {
+					t.Errorf("%s imports %s: the services behind the HTTP API do not import it; the node wires them together", pkg, im)
 				}
 			}
 			if under(pkg, in("api")) && pkg != in("api") && im == "net/http" {

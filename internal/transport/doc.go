@@ -1,6 +1,7 @@
 // Package transport is the node's QUIC endpoint: one UDP socket (default
 // port 52417) carries every inter-node plane, each on its own ALPN
-// (ALPNControl, ALPNData, ALPNEdge).
+// (ALPNControl, ALPNData, ALPNEdge, and ALPNResponses for lookups of stored
+// Responses conversations).
 //
 // Authentication has three layers, all checked before a connection reaches a
 // caller:

@@ -1,5 +1,5 @@
 // Package vfs is the filesystem seam of the disk-backed packages (the event
-// log first): an FS interface with the few operations they need, OS, the
+// log): an FS interface with the few operations they need, OS, the
 // implementation over the real filesystem, and MemFS, an in-memory
 // implementation for crash testing.
 //

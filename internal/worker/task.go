@@ -21,7 +21,7 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 		return nil, infer.Errorf(infer.ClassUnavailable, "instance %s has no ready runner on this node (it is loading or restarting); retry in a moment", inst)
 	}
 	if p.Embed != nil {
-		return w.embed(ctx, r, task, *p.Embed)
+		return w.embed(ctx, r.Runner, task, *p.Embed)
 	}
 	if p.Generate == nil {
 		return nil, infer.Errorf(infer.ClassInvalid, "the task carries no request")

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -410,7 +409,7 @@ func assistantTurn(out []infer.Message, raw json.RawMessage, param string, toolN
 			if b.Name == "" {
 				return nil, infer.ParamErrorf(p+".name", "%s.name is required", p)
 			}
-			args, err := input(b.Input, p+".input")
+			args, err := wirejson.Object(b.Input, p+".input")
 			if err != nil {
 				return nil, err
 			}
@@ -423,21 +422,6 @@ func assistantTurn(out []infer.Message, raw json.RawMessage, param string, toolN
 	msg.Content = strings.Join(texts, "\n")
 	msg.ReasoningContent = strings.Join(thoughts, "\n")
 	return append(out, msg), nil
-}
-
-// input is a tool_use block's input object as compact JSON text.
-func input(raw json.RawMessage, param string) (string, error) {
-	if wirejson.IsNull(raw) {
-		return "{}", nil
-	}
-	if raw[0] != '{' {
-		return "", infer.ParamErrorf(param, "%s must be a JSON object", param)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return "", infer.ParamErrorf(param, "%s: %v", param, err)
-	}
-	return buf.String(), nil
 }
 
 // tools maps client tools. Anthropic's server tools (web search, code

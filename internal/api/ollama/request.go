@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -242,25 +243,18 @@ func messages(in []message) ([]infer.Message, error) {
 // sends an object; a string holding a JSON object (OpenAI's habit) is
 // tolerated, and null means no arguments.
 func arguments(raw json.RawMessage, param string) (string, error) {
-	if wirejson.IsNull(raw) {
-		return "{}", nil
-	}
 	raw = bytes.TrimSpace(raw)
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", infer.ParamErrorf(param, "%s is not a valid JSON string: %v", param, err)
+	if len(raw) > 0 && raw[0] == '"' {
+		s, err := wirejson.String(raw, param)
+		if err != nil {
+			return "", err
 		}
-		raw = bytes.TrimSpace([]byte(s))
+		// Inside the string null is no object, unlike the bare value.
+		if raw = bytes.TrimSpace([]byte(s)); len(raw) == 0 || raw[0] != '{' {
+			return "", infer.ParamErrorf(param, "%s must be a JSON object", param)
+		}
 	}
-	if len(raw) == 0 || raw[0] != '{' || !json.Valid(raw) {
-		return "", infer.ParamErrorf(param, "%s must be a JSON object", param)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return "", infer.ParamErrorf(param, "%s must be a JSON object", param)
-	}
-	return buf.String(), nil
+	return wirejson.Object(raw, param)
 }
 
 func tools(in []tool) ([]infer.Tool, error) {
@@ -274,12 +268,9 @@ func tools(in []tool) ([]infer.Tool, error) {
 		if f == nil || f.Name == "" {
 			return nil, infer.ParamErrorf(p+".function.name", "%s.function.name is required", p)
 		}
-		var params json.RawMessage
-		if !wirejson.IsNull(f.Parameters) {
-			if bytes.TrimSpace(f.Parameters)[0] != '{' {
-				return nil, infer.ParamErrorf(p+".function.parameters", "%s.function.parameters must be a JSON Schema object", p)
-			}
-			params = f.Parameters
+		params, err := wirejson.Schema(f.Parameters, p+".function.parameters")
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, infer.Tool{Name: f.Name, Description: f.Description, Parameters: params})
 	}
@@ -507,8 +498,11 @@ func (o *options) sampling() (infer.Sampling, error) {
 		}
 	}
 	var err error
-	if s.Stop, err = stop(o.Stop); err != nil {
+	if s.Stop, err = wirejson.Stop(o.Stop, "options.stop"); err != nil {
 		return s, err
+	}
+	if slices.Contains(s.Stop, "") {
+		return s, infer.ParamErrorf("options.stop", "options.stop sequences must not be empty")
 	}
 	return s, o.unsupported()
 }
@@ -540,32 +534,4 @@ func (o *options) unsupported() error {
 		}
 	}
 	return nil
-}
-
-// stop accepts null, a string, or an array of strings.
-func stop(raw json.RawMessage) ([]string, error) {
-	if wirejson.IsNull(raw) {
-		return nil, nil
-	}
-	raw = bytes.TrimSpace(raw)
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, infer.ParamErrorf("options.stop", "options.stop is not a valid JSON string: %v", err)
-		}
-		return []string{s}, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, infer.ParamErrorf("options.stop", "options.stop must be a string or an array of strings")
-	}
-	if len(list) > infer.MaxStopSequences {
-		return nil, infer.ParamErrorf("options.stop", "at most %d stop sequences are allowed, got %d", infer.MaxStopSequences, len(list))
-	}
-	for _, s := range list {
-		if s == "" {
-			return nil, infer.ParamErrorf("options.stop", "options.stop sequences must not be empty")
-		}
-	}
-	return list, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -123,26 +124,15 @@ type TokenLogprob struct {
 	Bytes   []int   `json:"bytes,omitempty"`
 }
 
-func byteInts(b []byte, token string) []int {
-	if b == nil {
-		b = []byte(token)
-	}
-	out := make([]int, len(b))
-	for i, c := range b {
-		out[i] = int(c)
-	}
-	return out
-}
-
 func logprobs(in []infer.TokenLogprob) []Logprob {
 	if len(in) == 0 {
 		return nil
 	}
 	out := make([]Logprob, 0, len(in))
 	for _, t := range in {
-		lp := Logprob{Token: t.Token, Logprob: float64(t.Logprob), Bytes: byteInts(t.Bytes, t.Token)}
+		lp := Logprob{Token: t.Token, Logprob: float64(t.Logprob), Bytes: wirejson.ByteInts(t.Bytes, t.Token)}
 		for _, a := range t.Top {
-			lp.TopLogprobs = append(lp.TopLogprobs, TokenLogprob{Token: a.Token, Logprob: float64(a.Logprob), Bytes: byteInts(a.Bytes, a.Token)})
+			lp.TopLogprobs = append(lp.TopLogprobs, TokenLogprob{Token: a.Token, Logprob: float64(a.Logprob), Bytes: wirejson.ByteInts(a.Bytes, a.Token)})
 		}
 		out = append(out, lp)
 	}

@@ -255,7 +255,7 @@ func messages(in []chatMessage) ([]infer.Message, error) {
 			if tc.Function.Name == "" {
 				return nil, infer.ParamErrorf(p+".function.name", "%s.function.name is required", p)
 			}
-			args, err := arguments(tc.Function.Arguments, p+".function.arguments")
+			args, err := wirejson.Arguments(tc.Function.Arguments, p+".function.arguments")
 			if err != nil {
 				return nil, err
 			}
@@ -300,28 +300,6 @@ func messageContent(raw json.RawMessage, param string) (string, error) {
 	return strings.Join(texts, "\n"), nil
 }
 
-// arguments accepts the OpenAI string form and, leniently, a JSON object.
-func arguments(raw json.RawMessage, param string) (string, error) {
-	if wirejson.IsNull(raw) {
-		return "{}", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", infer.ParamErrorf(param, "%s is not a valid JSON string: %v", param, err)
-		}
-		return s, nil
-	}
-	if raw[0] == '{' {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return "", infer.ParamErrorf(param, "%s: %v", param, err)
-		}
-		return buf.String(), nil
-	}
-	return "", infer.ParamErrorf(param, "%s must be a string holding a JSON object", param)
-}
-
 func tools(in []tool) ([]infer.Tool, error) {
 	out := make([]infer.Tool, 0, len(in))
 	seen := make(map[string]bool, len(in))
@@ -338,12 +316,9 @@ func tools(in []tool) ([]infer.Tool, error) {
 			return nil, infer.ParamErrorf(p+".function.name", "%s names function %s a second time", p, infer.Quote(f.Name))
 		}
 		seen[f.Name] = true
-		var params json.RawMessage
-		if !wirejson.IsNull(f.Parameters) {
-			if bytes.TrimSpace(f.Parameters)[0] != '{' {
-				return nil, infer.ParamErrorf(p+".function.parameters", "%s.function.parameters must be a JSON Schema object", p)
-			}
-			params = f.Parameters
+		params, err := wirejson.Schema(f.Parameters, p+".function.parameters")
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, infer.Tool{Name: f.Name, Description: f.Description, Parameters: params})
 	}
@@ -450,28 +425,6 @@ func prompt(raw json.RawMessage) (string, error) {
 	return s, nil
 }
 
-// stop accepts null, a string, or an array of strings.
-func stop(raw json.RawMessage) ([]string, error) {
-	if wirejson.IsNull(raw) {
-		return nil, nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, infer.ParamErrorf("stop", "stop is not a valid JSON string: %v", err)
-		}
-		return []string{s}, nil
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, infer.ParamErrorf("stop", "stop must be a string or an array of strings")
-	}
-	if len(list) > infer.MaxStopSequences {
-		return nil, infer.ParamErrorf("stop", "at most %d stop sequences are allowed, got %d", infer.MaxStopSequences, len(list))
-	}
-	return list, nil
-}
-
 // sampling maps the shared sampling fields; maxTokens and its field name
 // come from the caller because chat has two spellings.
 func (c *common) sampling(maxTokens *int64, param string) (infer.Sampling, error) {
@@ -514,7 +467,7 @@ func (c *common) sampling(maxTokens *int64, param string) (infer.Sampling, error
 		s.Seed = &seed
 	}
 	var err error
-	s.Stop, err = stop(c.Stop)
+	s.Stop, err = wirejson.Stop(c.Stop, "stop")
 	return s, err
 }
 

@@ -3,6 +3,7 @@ package openai
 import (
 	"strings"
 
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -107,25 +108,14 @@ type TopLogprob struct {
 	Bytes   []int   `json:"bytes"`
 }
 
-func byteInts(b []byte, token string) []int {
-	if b == nil {
-		b = []byte(token)
-	}
-	out := make([]int, len(b))
-	for i, c := range b {
-		out[i] = int(c)
-	}
-	return out
-}
-
 func chatLogprobs(in []infer.TokenLogprob) []TokenLogprob {
 	out := make([]TokenLogprob, 0, len(in))
 	for _, t := range in {
 		top := make([]TopLogprob, 0, len(t.Top))
 		for _, a := range t.Top {
-			top = append(top, TopLogprob{Token: a.Token, Logprob: float64(a.Logprob), Bytes: byteInts(a.Bytes, a.Token)})
+			top = append(top, TopLogprob{Token: a.Token, Logprob: float64(a.Logprob), Bytes: wirejson.ByteInts(a.Bytes, a.Token)})
 		}
-		out = append(out, TokenLogprob{Token: t.Token, Logprob: float64(t.Logprob), Bytes: byteInts(t.Bytes, t.Token), TopLogprobs: top})
+		out = append(out, TokenLogprob{Token: t.Token, Logprob: float64(t.Logprob), Bytes: wirejson.ByteInts(t.Bytes, t.Token), TopLogprobs: top})
 	}
 	return out
 }

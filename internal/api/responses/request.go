@@ -322,7 +322,7 @@ func (b *historyBuilder) add(it inputItem, p string) error {
 		if it.Name == "" {
 			return infer.ParamErrorf(p+".name", "%s.name is required", p)
 		}
-		args, err := arguments(it.Arguments, p+".arguments")
+		args, err := wirejson.Arguments(it.Arguments, p+".arguments")
 		if err != nil {
 			return err
 		}
@@ -462,30 +462,6 @@ func reasoningText(it inputItem, p string) (string, error) {
 	return sb.String(), nil
 }
 
-// arguments accepts the string form of function-call arguments and,
-// leniently, a JSON object.
-func arguments(raw json.RawMessage, param string) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if wirejson.IsNull(raw) {
-		return "{}", nil
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", infer.ParamErrorf(param, "%s is not a valid JSON string: %v", param, err)
-		}
-		return s, nil
-	case '{':
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			return "", infer.ParamErrorf(param, "%s: %v", param, err)
-		}
-		return buf.String(), nil
-	}
-	return "", infer.ParamErrorf(param, "%s must be a string holding a JSON object", param)
-}
-
 // tools maps function tools; every other tool type names a hosted tool
 // this server does not run.
 func tools(in []tool) ([]infer.Tool, []FunctionTool, error) {
@@ -507,12 +483,9 @@ func tools(in []tool) ([]infer.Tool, []FunctionTool, error) {
 			return nil, nil, infer.ParamErrorf(p+".name", "%s names function %s a second time", p, infer.Quote(t.Name))
 		}
 		seen[t.Name] = true
-		var params json.RawMessage
-		if !wirejson.IsNull(t.Parameters) {
-			if bytes.TrimSpace(t.Parameters)[0] != '{' {
-				return nil, nil, infer.ParamErrorf(p+".parameters", "%s.parameters must be a JSON Schema object", p)
-			}
-			params = t.Parameters
+		params, err := wirejson.Schema(t.Parameters, p+".parameters")
+		if err != nil {
+			return nil, nil, err
 		}
 		desc := ""
 		if t.Description != nil {

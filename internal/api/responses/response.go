@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/skulk/skulk/internal/api/openai"
+	"github.com/skulk/skulk/internal/api/wirejson"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -210,20 +211,9 @@ func logprobs(in []infer.TokenLogprob) []Logprob {
 	for _, t := range in {
 		top := make([]TopLogprob, 0, len(t.Top))
 		for _, a := range t.Top {
-			top = append(top, TopLogprob{Token: a.Token, Logprob: float64(a.Logprob), Bytes: byteInts(a.Bytes, a.Token)})
+			top = append(top, TopLogprob{Token: a.Token, Logprob: float64(a.Logprob), Bytes: wirejson.ByteInts(a.Bytes, a.Token)})
 		}
-		out = append(out, Logprob{Token: t.Token, Logprob: float64(t.Logprob), Bytes: byteInts(t.Bytes, t.Token), TopLogprobs: top})
-	}
-	return out
-}
-
-func byteInts(b []byte, token string) []int {
-	if b == nil {
-		b = []byte(token)
-	}
-	out := make([]int, len(b))
-	for i, c := range b {
-		out[i] = int(c)
+		out = append(out, Logprob{Token: t.Token, Logprob: float64(t.Logprob), Bytes: wirejson.ByteInts(t.Bytes, t.Token), TopLogprobs: top})
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 // Package wirejson decodes the JSON request bodies of the wire-format
-// translators (api/openai, api/anthropic, api/ollama, api/responses) and
-// words encoding/json's errors as *infer.Error values a client can act on.
+// translators (api/openai, api/anthropic, api/ollama, api/responses), words
+// encoding/json's errors as *infer.Error values a client can act on, and
+// reads the fields those formats share in the same shapes: tool-call
+// arguments, stop sequences, tool schemas, logprob bytes.
 // It is pure: no I/O, no state, and every function is safe for concurrent
 // use. It imports no net/http (a test enforces that); the translators under
 // internal/api are its only intended importers.

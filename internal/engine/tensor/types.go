@@ -2,9 +2,11 @@
 // their block layouts, dequantization, the quantizers the tests use to write
 // models, and dot products between a stored row and an activation vector.
 // The dot products come in a portable Go set, the reference, and SIMD sets
-// (amd64 assembly: "avx2" needs AVX2, FMA and F16C; "avx512" adds
-// AVX512_VNNI kernels) that replace entries per type; Best picks one per
-// process and SKULK_KERNELS=generic|avx2 caps the choice.
+// that replace entries per type: on amd64 "avx2" (AVX2, FMA and F16C) and
+// "avx512" (adding AVX-512 tiles and AVX512_VNNI kernels), on arm64 "neon"
+// and "neon-dotprod" (SDOT); the generated assembly comes from gen_*.py.
+// Best picks one per process and SKULK_KERNELS=generic|avx2|neon caps the
+// choice.
 package tensor
 
 import (

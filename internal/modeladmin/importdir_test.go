@@ -1,4 +1,4 @@
-package gateway
+package modeladmin
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/testkit"
@@ -134,18 +134,18 @@ func TestImportModelDirs(t *testing.T) {
 	}
 	testkit.OverlapGGUF(t, filepath.Join(importDir, "stories.gguf"), filepath.Join(importDir, "aliased.gguf"), "output.weight", "token_embd.weight", 0)
 	store := catalog.NewStore(catalog.StoreConfig{ModelsDir: filepath.Join(root, "models"), CustomDir: filepath.Join(root, "cards")})
-	m := NewModels(ModelsConfig{Store: store, ImportDirs: []string{importDir}, LoopbackImportDirs: []string{home},
+	m := New(Config{Store: store, ImportDirs: []string{importDir}, LoopbackImportDirs: []string{home},
 		Catalog: func() *catalog.Catalog { c, _ := store.Catalog(); return c }, Refresh: func() {}})
 	cases := []struct {
 		name     string
-		req      api.ImportModelRequest
+		req      admin.ImportModelRequest
 		status   int // 200 when imported
 		contains []string
 	}{
-		{"import directory", api.ImportModelRequest{Path: filepath.Join(importDir, "stories.gguf")}, 200, nil},
-		{"home from loopback", api.ImportModelRequest{Path: filepath.Join(home, "mine.gguf"), FromLoopback: true}, 200, nil},
-		{"home from elsewhere", api.ImportModelRequest{Path: filepath.Join(home, "mine.gguf"), ID: "remote"}, 404, []string{"outside the node's import directories"}},
-		{"overlapping tensors", api.ImportModelRequest{Path: filepath.Join(importDir, "aliased.gguf")}, 400, []string{"tensors overlap", `"token_embd.weight"`, `"output.weight"`}},
+		{"import directory", admin.ImportModelRequest{Path: filepath.Join(importDir, "stories.gguf")}, 200, nil},
+		{"home from loopback", admin.ImportModelRequest{Path: filepath.Join(home, "mine.gguf"), FromLoopback: true}, 200, nil},
+		{"home from elsewhere", admin.ImportModelRequest{Path: filepath.Join(home, "mine.gguf"), ID: "remote"}, 404, []string{"outside the node's import directories"}},
+		{"overlapping tensors", admin.ImportModelRequest{Path: filepath.Join(importDir, "aliased.gguf")}, 400, []string{"tensors overlap", `"token_embd.weight"`, `"output.weight"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,4 +1,14 @@
-package gateway
+// Package modeladmin manages a node's model catalog for the HTTP API's
+// /models routes: it adds cards from the Hub, imports GGUF files from the
+// node's machine (only under its import directories), starts downloads,
+// removes cards and weights, sizes models, searches the Hub, and lists the
+// catalog with each model's placement and this node's copy of its weights.
+//
+// A Service is safe for concurrent use; one mutex serializes the catalog
+// changes. It implements the API's ModelAdmin (and the Catalog of its
+// Backend) with the request types of package admin, without importing the
+// API: the node wires it in. Only the node (and tests) should import it.
+package modeladmin
 
 import (
 	"context"
@@ -14,7 +24,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/hub"
@@ -49,9 +59,14 @@ const (
 	DownloadStopped = "stopped"
 )
 
-// ModelsConfig wires the model management of a node.
-type ModelsConfig struct {
-	Gateway *Gateway // the catalog listing and the master
+// Cluster is the replicated State as model administration reads it.
+type Cluster interface {
+	State(ctx context.Context) (state.State, error)
+}
+
+// Config wires the model management of a node.
+type Config struct {
+	Cluster Cluster // which instances use each model
 	Store   *catalog.Store
 	Hub     *hub.Client
 	// Catalog returns the current catalog; Refresh rebuilds it now, after
@@ -68,33 +83,31 @@ type ModelsConfig struct {
 	ImportDirs, LoopbackImportDirs []string
 }
 
-// ModelService implements api.ModelAdmin over a node's store, the Hub and
-// its downloads, and GET /models with each model's local installation.
-// Safe for concurrent use.
-type ModelService struct {
-	cfg ModelsConfig // immutable
+// Service manages the model catalog over a node's store, the Hub and its
+// downloads, and lists it (GET /models) with each model's local
+// installation.
+type Service struct {
+	cfg Config // immutable
 
 	mu sync.Mutex // serializes catalog mutations (add, import, remove)
 }
 
-// NewModels returns the model management service.
-func NewModels(cfg ModelsConfig) *ModelService { return &ModelService{cfg: cfg} }
+// New returns the model management service.
+func New(cfg Config) *Service { return &Service{cfg: cfg} }
 
-var _ api.ModelAdmin = (*ModelService)(nil)
-
-// ModelError is a model-management failure with the HTTP status it maps to.
-type ModelError struct {
+// Error is a model-management failure with the HTTP status it maps to.
+type Error struct {
 	Status int
 	Msg    string
 	Err    error // the cause, if any
 }
 
-func (e *ModelError) Error() string   { return e.Msg }
-func (e *ModelError) Unwrap() error   { return e.Err }
-func (e *ModelError) HTTPStatus() int { return e.Status }
+func (e *Error) Error() string   { return e.Msg }
+func (e *Error) Unwrap() error   { return e.Err }
+func (e *Error) HTTPStatus() int { return e.Status }
 
-func modelErrorf(status int, err error, format string, args ...any) *ModelError {
-	return &ModelError{Status: status, Msg: fmt.Sprintf(format, args...), Err: err}
+func modelErrorf(status int, err error, format string, args ...any) *Error {
+	return &Error{Status: status, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
 // hubError maps a Hub failure to its status: offline 503, gated 401/403,
@@ -123,7 +136,7 @@ func hubError(what string, err error) error {
 
 // AddModel resolves a Hub reference to a pinned card and stores it as a
 // custom card. An id that is already in the catalog is refused (409).
-func (m *ModelService) AddModel(ctx context.Context, req api.AddModelRequest) (any, error) {
+func (m *Service) AddModel(ctx context.Context, req admin.AddModelRequest) (any, error) {
 	ref, err := hub.ParseRef(req.Ref)
 	if err != nil {
 		return nil, infer.ParamErrorf("ref", "%v", err)
@@ -154,7 +167,7 @@ func (m *ModelService) AddModel(ctx context.Context, req api.AddModelRequest) (a
 }
 
 // refuseExisting answers 409 when id is in the catalog.
-func (m *ModelService) refuseExisting(id string) error {
+func (m *Service) refuseExisting(id string) error {
 	if _, ok := m.cfg.Catalog().Get(id); ok {
 		return modelErrorf(http.StatusConflict, nil, "model %s already exists; remove it first (skulk models rm %s) or choose another id (--id)", id, id)
 	}
@@ -165,7 +178,7 @@ func (m *ModelService) refuseExisting(id string) error {
 // must lie under an import directory (else *ImportPathError, 404), is
 // validated as a GGUF model this node can describe, copied (hashed) into
 // the store and published with its sidecar.
-func (m *ModelService) ImportModel(ctx context.Context, req api.ImportModelRequest) (any, error) {
+func (m *Service) ImportModel(ctx context.Context, req admin.ImportModelRequest) (any, error) {
 	dirs := m.cfg.ImportDirs
 	if req.FromLoopback {
 		dirs = append(slices.Clone(dirs), m.cfg.LoopbackImportDirs...)
@@ -219,7 +232,7 @@ func checkGGUF(id, path, shown string) error {
 }
 
 // PullModel starts the download of a model's weights on this node.
-func (m *ModelService) PullModel(ctx context.Context, id ids.ModelID) (any, error) {
+func (m *Service) PullModel(ctx context.Context, id ids.ModelID) (any, error) {
 	card, ok := m.cfg.Catalog().Get(string(id))
 	if !ok {
 		return nil, unknownModel(id)
@@ -245,105 +258,14 @@ func unknownModel(id ids.ModelID) error {
 	return infer.Errorf(infer.ClassNotFound, "unknown model %s (GET /models lists the catalog; skulk models add hf:OWNER/REPO adds one)", infer.Quote(id))
 }
 
-// ModelEntry is one model of GET /models and GET /models/{id}: the catalog
-// entry and this node's copy of its weights.
-type ModelEntry struct {
-	CatalogEntry
-	Installed bool            `json:"installed"`          // this node has verified weights
-	Reason    string          `json:"reason,omitempty"`   // why not, when not
-	Download  *DownloadStatus `json:"download,omitempty"` // this node's
-	// NodeDownloads is every node's latest download of the model, as
-	// gossiped telemetry (throttled, so it lags this node's Download).
-	NodeDownloads map[ids.NodeID]DownloadStatus `json:"node_downloads,omitempty"`
-}
-
-// Catalog lists every model with its placement and this node's
-// installation, then the artifacts on disk that failed verification and
-// are in the catalog under no card (with the reason).
-func (m *ModelService) Catalog(ctx context.Context) (any, error) {
-	entries, err := m.entries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return map[string]any{"object": "list", "data": entries}, nil
-}
-
-func (m *ModelService) entries(ctx context.Context) ([]ModelEntry, error) {
-	doc, err := m.cfg.Gateway.Catalog(ctx)
-	if err != nil {
-		return nil, err
-	}
-	base, ok := doc.(map[string]any)["data"].([]CatalogEntry)
-	if !ok && doc.(map[string]any)["data"] != nil {
-		return nil, fmt.Errorf("gateway: the catalog document has an unexpected shape %T", doc.(map[string]any)["data"])
-	}
-	out := make([]ModelEntry, 0, len(base))
-	seen := map[string]bool{}
-	var cluster map[string]map[ids.NodeID]DownloadStatus
-	if m.cfg.ClusterDownloads != nil {
-		cluster = m.cfg.ClusterDownloads()
-	}
-	for _, e := range base {
-		seen[e.ID] = true
-		me := m.entry(e)
-		me.NodeDownloads = cluster[e.ID]
-		out = append(out, me)
-	}
-	insts, err := m.cfg.Store.Inventory()
-	if err != nil {
-		return nil, err
-	}
-	for _, in := range insts {
-		if in.Installed || in.Card.ID == "" || seen[in.Card.ID] {
-			continue
-		}
-		seen[in.Card.ID] = true
-		out = append(out, ModelEntry{CatalogEntry: CatalogEntry{Card: in.Card, Placement: "none", Instances: []ids.InstanceID{}},
-			Reason: in.Reason})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
-}
-
-func (m *ModelService) entry(e CatalogEntry) ModelEntry {
-	me := ModelEntry{CatalogEntry: e}
-	if e.Builtin {
-		me.Installed = true
-	} else if _, err := m.cfg.Store.Locate(e.Card); err == nil {
-		me.Installed = true
-	} else if nie := (*catalog.NotInstalledError)(nil); errors.As(err, &nie) {
-		me.Reason = nie.Reason
-	} else {
-		me.Reason = err.Error()
-	}
-	if st, ok := m.cfg.Downloads.Status(e.ID); ok {
-		me.Download = &st
-	}
-	return me
-}
-
-// ShowModel returns one model's entry.
-func (m *ModelService) ShowModel(ctx context.Context, id ids.ModelID) (any, error) {
-	entries, err := m.entries(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		if e.ID == string(id) {
-			return e, nil
-		}
-	}
-	return nil, unknownModel(id)
-}
-
 // RemoveModel deletes a model's custom card and, with files, every
 // downloaded copy of its weights. It refuses while an instance uses the
 // model, and for the built-in model.
-func (m *ModelService) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (any, error) {
+func (m *Service) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (any, error) {
 	if string(id) == catalog.BuiltinID {
 		return nil, modelErrorf(http.StatusConflict, nil, "model %s is built into the binary and cannot be removed", id)
 	}
-	st, err := m.cfg.Gateway.cfg.Master.State(ctx)
+	st, err := m.cfg.Cluster.State(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +308,7 @@ func instancesOf(st state.State, id ids.ModelID) []string {
 }
 
 // ModelRequirements sizes a model at a context window.
-func (m *ModelService) ModelRequirements(ctx context.Context, id ids.ModelID, contextTokens int) (any, error) {
+func (m *Service) ModelRequirements(ctx context.Context, id ids.ModelID, contextTokens int) (any, error) {
 	card, ok := m.cfg.Catalog().Get(string(id))
 	if !ok {
 		return nil, unknownModel(id)
@@ -399,7 +321,7 @@ func (m *ModelService) ModelRequirements(ctx context.Context, id ids.ModelID, co
 }
 
 // SearchModels lists GGUF repositories on the Hub.
-func (m *ModelService) SearchModels(ctx context.Context, query string, limit int) (any, error) {
+func (m *Service) SearchModels(ctx context.Context, query string, limit int) (any, error) {
 	res, err := m.cfg.Hub.Search(ctx, query, limit)
 	if err != nil {
 		return nil, hubError("search "+query, err)
