@@ -9,7 +9,7 @@ import (
 
 // Embed runs an embedding request on an instance of its model: it travels
 // as a task like a generation (TextGeneration binds it to an instance; the
-// worker on the instance's first node fetches the payload, runs the runner's
+// worker on the instance's first node, handed the request, runs the runner's
 // embed command and delivers one final chunk with the vectors). Cancelling
 // ctx cancels the task.
 func (g *Gateway) Embed(ctx context.Context, req infer.EmbedRequest) (infer.EmbedResult, error) {
