@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
 
-	mods, err := newModels(cfg, nodeID, os.Getenv, log.With("component", "models"))
+	mods, err := newModels(cfg, nodeID, log.With("component", "models"))
 	if err != nil {
 		return err
 	}
