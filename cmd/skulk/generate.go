@@ -44,9 +44,13 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 	if *system != "" && !*asChat {
 		return &exitError{code: 2, err: fmt.Errorf("--system needs --chat")}
 	}
+	ecfg, err := engineConfig()
+	if err != nil {
+		return err
+	}
 	sampling := infer.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(fs)}
 	params := runner.RequestParams(sampling, rand.Uint64)
-	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads})
+	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels})
 	if err != nil {
 		return err
 	}

@@ -125,7 +125,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	w := worker.New(worker.Config{
 		Node: nodeID, Master: ctl,
 		Threads: cfg.Threads, Now: time.Now, NewID: newID,
-		Spawn:   spawner(opt.RunnerCommand, log.With("component", "runner")),
+		Spawn:   spawner(opt.RunnerCommand, cfg.Engine, log.With("component", "runner")),
 		Resolve: mods.resolve,
 		Guard:   guard(mods.catalog),
 		Logger:  log.With("component", "worker"),

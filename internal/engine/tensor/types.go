@@ -4,7 +4,8 @@
 // The dot products come in a portable Go set, the reference, and SIMD sets
 // (amd64 assembly: "avx2" needs AVX2, FMA and F16C; "avx512" adds
 // AVX512_VNNI kernels) that replace entries per type; Best picks one per
-// process and SKULK_KERNELS=generic|avx2 caps the choice.
+// process, and Capped within a cap (SKULK_KERNELS=generic|avx2|neon, which
+// the caller reads and passes down).
 package tensor
 
 import (
