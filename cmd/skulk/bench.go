@@ -31,7 +31,11 @@ func runBench(ctx context.Context, args []string, s stdio) error {
 	if *threads <= 0 {
 		*threads = model.DefaultThreads()
 	}
-	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads})
+	ecfg, err := engineConfig()
+	if err != nil {
+		return err
+	}
+	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels})
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 
 func TestGenerateStories(t *testing.T) {
 	stories := repoFile("testdata", "models", "stories260K.gguf")
-	code, out, errs := runCLI(t, "generate", "--model", stories, "--prompt", "Once upon a time", "--max-tokens", "64", "--json")
+	code, out, errs := runCLI(t, "generate", "--model", stories, "--prompt", "Once upon a time", "--max-tokens", "64", "--temperature", "0", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -46,7 +46,7 @@ func TestGenerateStories(t *testing.T) {
 	if res.Prefill <= 0 || res.Decode <= 0 {
 		t.Errorf("speeds %v %v", res.Prefill, res.Decode)
 	}
-	code, out, _ = runCLI(t, "generate", "--model", stories, "--prompt", "Once upon a time", "--max-tokens", "64")
+	code, out, _ = runCLI(t, "generate", "--model", stories, "--prompt", "Once upon a time", "--max-tokens", "64", "--temperature", "0")
 	if code != 0 || out != want+"\n" {
 		t.Fatalf("streamed text %q", out)
 	}

@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/skulk/skulk/internal/config"
 )
 
 // DefaultHost is where client commands find a node's API.
@@ -28,7 +30,7 @@ func newAPIClient(host string) *apiClient {
 	if !strings.Contains(host, "://") {
 		host = "http://" + host
 	}
-	return &apiClient{base: strings.TrimRight(host, "/"), key: os.Getenv("SKULK_API_KEY"), http: &http.Client{}}
+	return &apiClient{base: strings.TrimRight(host, "/"), key: config.FromEnv(os.Getenv).APIKey, http: &http.Client{}}
 }
 
 // apiError is a non-2xx answer, with the server's message.

@@ -26,12 +26,16 @@ func runDevEmbed(ctx context.Context, args []string, s stdio) error {
 	if *threads < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--threads must be ≥ 0")}
 	}
+	ecfg, err := engineConfig()
+	if err != nil {
+		return err
+	}
 	f, err := gguf.Open(*modelPath)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	enc, err := encoder.Open(f, encoder.Options{Threads: *threads})
+	enc, err := encoder.Open(f, encoder.Options{Threads: *threads, Kernels: ecfg.Kernels})
 	if err != nil {
 		return err
 	}

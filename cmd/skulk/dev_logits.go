@@ -31,7 +31,11 @@ func runDevLogits(ctx context.Context, args []string, s stdio) error {
 		}
 		ids = append(ids, int32(v))
 	}
-	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, ExactActivations: *exact})
+	ecfg, err := engineConfig()
+	if err != nil {
+		return err
+	}
+	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, ExactActivations: *exact, Kernels: ecfg.Kernels})
 	if err != nil {
 		return err
 	}

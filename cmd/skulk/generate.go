@@ -2,30 +2,34 @@ package main
 
 import (
 	"bufio"
-	"time"
-
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
-	"github.com/skulk/skulk/internal/engine/chat"
+	"math/rand/v2"
+	"time"
 
 	"github.com/skulk/skulk/internal/engine"
-	"github.com/skulk/skulk/internal/engine/sample"
-	"github.com/skulk/skulk/internal/engine/tokenizer"
+	"github.com/skulk/skulk/internal/engine/chat"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/runner"
 )
 
 func runGenerate(ctx context.Context, args []string, s stdio) error {
 	fs := newFlagSet("generate", s)
 	modelPath := fs.String("model", "", "GGUF model file")
 	prompt := fs.String("prompt", "", "prompt text")
-	maxTokens := fs.Int("max-tokens", 256, "most tokens to generate")
-	temp := fs.Float64("temperature", 0, "sampling temperature; 0 is greedy")
+	// The sampling flags default as a node does for a request that leaves
+	// them out (runner.RequestParams maps both), so that the same request
+	// gets the same answer here and from the server.
+	maxTokens := fs.Int("max-tokens", infer.DefaultMaxTokens, "most tokens to generate; 0 means the default, as a request's max_tokens does")
+	temp := fs.Float64("temperature", runner.DefaultTemperature, "sampling temperature, 0 for greedy; the default is what a node (like llama-server) uses for a request without one")
 	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0 = off)")
-	topP := fs.Float64("top-p", 0, "nucleus sampling mass (0 or 1 = off)")
+	topP := fs.Float64("top-p", runner.DefaultTopP, "nucleus sampling mass (0 or 1 = off)")
 	minP := fs.Float64("min-p", 0, "drop tokens below this fraction of the best (0 = off)")
-	seed := fs.Uint64("seed", 0, "random seed for sampling")
+	fs.Uint64("seed", 0, "random seed for sampling (default: a random seed, as a node draws for a request without one; --json prints it)")
 	threads := fs.Int("threads", 0, "worker threads (0 = physical cores)")
-	asJSON := fs.Bool("json", false, "print one JSON object with tokens, text and speeds")
+	asJSON := fs.Bool("json", false, "print one JSON object with tokens, text, seed and speeds")
 	asChat := fs.Bool("chat", false, "render the prompt as a user message through the model's chat template")
 	system := fs.String("system", "", "system message (with --chat)")
 	if err := fs.Parse(args); err != nil {
@@ -37,28 +41,27 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 	if *maxTokens < 0 {
 		return &exitError{code: 2, err: fmt.Errorf("--max-tokens must not be negative")}
 	}
-	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads})
+	if *system != "" && !*asChat {
+		return &exitError{code: 2, err: fmt.Errorf("--system needs --chat")}
+	}
+	ecfg, err := engineConfig()
+	if err != nil {
+		return err
+	}
+	sampling := infer.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(fs)}
+	params := runner.RequestParams(sampling, rand.Uint64)
+	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels})
 	if err != nil {
 		return err
 	}
 	defer m.Close()
 	text := *prompt
-	addSpecial := true
 	if *asChat {
 		if text, err = chatPrompt(m, *system, *prompt); err != nil {
 			return err
 		}
-		// The template writes BOS itself where the model wants it.
-		addSpecial = false
-	} else if *system != "" {
-		return &exitError{code: 2, err: fmt.Errorf("--system needs --chat")}
 	}
-	ids := m.Tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: addSpecial, ParseSpecial: true})
-	params := engine.GenerateParams{
-		MaxTokens: *maxTokens,
-		Sample: sample.Params{Temperature: float32(*temp), TopK: *topK, TopP: float32(*topP),
-			MinP: float32(*minP), Seed: *seed},
-	}
+	ids := m.EncodePrompt(text)
 	out := bufio.NewWriter(s.out)
 	var gen []int32
 	var generated []byte
@@ -88,9 +91,23 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 		Tokens       []int32 `json:"tokens"`
 		Text         string  `json:"text"`
 		FinishReason string  `json:"finish_reason"`
+		Seed         uint64  `json:"seed"`
 		Prefill      float64 `json:"prefill_tokens_per_s"`
 		Decode       float64 `json:"decode_tokens_per_s"`
-	}{ids, gen, string(generated), st.FinishReason, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
+	}{ids, gen, string(generated), st.FinishReason, params.Sample.Seed, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
+}
+
+// seedFlag is --seed when it was given, else nil (a random seed, as a
+// request without one gets).
+func seedFlag(fs *flag.FlagSet) *uint64 {
+	var seed *uint64
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seed" {
+			v := f.Value.(flag.Getter).Get().(uint64)
+			seed = &v
+		}
+	})
+	return seed
 }
 
 // chatPrompt renders one user turn (and an optional system turn) through the

@@ -13,6 +13,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/skulk/skulk/internal/config"
 )
 
 // command is one subcommand. run gets the arguments after the subcommand
@@ -105,6 +107,10 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
 	}
 }
+
+// engineConfig is the engine's configuration (SKULK_KERNELS), for the
+// commands that run the engine in this process.
+func engineConfig() (config.Engine, error) { return config.EngineFromEnv(os.Getenv) }
 
 // newFlagSet returns a flag set that reports errors instead of exiting.
 func newFlagSet(name string, s stdio) *flag.FlagSet {

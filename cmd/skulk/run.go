@@ -15,7 +15,7 @@ func runRun(ctx context.Context, args []string, s stdio) error {
 	fs := newFlagSet("run", s)
 	fs.StringVar(&cfg.Home, "home", cfg.Home, "state directory (SKULK_HOME)")
 	fs.StringVar(&cfg.APIAddr, "api-addr", cfg.APIAddr, "HTTP API address HOST:PORT (SKULK_API_ADDR)")
-	fs.BoolVar(&cfg.Offline, "offline", cfg.Offline, "never use the network for models (SKULK_OFFLINE=1)")
+	fs.BoolVar(&cfg.Offline, "offline", cfg.Offline, "never use the network for models (SKULK_OFFLINE=1, true, yes or on)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
 	fs.IntVar(&cfg.Threads, "threads", cfg.Threads, "engine threads per runner (0 = physical cores)")

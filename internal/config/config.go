@@ -1,7 +1,9 @@
 // Package config turns flags and environment into one validated node
-// configuration. Secrets are never printed: the API keys come only from the
+// configuration. It is the only package that reads the environment (the
+// composition root hands it os.Getenv); everything else gets its settings
+// passed down. Secrets (the API keys, HF_TOKEN) come only from the
 // environment, the cluster key from the environment or an invite line
-// (--join).
+// (--join); none is ever printed.
 package config
 
 import (
@@ -95,8 +97,53 @@ type Node struct {
 	// instances of one model in the cluster while this node is master.
 	MaxInstancesPerModel int
 
+	// Models.
+	// ModelsDir (SKULK_MODELS_DIR) holds downloaded and imported weights;
+	// empty means HOME/models.
+	ModelsDir string
+	// CustomModelCardsDir (SKULK_CUSTOM_MODEL_CARDS_DIR) holds the
+	// operator's model cards; empty means HOME/custom_model_cards.
+	CustomModelCardsDir string
+	// HubEndpoint (HF_ENDPOINT) is a Hugging Face Hub mirror; empty means
+	// the Hub itself.
+	HubEndpoint string
+	// HFToken (HF_TOKEN) is sent to the Hub's host for gated and private
+	// repositories.
+	HFToken string `json:"-"`
+
+	// Engine is what the node's runners take from the environment.
+	Engine Engine
+
 	// envErr holds what FromEnv could not parse; Validate reports it.
 	envErr error
+}
+
+// Engine is the engine's configuration: what `skulk run` passes to its
+// runners and what the commands that run the engine in this process
+// (generate, bench, dev) read.
+type Engine struct {
+	// Kernels (SKULK_KERNELS) caps the kernel set the engine picks for the
+	// CPU: "generic" (the portable Go kernels), "avx2" (no AVX-512) or
+	// "neon" (no SDOT); empty means the best the CPU has. For testing.
+	Kernels string
+}
+
+// Kernel caps; tensor.Capped accepts the same names.
+const (
+	KernelsGeneric = "generic"
+	KernelsAVX2    = "avx2"
+	KernelsNEON    = "neon"
+)
+
+// EngineFromEnv reads the engine's configuration through getenv.
+func EngineFromEnv(getenv func(string) string) (Engine, error) {
+	e := Engine{Kernels: strings.ToLower(strings.TrimSpace(getenv("SKULK_KERNELS")))}
+	switch e.Kernels {
+	case "", KernelsGeneric, KernelsAVX2, KernelsNEON:
+		return e, nil
+	}
+	return Engine{}, fmt.Errorf("config: SKULK_KERNELS=%q must be %s, %s or %s (or unset for the best the CPU has)",
+		e.Kernels, KernelsGeneric, KernelsAVX2, KernelsNEON)
 }
 
 // String describes the configuration without its secrets.
@@ -117,9 +164,26 @@ func (n Node) String() string {
 	case n.Join != "":
 		ckey = "invite"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d",
+	hfToken := "unset"
+	if n.HFToken != "" {
+		hfToken = "set"
+	}
+	kernels := n.Engine.Kernels
+	if kernels == "" {
+		kernels = "best"
+	}
+	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d",
 		n.Home, n.APIAddr, n.APIOpen, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
-		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient)
+		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, orDefault(n.ModelsDir), orDefault(n.CustomModelCardsDir), orDefault(n.HubEndpoint), hfToken, kernels,
+		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient)
+}
+
+// orDefault shows an unset setting as "default".
+func orDefault(v string) string {
+	if v == "" {
+		return "default"
+	}
+	return v
 }
 
 // DefaultHome is $SKULK_HOME, else $XDG_DATA_HOME/skulk when XDG_DATA_HOME
@@ -172,8 +236,14 @@ func FromEnv(getenv func(string) string) Node {
 	if a := getenv("SKULK_API_ADDR"); a != "" {
 		n.APIAddr = a
 	}
-	if o := getenv("SKULK_OFFLINE"); o == "1" || strings.EqualFold(o, "true") {
-		n.Offline = true
+	n.Offline = truthy(getenv("SKULK_OFFLINE"))
+	n.ModelsDir = getenv("SKULK_MODELS_DIR")
+	n.CustomModelCardsDir = getenv("SKULK_CUSTOM_MODEL_CARDS_DIR")
+	n.HubEndpoint = strings.TrimSpace(getenv("HF_ENDPOINT"))
+	n.HFToken = strings.TrimSpace(getenv("HF_TOKEN"))
+	var err error
+	if n.Engine, err = EngineFromEnv(getenv); err != nil {
+		n.envErr = errors.Join(n.envErr, err)
 	}
 	for _, e := range []struct {
 		name string

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"encoding/json"
 	"maps"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +126,94 @@ func TestHTTPBoundsFromEnv(t *testing.T) {
 				t.Fatalf("Validate: %v, want an error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestFromEnvVariables(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(Node) bool
+		wantErr string // "" when valid
+	}{
+		{name: "defaults", env: nil, check: func(n Node) bool {
+			return n.ModelsDir == "" && n.CustomModelCardsDir == "" && n.HubEndpoint == "" && n.HFToken == "" && !n.Offline && n.Engine.Kernels == ""
+		}},
+		{name: "models_dir", env: map[string]string{"SKULK_MODELS_DIR": "/srv/models"}, check: func(n Node) bool { return n.ModelsDir == "/srv/models" }},
+		{name: "custom_cards_dir", env: map[string]string{"SKULK_CUSTOM_MODEL_CARDS_DIR": "/srv/cards"}, check: func(n Node) bool { return n.CustomModelCardsDir == "/srv/cards" }},
+		{name: "hf_endpoint", env: map[string]string{"HF_ENDPOINT": " https://mirror.example "}, check: func(n Node) bool { return n.HubEndpoint == "https://mirror.example" }},
+		{name: "hf_token", env: map[string]string{"HF_TOKEN": " hf_secret "}, check: func(n Node) bool { return n.HFToken == "hf_secret" }},
+		{name: "offline_1", env: map[string]string{"SKULK_OFFLINE": "1"}, check: func(n Node) bool { return n.Offline }},
+		{name: "offline_true", env: map[string]string{"SKULK_OFFLINE": "TRUE"}, check: func(n Node) bool { return n.Offline }},
+		{name: "offline_yes", env: map[string]string{"SKULK_OFFLINE": "yes"}, check: func(n Node) bool { return n.Offline }},
+		{name: "offline_on", env: map[string]string{"SKULK_OFFLINE": " on "}, check: func(n Node) bool { return n.Offline }},
+		{name: "offline_0", env: map[string]string{"SKULK_OFFLINE": "0"}, check: func(n Node) bool { return !n.Offline }},
+		{name: "offline_no", env: map[string]string{"SKULK_OFFLINE": "no"}, check: func(n Node) bool { return !n.Offline }},
+		{name: "kernels_generic", env: map[string]string{"SKULK_KERNELS": "generic"}, check: func(n Node) bool { return n.Engine.Kernels == KernelsGeneric }},
+		{name: "kernels_avx2", env: map[string]string{"SKULK_KERNELS": " AVX2 "}, check: func(n Node) bool { return n.Engine.Kernels == KernelsAVX2 }},
+		{name: "kernels_neon", env: map[string]string{"SKULK_KERNELS": "neon"}, check: func(n Node) bool { return n.Engine.Kernels == KernelsNEON }},
+		{name: "kernels_unknown", env: map[string]string{"SKULK_KERNELS": "avx512"}, check: func(n Node) bool { return n.Engine.Kernels == "" },
+			wantErr: `SKULK_KERNELS="avx512" must be generic, avx2 or neon`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"SKULK_HOME": "/tmp/h"}
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			n := FromEnv(func(k string) string { return env[k] })
+			if !tt.check(n) {
+				t.Fatalf("env %v gave %+v", tt.env, n)
+			}
+			err := n.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			// What the offline flag logs is what the Hub client gets.
+			if s := n.String(); !strings.Contains(s, "offline="+strconv.FormatBool(n.Offline)) {
+				t.Errorf("String() %q does not say offline=%v", s, n.Offline)
+			}
+		})
+	}
+}
+
+// TestStringHidesHFToken: the configuration's description says whether
+// HF_TOKEN is set, never what it is.
+func TestStringHidesHFToken(t *testing.T) {
+	n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "HF_TOKEN": "hf_topsecret", "HF_ENDPOINT": "https://mirror.example"}))
+	s := n.String()
+	if strings.Contains(s, "hf_topsecret") || !strings.Contains(s, "hf_token=set") || !strings.Contains(s, "hub=https://mirror.example") {
+		t.Fatalf("String() = %q", s)
+	}
+	if s := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h"})).String(); !strings.Contains(s, "hf_token=unset") {
+		t.Fatalf("String() without HF_TOKEN = %q", s)
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hf_topsecret") {
+		t.Fatalf("JSON carries the token: %s", b)
+	}
+}
+
+func TestEngineFromEnv(t *testing.T) {
+	tests := []struct {
+		env, want string
+		wantErr   bool
+	}{
+		{env: "", want: ""},
+		{env: "generic", want: KernelsGeneric},
+		{env: "Neon", want: KernelsNEON},
+		{env: "sse2", wantErr: true},
+	}
+	for _, tt := range tests {
+		e, err := EngineFromEnv(env(map[string]string{"SKULK_KERNELS": tt.env}))
+		if e.Kernels != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("SKULK_KERNELS=%q: %+v, %v; want %q (error %v)", tt.env, e, err, tt.want, tt.wantErr)
+		}
 	}
 }

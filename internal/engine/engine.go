@@ -17,6 +17,10 @@ import (
 type Options struct {
 	Threads          int // 0 = physical cores
 	ExactActivations bool
+	// Kernels caps the kernel set: "generic", "avx2" or "neon"
+	// (tensor.Capped; config reads it from SKULK_KERNELS); "" uses the best
+	// the CPU has.
+	Kernels string
 	// Range selects a shard; the zero value means the whole model.
 	Range *model.Range
 }
@@ -56,7 +60,7 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 	if opt.Range != nil {
 		r = *opt.Range
 	}
-	s, err := model.Load(f, r, model.Options{Threads: opt.Threads, ExactActivations: opt.ExactActivations})
+	s, err := model.Load(f, r, model.Options{Threads: opt.Threads, ExactActivations: opt.ExactActivations, Kernels: opt.Kernels})
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/testkit"
 )
 
@@ -27,4 +29,40 @@ func TestOpenRefusesOverlappingTensors(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Close()
+}
+
+// TestKernelsFromConfig: SKULK_KERNELS=generic, read by config and passed
+// down as an option, loads a model on the portable kernels; unset, the
+// model gets the best the CPU has; an unknown cap fails the load.
+func TestKernelsFromConfig(t *testing.T) {
+	src := filepath.Join("..", "..", "testdata", "models", "stories260K.gguf")
+	tests := []struct {
+		env  string
+		want string // the kernel set's name
+	}{
+		{env: "generic", want: "generic"},
+		{env: "", want: tensor.Best().Name()},
+	}
+	for _, tt := range tests {
+		e, err := config.EngineFromEnv(func(k string) string {
+			if k == "SKULK_KERNELS" {
+				return tt.env
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Open(src, Options{Threads: 1, Kernels: e.Kernels})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.Shard.Kernels(); got != tt.want {
+			t.Errorf("SKULK_KERNELS=%q: the model computes with %s, want %s", tt.env, got, tt.want)
+		}
+		m.Close()
+	}
+	if _, err := Open(src, Options{Threads: 1, Kernels: "sse9"}); !errors.Is(err, tensor.ErrUnknownCap) {
+		t.Fatalf("an unknown cap: %v, want tensor.ErrUnknownCap", err)
+	}
 }

@@ -4,31 +4,57 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sample"
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 )
 
-// GenerateParams control one generation.
+// GenerateParams control one generation. The zero hooks give plain
+// generation (the CLI's); the runner sets them to add its protocol.
 type GenerateParams struct {
 	MaxTokens int // 0 = until end of generation or the context is full
 	Sample    sample.Params
 	// Context caps prompt plus generated tokens; 0 = the model's trained length.
 	Context int
+	// Constraint, when set, masks the tokens that may not come next before
+	// each draw and is told every token drawn, end of generation included
+	// (a grammar, for structured output).
+	Constraint Constraint
+	// Step, when set, runs each decode step instead of Shard.Forward: it
+	// appends tok to cache's sequence and returns the logits after it,
+	// valid until the next step. It must give Forward's logits bit for bit
+	// (the runner batches its tasks' steps this way).
+	Step func(cache *model.Cache, tok int32) ([]float32, error)
 }
 
-// Token is one generated token and the text it completes. Text may be empty
-// while a multi-byte character is still incomplete.
+// Constraint restricts what may be generated; grammar.Constraint is one.
+type Constraint interface {
+	sample.Constraint
+	// Accept advances the constraint by the token drawn; an error ends the
+	// generation.
+	Accept(id int32) error
+}
+
+// Token is one generated token and the text it completes. Text is the
+// token's piece as a server streams it (no leading space removed); it may
+// be empty while a multi-byte character is incomplete, and bytes that are
+// not UTF-8 become U+FFFD. After the last token, a Token with ID -1 carries
+// any text still held back.
 type Token struct {
 	ID   int32
 	Text string
+	// Logits are the model's scores ID was drawn from (before any
+	// constraint or penalty); valid only during the emit call.
+	Logits []float32
 }
 
 // Finish reasons.
 const (
-	FinishStop   = "stop"   // an end-of-generation token
+	FinishStop   = "stop"   // an end-of-generation token, or emit returned ErrStop
 	FinishLength = "length" // MaxTokens or the context window reached
 )
 
@@ -58,12 +84,25 @@ func rate(n int, d time.Duration) float64 {
 	return float64(n) / d.Seconds()
 }
 
-// ErrEmptyPrompt is returned for a prompt with no tokens.
-var ErrEmptyPrompt = errors.New("engine: the prompt has no tokens")
+// Errors of Generate.
+var (
+	// ErrEmptyPrompt is returned for a prompt with no tokens.
+	ErrEmptyPrompt = errors.New("engine: the prompt has no tokens")
+	// ErrNoToken is returned when the sampler has nothing to draw: every
+	// logit is NaN or -Inf (a constraint masked them all, say).
+	ErrNoToken = errors.New("engine: the sampler found no token to draw (logits are all NaN or -Inf)")
+	// ErrStop, returned by emit, ends the generation after that token as an
+	// end-of-generation token would: finish reason "stop" and no error.
+	// The runner's stop sequences use it.
+	ErrStop = errors.New("engine: stop")
+)
 
 // Generate runs prompt through the model and samples up to MaxTokens tokens,
 // calling emit for each. An end-of-generation token ends the loop and is not
-// emitted. emit returning an error, or ctx ending, stops the generation.
+// emitted. emit returning ErrStop ends the generation; any other error, or
+// ctx ending, stops it with that error. The Stats count what was done even
+// then. This is the one generation loop: `skulk generate` and the runner's
+// tasks both run it.
 func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, emit func(Token) error) (Stats, error) {
 	st := Stats{PromptTokens: len(prompt)}
 	if len(prompt) == 0 {
@@ -86,16 +125,30 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	if p.MaxTokens > 0 && p.MaxTokens < budget {
 		budget = p.MaxTokens
 	}
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	step := p.Step
+	if step == nil {
+		step = func(c *model.Cache, tok int32) ([]float32, error) {
+			r, err := m.Shard.Forward(c, model.Batch{Tokens: []int32{tok}})
+			return r.Logits, err
+		}
+	}
 	cache := m.Shard.NewCache(len(prompt) + budget)
 	sampler := sample.New(p.Sample, m.Config.NVocab)
-	dec := tokenizer.NewStreamDecoder(m.Tok)
+	if p.Constraint != nil {
+		sampler.SetConstraint(p.Constraint)
+	}
+	text := textStream{tok: m.Tok}
 
 	start := time.Now()
 	res, err := m.Shard.Forward(cache, model.Batch{Tokens: prompt})
 	if err != nil {
-		return st, err
+		return st, fmt.Errorf("engine: prefill: %w", err)
 	}
 	st.Prefill = time.Since(start)
+	logits := res.Logits
 	var history []int32
 	decodeStart := time.Now()
 	st.FinishReason = FinishLength
@@ -103,9 +156,17 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
-		id := sampler.Sample(res.Logits, history)
+		id := sampler.Sample(logits, history)
+		if id == sample.NoToken {
+			return st, ErrNoToken
+		}
 		if st.GeneratedTokens == 0 {
 			decodeStart = time.Now()
+		}
+		if p.Constraint != nil {
+			if err := p.Constraint.Accept(id); err != nil {
+				return st, fmt.Errorf("engine: constrained decoding sampled a token the grammar refuses: %w", err)
+			}
 		}
 		if m.Tok.IsEOG(id) {
 			st.FinishReason = FinishStop
@@ -113,21 +174,71 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 		}
 		history = append(history, id)
 		st.GeneratedTokens++
-		if err := emit(Token{ID: id, Text: dec.Push(id)}); err != nil {
+		if err := emit(Token{ID: id, Text: text.push(id), Logits: logits}); err != nil {
+			if errors.Is(err, ErrStop) {
+				st.FinishReason = FinishStop
+				break
+			}
 			return st, err
 		}
 		if st.GeneratedTokens == budget {
 			break
 		}
-		if res, err = m.Shard.Forward(cache, model.Batch{Tokens: []int32{id}}); err != nil {
-			return st, err
+		if logits, err = step(cache, id); err != nil {
+			return st, fmt.Errorf("engine: decode: %w", err)
 		}
 	}
 	st.Decode = time.Since(decodeStart)
-	if tail := dec.Flush(); tail != "" {
-		if err := emit(Token{ID: -1, Text: tail}); err != nil {
+	if tail := text.flush(); tail != "" {
+		if err := emit(Token{ID: -1, Text: tail}); err != nil && !errors.Is(err, ErrStop) {
 			return st, err
 		}
 	}
 	return st, nil
+}
+
+// EncodePrompt tokenizes a prompt as the server does: special tokens added
+// and parsed, and a template that writes the BOS text itself not given a
+// second BOS.
+func (m *Model) EncodePrompt(text string) []int32 {
+	ids := m.Tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
+	if bos := m.Tok.BOS(); len(ids) >= 2 && bos >= 0 && ids[0] == bos && ids[1] == bos {
+		ids = ids[1:]
+	}
+	return ids
+}
+
+// textStream turns generated tokens into text as llama-server streams it:
+// each token's piece, held back while a UTF-8 character is incomplete.
+type textStream struct {
+	tok     *tokenizer.Tokenizer
+	pending []byte
+}
+
+func (s *textStream) push(id int32) string {
+	s.pending = append(s.pending, s.tok.Piece(id, false)...)
+	cut := utf8Cut(s.pending)
+	text := strings.ToValidUTF8(string(s.pending[:cut]), "\uFFFD")
+	s.pending = append(s.pending[:0], s.pending[cut:]...)
+	return text
+}
+
+func (s *textStream) flush() string {
+	text := strings.ToValidUTF8(string(s.pending), "\uFFFD")
+	s.pending = s.pending[:0]
+	return text
+}
+
+// utf8Cut returns len(b), or where a trailing incomplete UTF-8 sequence
+// starts.
+func utf8Cut(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
 }

@@ -9,8 +9,8 @@
 // compared with the real service.
 //
 // A Client is safe for concurrent use. The package reads no environment
-// variables; ConfigFromEnv turns HF_TOKEN, HF_ENDPOINT and SKULK_OFFLINE into
-// a Config for the composition root.
+// variables: internal/config reads HF_TOKEN, HF_ENDPOINT and SKULK_OFFLINE,
+// and the node passes them in a Config.
 package hub
 
 import (
@@ -50,17 +50,6 @@ type Config struct {
 	MaxHeaderBytes     int64 // 0: DefaultMaxHeaderBytes
 	InitialHeaderBytes int64 // 0: DefaultInitialHeaderBytes
 	UserAgent          string
-}
-
-// ConfigFromEnv reads HF_ENDPOINT, HF_TOKEN and SKULK_OFFLINE (1, true, yes)
-// through getenv (os.Getenv at the composition root).
-func ConfigFromEnv(getenv func(string) string) Config {
-	off := strings.ToLower(strings.TrimSpace(getenv("SKULK_OFFLINE")))
-	return Config{
-		Endpoint: strings.TrimSpace(getenv("HF_ENDPOINT")),
-		Token:    strings.TrimSpace(getenv("HF_TOKEN")),
-		Offline:  off == "1" || off == "true" || off == "yes",
-	}
 }
 
 // Client is a Hub client.

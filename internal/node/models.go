@@ -40,14 +40,15 @@ const (
 )
 
 // storeConfig places the model directories under the node's home, unless
-// SKULK_MODELS_DIR or SKULK_CUSTOM_MODEL_CARDS_DIR name others.
-func storeConfig(cfg config.Node, getenv func(string) string) catalog.StoreConfig {
+// the configuration (SKULK_MODELS_DIR, SKULK_CUSTOM_MODEL_CARDS_DIR) names
+// others.
+func storeConfig(cfg config.Node) catalog.StoreConfig {
 	sc := catalog.StoreConfig{ModelsDir: filepath.Join(cfg.Home, "models"), CustomDir: filepath.Join(cfg.Home, "custom_model_cards")}
-	if d := getenv("SKULK_MODELS_DIR"); d != "" {
-		sc.ModelsDir = d
+	if cfg.ModelsDir != "" {
+		sc.ModelsDir = cfg.ModelsDir
 	}
-	if d := getenv("SKULK_CUSTOM_MODEL_CARDS_DIR"); d != "" {
-		sc.CustomDir = d
+	if cfg.CustomModelCardsDir != "" {
+		sc.CustomDir = cfg.CustomModelCardsDir
 	}
 	return sc
 }
@@ -119,14 +120,13 @@ type models struct {
 
 // newModels opens the store and the Hub client, builds the first catalog
 // (logging artifacts that fail verification) and starts nothing.
-func newModels(cfg config.Node, node ids.NodeID, getenv func(string) string, log *slog.Logger) (*models, error) {
-	hcfg := hub.ConfigFromEnv(getenv)
-	hcfg.Offline = hcfg.Offline || cfg.Offline
+func newModels(cfg config.Node, node ids.NodeID, log *slog.Logger) (*models, error) {
+	hcfg := hub.Config{Endpoint: cfg.HubEndpoint, Token: cfg.HFToken, Offline: cfg.Offline}
 	client, err := hub.New(hcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	store := catalog.NewStore(storeConfig(cfg, getenv))
+	store := catalog.NewStore(storeConfig(cfg))
 	mgr, err := hub.NewManager(hub.ManagerConfig{Client: client, Store: store, Logger: log})
 	if err != nil {
 		return nil, err

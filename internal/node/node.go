@@ -146,7 +146,7 @@ func (n *fabric) openStores() error {
 	if rec := elog.Status().Recovery; rec.DroppedBytes > 0 {
 		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-	mods, err := newModels(n.cfg, n.id, os.Getenv, log.With("component", "models"))
+	mods, err := newModels(n.cfg, n.id, log.With("component", "models"))
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (n *fabric) buildServices() error {
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
-		Spawn:   spawner(n.opt.RunnerCommand, log.With("component", "runner")),
+		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
 		Resolve: n.mods.resolve,
 		Guard:   guard(n.mods.catalog),
 		Logger:  log.With("component", "worker"),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/runner"
 	"github.com/skulk/skulk/internal/supervise"
@@ -12,16 +13,16 @@ import (
 )
 
 // spawner starts runner subprocesses: this binary re-executed as
-// `skulk runner`, or command when given (tests use their own binary).
-func spawner(command []string, log *slog.Logger) func(ctx context.Context, name string) (worker.Runner, error) {
+// `skulk runner`, or command when given (tests use their own binary). The
+// engine's configuration goes to the child as flags: it reads no
+// environment.
+func spawner(command []string, eng config.Engine, log *slog.Logger) func(ctx context.Context, name string) (worker.Runner, error) {
 	return func(ctx context.Context, name string) (worker.Runner, error) {
 		l := log.With("runner", name)
-		// The child logs what the node's level lets through; its records
-		// keep their level on the way back (supervise re-emits them).
-		level := []string{"-log-level", enabledLevel(ctx, log).String()}
-		spec := runner.SelfSpec(l, level...)
+		flags := runnerFlags(enabledLevel(ctx, log), eng)
+		spec := runner.SelfSpec(l, flags...)
 		if len(command) > 0 {
-			args := append(append(append([]string(nil), command[1:]...), "runner"), level...)
+			args := append(append(append([]string(nil), command[1:]...), "runner"), flags...)
 			spec = supervise.Spec{Path: command[0], Args: args, Logger: l}
 		}
 		c, err := runner.Start(ctx, spec, runner.Options{Logger: l})
@@ -30,6 +31,17 @@ func spawner(command []string, log *slog.Logger) func(ctx context.Context, name 
 		}
 		return clientRunner{c}, nil
 	}
+}
+
+// runnerFlags are a runner child's flags: it logs what the node's level
+// lets through (its records keep their level on the way back: supervise
+// re-emits them), and it takes the engine's configuration from the node.
+func runnerFlags(level slog.Level, eng config.Engine) []string {
+	flags := []string{"-log-level", level.String()}
+	if eng.Kernels != "" {
+		flags = append(flags, "-kernels", eng.Kernels)
+	}
+	return flags
 }
 
 // enabledLevel is the lowest of the standard levels log lets through.

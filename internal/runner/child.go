@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/infer"
 )
 
@@ -29,6 +30,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	fs.SetOutput(stderr)
 	slots := fs.Int("slots", DefaultSlots, "tasks generated at once")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	kernels := fs.String("kernels", "", "cap the engine's kernel set: generic, avx2 or neon (a node passes its SKULK_KERNELS); empty uses the best the CPU has")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -38,6 +40,9 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	if *slots < 1 {
 		return fmt.Errorf("runner: --slots must be at least 1, got %d", *slots)
 	}
+	if _, err := tensor.Capped(*kernels); err != nil {
+		return fmt.Errorf("runner: --kernels: %w", err)
+	}
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("runner: --log-level: %w", err)
@@ -46,7 +51,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	// (supervise re-emits them). Durations travel as text ("1.5ms"), which
 	// reads better there than JSON's nanosecond count.
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText}))
-	return serve(ctx, stdin, stdout, log, *slots)
+	return serve(ctx, stdin, stdout, log, *slots, *kernels)
 }
 
 func durationText(_ []string, a slog.Attr) slog.Attr {
@@ -58,9 +63,10 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 
 // server is the child's state, owned by the goroutine running serve.
 type server struct {
-	log   *slog.Logger
-	slots int
-	out   chan<- Message // to the writer goroutine
+	log     *slog.Logger
+	slots   int
+	kernels string         // the engine's kernel cap (--kernels)
+	out     chan<- Message // to the writer goroutine
 
 	state   State
 	model   *loaded          // set once ready
@@ -82,7 +88,7 @@ type readResult struct {
 	err error // a *ProtocolError for a bad line; anything else ends the input
 }
 
-func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger, slots int) error {
+func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger, slots int, kernels string) error {
 	out := make(chan Message, 64)
 	writeErr := make(chan error, 1)
 	writerDone := make(chan struct{})
@@ -98,7 +104,7 @@ func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Log
 		readLoop(stdin, lines, stopRead)
 	}()
 
-	s := &server{log: log, slots: slots, out: out, tasks: map[string]*task{}, done: make(chan *task),
+	s := &server{log: log, slots: slots, kernels: kernels, out: out, tasks: map[string]*task{}, done: make(chan *task),
 		embeds: map[string]*embedTask{}, embedDone: make(chan *embedTask)}
 	s.loop(ctx, lines, writeErr)
 
@@ -207,7 +213,7 @@ func (s *server) load(spec LoadSpec) {
 	s.status(Status{State: StateLoading})
 	ch := make(chan loadEvent)
 	s.loading = ch
-	go loadModel(spec, s.log, ch)
+	go loadModel(spec, s.kernels, s.log, ch)
 }
 
 func (s *server) loadEvent(ev loadEvent) {

@@ -45,25 +45,32 @@ func TestLoadReady(t *testing.T) {
 	}
 }
 
+// TestGreedyMatchesLlamaCpp: a runner gives llama.cpp's greedy text, on
+// the best kernels for the CPU and on the portable ones a node asks for
+// with SKULK_KERNELS=generic (the child's -kernels flag).
 func TestGreedyMatchesLlamaCpp(t *testing.T) {
 	prompt, want, promptTokens, n := reference(t)
-	c := loadedClient(t, LoadSpec{})
-	r := generateAll(t, c, "t1", greedy(prompt, n))
-	if r.content != want {
-		t.Fatalf("greedy text\n got %q\nwant %q", r.content, want)
-	}
-	if r.last.Kind != infer.ChunkDone || r.last.FinishReason != infer.FinishLength || r.last.StopSequence != "" {
-		t.Fatalf("last chunk %+v, want done/length and no stop sequence", r.last)
-	}
-	if u := r.last.Usage; u == nil || u.PromptTokens != promptTokens || u.CompletionTokens != n {
-		t.Fatalf("usage %+v, want %d prompt and %d completion tokens", u, promptTokens, n)
-	}
-	if len(r.chunks) < 10 {
-		t.Fatalf("%d chunks: the answer was not streamed", len(r.chunks))
-	}
-	// The prompt's size leads, in an empty delta sent before prefill.
-	if first := r.chunks[0]; first.Kind != infer.ChunkDelta || first.Content != "" || first.Usage == nil || first.Usage.PromptTokens != promptTokens {
-		t.Fatalf("first chunk %+v, want an empty delta carrying %d prompt tokens", first, promptTokens)
+	for _, args := range [][]string{nil, {"-kernels", "generic"}} {
+		t.Run(strings.Join(append([]string{"args"}, args...), "_"), func(t *testing.T) {
+			c := loadedClient(t, LoadSpec{}, args...)
+			r := generateAll(t, c, "t1", greedy(prompt, n))
+			if r.content != want {
+				t.Fatalf("greedy text\n got %q\nwant %q", r.content, want)
+			}
+			if r.last.Kind != infer.ChunkDone || r.last.FinishReason != infer.FinishLength || r.last.StopSequence != "" {
+				t.Fatalf("last chunk %+v, want done/length and no stop sequence", r.last)
+			}
+			if u := r.last.Usage; u == nil || u.PromptTokens != promptTokens || u.CompletionTokens != n {
+				t.Fatalf("usage %+v, want %d prompt and %d completion tokens", u, promptTokens, n)
+			}
+			if len(r.chunks) < 10 {
+				t.Fatalf("%d chunks: the answer was not streamed", len(r.chunks))
+			}
+			// The prompt's size leads, in an empty delta sent before prefill.
+			if first := r.chunks[0]; first.Kind != infer.ChunkDelta || first.Content != "" || first.Usage == nil || first.Usage.PromptTokens != promptTokens {
+				t.Fatalf("first chunk %+v, want an empty delta carrying %d prompt tokens", first, promptTokens)
+			}
+		})
 	}
 }
 

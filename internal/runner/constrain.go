@@ -11,7 +11,6 @@ import (
 
 	"github.com/skulk/skulk/internal/engine/grammar"
 	"github.com/skulk/skulk/internal/engine/output"
-	"github.com/skulk/skulk/internal/engine/sample"
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 	"github.com/skulk/skulk/internal/infer"
 )
@@ -226,10 +225,11 @@ type constrained struct {
 	text strings.Builder   // a forced call's text, held back
 }
 
-// start installs the constraint on sampler. It returns the task's
+// start builds the task's constraint, which the engine's loop applies
+// before each draw and advances by each token. It returns the task's
 // constrained state (nil for free text) and the emit function the streamer
 // must use.
-func (s *structured) start(l *loaded, sampler *sample.Sampler, emit func(infer.Chunk)) (*constrained, func(infer.Chunk), error) {
+func (s *structured) start(l *loaded, emit func(infer.Chunk)) (*constrained, func(infer.Chunk), error) {
 	if s == nil {
 		return nil, emit, nil
 	}
@@ -238,7 +238,6 @@ func (s *structured) start(l *loaded, sampler *sample.Sampler, emit func(infer.C
 		return nil, nil, err
 	}
 	c := &constrained{s: s, con: grammar.NewConstraintVocab(s.matcher, v), emit: emit}
-	sampler.SetConstraint(c.con)
 	if s.call {
 		return c, c.hold, nil
 	}
@@ -256,17 +255,6 @@ func (s *structured) sampling(in infer.Sampling) infer.Sampling {
 
 // hold keeps a forced call's text from the client.
 func (c *constrained) hold(ch infer.Chunk) { c.text.WriteString(ch.Content) }
-
-// accept advances the grammar by the token sampled.
-func (c *constrained) accept(id int32) error {
-	if c == nil {
-		return nil
-	}
-	if err := c.con.Accept(id); err != nil {
-		return fmt.Errorf("runner: constrained decoding sampled a token the grammar refuses: %w", err)
-	}
-	return nil
-}
 
 // finish returns the task's finish reason, given the loop's: a value the
 // last allowed token completed is "stop", and a complete forced call is

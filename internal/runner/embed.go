@@ -44,7 +44,7 @@ type encoderModel struct {
 
 // openEncoder loads spec's model as an encoder when its architecture is
 // encoderArch; ok is false (and nothing is loaded) for any other.
-func openEncoder(spec LoadSpec, log *slog.Logger, warming func()) (l *loaded, ok bool, err error) {
+func openEncoder(spec LoadSpec, kernels string, log *slog.Logger, warming func()) (l *loaded, ok bool, err error) {
 	f, err := gguf.Open(spec.ModelPath)
 	if err != nil {
 		return nil, true, fmt.Errorf("runner: load: %w", err)
@@ -53,7 +53,7 @@ func openEncoder(spec LoadSpec, log *slog.Logger, warming func()) (l *loaded, ok
 		f.Close()
 		return nil, false, nil
 	}
-	e, err := encoder.Open(f, encoder.Options{Threads: spec.Threads})
+	e, err := encoder.Open(f, encoder.Options{Threads: spec.Threads, Kernels: kernels})
 	if err != nil {
 		f.Close()
 		return nil, true, fmt.Errorf("runner: load: %s: %w", spec.ModelPath, err)

@@ -32,9 +32,10 @@ type chatSetup struct {
 	reasoning bool // the template knows <think> blocks
 }
 
-// loadModel opens, checks and warms the model, reporting to ch.
-func loadModel(spec LoadSpec, log *slog.Logger, ch chan<- loadEvent) {
-	l, err := openModel(spec, log, func() { ch <- loadEvent{warming: true} })
+// loadModel opens, checks and warms the model on the kernels within the
+// cap kernels, reporting to ch.
+func loadModel(spec LoadSpec, kernels string, log *slog.Logger, ch chan<- loadEvent) {
+	l, err := openModel(spec, kernels, log, func() { ch <- loadEvent{warming: true} })
 	if err != nil {
 		log.Error("load failed", "model", spec.ModelPath, "err", err)
 		ch <- loadEvent{err: err}
@@ -43,7 +44,7 @@ func loadModel(spec LoadSpec, log *slog.Logger, ch chan<- loadEvent) {
 	ch <- loadEvent{model: l}
 }
 
-func openModel(spec LoadSpec, log *slog.Logger, warming func()) (*loaded, error) {
+func openModel(spec LoadSpec, kernels string, log *slog.Logger, warming func()) (*loaded, error) {
 	if spec.ModelPath == "" {
 		return nil, errors.New("runner: load: model_path is required")
 	}
@@ -54,10 +55,10 @@ func openModel(spec LoadSpec, log *slog.Logger, warming func()) (*loaded, error)
 	if spec.Threads < 0 || spec.ContextTokens < 0 {
 		return nil, fmt.Errorf("runner: load: threads (%d) and context_tokens (%d) must not be negative", spec.Threads, spec.ContextTokens)
 	}
-	if l, ok, err := openEncoder(spec, log, warming); ok {
+	if l, ok, err := openEncoder(spec, kernels, log, warming); ok {
 		return l, err
 	}
-	opt := engine.Options{Threads: spec.Threads}
+	opt := engine.Options{Threads: spec.Threads, Kernels: kernels}
 	if !whole {
 		opt.Range = &model.Range{Start: spec.Start, End: spec.End, First: true, Last: true}
 	}

@@ -293,6 +293,7 @@ func TestMainFlags(t *testing.T) {
 		{name: "bad_level", args: []string{"-log-level", "loud"}},
 		{name: "stray_argument", args: []string{"extra"}},
 		{name: "unknown_flag", args: []string{"-gpu"}},
+		{name: "unknown_kernels", args: []string{"-kernels", "sse9"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/chat"
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/output"
@@ -60,6 +59,22 @@ const (
 	DefaultTopP        = 0.95
 )
 
+// RequestParams maps a request's sampling settings to the engine loop's
+// parameters, with the defaults above and infer.DefaultMaxTokens; seed
+// supplies the seed of a request that names none. `skulk generate` maps its
+// flags through it too, so that it answers a request as a node does.
+func RequestParams(s infer.Sampling, seed func() uint64) engine.GenerateParams {
+	return engine.GenerateParams{MaxTokens: maxTokens(s), Sample: samplingParams(s, seed)}
+}
+
+// maxTokens is a request's generation cap: its own, else the default.
+func maxTokens(s infer.Sampling) int {
+	if s.MaxTokens == 0 {
+		return infer.DefaultMaxTokens
+	}
+	return s.MaxTokens
+}
+
 // samplingParams maps a request's sampling settings to the sampler's;
 // randomSeed supplies the seed when the request has none.
 func samplingParams(s infer.Sampling, randomSeed func() uint64) sample.Params {
@@ -105,6 +120,10 @@ type ending struct {
 
 // generate runs one request to its end and says how it ended (the usage
 // counts what was done on errors too). Chunks other than the last go to emit.
+// The loop is the engine's (engine.Model.Generate, which `skulk generate`
+// runs too); the runner adds its protocol around it: the prompt-size chunk,
+// the grammar of structured output, the stepper's batched decode steps, and
+// the streamer's stop sequences, reasoning and tool-call parsing and logprobs.
 func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (ending, error) {
 	var end ending
 	p, err := prepare(l, req)
@@ -116,65 +135,47 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 		end.finish = infer.FinishStop
 		return end, nil
 	}
-	m := l.m
-	budget := l.context - len(p.prompt)
-	maxTokens := req.Sampling.MaxTokens
-	if maxTokens == 0 {
-		maxTokens = infer.DefaultMaxTokens
-	}
-	budget = min(budget, maxTokens)
 	if err := ctx.Err(); err != nil {
 		return end, err
 	}
-	cache := m.Shard.NewCache(len(p.prompt) + budget)
-	sampler := sample.New(p.sample, m.Config.NVocab)
+	m := l.m
 	toClient := emit
-	con, emit, err := p.structured.start(l, sampler, emit)
+	con, emit, err := p.structured.start(l, emit)
 	if err != nil {
 		return end, err
 	}
 	// The prompt's size goes out before prompt processing, so a stream
 	// that opens with it (Anthropic's message_start) can carry it.
 	toClient(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
-	res, err := m.Shard.Forward(cache, model.Batch{Tokens: p.prompt})
-	if err != nil {
-		return end, fmt.Errorf("runner: prefill: %w", err)
-	}
 	st := newStreamer(m.Tok, p, p.structured.sampling(req.Sampling), emit)
-	finish := infer.FinishLength
-	var history []int32
 	// The decode steps go through the stepper, in one batch with the other
-	// tasks' steps.
-	dec := l.steps.join(m.Config.NVocab)
-	defer dec.leave()
-	logits := res.Logits
-	for end.usage.CompletionTokens < budget {
-		if err := ctx.Err(); err != nil {
-			return end, err
+	// tasks' steps. The task takes its seat at its first step, so that the
+	// others' steps do not wait on its prefill.
+	var dec *decoder
+	defer func() {
+		if dec != nil {
+			dec.leave()
 		}
-		id := sampler.Sample(logits, history)
-		if id == sample.NoToken {
-			return end, errors.New("runner: the sampler found no token to draw (logits are all NaN or -Inf)")
+	}()
+	params := p.params
+	params.Context = l.context
+	params.Step = func(c *model.Cache, tok int32) ([]float32, error) {
+		if dec == nil {
+			dec = l.steps.join(m.Config.NVocab)
 		}
-		if err := con.accept(id); err != nil {
-			return end, err
-		}
-		if m.Tok.IsEOG(id) {
-			finish = infer.FinishStop
-			break
-		}
-		history = append(history, id)
-		end.usage.CompletionTokens++
-		if st.token(id, logits) {
-			finish = infer.FinishStop
-			break
-		}
-		if end.usage.CompletionTokens == budget {
-			break
-		}
-		if logits, err = dec.step(cache, id); err != nil {
-			return end, fmt.Errorf("runner: decode: %w", err)
-		}
+		return dec.step(c, tok)
+	}
+	if con != nil {
+		params.Constraint = con.con
+	}
+	stats, err := m.Generate(ctx, p.prompt, params, st.token)
+	end.usage.CompletionTokens = stats.GeneratedTokens
+	if err != nil {
+		return end, err
+	}
+	finish := infer.FinishLength
+	if stats.FinishReason == engine.FinishStop {
+		finish = infer.FinishStop
 	}
 	madeCalls := st.finish()
 	if end.stop = st.stop.Matched(); end.stop != "" {
@@ -192,7 +193,7 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 // prepared is a request turned into tokens and settings.
 type prepared struct {
 	prompt    []int32
-	sample    sample.Params
+	params    engine.GenerateParams // MaxTokens and Sample, from the request
 	chat      bool
 	parserCfg output.Config
 	// structured is the grammar the answer follows (see constrain.go); nil
@@ -213,7 +214,6 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 	if err := checkToolChoice(req); err != nil {
 		return p, err
 	}
-	tok := l.m.Tok
 	text := req.Prompt
 	if req.Chat {
 		rendered, cfg, err := renderChat(l, req)
@@ -238,22 +238,18 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 	}
 	// A prompt that certainly overflows the window is refused before it is
 	// tokenized: tokenizing megabytes takes seconds of a runner's slot.
-	if least := tok.MinTokens(text); least >= l.context {
+	if least := l.m.Tok.MinTokens(text); least >= l.context {
 		return p, infer.ParamErrorf(param, "the prompt has at least %d tokens (%d bytes), but the context window is %d tokens; shorten it", least, len(text), l.context)
 	}
-	p.prompt = tok.Encode(text, tokenizer.EncodeOptions{AddSpecial: true, ParseSpecial: true})
-	// A template that writes the BOS text itself must not get a second one.
-	if bos := tok.BOS(); len(p.prompt) >= 2 && bos >= 0 && p.prompt[0] == bos && p.prompt[1] == bos {
-		p.prompt = p.prompt[1:]
-	}
+	p.prompt = l.m.EncodePrompt(text)
 	if len(p.prompt) == 0 {
 		return p, infer.ParamErrorf(param, "the prompt has no tokens")
 	}
 	if len(p.prompt) >= l.context {
 		return p, infer.ParamErrorf(param, "the prompt has %d tokens, but the context window is %d tokens", len(p.prompt), l.context)
 	}
-	p.sample = samplingParams(req.Sampling, randomSeed)
-	if err := p.sample.Validate(); err != nil {
+	p.params = RequestParams(req.Sampling, randomSeed)
+	if err := p.params.Sample.Validate(); err != nil {
 		return p, infer.ParamErrorf("sampling", "%v", err)
 	}
 	return p, nil
@@ -340,15 +336,14 @@ func chatTool(t infer.Tool) (chat.Object, error) {
 	return chat.Object{{Key: "type", Value: "function"}, {Key: "function", Value: fn}}, nil
 }
 
-// streamer turns sampled tokens into chunks: UTF-8-safe text, cut at stop
-// sequences, split into content, reasoning and tool calls for chat requests,
-// with logprobs when asked. It is owned by one task.
+// streamer turns generated tokens into chunks: text cut at stop sequences,
+// split into content, reasoning and tool calls for chat requests, with
+// logprobs when asked. It is owned by one task.
 type streamer struct {
 	tok      *tokenizer.Tokenizer
 	emit     func(infer.Chunk)
 	stop     *output.StopMatcher
 	parser   *output.Parser // nil for raw completions
-	pending  []byte         // decoded bytes held back for an incomplete character
 	logprobs bool
 	top      int
 	lps      []infer.TokenLogprob // not yet attached to a chunk
@@ -367,31 +362,28 @@ func newStreamer(tok *tokenizer.Tokenizer, p prepared, s infer.Sampling, emit fu
 	return st
 }
 
-// token takes a generated token and the logits it was drawn from; it reports
-// whether a stop sequence has ended the generation.
-func (s *streamer) token(id int32, logits []float32) bool {
-	if s.logprobs {
-		s.lps = append(s.lps, s.logprobOf(id, logits))
+// token takes a generated token from the engine's loop (or, with ID -1,
+// the text held back at the end); it returns engine.ErrStop when a stop
+// sequence ends the generation.
+func (s *streamer) token(t engine.Token) error {
+	if s.stop.Stopped() {
+		return engine.ErrStop // only the held-back tail comes after a stop
 	}
-	s.pending = append(s.pending, s.tok.Piece(id, false)...)
-	cut := utf8Cut(s.pending)
-	text := strings.ToValidUTF8(string(s.pending[:cut]), "\uFFFD")
-	s.pending = append(s.pending[:0], s.pending[cut:]...)
-	text, stopped := s.stop.Push(text)
+	if t.ID >= 0 && s.logprobs {
+		s.lps = append(s.lps, s.logprobOf(t.ID, t.Logits))
+	}
+	text, stopped := s.stop.Push(t.Text)
 	s.text(text)
-	return stopped
+	if stopped {
+		return engine.ErrStop
+	}
+	return nil
 }
 
 // finish flushes whatever is held and reports whether any tool call was made.
 func (s *streamer) finish() (madeCalls bool) {
 	if !s.stop.Stopped() {
-		tail := strings.ToValidUTF8(string(s.pending), "\uFFFD")
-		s.pending = s.pending[:0]
-		text, _ := s.stop.Push(tail)
-		if !s.stop.Stopped() {
-			text += s.stop.Flush()
-		}
-		s.text(text)
+		s.text(s.stop.Flush())
 	}
 	if s.parser != nil {
 		s.events(s.parser.Close())
@@ -457,18 +449,4 @@ func finiteLogprob(v float32) float32 {
 		return MinLogprob
 	}
 	return v
-}
-
-// utf8Cut returns len(b), or where a trailing incomplete UTF-8 sequence
-// starts.
-func utf8Cut(b []byte) int {
-	for i := len(b) - 1; i >= 0 && i >= len(b)-utf8.UTFMax; i-- {
-		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
-				return i
-			}
-			break
-		}
-	}
-	return len(b)
 }

@@ -16,6 +16,9 @@ type Options struct {
 	Threads int
 	// Pooling overrides the model's bert.pooling_type; 0 keeps it.
 	Pooling Pooling
+	// Kernels caps the kernel set (tensor.Capped); "" uses the best the
+	// CPU has.
+	Kernels string
 }
 
 // Encoder is a loaded bert model. It is immutable and safe for concurrent
@@ -56,7 +59,11 @@ func Open(f *gguf.File, opt Options) (*Encoder, error) {
 	if opt.Threads < 0 {
 		return nil, fmt.Errorf("encoder: threads %d < 0", opt.Threads)
 	}
-	e := &Encoder{cfg: cfg, kern: tensor.Best(), threads: opt.Threads}
+	kern, err := tensor.Capped(opt.Kernels)
+	if err != nil {
+		return nil, fmt.Errorf("encoder: %w", err)
+	}
+	e := &Encoder{cfg: cfg, kern: kern, threads: opt.Threads}
 	if e.threads == 0 {
 		e.threads = runtime.GOMAXPROCS(0)
 	}

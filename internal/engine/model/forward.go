@@ -142,7 +142,7 @@ func (s *Shard) head(a *arena, x []float32, m int, logits []float32) {
 }
 
 func (s *Shard) embedRow(id int32, dst []float32) error {
-	return dequantRow(s.embd, int(id), dst)
+	return dequantRow(s.k, s.embd, int(id), dst)
 }
 
 // seg is the rows of a batch that belong to one sequence: rows

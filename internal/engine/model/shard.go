@@ -32,6 +32,9 @@ type Options struct {
 	// (llama.cpp's default, and ours): twice the memory, the setting of
 	// reference runs made with an F32 cache.
 	F32Cache bool
+	// Kernels caps the kernel set (tensor.Capped); "" uses the best the
+	// CPU has.
+	Kernels string
 }
 
 type layer struct {
@@ -84,11 +87,15 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if r.Start < 0 || r.End > cfg.NLayer || r.Start > r.End || (r.Start == r.End && !r.First && !r.Last) {
 		return nil, fmt.Errorf("model: layer range [%d, %d) is not within the model's %d blocks", r.Start, r.End, cfg.NLayer)
 	}
-	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations, kvType: tensor.F16}
+	k, err := tensor.Capped(opt.Kernels)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations, kvType: tensor.F16, k: k}
 	if opt.F32Cache {
 		s.kvType = tensor.F32
 	}
-	l := loader{f}
+	l := loader{f: f, k: k}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {
 			return nil, fmt.Errorf("model: missing tensor token_embd.weight")
@@ -133,7 +140,6 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
-	s.k = tensor.Best()
 	s.actRowBytes = s.maxActRowBytes()
 	s.pool = newPool(threads, spinFor)
 	return s, nil
@@ -186,6 +192,10 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 
 // Close stops the shard's worker goroutines.
 func (s *Shard) Close() { s.pool.close() }
+
+// Kernels names the kernel set the shard computes with: "generic",
+// "avx2", "avx512", "neon" or "neon-dotprod".
+func (s *Shard) Kernels() string { return s.k.Name() }
 
 // matrices lists every weight matrix the shard holds.
 func (s *Shard) matrices() []*matrix {

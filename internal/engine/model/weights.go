@@ -23,6 +23,7 @@ func (m *matrix) row(i int) []byte { return m.data[i*m.rowBytes : (i+1)*m.rowByt
 // loader pulls tensors out of a GGUF file with shape checks.
 type loader struct {
 	f *gguf.File
+	k tensor.Kernels
 }
 
 func (l loader) has(name string) bool { _, ok := l.f.Tensor(name); return ok }
@@ -64,7 +65,7 @@ func (l loader) vector(name string, n int) ([]float32, error) {
 		return nil, err
 	}
 	out := make([]float32, n)
-	if err := tensor.Dequantize(ti.Type, data, out); err != nil {
+	if err := l.k.Dequantize(ti.Type, data, out); err != nil {
 		return nil, fmt.Errorf("model: tensor %s: %w", name, err)
 	}
 	return out, nil
@@ -78,7 +79,7 @@ func (l loader) optionalVector(name string, n int) ([]float32, error) {
 	return l.vector(name, n)
 }
 
-// dequantRow expands row r of m into dst.
-func dequantRow(m *matrix, r int, dst []float32) error {
-	return tensor.Dequantize(m.typ, m.row(r), dst)
+// dequantRow expands row r of m into dst with k.
+func dequantRow(k tensor.Kernels, m *matrix, r int, dst []float32) error {
+	return k.Dequantize(m.typ, m.row(r), dst)
 }

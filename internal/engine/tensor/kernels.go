@@ -1,7 +1,8 @@
 package tensor
 
 import (
-	"os"
+	"errors"
+	"fmt"
 	"sync"
 
 	"golang.org/x/sys/cpu"
@@ -59,37 +60,58 @@ type kernelTable struct {
 // generic set.
 type Kernels struct{ t *kernelTable }
 
-// KernelsEnv names the environment variable that caps the kernel set Best
-// picks: "generic" forces the portable Go kernels, "avx2" ignores AVX-512,
-// "neon" ignores the ARM dot-product extension. Any other value (or none) lets Best use everything the CPU has.
-const KernelsEnv = "SKULK_KERNELS"
-
 var generic = sync.OnceValue(genericTable)
 
 // Generic returns the portable Go kernels.
 func Generic() Kernels { return Kernels{generic()} }
 
-var best = sync.OnceValue(func() Kernels {
-	f, forceGeneric := capFeatures(cpuFeatures(), os.Getenv(KernelsEnv))
-	return Select(f, forceGeneric)
-})
+var best = sync.OnceValue(func() Kernels { return Select(cpuFeatures(), false) })
 
 // Best returns the fastest kernels for this CPU, chosen on first use and
-// fixed for the life of the process. SKULK_KERNELS (read once) can cap the
-// choice, so each dispatch path can be exercised on one machine.
+// fixed for the life of the process.
 func Best() Kernels { return best() }
 
-// capFeatures applies a SKULK_KERNELS value to the detected features.
-func capFeatures(f Features, env string) (_ Features, forceGeneric bool) {
-	switch env {
-	case "generic":
-		return Features{}, true
-	case "avx2":
-		f.AVX512F, f.AVX512BW, f.AVX512VL, f.AVX512VNNI = false, false, false, false
-	case "neon":
-		f.ARMDotProd = false
+// Kernel caps, the values of SKULK_KERNELS (read by internal/config): each
+// narrows what Capped may use, so every dispatch path can be exercised on
+// one machine.
+const (
+	CapNone    = ""        // everything the CPU has: Best
+	CapGeneric = "generic" // the portable Go kernels
+	CapAVX2    = "avx2"    // no AVX-512
+	CapNEON    = "neon"    // no ARM dot-product extension
+)
+
+// ErrUnknownCap is returned by Capped for a name it does not know.
+var ErrUnknownCap = errors.New("tensor: unknown kernel cap (want generic, avx2 or neon)")
+
+// Capped returns the fastest kernels for this CPU within cap, one of the
+// Cap names.
+func Capped(cap string) (Kernels, error) {
+	if cap == CapNone {
+		return Best(), nil
 	}
-	return f, false
+	f, forceGeneric, ok := capFeatures(cpuFeatures(), cap)
+	if !ok {
+		return Kernels{}, fmt.Errorf("%w: %q", ErrUnknownCap, cap)
+	}
+	return Select(f, forceGeneric), nil
+}
+
+// capFeatures applies a cap to the detected features; ok is false for a
+// name it does not know.
+func capFeatures(f Features, cap string) (_ Features, forceGeneric, ok bool) {
+	switch cap {
+	case CapNone:
+	case CapGeneric:
+		return Features{}, true, true
+	case CapAVX2:
+		f.AVX512F, f.AVX512BW, f.AVX512VL, f.AVX512VNNI = false, false, false, false
+	case CapNEON:
+		f.ARMDotProd = false
+	default:
+		return f, false, false
+	}
+	return f, false, true
 }
 
 // Features is the set of CPU capabilities kernel selection looks at.

@@ -331,18 +331,35 @@ func TestSIMDDotF32(t *testing.T) {
 
 func TestCapFeatures(t *testing.T) {
 	all := Features{AVX2: true, FMA: true, F16C: true, AVX512F: true, AVX512BW: true, AVX512VL: true, AVX512VNNI: true, NEON: true, ARMDotProd: true}
-	if _, force := capFeatures(all, "generic"); !force {
-		t.Error(`SKULK_KERNELS=generic does not force the generic kernels`)
+	noAVX512 := all
+	noAVX512.AVX512F, noAVX512.AVX512BW, noAVX512.AVX512VL, noAVX512.AVX512VNNI = false, false, false, false
+	noSDOT := all
+	noSDOT.ARMDotProd = false
+	tests := []struct {
+		cap       string
+		want      Features
+		wantForce bool
+		wantOK    bool
+	}{
+		{cap: CapNone, want: all, wantOK: true},
+		{cap: CapGeneric, want: Features{}, wantForce: true, wantOK: true},
+		{cap: CapAVX2, want: noAVX512, wantOK: true},
+		{cap: CapNEON, want: noSDOT, wantOK: true},
+		{cap: "avx512", want: all},
+		{cap: "Generic", want: all},
 	}
-	f, force := capFeatures(all, "avx2")
-	if force || f.AVX512F || f.AVX512BW || f.AVX512VL || f.AVX512VNNI || !f.AVX2 || !f.FMA || !f.F16C {
-		t.Errorf(`SKULK_KERNELS=avx2 gave %+v (force %v)`, f, force)
-	}
-	if f, force := capFeatures(all, "neon"); force || f.ARMDotProd || !f.NEON {
-		t.Errorf(`SKULK_KERNELS=neon gave %+v (force %v)`, f, force)
-	}
-	if f, force := capFeatures(all, ""); force || f != all {
-		t.Errorf("no SKULK_KERNELS changed the features to %+v (force %v)", f, force)
+	for _, tt := range tests {
+		f, force, ok := capFeatures(all, tt.cap)
+		if f != tt.want || force != tt.wantForce || ok != tt.wantOK {
+			t.Errorf("cap %q: %+v force %v ok %v; want %+v, %v, %v", tt.cap, f, force, ok, tt.want, tt.wantForce, tt.wantOK)
+		}
+		k, err := Capped(tt.cap)
+		if tt.wantOK != (err == nil) || !tt.wantOK && !errors.Is(err, ErrUnknownCap) {
+			t.Errorf("Capped(%q): %v", tt.cap, err)
+		}
+		if tt.cap == CapGeneric && k.Name() != "generic" {
+			t.Errorf("Capped(generic) chose %s", k.Name())
+		}
 	}
 	if haveArchKernels {
 		if got := Select(Features{AVX2: true, FMA: true}, false).Name(); got != "generic" {

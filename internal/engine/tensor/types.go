@@ -5,8 +5,8 @@
 // that replace entries per type: on amd64 "avx2" (AVX2, FMA and F16C) and
 // "avx512" (adding AVX-512 tiles and AVX512_VNNI kernels), on arm64 "neon"
 // and "neon-dotprod" (SDOT); the generated assembly comes from gen_*.py.
-// Best picks one per process and SKULK_KERNELS=generic|avx2|neon caps the
-// choice.
+// Best picks one per process, and Capped within a cap
+// (SKULK_KERNELS=generic|avx2|neon, which the caller reads and passes down).
 package tensor
 
 import (
