@@ -32,6 +32,11 @@ func runRun(ctx context.Context, args []string, s stdio) error {
 	})
 	fs.StringVar(&cfg.Join, "join", cfg.Join, "join a cluster with the invite line a member printed (`skulk cluster invite`)")
 	fs.BoolVar(&cfg.OpenCluster, "open-cluster", cfg.OpenCluster, "let any host that reaches the gossip port join, without the cluster key (warned at every start)")
+	fs.Func("memory-budget", "cap the memory placement may count on this node: bytes or 8GiB, 512MiB (SKULK_MEMORY_BUDGET; default the machine's)", func(v string) error {
+		b, err := config.ParseBytes(v)
+		cfg.MemoryBudget = b
+		return err
+	})
 	fs.BoolVar(&cfg.APIOpen, "api-open", cfg.APIOpen, "serve API clients on every address without a key when none is set (SKULK_API_OPEN=1; warned at start)")
 	envImportDirs := true
 	fs.Func("import-dir", "a directory POST /models/import may read under; repeat or comma-separate (SKULK_IMPORT_DIRS; default: the models directory's import/, and your home for requests from this machine)", func(v string) error {

@@ -70,6 +70,10 @@ type Node struct {
 	HTTPIdleTimeout   time.Duration // SKULK_HTTP_IDLE_TIMEOUT: keep-alive connections idle longer are closed
 	MaxConnsPerClient int           // --max-conns-per-client, SKULK_MAX_CONNS_PER_CLIENT: open API connections per client IP
 
+	// MemoryBudget (--memory-budget, SKULK_MEMORY_BUDGET) caps the memory
+	// placement may count on this node, in bytes; 0 means the machine's.
+	MemoryBudget int64
+
 	// Cluster.
 	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
 	QUICAddr       string   // transport endpoint HOST:PORT
@@ -172,10 +176,10 @@ func (n Node) String() string {
 	if kernels == "" {
 		kernels = "best"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d",
+	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d",
 		n.Home, n.APIAddr, n.APIOpen, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
 		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, orDefault(n.ModelsDir), orDefault(n.CustomModelCardsDir), orDefault(n.HubEndpoint), hfToken, kernels,
-		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient)
+		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MemoryBudget)
 }
 
 // orDefault shows an unset setting as "default".
@@ -224,6 +228,12 @@ func FromEnv(getenv func(string) string) Node {
 		var err error
 		if n.MaxConnsPerClient, err = strconv.Atoi(v); err != nil {
 			errs = append(errs, fmt.Errorf("config: SKULK_MAX_CONNS_PER_CLIENT=%q must be a whole number (0: no limit): %w", v, err))
+		}
+	}
+	if v := getenv("SKULK_MEMORY_BUDGET"); v != "" {
+		var err error
+		if n.MemoryBudget, err = ParseBytes(v); err != nil {
+			errs = append(errs, fmt.Errorf("config: SKULK_MEMORY_BUDGET=%q: %w", v, err))
 		}
 	}
 	n.envErr = errors.Join(errs...)
@@ -316,6 +326,9 @@ func (n Node) Validate() error {
 	if n.HTTPBodyTimeout < 0 || n.HTTPIdleTimeout < 0 {
 		return fmt.Errorf("config: SKULK_HTTP_BODY_TIMEOUT (%s) and SKULK_HTTP_IDLE_TIMEOUT (%s) must not be negative (0 turns the bound off)", n.HTTPBodyTimeout, n.HTTPIdleTimeout)
 	}
+	if n.MemoryBudget < 0 {
+		return fmt.Errorf("config: --memory-budget (SKULK_MEMORY_BUDGET) must not be negative (0: the machine's memory)")
+	}
 	if n.MaxConnsPerClient < 0 {
 		return fmt.Errorf("config: --max-conns-per-client (SKULK_MAX_CONNS_PER_CLIENT) must not be negative, got %d (0: no limit)", n.MaxConnsPerClient)
 	}
@@ -331,4 +344,27 @@ func SplitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// ParseBytes reads a size: a whole number of bytes, or one with a unit
+// (K, M, G, T as powers of 1000; KiB, MiB, GiB, TiB as powers of 1024;
+// case-insensitive, "B" optional): "8GiB", "512MiB", "2G", "1500000000".
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
+	unit = strings.TrimSuffix(unit, "b")
+	mult := map[string]float64{"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
+		"ki": 1 << 10, "mi": 1 << 20, "gi": 1 << 30, "ti": 1 << 40}[unit]
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || mult == 0 || v < 0 {
+		return 0, fmt.Errorf("%q is not a size: give bytes, or a number with K, M, G, KiB, MiB or GiB (e.g. 8GiB)", s)
+	}
+	if v*mult > 1<<62 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return int64(v * mult), nil
 }

@@ -217,3 +217,37 @@ func TestEngineFromEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"1500000000", 1500000000, false},
+		{"8GiB", 8 << 30, false},
+		{"512MiB", 512 << 20, false},
+		{"512mib", 512 << 20, false},
+		{"2G", 2e9, false},
+		{"2GB", 2e9, false},
+		{"1.5GiB", 3 << 29, false},
+		{" 64 KiB ", 64 << 10, false},
+		{"", 0, true},
+		{"GiB", 0, true},
+		{"-1", 0, true},
+		{"8 parsecs", 0, true},
+		{"9999999TiB", 0, true},
+	} {
+		got, err := ParseBytes(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+	n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_MEMORY_BUDGET": "4GiB"}))
+	if n.MemoryBudget != 4<<30 || n.Validate() != nil {
+		t.Fatalf("budget %d, %v", n.MemoryBudget, n.Validate())
+	}
+	if err := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_MEMORY_BUDGET": "lots"})).Validate(); err == nil || !strings.Contains(err.Error(), "SKULK_MEMORY_BUDGET") {
+		t.Fatalf("a bad budget: %v", err)
+	}
+}

@@ -42,6 +42,19 @@ type resources struct {
 	// must see it, and telemetry is how a node's facts reach the master.
 	// Absent (an older node) means the default.
 	MaxInstances int `json:"max_instances,omitempty"`
+	// MemoryBudget is the node's --memory-budget (0: none). TotalBytes and
+	// AvailableBytes are already capped by it.
+	MemoryBudget int64 `json:"memory_budget,omitempty"`
+}
+
+// budgeted caps a memory reading by the node's --memory-budget: placement
+// counts on no more than the operator allows, whatever the machine has.
+func budgeted(m telemetry.Memory, budget int64) telemetry.Memory {
+	if budget > 0 {
+		m.TotalBytes = min(m.TotalBytes, budget)
+		m.AvailableBytes = min(m.AvailableBytes, budget)
+	}
+	return m
 }
 
 // advertised lists the addresses other nodes can reach a listener bound to
@@ -178,14 +191,15 @@ func (p *peers) nodes() []placement.Node {
 
 // publishResources gossips this node's memory, backends and runner limit
 // every interval.
-func publishResources(ctx context.Context, m *membership.Membership, maxInstances int, log *slog.Logger) {
+func publishResources(ctx context.Context, m *membership.Membership, maxInstances int, budget int64, log *slog.Logger) {
 	tick := time.NewTicker(telemetryInterval)
 	defer tick.Stop()
 	for {
 		mem, err := telemetry.ReadMemory()
 		if err == nil {
+			mem = budgeted(mem, budget)
 			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes,
-				Backends: []string{Backend}, CPU: telemetry.ReadCPU(), MaxInstances: maxInstances})
+				Backends: []string{Backend}, CPU: telemetry.ReadCPU(), MaxInstances: maxInstances, MemoryBudget: budget})
 			if err := m.Publish(resourcesKey, b); err != nil {
 				log.Warn("cannot publish resources", "err", err)
 			}

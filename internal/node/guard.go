@@ -12,7 +12,7 @@ import (
 
 // guard is the worker's pre-spawn memory check: the shard's stamped
 // estimate against a fresh reading, with the planner's tolerance.
-func guard(cat func() *catalog.Catalog) func(inst state.Instance, rank int) (int64, int64, error) {
+func guard(cat func() *catalog.Catalog, budget int64) func(inst state.Instance, rank int) (int64, int64, error) {
 	return func(inst state.Instance, rank int) (int64, int64, error) {
 		card, ok := cat().Get(string(inst.Model))
 		if !ok {
@@ -36,6 +36,7 @@ func guard(cat func() *catalog.Catalog) func(inst state.Instance, rank int) (int
 		if err != nil {
 			return need, 0, nil // no reading: trust the master's admission
 		}
+		mem = budgeted(mem, budget)
 		e := placement.Estimate{Weights: weights, KV: kv, Total: need, Available: mem.AvailableBytes}
 		return need, mem.AvailableBytes, placement.FitsNow(e, mem.AvailableBytes)
 	}

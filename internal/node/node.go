@@ -199,7 +199,7 @@ func (n *fabric) buildServices() error {
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
 		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
 		Resolve: n.mods.resolve,
-		Guard:   guard(n.mods.catalog),
+		Guard:   guard(n.mods.catalog, n.cfg.MemoryBudget),
 		Logger:  log.With("component", "worker"),
 	})
 	n.remote = &gateway.Remote{}
@@ -350,7 +350,7 @@ func (n *fabric) serve(ctx context.Context) error {
 		}
 		return nil
 	})
-	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, log); return nil })
+	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, log); return nil })
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("election", func() error { return elect.Run(ctx) })
 	run("worker", func() error { return n.worker.Run(ctx) })
