@@ -125,7 +125,7 @@ func (n *fabric) openHome() error {
 	}
 	n.id = id
 	n.log = n.log.With("node", id)
-	n.log.Info("starting skulk node", "config", n.cfg.String())
+	n.log.Info("starting skulk node", "version", SoftwareVersion, "commit", SoftwareCommit, "config", n.cfg.String())
 	return nil
 }
 
