@@ -102,7 +102,9 @@ func runModel(cmd *cobra.Command, s stdio, opts chatOptions, model, prompt strin
 		}
 	}
 	if prompt == "" {
-		return usageErrorf("no prompt: give one after the model (skulk run %s \"PROMPT\") or pipe it on standard input", model)
+		// Nothing to say (an empty pipe): place the model, as Ollama loads
+		// it, and end as a chat does at the end of its input.
+		return chatLoop(cmd.Context(), stdio{strings.NewReader(""), s.out, s.err}, opts, model)
 	}
 	sess, err := newChatSession(cmd.Context(), s, opts, model)
 	if err != nil {

@@ -180,6 +180,8 @@ func TestLiveClientCommands(t *testing.T) {
 		{"no_key", []string{"ls"}, []string{"SKULK_API_KEY=wrong"}, 0, "stories260k", ""},
 		{"one_shot_arg", []string{"run", "stories260k", "Once upon a time", "--max-tokens", "16", "--temperature", "0"}, nil, 0, "there was", ""},
 		{"one_shot_piped", []string{"run", "stories260k", "--max-tokens", "16", "--temperature", "0", "--verbose"}, nil, 0, "there was", "tokens/s"},
+		{"run_empty_pipe", []string{"run", "stories260k"}, nil, 0, "", "chatting with stories260k"},
+		{"chat_piped_lines", []string{"chat", "stories260k", "--max-tokens", "8"}, nil, 0, ">>> ", ""},
 		{"complete_models", []string{"__complete", "chat", "st"}, nil, 0, "stories260k", ""},
 		{"complete_instances", []string{"__complete", "stop", ""}, nil, 0, "stories260k ready", ""},
 	}
