@@ -3,9 +3,20 @@ module github.com/skulk/skulk
 go 1.26.8
 
 require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
-	github.com/ardanlabs/jinja v1.8.0 // indirect
-	github.com/fxamacker/cbor/v2 v2.10.0 // indirect
+	github.com/BurntSushi/toml v1.6.0
+	github.com/ardanlabs/jinja v1.8.0
+	github.com/creack/pty v1.1.24
+	github.com/fxamacker/cbor/v2 v2.10.0
+	github.com/hashicorp/mdns v1.0.7
+	github.com/hashicorp/memberlist v0.7.0
+	github.com/klauspost/compress v1.20.4
+	github.com/quic-go/quic-go v0.65.0
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	golang.org/x/sys v0.50.0
+)
+
+require (
 	github.com/google/btree v1.1.3 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
@@ -14,14 +25,10 @@ require (
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/hashicorp/go-sockaddr v1.0.7 // indirect
 	github.com/hashicorp/golang-lru v1.0.2 // indirect
-	github.com/hashicorp/mdns v1.0.7 // indirect
-	github.com/hashicorp/memberlist v0.7.0 // indirect
-	github.com/klauspost/compress v1.20.4 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
-	github.com/quic-go/quic-go v0.65.0 // indirect
 	github.com/sean-/seed v0.0.0-20170313163322-e2103e2c3529 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
 )

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -14,7 +13,7 @@ import (
 // object has the fields bench/compare.sh reads.
 func TestBenchJSON(t *testing.T) {
 	var out, errb bytes.Buffer
-	err := runBench(context.Background(), []string{"--model", repoFile("testdata", "models", "stories260K.gguf"), "--threads", "1",
+	err := runArgs([]string{"bench", "--model", repoFile("testdata", "models", "stories260K.gguf"), "--threads", "1",
 		"--prompt-tokens", "4", "--gen-tokens", "2", "--repeat", "2", "--json"}, stdio{strings.NewReader(""), &out, &errb})
 	if err != nil {
 		t.Fatalf("%v: %s", err, errb.String())
@@ -30,7 +29,7 @@ func TestBenchJSON(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	out.Reset()
-	if err := runBench(context.Background(), []string{"--model", repoFile("testdata", "models", "stories260K.gguf"), "--threads", "1",
+	if err := runArgs([]string{"bench", "--model", repoFile("testdata", "models", "stories260K.gguf"), "--threads", "1",
 		"--prompt-tokens", "4", "--gen-tokens", "2", "--repeat", "1"}, stdio{strings.NewReader(""), &out, &errb}); err != nil {
 		t.Fatal(err)
 	}

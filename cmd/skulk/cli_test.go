@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,15 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	var out, errb bytes.Buffer
 	code := run(context.Background(), args, stdio{strings.NewReader(""), &out, &errb})
 	return code, out.String(), errb.String()
+}
+
+// runArgs runs the command line in-process; a failure is an *exitError
+// with the exit status.
+func runArgs(args []string, s stdio) error {
+	if code := run(context.Background(), args, s); code != 0 {
+		return &exitError{code: code, err: fmt.Errorf("skulk %s: exit %d", strings.Join(args, " "), code)}
+	}
+	return nil
 }
 
 func TestGenerateStories(t *testing.T) {
@@ -94,7 +104,7 @@ func TestBadInputs(t *testing.T) {
 		{[]string{"generate", "--model", notGGUF}, 1, "not a GGUF file"},
 		{[]string{"generate", "--model", repoFile("testdata", "vocab", "ggml-vocab-bert-bge.gguf")}, 1, "unsupported model architecture"},
 		{[]string{"generate"}, 2, "--model is required"},
-		{[]string{"generate", "--bogus"}, 2, "flag provided but not defined"},
+		{[]string{"generate", "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"dev", "logits", "--model", repoFile("testdata", "models", "stories260K.gguf"), "--tokens", "1,x"}, 2, "not a token id"},
 		{[]string{"dev", "logits", "--model", repoFile("testdata", "models", "stories260K.gguf"), "--tokens", "1,99999"}, 1, "outside the vocabulary"},
 		{[]string{"nope"}, 2, "unknown command"},

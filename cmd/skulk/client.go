@@ -8,16 +8,64 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/skulk/skulk/internal/config"
 )
 
-// DefaultHost is where client commands find a node's API.
+// DefaultHost is where client commands find a node's API when neither
+// --host nor SKULK_HOST names one.
 const DefaultHost = "localhost:52415"
+
+// hostUsage is the help of every client command's --host flag.
+const hostUsage = "node API address HOST[:PORT] or URL (default: $SKULK_HOST, else " + DefaultHost + ")"
+
+// addHostFlag adds --host to a client command.
+func addHostFlag(c *cobra.Command, host *string) {
+	c.Flags().StringVar(host, "host", "", hostUsage)
+}
+
+// resolveHost is the node a client command talks to: --host, else
+// SKULK_HOST, else localhost:52415. Like OLLAMA_HOST, it may be a URL, a
+// host without a port (52415 then) or ":PORT" (localhost then).
+func resolveHost(flag string, getenv func(string) string) string {
+	h := strings.TrimSpace(flag)
+	if h == "" {
+		h = strings.TrimSpace(getenv("SKULK_HOST"))
+	}
+	if h == "" {
+		return DefaultHost
+	}
+	scheme, rest, ok := strings.Cut(h, "://")
+	if !ok {
+		scheme, rest = "", h
+	}
+	hostport, path, _ := strings.Cut(rest, "/")
+	if strings.HasPrefix(hostport, ":") {
+		hostport = "localhost" + hostport
+	}
+	if _, _, err := net.SplitHostPort(hostport); err != nil {
+		hostport = net.JoinHostPort(strings.Trim(hostport, "[]"), "52415")
+	}
+	out := hostport
+	if path != "" {
+		out += "/" + path
+	}
+	if scheme != "" {
+		out = scheme + "://" + out
+	}
+	return out
+}
+
+// clientFor is the API client of a client command with --host value host.
+func clientFor(host string) *apiClient { return newAPIClient(resolveHost(host, os.Getenv)) }
 
 // apiClient talks to a node's HTTP API for the client commands.
 type apiClient struct {
@@ -33,13 +81,21 @@ func newAPIClient(host string) *apiClient {
 	return &apiClient{base: strings.TrimRight(host, "/"), key: config.FromEnv(os.Getenv).APIKey, http: &http.Client{}}
 }
 
-// apiError is a non-2xx answer, with the server's message.
+// apiError is a non-2xx answer, with the server's message. Commands turn
+// it into what to do with cliError.
 type apiError struct {
-	Status  int
-	Message string
+	Status     int
+	Message    string
+	RetryAfter string
+	explained  error // the message in the CLI's words
 }
 
-func (e *apiError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status) }
+func (e *apiError) Error() string {
+	if e.explained != nil {
+		return e.explained.Error()
+	}
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
 
 func (c *apiClient) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
 	var rd io.Reader
@@ -65,7 +121,11 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (*htt
 		if errors.Is(err, context.Canceled) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("cannot reach a skulk node at %s (is `skulk run` running? use --host): %w", c.base, err)
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err
+		}
+		return nil, fmt.Errorf("cannot reach a skulk node at %s: start one with 'skulk serve', or name another with --host or SKULK_HOST (%w)", c.base, err)
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()
@@ -79,7 +139,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (*htt
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 			msg = e.Error.Message
 		}
-		return nil, &apiError{Status: resp.StatusCode, Message: msg}
+		return nil, &apiError{Status: resp.StatusCode, Message: msg, RetryAfter: resp.Header.Get("Retry-After"),
+			explained: c.explain(method, path, &apiError{Status: resp.StatusCode, Message: msg, RetryAfter: resp.Header.Get("Retry-After")})}
 	}
 	return resp, nil
 }
@@ -128,9 +189,13 @@ func (c *apiClient) state(ctx context.Context) (clusterState, error) {
 }
 
 // waitReady polls the State until the instance is ready, printing each
-// change of its runners' status, and fails when it fails or disappears.
-func (c *apiClient) waitReady(ctx context.Context, instance string, w io.Writer) error {
+// change of its runners' status and, while they download model's weights,
+// a progress bar; it fails when the instance fails or disappears.
+func (c *apiClient) waitReady(ctx context.Context, instance, model string, w io.Writer) error {
+	start := time.Now()
 	last := ""
+	bar := &progressLine{w: w}
+	defer bar.end()
 	for {
 		s, err := c.state(ctx)
 		if err != nil {
@@ -143,26 +208,44 @@ func (c *apiClient) waitReady(ctx context.Context, instance string, w io.Writer)
 					return fmt.Errorf("instance %s failed (%s): %s", instance, f.Category, f.Detail)
 				}
 			}
-			return fmt.Errorf("instance %s is gone", instance)
+			return fmt.Errorf("instance %s is gone ('skulk ps' lists the instances)", instance)
 		}
 		var parts []string
+		downloading := false
 		for i, r := range inst.Runners {
 			st := r.Status
 			if st == "" {
 				st = "pending"
 			}
+			downloading = downloading || st == "downloading"
 			parts = append(parts, fmt.Sprintf("rank %d %s", i, st))
 		}
 		line := inst.Status + ": " + strings.Join(parts, ", ")
 		if line != last {
-			fmt.Fprintf(w, "  %s %s\n", instance, line)
+			bar.end()
+			fmt.Fprintf(w, "  %s %s (%.1fs)\n", instance, line, time.Since(start).Seconds())
 			last = line
+		}
+		if downloading && model != "" {
+			var m struct {
+				Download *struct {
+					State      string `json:"state"`
+					File       string `json:"file"`
+					DoneBytes  int64  `json:"done_bytes"`
+					TotalBytes int64  `json:"total_bytes"`
+				} `json:"download"`
+			}
+			if c.call(ctx, http.MethodGet, "/models/"+escapeID(model), nil, &m) == nil && m.Download != nil && m.Download.State == "downloading" {
+				bar.show(m.Download.DoneBytes, m.Download.TotalBytes, m.Download.File)
+			}
 		}
 		switch inst.Status {
 		case "ready":
+			bar.end()
+			fmt.Fprintf(w, "  %s ready in %.1fs\n", instance, time.Since(start).Seconds())
 			return nil
 		case "failed":
-			return fmt.Errorf("instance %s failed", instance)
+			return fmt.Errorf("instance %s failed ('skulk ps' and the node's log say why)", instance)
 		}
 		select {
 		case <-ctx.Done():
@@ -172,18 +255,24 @@ func (c *apiClient) waitReady(ctx context.Context, instance string, w io.Writer)
 	}
 }
 
+// streamResult is the end of a streamed chat completion.
+type streamResult struct {
+	Finish                         string
+	PromptTokens, CompletionTokens int
+}
+
 // streamChat posts a streaming chat completion and calls onDelta with each
 // piece of content.
-func (c *apiClient) streamChat(ctx context.Context, body map[string]any, onDelta func(content, reasoning string)) (string, error) {
+func (c *apiClient) streamChat(ctx context.Context, body map[string]any, onDelta func(content, reasoning string)) (streamResult, error) {
+	var res streamResult
 	body["stream"] = true
 	resp, err := c.do(ctx, http.MethodPost, "/v1/chat/completions", body)
 	if err != nil {
-		return "", err
+		return res, err
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
-	finish := ""
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "data: ") {
@@ -201,22 +290,79 @@ func (c *apiClient) streamChat(ctx context.Context, body map[string]any, onDelta
 				} `json:"delta"`
 				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`
+			Usage *struct {
+				PromptTokens     int `json:"prompt_tokens"`
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"usage"`
 			Error *struct {
 				Message string `json:"message"`
 			} `json:"error"`
 		}
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
-			return "", fmt.Errorf("bad stream chunk %q: %w", data, err)
+			return res, fmt.Errorf("bad stream chunk %q: %w", data, err)
 		}
 		if ch.Error != nil {
-			return "", errors.New(ch.Error.Message)
+			return res, errors.New(routeFree(ch.Error.Message))
 		}
 		for _, choice := range ch.Choices {
 			onDelta(choice.Delta.Content, choice.Delta.ReasoningContent)
 			if choice.FinishReason != nil {
-				finish = *choice.FinishReason
+				res.Finish = *choice.FinishReason
 			}
 		}
+		if ch.Usage != nil {
+			res.PromptTokens, res.CompletionTokens = ch.Usage.PromptTokens, ch.Usage.CompletionTokens
+		}
 	}
-	return finish, sc.Err()
+	return res, sc.Err()
+}
+
+// explain turns a node's refusal into the CLI's language: what to do, with
+// the command that helps, instead of an HTTP route.
+func (c *apiClient) explain(method, path string, e *apiError) error {
+	msg := e.Message
+	switch e.Status {
+	case http.StatusUnauthorized:
+		if c.key == "" {
+			return fmt.Errorf("the node at %s requires an API key: set SKULK_API_KEY to the cluster's key (export SKULK_API_KEY=KEY) and run the command again", c.base)
+		}
+		return fmt.Errorf("the node at %s does not accept the key in SKULK_API_KEY: set it to the cluster's admin key (or an inference key for chat)", c.base)
+	case http.StatusForbidden:
+		switch {
+		case strings.Contains(msg, "only with an API key"):
+			return fmt.Errorf("the node at %s serves only clients on its own machine while the cluster has no API key: "+
+				"run the command on that machine, or set SKULK_API_KEY on a node of the cluster and here, or restart the node with 'skulk serve --api-open'", c.base)
+		case strings.Contains(msg, "needs the admin key"):
+			return fmt.Errorf("SKULK_API_KEY holds an inference key, and this command needs the cluster's admin key: set SKULK_API_KEY to it")
+		}
+	case http.StatusNotFound:
+		switch {
+		case strings.HasPrefix(path, "/instance/"):
+			id := strings.TrimPrefix(path, "/instance/")
+			return fmt.Errorf("no instance %s on the cluster: 'skulk ps' lists the instances", id)
+		case strings.Contains(path, "/models/import"):
+		case strings.HasPrefix(path, "/models/") || path == "/place_instance" || path == "/v1/chat/completions" || path == "/v1/messages/count_tokens":
+			if !strings.Contains(msg, "skulk models") {
+				msg += "; 'skulk models list' shows the catalog, and 'skulk models add' adds a model"
+			}
+		}
+	case http.StatusServiceUnavailable:
+		if e.RetryAfter != "" {
+			msg += fmt.Sprintf(" (the node says to try again in %s s)", e.RetryAfter)
+		}
+	}
+	return fmt.Errorf("%s (HTTP %d)", routeFree(msg), e.Status)
+}
+
+// routeFree replaces the HTTP routes a node names in its messages with the
+// commands that do the same.
+func routeFree(msg string) string {
+	return strings.NewReplacer(
+		"GET /models", "skulk models list",
+		"GET /state", "skulk ps",
+		"POST /place_instance", "skulk place",
+		"POST /models/import", "skulk models import",
+		"POST /models/pull", "skulk models pull",
+		"POST /models/add", "skulk models add",
+	).Replace(msg)
 }

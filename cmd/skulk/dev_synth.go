@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -9,19 +8,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
-func runDevSynth(ctx context.Context, args []string, s stdio) error {
+func newDevSynthCmd(s stdio) *cobra.Command {
+	c := &cobra.Command{Use: "synth --out FILE", Short: "Write a random-weight GGUF model with a real shape",
+		Example: "  skulk dev synth --shape tiny --type Q8_0 --out /tmp/tiny.gguf", Args: noArgs}
+	fs := c.Flags()
 	shapes := synth.Shapes()
 	names := make([]string, 0, len(shapes))
 	for n := range shapes {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	fs := newFlagSet("dev synth", s)
 	arch := fs.String("arch", "llama", "architecture: "+strings.Join(model.SupportedArchs(), ", "))
 	shapeName := fs.String("shape", "tiny", "named shape: "+strings.Join(names, ", "))
 	typName := fs.String("type", "Q8_0", "matrix type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K); norms stay F32")
@@ -36,40 +39,40 @@ func runDevSynth(ctx context.Context, args []string, s stdio) error {
 	ff := fs.Int("ff", 0, "override: feed-forward width")
 	vocab := fs.Int("vocab", 0, "override: vocabulary size (at least 259)")
 	ctxLen := fs.Int("ctx", 0, "override: trained context length")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
-	}
-	shape, ok := shapes[*shapeName]
-	if !ok {
-		return &exitError{code: 2, err: fmt.Errorf("--shape %q: known shapes are %s", *shapeName, strings.Join(names, ", "))}
-	}
-	typ, ok := tensor.ParseType(strings.ToUpper(*typName))
-	if !ok || !typ.Supported() {
-		return &exitError{code: 2, err: fmt.Errorf("--type %q is not a supported tensor type", *typName)}
-	}
-	if !slices.Contains(model.SupportedArchs(), *arch) {
-		return &exitError{code: 2, err: fmt.Errorf("--arch %q: supported are %s", *arch, strings.Join(model.SupportedArchs(), ", "))}
-	}
-	if *out == "" {
-		return &exitError{code: 2, err: fmt.Errorf("--out is required")}
-	}
-	shape.Arch = *arch
-	for _, o := range []struct {
-		v   int
-		dst *int
-	}{{*layers, &shape.NLayer}, {*embd, &shape.NEmbd}, {*heads, &shape.NHead}, {*kvHeads, &shape.NHeadKV}, {*ff, &shape.NFF}, {*vocab, &shape.NVocab}, {*ctxLen, &shape.CtxLen}} {
-		if o.v != 0 {
-			*o.dst = o.v
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		shape, ok := shapes[*shapeName]
+		if !ok {
+			return &exitError{code: 2, err: fmt.Errorf("--shape %q: known shapes are %s", *shapeName, strings.Join(names, ", "))}
 		}
+		typ, ok := tensor.ParseType(strings.ToUpper(*typName))
+		if !ok || !typ.Supported() {
+			return &exitError{code: 2, err: fmt.Errorf("--type %q is not a supported tensor type", *typName)}
+		}
+		if !slices.Contains(model.SupportedArchs(), *arch) {
+			return &exitError{code: 2, err: fmt.Errorf("--arch %q: supported are %s", *arch, strings.Join(model.SupportedArchs(), ", "))}
+		}
+		if *out == "" {
+			return &exitError{code: 2, err: fmt.Errorf("--out is required")}
+		}
+		shape.Arch = *arch
+		for _, o := range []struct {
+			v   int
+			dst *int
+		}{{*layers, &shape.NLayer}, {*embd, &shape.NEmbd}, {*heads, &shape.NHead}, {*kvHeads, &shape.NHeadKV}, {*ff, &shape.NFF}, {*vocab, &shape.NVocab}, {*ctxLen, &shape.CtxLen}} {
+			if o.v != 0 {
+				*o.dst = o.v
+			}
+		}
+		if *heads != 0 && *kvHeads == 0 && shape.NHeadKV > shape.NHead {
+			shape.NHeadKV = shape.NHead
+		}
+		start := time.Now()
+		if err := synth.WriteFile(*out, shape, typ, rand.New(rand.NewPCG(*seed, 0))); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.err, "wrote %s (%s %s, %d layers × %d wide, vocab %d) in %.1fs\n",
+			*out, shape.Name, typ, shape.NLayer, shape.NEmbd, shape.NVocab, time.Since(start).Seconds())
+		return nil
 	}
-	if *heads != 0 && *kvHeads == 0 && shape.NHeadKV > shape.NHead {
-		shape.NHeadKV = shape.NHead
-	}
-	start := time.Now()
-	if err := synth.WriteFile(*out, shape, typ, rand.New(rand.NewPCG(*seed, 0))); err != nil {
-		return err
-	}
-	fmt.Fprintf(s.err, "wrote %s (%s %s, %d layers × %d wide, vocab %d) in %.1fs\n",
-		*out, shape.Name, typ, shape.NLayer, shape.NEmbd, shape.NVocab, time.Since(start).Seconds())
-	return nil
+	return c
 }

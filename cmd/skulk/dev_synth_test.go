@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,7 +17,7 @@ import (
 func TestDevSynthGenerates(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "s.gguf")
 	var out, errb bytes.Buffer
-	err := runDevSynth(context.Background(), []string{"--shape", "tiny", "--type", "q8_0", "--layers", "2", "--embd", "64",
+	err := runArgs([]string{"dev", "synth", "--shape", "tiny", "--type", "q8_0", "--layers", "2", "--embd", "64",
 		"--heads", "4", "--kv-heads", "2", "--ff", "128", "--vocab", "512", "--ctx", "128", "--out", p}, stdio{strings.NewReader(""), &out, &errb})
 	if err != nil {
 		t.Fatalf("%v: %s", err, errb.String())
@@ -57,8 +56,8 @@ func TestDevSynthRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			err := runDevSynth(context.Background(), tt.args, stdio{strings.NewReader(""), &out, &errb})
-			if e, ok := err.(*exitError); !ok || e.code != 2 {
+			err := runArgs(append([]string{"dev", "synth"}, tt.args...), stdio{strings.NewReader(""), &out, &errb})
+			if e, ok := err.(*exitError); !ok || e.code != 2 || errb.Len() == 0 {
 				t.Fatalf("got %v, want a usage error", err)
 			}
 		})

@@ -2,12 +2,12 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/chat"
@@ -15,8 +15,10 @@ import (
 	"github.com/skulk/skulk/internal/runner"
 )
 
-func runGenerate(ctx context.Context, args []string, s stdio) error {
-	fs := newFlagSet("generate", s)
+func newGenerateCmd(s stdio) *cobra.Command {
+	c := &cobra.Command{Use: "generate --model FILE --prompt TEXT", Short: "Generate text from a prompt with a local GGUF model",
+		Example: "  skulk generate --model testdata/models/stories260K.gguf --prompt \"Once upon a time\" --max-tokens 100\n  skulk generate --model MODEL.gguf --chat --system \"Be brief.\" --prompt \"Why is the sky blue?\"", Args: noArgs}
+	fs := c.Flags()
 	modelPath := fs.String("model", "", "GGUF model file")
 	prompt := fs.String("prompt", "", "prompt text")
 	// The sampling flags default as a node does for a request that leaves
@@ -27,87 +29,84 @@ func runGenerate(ctx context.Context, args []string, s stdio) error {
 	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0 = off)")
 	topP := fs.Float64("top-p", runner.DefaultTopP, "nucleus sampling mass (0 or 1 = off)")
 	minP := fs.Float64("min-p", 0, "drop tokens below this fraction of the best (0 = off)")
-	fs.Uint64("seed", 0, "random seed for sampling (default: a random seed, as a node draws for a request without one; --json prints it)")
+	seed := fs.Uint64("seed", 0, "random seed for sampling (default: a random seed, as a node draws for a request without one; --json prints it)")
 	threads := fs.Int("threads", 0, "worker threads (0 = physical cores)")
 	asJSON := fs.Bool("json", false, "print one JSON object with tokens, text, seed and speeds")
 	asChat := fs.Bool("chat", false, "render the prompt as a user message through the model's chat template")
 	system := fs.String("system", "", "system message (with --chat)")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
-	}
-	if *modelPath == "" {
-		return &exitError{code: 2, err: fmt.Errorf("--model is required")}
-	}
-	if *maxTokens < 0 {
-		return &exitError{code: 2, err: fmt.Errorf("--max-tokens must not be negative")}
-	}
-	if *system != "" && !*asChat {
-		return &exitError{code: 2, err: fmt.Errorf("--system needs --chat")}
-	}
-	ecfg, err := engineConfig()
-	if err != nil {
-		return err
-	}
-	sampling := infer.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(fs)}
-	params := runner.RequestParams(sampling, rand.Uint64)
-	m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels})
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	text := *prompt
-	if *asChat {
-		if text, err = chatPrompt(m, *system, *prompt); err != nil {
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		ctx := cmd.Context()
+		if *modelPath == "" {
+			return &exitError{code: 2, err: fmt.Errorf("--model is required")}
+		}
+		if *maxTokens < 0 {
+			return &exitError{code: 2, err: fmt.Errorf("--max-tokens must not be negative")}
+		}
+		if *system != "" && !*asChat {
+			return &exitError{code: 2, err: fmt.Errorf("--system needs --chat")}
+		}
+		ecfg, err := engineConfig()
+		if err != nil {
 			return err
 		}
-	}
-	ids := m.EncodePrompt(text)
-	out := bufio.NewWriter(s.out)
-	var gen []int32
-	var generated []byte
-	st, err := m.Generate(ctx, ids, params, func(t engine.Token) error {
-		if t.ID >= 0 {
-			gen = append(gen, t.ID)
+		sampling := infer.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(cmd, *seed)}
+		params := runner.RequestParams(sampling, rand.Uint64)
+		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels})
+		if err != nil {
+			return err
 		}
-		generated = append(generated, t.Text...)
+		defer m.Close()
+		text := *prompt
+		if *asChat {
+			if text, err = chatPrompt(m, *system, *prompt); err != nil {
+				return err
+			}
+		}
+		ids := m.EncodePrompt(text)
+		out := bufio.NewWriter(s.out)
+		var gen []int32
+		var generated []byte
+		st, err := m.Generate(ctx, ids, params, func(t engine.Token) error {
+			if t.ID >= 0 {
+				gen = append(gen, t.ID)
+			}
+			generated = append(generated, t.Text...)
+			if !*asJSON {
+				out.WriteString(t.Text)
+				return out.Flush()
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 		if !*asJSON {
-			out.WriteString(t.Text)
+			out.WriteString("\n")
 			return out.Flush()
 		}
-		return nil
-	})
-	if err != nil {
-		return err
+		if gen == nil {
+			gen = []int32{}
+		}
+		return json.NewEncoder(s.out).Encode(struct {
+			PromptTokens []int32 `json:"prompt_tokens"`
+			Tokens       []int32 `json:"tokens"`
+			Text         string  `json:"text"`
+			FinishReason string  `json:"finish_reason"`
+			Seed         uint64  `json:"seed"`
+			Prefill      float64 `json:"prefill_tokens_per_s"`
+			Decode       float64 `json:"decode_tokens_per_s"`
+		}{ids, gen, string(generated), st.FinishReason, params.Sample.Seed, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
 	}
-	if !*asJSON {
-		out.WriteString("\n")
-		return out.Flush()
-	}
-	if gen == nil {
-		gen = []int32{}
-	}
-	return json.NewEncoder(s.out).Encode(struct {
-		PromptTokens []int32 `json:"prompt_tokens"`
-		Tokens       []int32 `json:"tokens"`
-		Text         string  `json:"text"`
-		FinishReason string  `json:"finish_reason"`
-		Seed         uint64  `json:"seed"`
-		Prefill      float64 `json:"prefill_tokens_per_s"`
-		Decode       float64 `json:"decode_tokens_per_s"`
-	}{ids, gen, string(generated), st.FinishReason, params.Sample.Seed, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
+	return c
 }
 
 // seedFlag is --seed when it was given, else nil (a random seed, as a
 // request without one gets).
-func seedFlag(fs *flag.FlagSet) *uint64 {
-	var seed *uint64
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "seed" {
-			v := f.Value.(flag.Getter).Get().(uint64)
-			seed = &v
-		}
-	})
-	return seed
+func seedFlag(cmd *cobra.Command, v uint64) *uint64 {
+	if cmd.Flags().Changed("seed") {
+		return &v
+	}
+	return nil
 }
 
 // chatPrompt renders one user turn (and an optional system turn) through the

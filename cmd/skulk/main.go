@@ -6,31 +6,26 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"sort"
+	"strings"
 	"syscall"
 
-	"github.com/skulk/skulk/internal/config"
-)
+	"github.com/spf13/cobra"
 
-// command is one subcommand. run gets the arguments after the subcommand
-// name and the process's standard streams; it returns an error to print.
-type command struct {
-	summary string
-	run     func(ctx context.Context, args []string, stdio stdio) error
-}
+	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/version"
+)
 
 type stdio struct {
 	in       io.Reader
 	out, err io.Writer
 }
 
-// exitError carries a specific exit status (for example 2 for usage or a
-// template error) through to main.
+// exitError carries a specific exit status (2 for usage or a template
+// error) through to main. An empty message prints nothing.
 type exitError struct {
 	code int
 	err  error
@@ -39,22 +34,9 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// commands lists every subcommand; each lives in its own file.
-func commands() map[string]command {
-	return map[string]command{
-		"run":      {"run a node: serve models over the HTTP API", runRun},
-		"runner":   {"(internal) the runner subprocess a node spawns", runRunner},
-		"chat":     {"chat with a model in the terminal (places it if needed)", runChat},
-		"ps":       {"list placed instances", runPs},
-		"cluster":  {"cluster membership: print the invite line that joins a machine", runCluster},
-		"place":    {"place a model on the cluster", runPlace},
-		"stop":     {"stop an instance", runStop},
-		"models":   {"list the model catalog", runModels},
-		"tokenize": {"tokenize text with a model's vocabulary", runTokenize},
-		"bench":    {"measure prefill and decode speed of a GGUF model", runBench},
-		"generate": {"generate text from a prompt with a local GGUF model", runGenerate},
-		"dev":      {"developer tools: logits, synth, chat-render, embed", runDev},
-	}
+// usageErrorf is a usage mistake: exit status 2.
+func usageErrorf(format string, a ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
 }
 
 func main() {
@@ -64,77 +46,148 @@ func main() {
 	os.Exit(code)
 }
 
+// run runs the command line args and returns the exit status: 0, 1 for a
+// failure, 2 for a usage mistake.
 func run(ctx context.Context, args []string, s stdio) int {
-	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(s.err, cmds)
-		if len(args) == 0 {
-			return 2
-		}
+	root := newRootCmd(s)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return 0
 	}
-	c, ok := cmds[args[0]]
-	if !ok {
-		fmt.Fprintf(s.err, "skulk: unknown command %q (run 'skulk help' for the list)\n", args[0])
-		return 2
+	code := 1
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		// cobra's own "unknown command "x" for "skulk"" (with suggestions).
+		code = 2
+		err = fmt.Errorf("%s\nrun 'skulk --help' for the list of commands", strings.TrimSpace(err.Error()))
 	}
-	if err := c.run(ctx, args[1:], s); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		var ee *exitError
-		if errors.As(err, &ee) {
-			if ee.err != nil && ee.err.Error() != "" {
-				fmt.Fprintf(s.err, "skulk %s: %v\n", args[0], ee.err)
-			}
-			return ee.code
-		}
-		fmt.Fprintf(s.err, "skulk %s: %v\n", args[0], err)
-		return 1
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintf(s.err, "%s: %s\n", cmd.CommandPath(), msg)
 	}
-	return 0
+	return code
 }
 
-func usage(w io.Writer, cmds map[string]command) {
-	fmt.Fprintln(w, "usage: skulk <command> [flags]")
-	fmt.Fprintln(w)
-	names := make([]string, 0, len(cmds))
-	for n := range cmds {
-		names = append(names, n)
+// Command groups, in the order `skulk --help` lists them.
+const (
+	groupModels = "models"
+	groupNode   = "node"
+	groupEngine = "engine"
+)
+
+func newRootCmd(s stdio) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "skulk",
+		Short: "Skulk: one LLM inference fabric from the machines you have",
+		Long: `Skulk turns the machines you have into one inference fabric for large language
+models. Every machine runs the same binary: 'skulk serve' (or 'skulk run') starts a
+node; the other commands talk to a node's API (SKULK_HOST or --host, default
+localhost:52415) or run the engine on a local GGUF file.`,
+		Example: `  skulk serve                       # start a node on port 52415
+  skulk run stories260k             # chat with the built-in demo model
+  skulk run stories260k "Once upon a time"
+  skulk list                        # the model catalog
+  skulk ps                          # what is placed, where, and its status`,
+		Version:           version.Get().String(),
+		SilenceErrors:     true,
+		SilenceUsage:      true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, cmds[n].summary)
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	root.SetVersionTemplate("skulk version {{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErrorf("%v (see '%s --help')", err, c.CommandPath())
+	})
+	root.AddGroup(
+		&cobra.Group{ID: groupModels, Title: "Models and chat:"},
+		&cobra.Group{ID: groupNode, Title: "Nodes and clusters:"},
+		&cobra.Group{ID: groupEngine, Title: "The engine on a local GGUF file:"},
+	)
+	add := func(group string, cmds ...*cobra.Command) {
+		for _, c := range cmds {
+			c.GroupID = group
+			root.AddCommand(c)
+		}
 	}
+	add(groupModels,
+		newRunCmd(s), newChatCmd(s), newModelsCmd(s),
+		newPullCmd(s), newListCmd(s), newShowCmd(s), newRmCmd(s),
+		newPsCmd(s), newPlaceCmd(s), newStopCmd(s),
+	)
+	add(groupNode, newServeCmd(s), newClusterCmd(s), newVersionCmd(s))
+	add(groupEngine, newGenerateCmd(s), newTokenizeCmd(s), newBenchCmd(s), newDevCmd(s))
+	root.AddCommand(newRunnerCmd(s))
+	root.SetHelpCommandGroupID(groupNode)
+	root.SetCompletionCommandGroupID(groupNode)
+	return root
+}
+
+// groupCmd is a command that only holds subcommands: without one it prints
+// its help and fails with a usage error; an unknown one is named.
+func groupCmd(c *cobra.Command) *cobra.Command {
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErrorf("unknown subcommand %q (see '%s --help')", args[0], cmd.CommandPath())
+		}
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) error {
+		cmd.SetOut(cmd.ErrOrStderr())
+		cmd.Help()
+		return &exitError{code: 2, err: errors.New("")}
+	}
+	return c
+}
+
+// exactArgs checks a command got exactly the positional arguments its
+// usage line names.
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErrorf("usage: %s (see '%s --help')", cmd.UseLine(), cmd.CommandPath())
+		}
+		return nil
+	}
+}
+
+// noArgs refuses positional arguments.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("unexpected argument %q (see '%s --help')", args[0], cmd.CommandPath())
+	}
+	return nil
 }
 
 // engineConfig is the engine's configuration (SKULK_KERNELS), for the
 // commands that run the engine in this process.
 func engineConfig() (config.Engine, error) { return config.EngineFromEnv(os.Getenv) }
 
-// newFlagSet returns a flag set that reports errors instead of exiting.
-func newFlagSet(name string, s stdio) *flag.FlagSet {
-	fs := flag.NewFlagSet("skulk "+name, flag.ContinueOnError)
-	fs.SetOutput(s.err)
-	return fs
+func newVersionCmd(s stdio) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print skulk's version and commit",
+		Example: "  skulk version\n  skulk --version",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := fmt.Fprintf(s.out, "skulk version %s\n", version.Get())
+			return err
+		},
+	}
 }
 
-// parseFlags parses flags that may come before, between or after positional
-// arguments (`skulk chat MODEL --host H`), and returns the positionals.
-func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		if rest[0] == "--" {
-			return append(pos, rest[1:]...), nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
+func newRunnerCmd(s stdio) *cobra.Command {
+	return &cobra.Command{
+		Use:                "runner",
+		Short:              "(internal) the runner subprocess a node spawns",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRunner(cmd.Context(), args, s)
+		},
 	}
 }

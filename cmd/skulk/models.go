@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,49 +11,37 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-)
 
-const modelsUsage = `usage: skulk models <subcommand> [--host HOST]
-  list                     the catalog, with placement and this node's copy of each model
-  add REF [--id ID]        add a model from the Hugging Face Hub: hf:OWNER/REPO[/FILE.gguf][@REVISION]
-  pull ID                  download a model's weights onto the node now, with a progress bar
-  import FILE [--id ID]    install a GGUF file that is on the node's machine
-  rm ID [--files]          remove a model's card (and, with --files, its downloaded weights)
-  show ID                  one model: card, installation, download, instances`
+	"github.com/spf13/cobra"
+)
 
 // pullPoll is how often `skulk models pull` asks the node for progress.
 const pullPoll = 250 * time.Millisecond
 
-func runModels(ctx context.Context, args []string, s stdio) error {
-	if len(args) == 0 {
-		return &exitError{code: 2, err: fmt.Errorf("%s", modelsUsage)}
-	}
-	sub := map[string]func(context.Context, []string, stdio) error{
-		"list": modelsList, "add": modelsAdd, "pull": modelsPull, "import": modelsImport, "rm": modelsRm, "show": modelsShow,
-	}[args[0]]
-	if sub == nil {
-		return &exitError{code: 2, err: fmt.Errorf("unknown subcommand %q\n%s", args[0], modelsUsage)}
-	}
-	return sub(ctx, args[1:], s)
+func newModelsCmd(s stdio) *cobra.Command {
+	c := groupCmd(&cobra.Command{
+		Use:   "models",
+		Short: "The model catalog: list, add, pull, import, show, rm",
+		Long: `The model catalog the cluster serves from: the built-in demo model, models added
+from the Hugging Face Hub, and imported GGUF files. The common ones are top-level
+commands too: skulk list (ls), pull, show, rm.`,
+		Example: `  skulk models list
+  skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF
+  skulk models pull qwen2.5-0.5b-instruct-q4_k_m
+  skulk models import ./my-model.gguf --id my-model
+  skulk models show my-model
+  skulk models rm my-model --files`,
+	})
+	c.AddCommand(newModelsListCmd(s, "list"), newModelsAddCmd(s), newModelsPullCmd(s, "pull"),
+		newModelsImportCmd(s), newModelsShowCmd(s, "show"), newModelsRmCmd(s, "rm"))
+	return c
 }
 
-// modelFlags parses a models subcommand's flags and checks that it got
-// exactly the positional arguments named in want (e.g. "ID").
-func modelFlags(name string, args []string, s stdio, want string, extra func(fs *flag.FlagSet)) (*apiClient, []string, error) {
-	fs := newFlagSet("models "+name, s)
-	host := fs.String("host", DefaultHost, "node API address")
-	if extra != nil {
-		extra(fs)
-	}
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return nil, nil, usageError(err)
-	}
-	if n := len(strings.Fields(want)); len(pos) != n {
-		return nil, nil, &exitError{code: 2, err: fmt.Errorf("usage: skulk models %s %s [--host HOST]", name, want)}
-	}
-	return newAPIClient(*host), pos, nil
-}
+// The top-level aliases of the models subcommands, as Ollama has them.
+func newListCmd(s stdio) *cobra.Command { return newModelsListCmd(s, "list") }
+func newPullCmd(s stdio) *cobra.Command { return newModelsPullCmd(s, "pull") }
+func newShowCmd(s stdio) *cobra.Command { return newModelsShowCmd(s, "show") }
+func newRmCmd(s stdio) *cobra.Command   { return newModelsRmCmd(s, "rm") }
 
 // modelEntry is the part of a GET /models entry the commands print.
 type modelEntry struct {
@@ -81,12 +68,25 @@ type modelEntry struct {
 	} `json:"download"`
 }
 
-func modelsList(ctx context.Context, args []string, s stdio) error {
+func newModelsListCmd(s stdio, use string) *cobra.Command {
+	var host string
 	var asJSON bool
-	c, _, err := modelFlags("list", args, s, "", func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print the catalog as JSON") })
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:     use,
+		Aliases: []string{"ls"},
+		Short:   "List the catalog, with placement and the node's copy of each model",
+		Example: "  skulk models list\n  skulk ls --json",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return modelsList(cmd.Context(), clientFor(host), asJSON, s)
+		},
 	}
+	addHostFlag(cmd, &host)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalog as JSON")
+	return cmd
+}
+
+func modelsList(ctx context.Context, c *apiClient, asJSON bool, s stdio) error {
 	var raw json.RawMessage
 	if err := c.call(ctx, http.MethodGet, "/models", nil, &raw); err != nil {
 		return err
@@ -124,14 +124,27 @@ func localState(m modelEntry) string {
 	return "not installed"
 }
 
-func modelsAdd(ctx context.Context, args []string, s stdio) error {
-	var id string
-	c, pos, err := modelFlags("add", args, s, "REF", func(fs *flag.FlagSet) {
-		fs.StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
-	})
-	if err != nil {
-		return err
+func newModelsAddCmd(s stdio) *cobra.Command {
+	var host, id string
+	cmd := &cobra.Command{
+		Use:   "add REF",
+		Short: "Add a model from the Hugging Face Hub: hf:OWNER/REPO[/FILE.gguf][@REVISION]",
+		Long: `Add a model from the Hugging Face Hub to the catalog. The node pins the commit and
+reads only the GGUF header; without a file it picks a quantization (Q4_K_M first).
+The weights download when the model is placed, or on 'skulk pull'.`,
+		Example: `  skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF
+  skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf --id qwen-q8`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return modelsAdd(cmd.Context(), clientFor(host), args, id, s)
+		},
 	}
+	addHostFlag(cmd, &host)
+	cmd.Flags().StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
+	return cmd
+}
+
+func modelsAdd(ctx context.Context, c *apiClient, pos []string, id string, s stdio) error {
 	var res struct {
 		ModelID  string     `json:"model_id"`
 		CardFile string     `json:"card_file"`
@@ -140,18 +153,29 @@ func modelsAdd(ctx context.Context, args []string, s stdio) error {
 	if err := c.call(ctx, http.MethodPost, "/models/add", map[string]string{"ref": pos[0], "id": id}, &res); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "added %s: %s@%s %s (%s, %d layers)\n", res.ModelID, res.Card.Repo, res.Card.Revision,
-		strings.Join(res.Card.Files, ","), humanBytes(res.Card.StorageBytes), res.Card.Layers)
+	fmt.Fprintf(s.out, "added %s: %s@%s %s (%s, %s)\n", res.ModelID, res.Card.Repo, res.Card.Revision,
+		strings.Join(res.Card.Files, ","), humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 	fmt.Fprintf(s.out, "weights download when the model is placed, or now: skulk models pull %s\n", res.ModelID)
 	return nil
 }
 
-func modelsPull(ctx context.Context, args []string, s stdio) error {
-	c, pos, err := modelFlags("pull", args, s, "ID", nil)
-	if err != nil {
-		return err
+func newModelsPullCmd(s stdio, use string) *cobra.Command {
+	var host string
+	cmd := &cobra.Command{
+		Use:               use + " MODEL",
+		Short:             "Download a model's weights onto the node now, with a progress bar",
+		Example:           "  skulk pull qwen2.5-0.5b-instruct-q4_k_m",
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeModels,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return modelsPull(cmd.Context(), clientFor(host), args[0], s)
+		},
 	}
-	id := pos[0]
+	addHostFlag(cmd, &host)
+	return cmd
+}
+
+func modelsPull(ctx context.Context, c *apiClient, id string, s stdio) error {
 	if err := c.call(ctx, http.MethodPost, "/models/pull", map[string]string{"model_id": id}, nil); err != nil {
 		return err
 	}
@@ -233,14 +257,27 @@ func percent(done, total int64) int {
 	return int(min(max(done, 0)*100/total, 100))
 }
 
-func modelsImport(ctx context.Context, args []string, s stdio) error {
-	var id string
-	c, pos, err := modelFlags("import", args, s, "FILE", func(fs *flag.FlagSet) {
-		fs.StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
-	})
-	if err != nil {
-		return err
+func newModelsImportCmd(s stdio) *cobra.Command {
+	var host, id string
+	cmd := &cobra.Command{
+		Use:   "import FILE",
+		Short: "Install a GGUF file that is on the node's machine",
+		Long: `Install a GGUF file that is on the node's machine. The node reads only under its
+import directories: ~/.skulk/models/import/ for any client, and the home directory
+of the user running the node for a client on the same machine (see --import-dir
+of 'skulk serve').`,
+		Example: "  skulk models import ./my-model.gguf --id my-model",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return modelsImport(cmd.Context(), clientFor(host), args, id, s)
+		},
 	}
+	addHostFlag(cmd, &host)
+	cmd.Flags().StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
+	return cmd
+}
+
+func modelsImport(ctx context.Context, c *apiClient, pos []string, id string, s stdio) error {
 	// The node reads the file: a relative path means the client's working
 	// directory, which is the node's only when both run on one machine.
 	path, err := filepath.Abs(pos[0])
@@ -254,18 +291,29 @@ func modelsImport(ctx context.Context, args []string, s stdio) error {
 	if err := c.call(ctx, http.MethodPost, "/models/import", map[string]string{"path": path, "id": id}, &res); err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %d layers)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), res.Card.Layers)
+	fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 	return nil
 }
 
-func modelsRm(ctx context.Context, args []string, s stdio) error {
+func newModelsRmCmd(s stdio, use string) *cobra.Command {
+	var host string
 	var files bool
-	c, pos, err := modelFlags("rm", args, s, "ID", func(fs *flag.FlagSet) {
-		fs.BoolVar(&files, "files", false, "also delete the model's downloaded weights on the node")
-	})
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:               use + " MODEL",
+		Short:             "Remove a model's card (and, with --files, its downloaded weights)",
+		Example:           "  skulk rm my-model\n  skulk models rm my-model --files",
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeModels,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return modelsRm(cmd.Context(), clientFor(host), args, files, s)
+		},
 	}
+	addHostFlag(cmd, &host)
+	cmd.Flags().BoolVar(&files, "files", false, "also delete the model's downloaded weights on the node")
+	return cmd
+}
+
+func modelsRm(ctx context.Context, c *apiClient, pos []string, files bool, s stdio) error {
 	var res struct {
 		RemovedCard      bool `json:"removed_card"`
 		RemovedArtifacts int  `json:"removed_artifacts"`
@@ -283,7 +331,7 @@ func modelsRm(ctx context.Context, args []string, s stdio) error {
 		done = append(done, "its card")
 	}
 	if res.RemovedArtifacts > 0 {
-		done = append(done, fmt.Sprintf("%d downloaded copies", res.RemovedArtifacts))
+		done = append(done, fmt.Sprintf("%d downloaded %s", res.RemovedArtifacts, plural(res.RemovedArtifacts, "copy", "copies")))
 	}
 	fmt.Fprintf(s.out, "removed %s of %s\n", strings.Join(done, " and "), pos[0])
 	if res.StillInCatalog {
@@ -292,12 +340,25 @@ func modelsRm(ctx context.Context, args []string, s stdio) error {
 	return nil
 }
 
-func modelsShow(ctx context.Context, args []string, s stdio) error {
+func newModelsShowCmd(s stdio, use string) *cobra.Command {
+	var host string
 	var asJSON bool
-	c, pos, err := modelFlags("show", args, s, "ID", func(fs *flag.FlagSet) { fs.BoolVar(&asJSON, "json", false, "print the model as JSON") })
-	if err != nil {
-		return err
+	cmd := &cobra.Command{
+		Use:               use + " MODEL",
+		Short:             "Show one model: card, local copy (or why not), download, instances",
+		Example:           "  skulk show stories260k\n  skulk models show stories260k --json",
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeModels,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return modelsShow(cmd.Context(), clientFor(host), args, asJSON, s)
+		},
 	}
+	addHostFlag(cmd, &host)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the model as JSON")
+	return cmd
+}
+
+func modelsShow(ctx context.Context, c *apiClient, pos []string, asJSON bool, s stdio) error {
 	var raw json.RawMessage
 	if err := c.call(ctx, http.MethodGet, "/models/"+escapeID(pos[0]), nil, &raw); err != nil {
 		return err
@@ -323,7 +384,7 @@ func modelsShow(ctx context.Context, args []string, s stdio) error {
 		row("source", "imported file")
 	}
 	row("files", strings.Join(m.Files, ", "))
-	row("shape", fmt.Sprintf("%s, %d layers, context %d", m.Arch, m.Layers, m.Context))
+	row("shape", fmt.Sprintf("%s, %s, context %d", m.Arch, layers(m.Layers), m.Context))
 	row("size", humanBytes(m.StorageBytes))
 	local := localState(m)
 	if !m.Installed && m.Reason != "" {
@@ -353,6 +414,9 @@ func escapeID(id string) string {
 	}
 	return strings.Join(parts, "/")
 }
+
+// layers is "1 layer" or "N layers".
+func layers(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "layer", "layers")) }
 
 func humanBytes(n int64) string {
 	switch {

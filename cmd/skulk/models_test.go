@@ -48,13 +48,17 @@ func TestModelsUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"models"}, "usage: skulk models <subcommand>"},
+		{[]string{"models"}, "skulk models [command]"},
 		{[]string{"models", "nope"}, `unknown subcommand "nope"`},
 		{[]string{"models", "add"}, "usage: skulk models add REF"},
-		{[]string{"models", "pull"}, "usage: skulk models pull ID"},
-		{[]string{"models", "rm", "a", "b"}, "usage: skulk models rm ID"},
+		{[]string{"models", "pull"}, "usage: skulk models pull MODEL"},
+		{[]string{"models", "rm", "a", "b"}, "usage: skulk models rm MODEL"},
+		{[]string{"rm", "a", "b"}, "usage: skulk rm MODEL"},
 		{[]string{"models", "import"}, "usage: skulk models import FILE"},
-		{[]string{"models", "show", "--bogus", "x"}, "flag provided but not defined: -bogus"},
+		{[]string{"models", "show", "--bogus", "x"}, "unknown flag: --bogus"},
+		{[]string{"run", "stories260k", "--home", "/tmp/x"}, "--home is a node flag"},
+		{[]string{"run", "--verbose"}, "--verbose is a chat flag"},
+		{[]string{"place", "--replicas", "-1", "m"}, "--replicas must be at least 1"},
 	}
 	for _, tt := range tests {
 		code, _, errs := runCLI(t, tt.args...)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sort"
+
+	"github.com/spf13/cobra"
 )
 
 // placeModel places model and waits until it serves, printing progress.
@@ -19,24 +22,78 @@ func placeModel(ctx context.Context, c *apiClient, model string, contextTokens i
 		return "", err
 	}
 	fmt.Fprintf(s.err, "placing %s as instance %s\n", model, res.InstanceID)
-	return res.InstanceID, c.waitReady(ctx, res.InstanceID, s.err)
+	return res.InstanceID, c.waitReady(ctx, res.InstanceID, model, s.err)
 }
 
-func runPlace(ctx context.Context, args []string, s stdio) error {
-	fs := newFlagSet("place", s)
-	host := fs.String("host", DefaultHost, "node API address")
-	ctxTokens := fs.Int("context", 0, "context window in tokens (0 = the served default)")
-	pos, err := parseFlags(fs, args)
-	if err != nil {
-		return usageError(err)
+// instancesOf lists the instances of model that have not failed, by id.
+func instancesOf(st clusterState, model string) []string {
+	var ids []string
+	for id, in := range st.Instances {
+		if in.Model == model && in.Status != "failed" {
+			ids = append(ids, id)
+		}
 	}
-	if len(pos) != 1 {
-		return &exitError{code: 2, err: fmt.Errorf("usage: skulk place MODEL [--context N] (see `skulk models list`)")}
+	sort.Strings(ids)
+	return ids
+}
+
+func newPlaceCmd(s stdio) *cobra.Command {
+	var host string
+	var ctxTokens, replicas int
+	c := &cobra.Command{
+		Use:   "place MODEL",
+		Short: "Place a model on the cluster and wait until it serves",
+		Long: `Place a model on the cluster and wait until it serves; the new instance's id is
+printed on standard output. A model that is already placed is not placed again:
+--replicas N asks for N instances of it in all, and places the missing ones.`,
+		Example: `  skulk place stories260k
+  skulk place qwen2.5-0.5b-instruct-q4_k_m --context 8192
+  skulk place stories260k --replicas 2          # two instances in all`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeModels,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if replicas < 0 {
+				return usageErrorf("--replicas must be at least 1")
+			}
+			model, api := args[0], clientFor(host)
+			st, err := api.state(cmd.Context())
+			if err != nil {
+				return err
+			}
+			have := instancesOf(st, model)
+			want := max(replicas, 1)
+			if len(have) >= want {
+				if replicas == 0 {
+					fmt.Fprintf(s.err, "%s is already placed (instance %s); to run more instances of it, say how many in all: skulk place %s --replicas %d\n",
+						model, have[0], model, len(have)+1)
+				} else {
+					fmt.Fprintf(s.err, "%s already has %d %s\n", model, len(have), plural(len(have), "instance", "instances"))
+				}
+				for _, id := range have {
+					fmt.Fprintln(s.out, id)
+				}
+				return nil
+			}
+			for range want - len(have) {
+				id, err := placeModel(cmd.Context(), api, model, ctxTokens, s)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(s.out, id)
+			}
+			return nil
+		},
 	}
-	id, err := placeModel(ctx, newAPIClient(*host), pos[0], *ctxTokens, s)
-	if err != nil {
-		return err
+	addHostFlag(c, &host)
+	c.Flags().IntVar(&ctxTokens, "context", 0, "context window in tokens (0 = the served default)")
+	c.Flags().IntVar(&replicas, "replicas", 0, "how many instances of the model in all; the missing ones are placed (default: one, unless placed already)")
+	return c
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
 	}
-	fmt.Fprintln(s.out, id)
-	return nil
+	return many
 }

@@ -1,55 +1,118 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 )
 
-func runPs(ctx context.Context, args []string, s stdio) error {
-	fs := newFlagSet("ps", s)
-	host := fs.String("host", DefaultHost, "node API address")
-	if err := fs.Parse(args); err != nil {
-		return usageError(err)
+func newPsCmd(s stdio) *cobra.Command {
+	var host string
+	c := &cobra.Command{
+		Use:   "ps",
+		Short: "List placed instances: model, status, context and placement",
+		Example: `  skulk ps
+  skulk ps --host 10.0.0.5`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := clientFor(host).state(cmd.Context())
+			if err != nil {
+				return err
+			}
+			ids := make([]string, 0, len(st.Instances))
+			for id := range st.Instances {
+				ids = append(ids, id)
+			}
+			sort.Strings(ids)
+			tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "INSTANCE\tMODEL\tSTATUS\tCONTEXT\tPLACEMENT")
+			for _, id := range ids {
+				in := st.Instances[id]
+				var ranks []string
+				for _, p := range in.Placement {
+					ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", p.Node, p.LayerStart, p.LayerEnd))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, in.Status, in.ContextTokens, strings.Join(ranks, " "))
+			}
+			return tw.Flush()
+		},
 	}
-	st, err := newAPIClient(*host).state(ctx)
-	if err != nil {
-		return err
-	}
-	ids := make([]string, 0, len(st.Instances))
-	for id := range st.Instances {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INSTANCE\tMODEL\tSTATUS\tCONTEXT\tPLACEMENT")
-	for _, id := range ids {
-		in := st.Instances[id]
-		var ranks []string
-		for _, p := range in.Placement {
-			ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", p.Node, p.LayerStart, p.LayerEnd))
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, in.Status, in.ContextTokens, strings.Join(ranks, " "))
-	}
-	return tw.Flush()
+	addHostFlag(c, &host)
+	return c
 }
 
-func runStop(ctx context.Context, args []string, s stdio) error {
-	fs := newFlagSet("stop", s)
-	host := fs.String("host", DefaultHost, "node API address")
-	pos, err := parseFlags(fs, args)
+func newStopCmd(s stdio) *cobra.Command {
+	var host string
+	c := &cobra.Command{
+		Use:   "stop INSTANCE",
+		Short: "Stop an instance (see 'skulk ps')",
+		Example: `  skulk ps                  # find the instance id
+  skulk stop 7f3c2a1e`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeInstances,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := clientFor(host).call(cmd.Context(), http.MethodDelete, "/instance/"+args[0], nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.out, "stopped %s\n", args[0])
+			return nil
+		},
+	}
+	addHostFlag(c, &host)
+	return c
+}
+
+// completeInstances completes an instance id from the node's State.
+func completeInstances(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	host, _ := cmd.Flags().GetString("host")
+	st, err := clientFor(host).state(cmd.Context())
 	if err != nil {
-		return usageError(err)
+		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
-	if len(pos) != 1 {
-		return &exitError{code: 2, err: fmt.Errorf("usage: skulk stop INSTANCE (see `skulk ps`)")}
+	var out []cobra.Completion
+	for id, in := range st.Instances {
+		if strings.HasPrefix(id, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(id, in.Model+" "+in.Status))
+		}
 	}
-	if err := newAPIClient(*host).call(ctx, http.MethodDelete, "/instance/"+pos[0], nil, nil); err != nil {
-		return err
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeModels completes a model id from the node's catalog.
+func completeModels(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	fmt.Fprintf(s.out, "stopped %s\n", pos[0])
-	return nil
+	return modelCompletions(cmd, toComplete)
+}
+
+// completeModelFirst completes a model id as the first argument and
+// nothing after it (skulk run MODEL PROMPT).
+func completeModelFirst(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return completeModels(cmd, args, toComplete)
+}
+
+func modelCompletions(cmd *cobra.Command, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	host, _ := cmd.Flags().GetString("host")
+	var doc struct {
+		Data []modelEntry `json:"data"`
+	}
+	if err := clientFor(host).call(cmd.Context(), http.MethodGet, "/models", nil, &doc); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
+	}
+	var out []cobra.Completion
+	for _, m := range doc.Data {
+		if strings.HasPrefix(m.ID, toComplete) {
+			out = append(out, cobra.CompletionWithDesc(m.ID, m.Name))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

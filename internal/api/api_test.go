@@ -352,7 +352,11 @@ func TestChatNonStreaming(t *testing.T) {
 	}
 	t.Run("error_chunk_is_an_error_response", func(t *testing.T) {
 		wantError(t, f.do(t, "POST", "/v1/chat/completions", `{"model":"fail-after","messages":[{"role":"user","content":"x"}]}`), 500, "server_error", "runner crashed")
-		wantError(t, f.do(t, "POST", "/v1/completions", `{"model":"fail-first","prompt":"x"}`), 503, "service_unavailable_error", "loading")
+		loading := f.do(t, "POST", "/v1/completions", `{"model":"fail-first","prompt":"x"}`)
+		wantError(t, loading, 503, "service_unavailable_error", "loading")
+		if ra := loading.header.Get("Retry-After"); ra != "1" {
+			t.Errorf("a 503 while the model loads: Retry-After %q, want 1", ra)
+		}
 		wantError(t, f.do(t, "POST", "/v1/chat/completions", `{"model":"silent","messages":[{"role":"user","content":"x"}]}`), 500, "server_error", "without a final chunk")
 	})
 }

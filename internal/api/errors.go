@@ -52,6 +52,9 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeStatus(w, r, status, e)
 }
 
+// retryAfterSeconds is the Retry-After of a 503.
+const retryAfterSeconds = "1"
+
 // writeStatus writes e with the given status in the error shape of the wire
 // format the request's route speaks: Anthropic's under /v1/messages,
 // Ollama's under /api/, OpenAI's everywhere else (the control routes too).
@@ -59,6 +62,11 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // its message.
 func (s *server) writeStatus(w http.ResponseWriter, r *http.Request, status int, e *infer.Error) {
 	e = e.Bounded()
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		// Every 503 is a "retry in a moment": a model loading, an election,
+		// a node out of reach.
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
 	switch {
 	case isAnthropicPath(r.URL.Path):
 		s.writeJSON(w, status, anthropic.ErrorFrom(status, e))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skulk/skulk/internal/api/ollama"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/version"
 )
 
 // ollamaRoutes registers the routes of Ollama: /api/chat, /api/generate, /api/tags, /api/show, /api/ps, /api/version, /api/embed, /api/embeddings.
@@ -300,7 +301,8 @@ func (s *server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 
 // GET /api/version
 func (s *server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
-	s.writeJSON(w, http.StatusOK, ollama.VersionResponse{Version: ollama.Version})
+	s.writeJSON(w, http.StatusOK, ollama.VersionResponse{Version: ollama.Version,
+		SkulkVersion: version.Version(), SkulkCommit: version.Commit()})
 }
 
 // ollamaEmbedder is the optional Backend capability behind POST /api/embed

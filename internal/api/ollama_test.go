@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/api/ollama"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/testkit"
+	"github.com/skulk/skulk/internal/version"
 )
 
 // ollamaBackend is the test backend with a catalog and a state document in
@@ -595,7 +597,7 @@ func TestOllamaModelRoutes(t *testing.T) {
 		t.Errorf("show catalog-only: %s", compact(show))
 	}
 
-	if v := get("GET", "/api/version", ""); v["version"] == "" || len(v) != 1 {
+	if v := get("GET", "/api/version", ""); v["version"] != ollama.Version || v["skulk_version"] != version.Version() || v["skulk_commit"] != version.Commit() {
 		t.Errorf("version: %v", v)
 	}
 	if r := f.do(t, "HEAD", "/api/version", ""); r.status != 200 {

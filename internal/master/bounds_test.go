@@ -221,7 +221,7 @@ func TestDecidePlaceCountsTheState(t *testing.T) {
 				if n.Runners != 7 || n.Committed != 7*runnerCharge(t, []int{0, 1, 2, 3, 4}, true, true, 2048) || n.Available != n.Memory-n.Committed {
 					t.Errorf("estimate %+v, want 7 runners committed against the total", n)
 				}
-				if !strings.Contains(err.Error(), "committed by 7 placed runner(s)") {
+				if !strings.Contains(err.Error(), "committed by 7 placed runners") {
 					t.Errorf("message %q lacks the committed term", err)
 				}
 			},

@@ -18,12 +18,14 @@ import (
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/telemetry"
 	"github.com/skulk/skulk/internal/transport"
+	"github.com/skulk/skulk/internal/version"
 )
 
-// Software identity, advertised in node meta and diagnostics.
-const (
-	SoftwareVersion = "0.1.0-dev"
-	SoftwareCommit  = "unknown"
+// Software identity, advertised in node meta and diagnostics: the build's
+// own (internal/version), which `skulk version` and /api/version report too.
+var (
+	SoftwareVersion = version.Version()
+	SoftwareCommit  = version.Commit()
 )
 
 // Telemetry keys and cadence.

@@ -316,7 +316,7 @@ func TestModelFromHub(t *testing.T) {
 	}
 
 	// Remove card and files: the model leaves the catalog and the disk.
-	if code, out := n.cli("models", "rm", id, "--files"); code != 0 || !strings.Contains(out, "removed its card and 1 downloaded copies of "+id) {
+	if code, out := n.cli("models", "rm", id, "--files"); code != 0 || !strings.Contains(out, "removed its card and 1 downloaded copy of "+id) {
 		t.Fatalf("rm --files: exit %d: %s", code, out)
 	}
 	if _, ok := n.catalogEntries()[id]; ok {

@@ -125,7 +125,7 @@ func (n *fabric) openHome() error {
 	}
 	n.id = id
 	n.log = n.log.With("node", id)
-	n.log.Info("starting skulk node", "config", n.cfg.String())
+	n.log.Info("starting skulk node", "version", SoftwareVersion, "commit", SoftwareCommit, "config", n.cfg.String())
 	return nil
 }
 
@@ -358,7 +358,9 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("api", func() error { return n.srv.Serve(n.ln) })
 	n.announce()
 	<-ctx.Done()
-	log.Info("stopping")
+	// The cause names the signal (Ctrl-C: "interrupt signal received") or
+	// the part that failed.
+	log.Info("stopping", "reason", context.Cause(ctx).Error())
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	n.srv.Shutdown(sctx)
 	n.mem.Leave(sctx)

@@ -135,7 +135,7 @@ func (e *MemoryShortfallError) Short() []Estimate {
 
 func (e *MemoryShortfallError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "placement: model %q (%s) does not fit across %d node(s)", e.Model, e.Backend, len(e.Nodes))
+	fmt.Fprintf(&b, "placement: model %q (%s) does not fit across %s", e.Model, e.Backend, count(len(e.Nodes), "node", "nodes"))
 	if e.Requested > e.Ceiling && e.Ceiling >= e.MinWindow && e.Ceiling > 0 {
 		fmt.Fprintf(&b, ": requested context %d exceeds the %d tokens every node can hold; request at most %d tokens, free memory or add nodes",
 			e.Requested, e.Ceiling, e.Ceiling)
@@ -152,8 +152,8 @@ func (e *MemoryShortfallError) Error() string {
 			formatBytes(n.Floor), formatBytes(n.KV), e.Window, formatBytes(n.Available))
 		if n.Runners > 0 {
 			committed = true
-			fmt.Fprintf(&b, " (the lesser of %s reported free and %s total − %s committed by %d placed runner(s))",
-				formatBytes(n.Reported), formatBytes(n.Memory), formatBytes(n.Committed), n.Runners)
+			fmt.Fprintf(&b, " (the lesser of %s reported free and %s total − %s committed by %s)",
+				formatBytes(n.Reported), formatBytes(n.Memory), formatBytes(n.Committed), count(n.Runners, "placed runner", "placed runners"))
 		}
 	}
 	if committed {
@@ -243,3 +243,11 @@ func (e *ModelInstanceLimitError) Error() string {
 		e.Model, e.Instances, e.Limit)
 }
 func (e *ModelInstanceLimitError) HTTPStatus() int { return statusConflict }
+
+// count is "1 node" or "N nodes".
+func count(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

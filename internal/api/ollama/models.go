@@ -21,9 +21,13 @@ import (
 // release.
 const Version = "0.12.0"
 
-// VersionResponse is the GET /api/version document.
+// VersionResponse is the GET /api/version document: the Ollama API version
+// clients compare, and Skulk's own version and commit (what `skulk version`
+// prints), which Ollama's clients ignore.
 type VersionResponse struct {
-	Version string `json:"version"`
+	Version      string `json:"version"`
+	SkulkVersion string `json:"skulk_version,omitempty"`
+	SkulkCommit  string `json:"skulk_commit,omitempty"`
 }
 
 // Card is the part of a model's catalog entry (GET /models) that these

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests in this file drive the real skulk binary against a live node.
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// skulkBinary builds cmd/skulk once for the tests that run it.
+func skulkBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "skulk-cli-test-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "skulk")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			binErr = &exitError{code: 1, err: errorString("go build: " + err.Error() + "\n" + string(out))}
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+var servingRE = regexp.MustCompile(`msg=serving .*api=(\S+)`)
+
+// liveNode is a `skulk serve` process on loopback.
+type liveNode struct {
+	host string // HOST:PORT of its API
+	logs *bytes.Buffer
+	mu   *sync.Mutex
+}
+
+// startLiveNode starts `skulk serve` with a fresh home and waits until it
+// serves; the node stops with the test, and its log shows then if it failed.
+func startLiveNode(t *testing.T, args ...string) *liveNode {
+	t.Helper()
+	bin := skulkBinary(t)
+	cmd := exec.Command(bin, append([]string{"serve", "--home", t.TempDir(), "--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
+		"--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1"}, args...)...)
+	cmd.Env = append(os.Environ(), "SKULK_HOST=", "SKULK_API_KEY=")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n := &liveNode{logs: &bytes.Buffer{}, mu: &sync.Mutex{}}
+	addr := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			n.mu.Lock()
+			n.logs.WriteString(sc.Text() + "\n")
+			n.mu.Unlock()
+			if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("node log:\n%s", n.log())
+		}
+	})
+	select {
+	case n.host = <-addr:
+	case <-done:
+		t.Fatalf("skulk serve exited:\n%s", n.log())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("skulk serve did not serve within 60 s:\n%s", n.log())
+	}
+	return n
+}
+
+func (n *liveNode) log() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.logs.String()
+}
+
+// skulk runs the binary with stdin and extra environment; it returns the
+// exit status, stdout and stderr.
+func (n *liveNode) skulk(t *testing.T, stdin string, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	cmd := exec.Command(skulkBinary(t), args...)
+	cmd.Env = append(os.Environ(), append([]string{"SKULK_HOST=" + n.host, "SKULK_API_KEY="}, env...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func (n *liveNode) getJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	resp, err := http.Get("http://" + n.host + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("GET %s: %v: %s", path, err, b)
+	}
+}
+
+// TestLiveClientCommands runs the client commands, their Ollama-style
+// aliases and their errors against a node.
+func TestLiveClientCommands(t *testing.T) {
+	n := startLiveNode(t)
+	instance := ""
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		code int
+		out  string // in stdout
+		err  string // in stderr
+	}{
+		{"list", []string{"list"}, nil, 0, "stories260k", ""},
+		{"ls", []string{"ls"}, nil, 0, "built-in", ""},
+		{"models_list", []string{"models", "list"}, nil, 0, "stories260k", ""},
+		{"show", []string{"show", "stories260k"}, nil, 0, "5 layers", ""},
+		{"show_unknown", []string{"show", "nope"}, nil, 1, "", "skulk models list"},
+		{"host_flag_wins", []string{"ls", "--host", "127.0.0.1:1"}, nil, 1, "", "cannot reach a skulk node at http://127.0.0.1:1"},
+		{"skulk_host", []string{"ps"}, []string{"SKULK_HOST=127.0.0.1:1"}, 1, "", "--host or SKULK_HOST"},
+		{"place", []string{"place", "stories260k"}, nil, 0, "", "ready in"},
+		{"place_again", []string{"place", "stories260k"}, nil, 0, "", "--replicas 2"},
+		{"ps", []string{"ps"}, nil, 0, "stories260k  ready", ""},
+		{"stop_unknown", []string{"stop", "nope"}, nil, 1, "", "'skulk ps' lists the instances"},
+		{"no_key", []string{"ls"}, []string{"SKULK_API_KEY=wrong"}, 0, "stories260k", ""},
+		{"one_shot_arg", []string{"run", "stories260k", "Once upon a time", "--max-tokens", "16", "--temperature", "0"}, nil, 0, "there was", ""},
+		{"one_shot_piped", []string{"run", "stories260k", "--max-tokens", "16", "--temperature", "0", "--verbose"}, nil, 0, "there was", "tokens/s"},
+		{"run_empty_pipe", []string{"run", "stories260k"}, nil, 0, "", "chatting with stories260k"},
+		{"chat_piped_lines", []string{"chat", "stories260k", "--max-tokens", "8"}, nil, 0, ">>> ", ""},
+		{"complete_models", []string{"__complete", "chat", "st"}, nil, 0, "stories260k", ""},
+		{"complete_instances", []string{"__complete", "stop", ""}, nil, 0, "stories260k ready", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdin := ""
+			if tt.name == "one_shot_piped" {
+				stdin = "Once upon a time\n"
+			}
+			code, out, errs := n.skulk(t, stdin, tt.env, tt.args...)
+			if code != tt.code || !strings.Contains(out, tt.out) || !strings.Contains(errs, tt.err) {
+				t.Fatalf("skulk %s: exit %d\nstdout %q\nstderr %q\nwant exit %d, %q in stdout, %q in stderr",
+					strings.Join(tt.args, " "), code, out, errs, tt.code, tt.out, tt.err)
+			}
+			if tt.name == "place" {
+				instance = strings.TrimSpace(out)
+			}
+		})
+	}
+	if code, out, _ := n.skulk(t, "", nil, "stop", instance); code != 0 || !strings.Contains(out, "stopped "+instance) {
+		t.Errorf("stop %s: exit %d %q", instance, code, out)
+	}
+}
+
+// TestLiveVersionAgrees: skulk version, the start log, /api/version and
+// the diagnostics report the same version and commit.
+func TestLiveVersionAgrees(t *testing.T) {
+	n := startLiveNode(t)
+	code, out, _ := n.skulk(t, "", nil, "version")
+	m := regexp.MustCompile(`^skulk version (\S+) \(commit (\S+)\)\n$`).FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("skulk version: exit %d %q", code, out)
+	}
+	ver, commit := m[1], m[2]
+	if _, flagOut, _ := n.skulk(t, "", nil, "--version"); flagOut != out {
+		t.Errorf("--version %q, version %q", flagOut, out)
+	}
+	if !strings.Contains(n.log(), "version="+ver+" commit="+commit) {
+		t.Errorf("the start log lacks version=%s commit=%s", ver, commit)
+	}
+	var api struct{ SkulkVersion, SkulkCommit string }
+	n.getJSON(t, "/api/version", &struct {
+		V *string `json:"skulk_version"`
+		C *string `json:"skulk_commit"`
+	}{&api.SkulkVersion, &api.SkulkCommit})
+	if api.SkulkVersion != ver || api.SkulkCommit != commit {
+		t.Errorf("/api/version %+v; skulk version %s %s", api, ver, commit)
+	}
+	var diag struct {
+		Nodes []struct{ Version, Commit string } `json:"nodes"`
+	}
+	n.getJSON(t, "/v1/diagnostics/cluster", &diag)
+	if len(diag.Nodes) != 1 || diag.Nodes[0].Version != ver || diag.Nodes[0].Commit != commit {
+		t.Errorf("diagnostics %+v; skulk version %s %s", diag, ver, commit)
+	}
+}
