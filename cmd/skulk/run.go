@@ -35,7 +35,7 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 	})
 	fs.StringVar(&cfg.Join, "join", cfg.Join, "join a cluster with the invite line a member printed ('skulk cluster invite')")
 	fs.BoolVar(&cfg.OpenCluster, "open-cluster", cfg.OpenCluster, "let any host that reaches the gossip port join, without the cluster key (warned at every start)")
-	fs.Func("memory-budget", "cap the memory placement may count on this node: bytes or 8GiB, 512MiB (SKULK_MEMORY_BUDGET; default the machine's)", func(v string) error {
+	fs.Func("memory-budget", "cap the memory placement may count on this node to `BYTES` (or 8GiB, 512MiB; SKULK_MEMORY_BUDGET; default the machine's)", func(v string) error {
 		b, err := config.ParseBytes(v)
 		cfg.MemoryBudget = b
 		return err
