@@ -11,12 +11,21 @@ import (
 
 // placeModel places model and waits until it serves, printing progress.
 func placeModel(ctx context.Context, c *apiClient, model string, contextTokens int, s stdio) (string, error) {
+	return placeModelOn(ctx, c, model, contextTokens, 0, s)
+}
+
+// placeModelOn is placeModel across at least minNodes nodes (0: the
+// planner's choice).
+func placeModelOn(ctx context.Context, c *apiClient, model string, contextTokens, minNodes int, s stdio) (string, error) {
 	var res struct {
 		InstanceID string `json:"instance_id"`
 	}
 	body := map[string]any{"model_id": model}
 	if contextTokens > 0 {
 		body["context_tokens"] = contextTokens
+	}
+	if minNodes > 0 {
+		body["min_nodes"] = minNodes
 	}
 	if err := c.call(ctx, http.MethodPost, "/place_instance", body, &res); err != nil {
 		return "", err
@@ -39,7 +48,7 @@ func instancesOf(st clusterState, model string) []string {
 
 func newPlaceCmd(s stdio) *cobra.Command {
 	var host string
-	var ctxTokens, replicas int
+	var ctxTokens, replicas, minNodes int
 	c := &cobra.Command{
 		Use:   "place MODEL",
 		Short: "Place a model on the cluster and wait until it serves",
@@ -75,7 +84,7 @@ printed on standard output. A model that is already placed is not placed again:
 				return nil
 			}
 			for range want - len(have) {
-				id, err := placeModel(cmd.Context(), api, model, ctxTokens, s)
+				id, err := placeModelOn(cmd.Context(), api, model, ctxTokens, minNodes, s)
 				if err != nil {
 					return err
 				}
@@ -86,6 +95,7 @@ printed on standard output. A model that is already placed is not placed again:
 	}
 	addHostFlag(c, &host)
 	c.Flags().IntVar(&ctxTokens, "context", 0, "context window in tokens (0 = the served default)")
+	c.Flags().IntVar(&minNodes, "min-nodes", 0, "split the model by layers across at least `N` nodes (0 = the planner's choice: one node when it fits)")
 	c.Flags().IntVar(&replicas, "replicas", 0, "how many instances of the model in all; the missing ones are placed (default: one, unless placed already)")
 	return c
 }
