@@ -103,13 +103,11 @@ func (q *Sequence) Finish() Finish {
 	return q.finish
 }
 
-// Cancel ends the sequence: it leaves the admission queue, or its caches
-// are released on every rank. Tokens already delivered can still be read;
-// then Next reports ErrCancelled. Cancelling an ended sequence does
-// nothing.
-func (q *Sequence) Cancel() {
-	_ = q.stage.do(context.Background(), func(w *worker) { w.cancel(q.id) })
-}
+// Cancel ends the sequence without waiting: it leaves the admission
+// queue, or its caches are released on every rank, as soon as rank 0's
+// current step is done. Tokens delivered before can still be read; then
+// Next reports ErrCancelled. Cancelling an ended sequence does nothing.
+func (q *Sequence) Cancel() { q.stage.cancel(q.id) }
 
 func (q *Sequence) push(t int32) {
 	q.mu.Lock()

@@ -77,9 +77,13 @@ type Stage struct {
 
 	reqs    chan func(*worker) // owner requests, run on Run's goroutine
 	done    chan struct{}      // closed when Run has returned
+	kick    chan struct{}      // capacity 1: cancelled has ids
 	started atomic.Bool
 	nextID  atomic.Uint64 // the last sequence id handed out
 	err     error         // why Run stopped; written before done closes
+
+	cancelMu  sync.Mutex
+	cancelled []uint64 // guarded by cancelMu: sequences to cancel, for Run's goroutine
 }
 
 // NewStage checks cfg and returns a stage ready to Run.
@@ -112,6 +116,7 @@ func NewStage(cfg StageConfig) (*Stage, error) {
 		log:      cfg.Logger,
 		reqs:     make(chan func(*worker)),
 		done:     make(chan struct{}),
+		kick:     make(chan struct{}, 1),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -277,6 +282,8 @@ func (s *Stage) loop(ctx context.Context, w *worker, inCh <-chan inMsg, sendCh c
 			}
 		case f := <-s.reqs:
 			f(w)
+		case <-s.kick:
+			s.takeCancels(w)
 		case err := <-sendErr:
 			return &FaultError{Rank: s.cfg.Rank, Op: "send", Err: err}
 		case <-ctx.Done():
@@ -296,6 +303,8 @@ func (s *Stage) absorb(w *worker, inCh <-chan inMsg) error {
 		select {
 		case f := <-s.reqs:
 			f(w)
+		case <-s.kick:
+			s.takeCancels(w)
 		case m := <-in:
 			if err := w.receive(m); err != nil {
 				return err
@@ -303,6 +312,33 @@ func (s *Stage) absorb(w *worker, inCh <-chan inMsg) error {
 		default:
 			return nil
 		}
+	}
+}
+
+// cancel asks Run's goroutine to cancel a sequence, without waiting.
+func (s *Stage) cancel(seq uint64) {
+	select {
+	case <-s.done:
+		return // every sequence has ended
+	default:
+	}
+	s.cancelMu.Lock()
+	s.cancelled = append(s.cancelled, seq)
+	s.cancelMu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// takeCancels cancels the sequences asked for so far.
+func (s *Stage) takeCancels(w *worker) {
+	s.cancelMu.Lock()
+	ids := s.cancelled
+	s.cancelled = nil
+	s.cancelMu.Unlock()
+	for _, id := range ids {
+		w.cancel(id)
 	}
 }
 
