@@ -206,22 +206,48 @@ func (w *worker) onToken(seq uint64, pos int, tok int32) error {
 	if want := hs.promptLen + hs.generated; pos != want {
 		return protoErr("token of sequence %d for position %d, expected %d", seq, pos, want)
 	}
-	switch {
-	case tok < 0 || int(tok) >= w.s.nVocab:
+	eog := w.s.cfg.Head.EndOfGeneration != nil && w.s.cfg.Head.EndOfGeneration(tok)
+	switch judge(tok, w.s.nVocab, eog, hs.generated, hs.budget) {
+	case endNoToken:
 		w.finish(seq, "", ErrNoToken)
-		return nil
-	case w.s.cfg.Head.EndOfGeneration != nil && w.s.cfg.Head.EndOfGeneration(tok):
+	case endStop:
 		w.finish(seq, FinishStop, nil)
-		return nil
-	}
-	hs.generated++
-	hs.q.push(tok)
-	if hs.generated == hs.budget {
+	case endLength:
+		hs.generated++
+		hs.q.push(tok)
 		w.finish(seq, FinishLength, nil)
-		return nil
+	case feed:
+		hs.generated++
+		hs.q.push(tok)
+		w.pending = append(w.pending, item{kind: KindDecode, seq: seq, pos: pos, rows: 1, tokens: []int32{tok}})
 	}
-	w.pending = append(w.pending, item{kind: KindDecode, seq: seq, pos: pos, rows: 1, tokens: []int32{tok}})
 	return nil
+}
+
+// verdict is what rank 0 does with a sampled token.
+type verdict uint8
+
+const (
+	feed       verdict = iota + 1 // deliver it and feed it back as the next step
+	endLength                     // deliver it; the budget is spent
+	endStop                       // an end of generation: not delivered
+	endNoToken                    // nothing could be sampled
+)
+
+// judge decides a sampled token's fate as engine.Model.Generate does:
+// an end-of-generation token ends the sequence undelivered; otherwise the
+// token is delivered and, unless it is the budget's last, fed back.
+// generated counts the tokens delivered before this one.
+func judge(tok int32, nVocab int, eog bool, generated, budget int) verdict {
+	switch {
+	case tok < 0 || int(tok) >= nVocab:
+		return endNoToken
+	case eog:
+		return endStop
+	case generated+1 >= budget:
+		return endLength
+	}
+	return feed
 }
 
 // finish ends a live sequence: its pending work is dropped, a release

@@ -91,3 +91,25 @@ func TestWithoutAndDropSeq(t *testing.T) {
 		t.Fatalf("dropSeq: %+v", got)
 	}
 }
+
+func TestJudge(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		tok               int32
+		eog               bool
+		generated, budget int
+		want              verdict
+	}{
+		{"feed", 5, false, 0, 64, feed},
+		{"last_of_budget", 5, false, 63, 64, endLength},
+		{"budget_of_one", 5, false, 0, 1, endLength},
+		{"end_of_generation", 2, true, 10, 64, endStop},
+		{"end_of_generation_at_budget", 2, true, 63, 64, endStop},
+		{"no_token", -1, false, 0, 64, endNoToken},
+		{"outside_vocabulary", 512, false, 0, 64, endNoToken},
+	} {
+		if got := judge(c.tok, 512, c.eog, c.generated, c.budget); got != c.want {
+			t.Errorf("%s: judge = %d, want %d", c.name, got, c.want)
+		}
+	}
+}
