@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/engine/synth"
@@ -49,8 +51,10 @@ func BenchmarkDecode(b *testing.B) {
 				var base float64
 				for _, stages := range []int{1, 2} {
 					b.Run(fmt.Sprintf("stages=%d", stages), func(b *testing.B) {
-						rate := benchRounds(b, m.path, stages, seqs, tokens)
+						rate, cpu, busy := benchRounds(b, m.path, stages, seqs, tokens)
 						b.ReportMetric(rate, "tok/s")
+						b.ReportMetric(cpu, "cpu-ms/token")
+						b.ReportMetric(busy, "stages-busy")
 						if stages == 1 {
 							base = rate
 						} else if base > 0 {
@@ -63,8 +67,12 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// benchRounds runs b.N rounds and returns the generated tokens per second.
-func benchRounds(b *testing.B, path string, stages, seqs, tokens int) float64 {
+// benchRounds runs b.N rounds and returns the generated tokens per second,
+// the process CPU milliseconds per token (on a busy machine the rate moves
+// with the other load; the CPU time much less) and how many stages were
+// computing on average (their summed busy time over the elapsed time: how
+// well the stages overlap, whether or not the machine had a core for each).
+func benchRounds(b *testing.B, path string, stages, seqs, tokens int) (rate, cpuMs, busy float64) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		b.Fatal(err)
@@ -79,7 +87,11 @@ func benchRounds(b *testing.B, path string, stages, seqs, tokens int) float64 {
 	prompts := randomPrompts(1, 256, 4, 4, 4, 4, 4, 4, 4, 4)
 	qs := make([]*Sequence, seqs)
 	n := 0
+	var cpu0 time.Duration
 	for b.Loop() {
+		if n == 0 {
+			cpu0 = cpuTime()
+		}
 		for i := range qs {
 			if qs[i], err = p.Submit(ctx, Request{Prompt: prompts[i], MaxTokens: tokens}); err != nil {
 				b.Fatal(err)
@@ -93,5 +105,23 @@ func benchRounds(b *testing.B, path string, stages, seqs, tokens int) float64 {
 			n += len(toks)
 		}
 	}
-	return float64(n) / b.Elapsed().Seconds()
+	el := b.Elapsed()
+	cpu := cpuTime() - cpu0
+	st, err := p.Stats(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sum time.Duration
+	for _, s := range st {
+		sum += s.Busy
+	}
+	return float64(n) / el.Seconds(), cpu.Seconds() * 1e3 / float64(n), sum.Seconds() / el.Seconds()
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

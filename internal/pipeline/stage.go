@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/skulk/skulk/internal/engine/model"
 )
@@ -366,6 +367,8 @@ type StageStats struct {
 	PrefillChunks int // prefill objects computed
 	DecodeSteps   int // model steps of decode positions
 	DecodeRows    int // sequences those steps carried (DecodeRows/DecodeSteps is the mean batch)
+	// Busy is the wall time spent in prefill and decode steps.
+	Busy time.Duration
 	// Rank 0 only.
 	Live   int // sequences admitted and not finished
 	Queued int // sequences waiting for a slot

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"time"
+
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sample"
 )
@@ -119,6 +121,10 @@ func (w *worker) execute(b batch) error {
 		items[i] = w.pending[k]
 	}
 	w.pending = without(w.pending, b.idx)
+	if b.kind == KindPrefill || b.kind == KindDecode {
+		start := time.Now()
+		defer func() { w.counts.Busy += time.Since(start) }()
+	}
 	var err error
 	switch b.kind {
 	case KindOpen:
