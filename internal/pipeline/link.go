@@ -10,7 +10,9 @@ import (
 // Link is one direction of an edge between two ranks: it carries whole
 // objects, in order. The sending rank calls only Send and the receiving
 // rank only Recv, each from one goroutine; Close may come from any
-// goroutine, at any time, and more than once.
+// goroutine, at any time, and more than once, and unblocks a pending Send
+// or Recv of the end it is called on. Send and Recv also return when their
+// context ends.
 //
 // Send hands b over: the caller does not touch it afterwards. Recv returns a
 // message the caller owns. Once either end closed the link, or it failed,
