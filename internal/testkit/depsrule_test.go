@@ -72,6 +72,7 @@ var allowedImports = map[string][]string{
 	"internal/engine/synth":     {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
 	"internal/membership":       {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "internal/ids", "internal/transport/clusterkey"},
 	"internal/transport":        {"github.com/quic-go/quic-go", "internal/ids", "internal/transport/clusterkey"},
+	"internal/pipeline":         {"internal/dataplane", "internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
 }
 
 // stricterPure are standard packages placement must not import on top of

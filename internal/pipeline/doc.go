@@ -1,0 +1,75 @@
+// Package pipeline runs one model split by layers into N stages
+// (pipeline parallelism), each stage a model.Shard with its own KV cache
+// per sequence, the stages joined by links that carry one object at a time:
+//
+//	rank 0 --link 0--> rank 1 --link 1--> ... rank N-1 --link N-1 (tokens)--> rank 0
+//
+// Rank 0 (the head) owns the sequences: Submit admits up to HeadConfig.Slots
+// of them at once (later ones wait in order), opens each on every rank, and
+// cuts its prompt into prefill chunks, so that rank 1 computes chunk k while
+// rank 0 computes chunk k+1. Every rank runs its blocks and sends the
+// hidden rows on; the last rank applies the head, samples with the
+// sequence's sampler (internal/engine/sample, seeded per sequence) and
+// returns the token to rank 0, which delivers it to the Sequence, ends the
+// sequence (end of generation, MaxTokens, context, Cancel) or feeds the
+// token back in as the sequence's next decode step. When a sequence ends a
+// release object follows it down the pipeline and every rank frees its
+// cache. The greedy and seeded output equals the same model on one shard
+// token for token: a split, a prefill chunking and a model.Shard.Step in
+// any company all give bit-identical logits.
+//
+// Several sequences are in flight at once. Each stage plans its next batch
+// with plan, a pure function of its pending work: opens and releases first,
+// then the decode steps of every ready sequence as one model.Shard.Step (on
+// rank 0, at most the live sequences divided by the ranks, so that the
+// ranks work on different micro-batches at the same time), alternating with
+// prefill chunks so neither starves the other. Links keep order, so a
+// sequence's objects reach every rank in the order rank 0 sent them.
+//
+// # Objects
+//
+// Every message is one object, little-endian:
+//
+//	0   magic    u32  "SKPL"
+//	4   version  u8   1
+//	5   kind     u8   1 open, 2 prefill, 3 decode, 4 token, 5 release
+//	6   reserved u16  0
+//	8   count    u32  entries, 1..4096 (open and prefill: 1)
+//	12  width    u32  floats per hidden row (prefill, decode), else 0
+//	16  entries  count × {seq u64, pos u32, rows u32}
+//	    payload:
+//	      open     the Spec, 48 bytes: prompt_len u32, capacity u32,
+//	               temperature f32, top_p f32, min_p f32, top_k i32,
+//	               repeat_penalty f32, presence f32, frequency f32,
+//	               repeat_last_n i32, seed u64
+//	      prefill  rows × width float32 (rows ≥ 1)
+//	      decode   count × width float32 (rows = 1 each)
+//	      token    count × int32 sampled ids (rows = 1; pos is the
+//	               position the token takes)
+//	      release  nothing (rows = 0)
+//
+// pos is the cache position of an entry's first row; a rank checks it
+// against the sequence's cache, so a lost, repeated or reordered object is
+// a protocol fault, not a silent divergence. Decoding is strict: anything
+// else is a *ProtocolError.
+//
+// # Links and faults
+//
+// A Link carries objects one way: NewChanLink in process, RingLink over a
+// data-plane ring (internal/dataplane) whose two ends may be in two
+// processes (and, through the node's driver, on two nodes). The pipeline is
+// fail-stop (swactor spec §36): a stage whose link closes or fails, which
+// receives a malformed object, or whose step fails, closes both of its
+// links and stops; the closing travels around the ring of links, and rank 0
+// ends every sequence with a *FaultError. No call waits without a context.
+//
+// # Concurrency
+//
+// A Stage's state is owned by the goroutine in Run; a receiving and a
+// sending goroutine per stage, owned and waited for by Run, do the
+// blocking link calls. Submit, Stats and Sequence methods are safe for
+// concurrent use. Pipeline runs every stage of a model in one process.
+//
+// Imports: the standard library, internal/engine/{gguf,model,sample} and
+// internal/dataplane.
+package pipeline
