@@ -36,6 +36,7 @@ import (
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/metrics"
 	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/replica"
 	"github.com/skulk/skulk/internal/telemetry"
@@ -66,7 +67,8 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log}
+	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log,
+		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit})}
 	defer n.close()
 	for _, step := range []func() error{n.openHome, n.openStores, n.openCluster, n.buildServices, n.openListeners, n.joinCluster, n.buildAPI} {
 		if err := step(); err != nil {
@@ -83,6 +85,7 @@ type fabric struct {
 	started time.Time
 	log     *slog.Logger // with the node's id once openHome has read it
 	closers []func()     // in opening order; close runs them in reverse
+	metrics *metrics.Metrics
 
 	id        ids.NodeID
 	elog      *eventlog.Log
@@ -146,7 +149,7 @@ func (n *fabric) openStores() error {
 	if rec := elog.Status().Recovery; rec.DroppedBytes > 0 {
 		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-	mods, err := newModels(n.cfg, n.id, log.With("component", "models"))
+	mods, err := newModels(n.cfg, n.id, n.metrics, log.With("component", "models"))
 	if err != nil {
 		return err
 	}
@@ -205,7 +208,7 @@ func (n *fabric) buildServices() error {
 	n.remote = &gateway.Remote{}
 	n.onClose(n.remote.Wait)
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
-		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"),
+		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
 		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval)),
 		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused)})
 	return nil
@@ -305,6 +308,7 @@ func (n *fabric) buildAPI() error {
 	n.access = newAPIAccess(n.id, apiKeys, access.NewHasher(n.secret.key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
 		n.ctl.State, n.reportAsWorker, log.With("component", "access"))
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
+	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
 		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
@@ -312,6 +316,7 @@ func (n *fabric) buildAPI() error {
 	n.srv = &http.Server{
 		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
+			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
 		}, backend{Gateway: n.gw, Service: models}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)

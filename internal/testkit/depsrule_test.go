@@ -72,6 +72,8 @@ var allowedImports = map[string][]string{
 	"internal/engine/synth":     {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
 	"internal/membership":       {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "internal/ids", "internal/transport/clusterkey"},
 	"internal/transport":        {"github.com/quic-go/quic-go", "internal/ids", "internal/transport/clusterkey"},
+	// metrics knows Prometheus, not the domain: the node hands it plain values.
+	"internal/metrics": {"github.com/prometheus/client_golang/"},
 }
 
 // stricterPure are standard packages placement must not import on top of

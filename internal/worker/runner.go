@@ -41,6 +41,9 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 		exited(true, err.Error())
 		return
 	}
+	if p, ok := r.(interface{ Pid() int }); ok {
+		w.post(ctx, runnerSpawned{key: k, id: id, pid: p.Pid()})
+	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()

@@ -8,12 +8,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +86,9 @@ type Worker struct {
 	// ready holds the loaded runners by shard, published by the loop for
 	// Serve to read without a round trip to it.
 	ready atomic.Pointer[map[key]loadedRunner]
+	// runners describes every rank's runner, published by the loop for
+	// Runners (metrics, diagnostics).
+	runners atomic.Pointer[[]RunnerInfo]
 	// serving counts the goroutines that forward tasks' chunks; Run waits
 	// for them after stopping the runners (which ends their streams).
 	serving sync.WaitGroup
@@ -121,6 +126,30 @@ type handle struct {
 	status  runner.Status // the runner's ready status
 	breaker *supervise.Breaker
 	gaveUp  bool
+	// restarts counts relaunches after a failure; pid is the current
+	// incarnation's process (0 before it is spawned and after it exits).
+	restarts int
+	pid      int
+}
+
+// RunnerInfo describes one rank's runner on this node, across restarts.
+type RunnerInfo struct {
+	Instance ids.InstanceID
+	Model    ids.ModelID
+	Rank     int
+	Runner   ids.RunnerID // the current incarnation
+	Restarts int          // relaunches after a failure
+	Pid      int          // the runner process, 0 while none runs (or the Runner cannot say)
+	Ready    bool         // loaded and serving
+}
+
+// Runners describes this node's runners, one per instance rank placed here,
+// sorted by instance and rank.
+func (w *Worker) Runners() []RunnerInfo {
+	if p := w.runners.Load(); p != nil {
+		return slices.Clone(*p)
+	}
+	return nil
 }
 
 // Messages from handle and task goroutines to the loop.
@@ -138,7 +167,12 @@ type (
 		reason string
 		failed bool
 	}
-	restartDue struct{ key key }
+	restartDue    struct{ key key }
+	runnerSpawned struct {
+		key key
+		id  ids.RunnerID
+		pid int
+	}
 )
 
 func (w *Worker) source() event.Source { return event.Source{Role: event.RoleWorker, Node: w.cfg.Node} }
@@ -237,10 +271,20 @@ func (l *loop) publish() {
 			m[k] = loadedRunner{h.runner, h.status}
 		}
 	}
-	if old := l.w.ready.Load(); old != nil && maps.Equal(*old, m) {
-		return
+	if old := l.w.ready.Load(); old == nil || !maps.Equal(*old, m) {
+		l.w.ready.Store(&m)
 	}
-	l.w.ready.Store(&m)
+	infos := make([]RunnerInfo, 0, len(l.handles))
+	for k, h := range l.handles {
+		infos = append(infos, RunnerInfo{Instance: k.inst, Model: l.view.Instances[k.inst].Model, Rank: k.rank, Runner: h.id,
+			Restarts: h.restarts, Pid: h.pid, Ready: h.runner != nil && !h.gaveUp})
+	}
+	slices.SortFunc(infos, func(a, b RunnerInfo) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Rank, b.Rank))
+	})
+	if old := l.w.runners.Load(); old == nil || !slices.Equal(*old, infos) {
+		l.w.runners.Store(&infos)
+	}
 }
 
 // loadedRunner is a runner Serve may use, with its ready status.
@@ -266,12 +310,16 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 			l.publish()
 		}
 		close(m.noted)
+	case runnerSpawned:
+		if h, ok := l.handles[m.key]; ok && h.id == m.id {
+			h.pid = m.pid
+		}
 	case runnerExited:
 		h, ok := l.handles[m.key]
 		if !ok || h.id != m.id {
 			return
 		}
-		h.runner = nil
+		h.runner, h.pid = nil, 0
 		if !m.failed {
 			return
 		}
@@ -300,6 +348,7 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 		if !ok || h.gaveUp || !l.placed(m.key) {
 			return
 		}
+		h.restarts++
 		l.launch(ctx, h)
 	}
 }
@@ -378,7 +427,7 @@ func (l *loop) launch(ctx context.Context, h *handle) {
 	rctx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
 	h.id = ids.RunnerID(l.w.cfg.NewID())
-	h.runner = nil
+	h.runner, h.pid = nil, 0
 	inst := l.view.Instances[h.key.inst]
 	l.wg.Add(1)
 	go func(id ids.RunnerID) {

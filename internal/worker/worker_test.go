@@ -264,7 +264,7 @@ func TestCrashBreaker(t *testing.T) {
 			testkit.NoLeaks(t)
 			h := newHarness(t)
 			h.scripted = true
-			h.startWorker()
+			w, _ := h.startWorkerW()
 			h.place("inst", self)
 			for i := range tt.attempts {
 				call := recv(t, h.spawns, fmt.Sprintf("spawn attempt %d", i+1))
@@ -288,6 +288,18 @@ func TestCrashBreaker(t *testing.T) {
 			testkit.Eventually(t, wait, "the instance to be ready", h.instanceIs("inst", state.InstanceReady))
 			if n := len(h.state().Failures); n != 0 {
 				t.Fatalf("%d failures recorded", n)
+			}
+			// The rank's runner is described across its restarts: each
+			// failed attempt was relaunched, and the loaded one's process
+			// is known.
+			testkit.Eventually(t, wait, "the runner to be described", func() bool {
+				rs := w.Runners()
+				return len(rs) == 1 && rs[0].Ready
+			})
+			want := worker.RunnerInfo{Instance: "inst", Model: catalog.BuiltinID, Rank: 0, Restarts: tt.attempts, Pid: fakePid, Ready: true}
+			if got := w.Runners()[0]; got.Runner == "" || got.Instance != want.Instance || got.Model != want.Model ||
+				got.Restarts != want.Restarts || got.Pid != want.Pid || !got.Ready {
+				t.Fatalf("runner %+v, want %+v", got, want)
 			}
 		})
 	}
@@ -514,6 +526,11 @@ func (r *fakeRunner) Generate(ctx context.Context, task string, req infer.Reques
 
 func (r *fakeRunner) Exited() <-chan struct{} { return r.exited }
 func (r *fakeRunner) Err() error              { return nil }
+
+// fakePid is every fake runner's process id.
+const fakePid = 4242
+
+func (r *fakeRunner) Pid() int { return fakePid }
 
 func (r *fakeRunner) Close(ctx context.Context) error {
 	r.mu.Lock()
