@@ -175,6 +175,7 @@ func (s *server) routes() {
 	s.admin("DELETE /instance/{id}", s.deleteInstance)
 	s.mux.HandleFunc("GET /models", s.catalog)
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
+	s.mux.HandleFunc("GET /v1/diagnostics/cluster/timeline", s.timeline)
 	s.admin("POST /tracing", s.setTracing)
 	if s.cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", s.cfg.Metrics)

@@ -439,11 +439,12 @@ func truncateTo(s string, n int) string {
 }
 
 // backend is the API's Backend: the gateway for the requests to the
-// cluster, and model administration for the catalog (GET /models and the
-// /models routes).
+// cluster, model administration for the catalog (GET /models and the
+// /models routes), and the node's own diagnostics.
 type backend struct {
 	*gateway.Gateway
 	*modeladmin.Service
+	*timeline // GET /v1/diagnostics/cluster/timeline
 }
 
 // The /models routes answer 404 for a Backend without ModelAdmin, so the

@@ -68,7 +68,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		return err
 	}
 	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log,
-		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit})}
+		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: newTimeline(time.Now)}
 	defer n.close()
 	for _, step := range []func() error{n.openHome, n.openStores, n.openCluster, n.buildServices, n.openListeners, n.joinCluster, n.buildAPI} {
 		if err := step(); err != nil {
@@ -80,12 +80,13 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 
 // fabric is one node's parts, as Run assembles them.
 type fabric struct {
-	cfg     config.Node
-	opt     Options
-	started time.Time
-	log     *slog.Logger // with the node's id once openHome has read it
-	closers []func()     // in opening order; close runs them in reverse
-	metrics *metrics.Metrics
+	cfg      config.Node
+	opt      Options
+	started  time.Time
+	log      *slog.Logger // with the node's id once openHome has read it
+	closers  []func()     // in opening order; close runs them in reverse
+	metrics  *metrics.Metrics
+	timeline *timeline
 
 	id        ids.NodeID
 	elog      *eventlog.Log
@@ -317,7 +318,7 @@ func (n *fabric) buildAPI() error {
 		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
-		}, backend{Gateway: n.gw, Service: models}, log.With("component", "api")),
+		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -343,11 +344,12 @@ func (n *fabric) serve(ctx context.Context) error {
 		})
 	}
 	changed := make(chan struct{}, 1)
-	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: n.ctl, Changed: changed,
+	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: recordingRoles{n.ctl, n.timeline}, Changed: changed,
 		NetworkVer: n.secret.key.NetworkVersion(), Logger: log.With("component", "election")})
 	run("membership events", func() error {
 		for ev := range n.mem.Events() {
 			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
+			n.timeline.membership(ev)
 			select {
 			case changed <- struct{}{}:
 			default:
@@ -358,6 +360,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, log); return nil })
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("election", func() error { return elect.Run(ctx) })
+	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
 	run("api access", func() error { n.access.run(ctx); return nil })
 	run("api", func() error { return n.srv.Serve(n.ln) })
