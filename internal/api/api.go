@@ -176,6 +176,7 @@ func (s *server) routes() {
 	s.mux.HandleFunc("GET /models", s.catalog)
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster/timeline", s.timeline)
+	s.mux.HandleFunc("GET /v1/diagnostics/node", s.nodeDiagnostics)
 	s.admin("POST /tracing", s.setTracing)
 	if s.cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", s.cfg.Metrics)

@@ -84,6 +84,23 @@ func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, func(ctx context.Context) (any, error) { return src.Timeline(ctx, minutes) })
 }
 
+// nodeDiagnoser is the optional Backend capability behind GET
+// /v1/diagnostics/node: this node's facts and its runners' flight
+// recorders.
+type nodeDiagnoser interface {
+	NodeDiagnostics(ctx context.Context) (any, error)
+}
+
+// GET /v1/diagnostics/node
+func (s *server) nodeDiagnostics(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.b.(nodeDiagnoser)
+	if !ok {
+		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node offers no diagnostics of its own"))
+		return
+	}
+	s.serveDocument(w, r, d.NodeDiagnostics)
+}
+
 // POST /tracing {"enabled": bool}: the cluster-wide tracing flag.
 func (s *server) setTracing(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)

@@ -18,9 +18,7 @@ package metrics
 
 import (
 	"net/http"
-	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -161,8 +159,8 @@ type Instance struct {
 type Runner struct {
 	Instance, Model string
 	Rank            int
-	Restarts        int // relaunches after a failure
-	Pid             int // 0 while no process runs
+	Restarts        int   // relaunches after a failure
+	ResidentBytes   int64 // the process's resident memory; 0 when unknown (no process, or not Linux)
 }
 
 // Watch registers the readings a scrape gathers. Call it once.
@@ -224,8 +222,8 @@ func (c *reader) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range f() {
 			rank := strconv.Itoa(r.Rank)
 			ch <- prometheus.MustNewConstMetric(c.restarts, prometheus.CounterValue, float64(r.Restarts), r.Instance, r.Model, rank)
-			if rss, ok := residentBytes(r.Pid); ok {
-				gauge(c.rss, float64(rss), r.Instance, r.Model, rank)
+			if r.ResidentBytes > 0 {
+				gauge(c.rss, float64(r.ResidentBytes), r.Instance, r.Model, rank)
 			}
 		}
 	}
@@ -236,26 +234,4 @@ func boolValue(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// residentBytes reads a process's resident set from /proc/PID/statm (its
-// second field, in pages); false where there is no such file (not Linux,
-// or the process is gone).
-func residentBytes(pid int) (int64, bool) {
-	if pid <= 0 {
-		return 0, false
-	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 2 {
-		return 0, false
-	}
-	pages, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	return pages * int64(os.Getpagesize()), true
 }

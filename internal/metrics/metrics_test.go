@@ -3,7 +3,6 @@ package metrics
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +83,7 @@ func TestScrape(t *testing.T) {
 			return []Instance{{ID: "inst-a", Model: "stories260k", InFlight: 2}, {ID: "inst-b", Model: "qwen"}}
 		},
 		Runners: func() []Runner {
-			return []Runner{{Instance: "inst-a", Model: "stories260k", Rank: 0, Restarts: 1, Pid: os.Getpid()},
+			return []Runner{{Instance: "inst-a", Model: "stories260k", Rank: 0, Restarts: 1, ResidentBytes: 64 << 20},
 				{Instance: "inst-b", Model: "qwen", Rank: 0}}
 		},
 	})
@@ -123,11 +122,11 @@ func TestScrape(t *testing.T) {
 	if _, ok := value(mfs, "process_resident_memory_bytes", nil); !ok {
 		t.Error("no process_resident_memory_bytes: the process collector is missing")
 	}
-	if rss, ok := value(mfs, "skulk_runner_resident_memory_bytes", map[string]string{"instance_id": "inst-a"}); !ok || rss <= 0 {
-		t.Errorf("resident memory of a live pid: %v (found %v)", rss, ok)
+	if rss, ok := value(mfs, "skulk_runner_resident_memory_bytes", map[string]string{"instance_id": "inst-a"}); !ok || rss != 64<<20 {
+		t.Errorf("resident memory of a runner: %v (found %v), want 64 MiB", rss, ok)
 	}
 	if _, ok := value(mfs, "skulk_runner_resident_memory_bytes", map[string]string{"instance_id": "inst-b"}); ok {
-		t.Error("a runner with no process has a resident memory")
+		t.Error("a runner whose memory is unknown has a resident memory")
 	}
 	problems, err := promlint.New(strings.NewReader(body)).Lint()
 	if err != nil {
@@ -150,31 +149,5 @@ func TestReadingsLeftOut(t *testing.T) {
 	}
 	if v, ok := value(mfs, "skulk_http_requests_total", map[string]string{"route": "GET /state"}); !ok || v != 1 {
 		t.Errorf("skulk_http_requests_total = %v (found %v), want 1", v, ok)
-	}
-}
-
-// TestResidentBytes reads this process's resident memory, and nothing for
-// pids that run no process.
-func TestResidentBytes(t *testing.T) {
-	if _, err := os.Stat("/proc/self/statm"); err != nil {
-		t.Skip("no /proc/PID/statm on this system: runner memory is not reported here")
-	}
-	tests := []struct {
-		name string
-		pid  int
-		ok   bool
-	}{
-		{"this process", os.Getpid(), true},
-		{"no process yet", 0, false},
-		{"negative", -1, false},
-		{"a pid past the kernel's maximum", 1 << 30, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n, ok := residentBytes(tt.pid)
-			if ok != tt.ok || ok && n <= 0 {
-				t.Errorf("residentBytes(%d) = %d, %v; want ok=%v and a positive size", tt.pid, n, ok, tt.ok)
-			}
-		})
 	}
 }

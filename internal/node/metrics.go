@@ -7,6 +7,7 @@ import (
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/metrics"
+	"github.com/skulk/skulk/internal/telemetry"
 )
 
 // metricsReadTimeout bounds what one scrape waits for the control plane.
@@ -41,7 +42,8 @@ func (n *fabric) watchMetrics() {
 			rs := n.worker.Runners()
 			out := make([]metrics.Runner, 0, len(rs))
 			for _, r := range rs {
-				out = append(out, metrics.Runner{Instance: string(r.Instance), Model: string(r.Model), Rank: r.Rank, Restarts: r.Restarts, Pid: r.Pid})
+				rss, _ := telemetry.ResidentBytes(r.Pid)
+				out = append(out, metrics.Runner{Instance: string(r.Instance), Model: string(r.Model), Rank: r.Rank, Restarts: r.Restarts, ResidentBytes: rss})
 			}
 			return out
 		},

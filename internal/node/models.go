@@ -445,7 +445,12 @@ type backend struct {
 	*gateway.Gateway
 	*modeladmin.Service
 	*timeline // GET /v1/diagnostics/cluster/timeline
+	// node builds GET /v1/diagnostics/node.
+	node func(context.Context) (any, error)
 }
+
+// NodeDiagnostics answers GET /v1/diagnostics/node.
+func (b backend) NodeDiagnostics(ctx context.Context) (any, error) { return b.node(ctx) }
 
 // The /models routes answer 404 for a Backend without ModelAdmin, so the
 // compiler checks that this one has it.

@@ -318,7 +318,7 @@ func (n *fabric) buildAPI() error {
 		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
-		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline}, log.With("component", "api")),
+		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
