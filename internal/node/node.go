@@ -2,7 +2,10 @@
 // subsystem from the configuration and starts them in order (event log,
 // model catalog, the control plane that serves as master or follower as
 // elected, gateway, QUIC transport, membership, worker, election, model
-// administration and the HTTP API), and stops them in reverse.
+// administration and the HTTP API), and stops them in reverse. It keeps
+// what the node observes of itself and the cluster: its Prometheus metrics
+// (metrics.go), its timeline of cluster events (timeline.go) and its
+// runners' flight recorders (nodediag.go).
 package node
 
 import (
