@@ -41,6 +41,7 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 		return err
 	})
 	fs.BoolVar(&cfg.APIOpen, "api-open", cfg.APIOpen, "serve API clients on every address without a key when none is set (SKULK_API_OPEN=1; warned at start)")
+	fs.BoolVar(&cfg.MetricsPublic, "metrics-public", cfg.MetricsPublic, "serve GET /metrics to every address without a key (SKULK_METRICS_PUBLIC=1)")
 	envImportDirs := true
 	fs.Func("import-dir", "a directory `DIR` that 'skulk models import' may read under; repeat or comma-separate (SKULK_IMPORT_DIRS; default: the models directory's import/, and your home for requests from this machine)", func(v string) error {
 		if envImportDirs { // the flags replace the environment's list

@@ -55,7 +55,7 @@ func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 	// is done, a write failed, the client left) cancels it.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	chunks, err := s.b.Generate(ctx, d.Request)
+	chunks, err := s.generate(ctx, d.Request)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -77,7 +77,7 @@ func (s *server) countTokens(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	chunks, err := s.b.Generate(ctx, req)
+	chunks, err := s.generate(ctx, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -1,9 +1,10 @@
 // Package api is the HTTP shell of a node: the net/http routes of the
 // inference endpoints (OpenAI Chat Completions and Completions, OpenAI
 // Responses, Anthropic Messages, Ollama, embeddings) and of Skulk's control
-// and model-catalog endpoints, bearer-key authentication, request-size
-// limits, SSE and NDJSON streaming, panic recovery, request logging, and
-// the one place where errors become status codes and error documents.
+// and model-catalog endpoints and GET /metrics, bearer-key authentication,
+// request-size limits, SSE and NDJSON streaming, panic recovery, request
+// logging and observation (Config.Observe), and the one place where errors
+// become status codes and error documents.
 //
 // The wire formats live in subpackages (openai, anthropic, ollama,
 // responses, and wirejson for what they share) as pure translators; this
@@ -62,6 +63,29 @@ type Config struct {
 	// PeerResponses, when set, is asked for a previous_response_id this
 	// node does not hold: the other nodes of the cluster.
 	PeerResponses func(ctx context.Context, id string) ([]infer.Message, bool)
+	// Metrics, when set, serves GET /metrics (a read-only route: any key
+	// admits it), the node's Prometheus metrics.
+	Metrics http.Handler
+	// MetricsPublic (--metrics-public) serves GET /metrics to every
+	// address without a key, whatever keys the cluster sets.
+	MetricsPublic bool
+	// Observe, when set, hears of every request once it is answered (the
+	// node counts them for its metrics).
+	Observe func(Served)
+}
+
+// Served is one answered request, as Config.Observe hears of it.
+type Served struct {
+	// Route is the pattern the request matched, as registered ("POST
+	// /v1/chat/completions"), never the raw path; "" when none matched.
+	Route string
+	// Model is the model the request named, once it reached the Backend
+	// ("" for a request that did not get that far, or names none): it
+	// comes from the client, so an observer that labels by it must check
+	// it against the catalog.
+	Model    string
+	Status   int
+	Duration time.Duration
 }
 
 // Backend is what the API needs from the cluster. Errors carry a class as an
@@ -105,6 +129,9 @@ type server struct {
 	// adminMux holds the admin routes' patterns (with no-op handlers): a
 	// request it matches needs the admin scope.
 	adminMux *http.ServeMux
+	// publicMux holds the patterns served without a key (GET /metrics
+	// with MetricsPublic).
+	publicMux *http.ServeMux
 }
 
 // New returns the API handler. log may be nil (no logs); b must not be.
@@ -132,7 +159,7 @@ func New(cfg Config, b Backend, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{cfg: cfg, b: b, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux()}
+	s := &server{cfg: cfg, b: b, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux(), publicMux: http.NewServeMux()}
 	s.routes()
 	return s.logRequests(s.bodyDeadline(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route)))))
 }
@@ -148,7 +175,15 @@ func (s *server) routes() {
 	s.admin("DELETE /instance/{id}", s.deleteInstance)
 	s.mux.HandleFunc("GET /models", s.catalog)
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
+	s.mux.HandleFunc("GET /v1/diagnostics/cluster/timeline", s.timeline)
+	s.mux.HandleFunc("GET /v1/diagnostics/node", s.nodeDiagnostics)
 	s.admin("POST /tracing", s.setTracing)
+	if s.cfg.Metrics != nil {
+		s.mux.Handle("GET /metrics", s.cfg.Metrics)
+		if s.cfg.MetricsPublic {
+			s.publicMux.HandleFunc("GET /metrics", func(http.ResponseWriter, *http.Request) {})
+		}
+	}
 
 	// Each further wire format and route family registers itself from its
 	// own file.
@@ -164,6 +199,13 @@ func (s *server) routes() {
 func (s *server) admin(pattern string, h http.HandlerFunc) {
 	s.mux.HandleFunc(pattern, h)
 	s.adminMux.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
+}
+
+// generate starts a generation through the Backend, noting its model for
+// the request's observation.
+func (s *server) generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error) {
+	noteModel(ctx, req.Model)
+	return s.b.Generate(ctx, req)
 }
 
 // randomID returns 96 random bits in hex.

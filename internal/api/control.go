@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/skulk/skulk/internal/admin"
@@ -51,6 +52,53 @@ func (s *server) state(w http.ResponseWriter, r *http.Request) {
 // GET /v1/diagnostics/cluster: who is master and how each node stands.
 func (s *server) diagnostics(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, s.b.Diagnostics)
+}
+
+// timelineSource is the optional Backend capability behind GET
+// /v1/diagnostics/cluster/timeline: what happened in the cluster in the
+// last minutes (0: the Backend's default window), oldest first.
+type timelineSource interface {
+	Timeline(ctx context.Context, minutes int) (any, error)
+}
+
+// GET /v1/diagnostics/cluster/timeline?minutes=N
+func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
+	src, ok := s.b.(timelineSource)
+	if !ok {
+		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node keeps no cluster timeline"))
+		return
+	}
+	minutes := 0
+	if v := r.URL.Query().Get("minutes"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			s.writeError(w, r, infer.ParamErrorf("minutes", "minutes must be a whole number of minutes, got %s", infer.Quote(v)))
+			return
+		}
+		minutes = n
+		if minutes <= 0 {
+			s.writeError(w, r, infer.ParamErrorf("minutes", "minutes must be at least 1, got %d", n))
+			return
+		}
+	}
+	s.serveDocument(w, r, func(ctx context.Context) (any, error) { return src.Timeline(ctx, minutes) })
+}
+
+// nodeDiagnoser is the optional Backend capability behind GET
+// /v1/diagnostics/node: this node's facts and its runners' flight
+// recorders.
+type nodeDiagnoser interface {
+	NodeDiagnostics(ctx context.Context) (any, error)
+}
+
+// GET /v1/diagnostics/node
+func (s *server) nodeDiagnostics(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.b.(nodeDiagnoser)
+	if !ok {
+		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node offers no diagnostics of its own"))
+		return
+	}
+	s.serveDocument(w, r, d.NodeDiagnostics)
 }
 
 // POST /tracing {"enabled": bool}: the cluster-wide tracing flag.

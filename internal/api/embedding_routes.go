@@ -33,6 +33,7 @@ func (s *server) embeddings(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	noteModel(r.Context(), d.Request.Model)
 	res, err := e.Embed(r.Context(), d.Request)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -76,7 +76,7 @@ func serveText[S, R any](s *server, w http.ResponseWriter, r *http.Request, f te
 	// is done, a write failed, the client left) cancels it.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	chunks, err := s.b.Generate(ctx, d.Request)
+	chunks, err := s.generate(ctx, d.Request)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

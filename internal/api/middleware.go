@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -37,21 +38,46 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // logRequests logs one line per request: method, path, status and duration.
-// It never logs bodies, query strings or headers, so a key cannot leak.
+// It never logs bodies, query strings or headers, so a key cannot leak. It
+// also hands the request's outcome to Config.Observe: the route's pattern
+// (never the raw path), the model it named, the status and the duration.
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.cfg.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		var note *requestNote
+		if s.cfg.Observe != nil {
+			note = &requestNote{}
+			r = r.WithContext(context.WithValue(r.Context(), noteKey{}, note))
+		}
 		defer func() {
 			status := sw.status
 			if status == 0 {
 				status = http.StatusOK // nothing written: net/http sends 200
 			}
-			s.log.Info("http request", "method", r.Method, "path", r.URL.Path, "status", status,
-				"duration", s.cfg.Now().Sub(start).Round(time.Microsecond))
+			d := s.cfg.Now().Sub(start)
+			s.log.Info("http request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d.Round(time.Microsecond))
+			if note != nil {
+				_, route := s.mux.Handler(r)
+				s.cfg.Observe(Served{Route: route, Model: note.model, Status: status, Duration: d})
+			}
 		}()
 		next.ServeHTTP(sw, r)
 	})
+}
+
+// requestNote is what a request's handler learns for its observation (the
+// model); the handler writes it and logRequests reads it, on the request's
+// goroutine.
+type requestNote struct{ model string }
+
+type noteKey struct{}
+
+// noteModel notes the model a request named, for Config.Observe.
+func noteModel(ctx context.Context, model string) {
+	if n, ok := ctx.Value(noteKey{}).(*requestNote); ok {
+		n.model = model
+	}
 }
 
 // recoverPanics turns a handler panic into a 500 error document and logs it
@@ -82,10 +108,15 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 // set anywhere in the cluster every request needs one ("Authorization:
 // Bearer KEY" or, as Anthropic's clients send it, "x-api-key: KEY"), and the
 // admin routes need the admin key; with none, loopback clients are served
-// and others only when the operator opened the API. Refusals are written in
-// the wire format of the route asked for.
+// and others only when the operator opened the API. GET /metrics needs none
+// when Config.MetricsPublic is set. Refusals are written in the wire format
+// of the route asked for.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, public := s.publicMux.Handler(r); public != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
 		_, adminPattern := s.adminMux.Handler(r)
 		bearerKey, _ := bearer(r.Header.Get("Authorization"))
 		req := access.Request{

@@ -123,7 +123,7 @@ func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f oll
 	// is done, a write failed, the client left) cancels it.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	chunks, err := s.b.Generate(ctx, d.Request)
+	chunks, err := s.generate(ctx, d.Request)
 	if err != nil {
 		s.writeError(w, r, ollamaModelError(model, err))
 		return
@@ -342,6 +342,7 @@ func (s *server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 	if len(req.Inputs) == 0 {
 		_, err = s.readyModel(r.Context(), req.Model)
 	} else {
+		noteModel(r.Context(), req.Model)
 		res, err = e.Embed(r.Context(), req)
 	}
 	if err != nil {

@@ -57,7 +57,7 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *R
 	// is done, a write failed, the client left) cancels it.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	chunks, err := s.b.Generate(ctx, req)
+	chunks, err := s.generate(ctx, req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

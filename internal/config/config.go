@@ -58,6 +58,9 @@ type Node struct {
 	// without a key when no key is set in the cluster; without it such a
 	// node serves loopback clients only.
 	APIOpen bool
+	// MetricsPublic (--metrics-public, SKULK_METRICS_PUBLIC=1) serves GET
+	// /metrics to every address without a key, whatever keys are set.
+	MetricsPublic bool
 
 	// ImportDirs (--import-dir, SKULK_IMPORT_DIRS) are the only directories
 	// POST /models/import reads under; empty means the models directory's
@@ -176,8 +179,8 @@ func (n Node) String() string {
 	if kernels == "" {
 		kernels = "best"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d",
-		n.Home, n.APIAddr, n.APIOpen, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
+	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d",
+		n.Home, n.APIAddr, n.APIOpen, n.MetricsPublic, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
 		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, orDefault(n.ModelsDir), orDefault(n.CustomModelCardsDir), orDefault(n.HubEndpoint), hfToken, kernels,
 		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MemoryBudget)
 }
@@ -210,7 +213,7 @@ func FromEnv(getenv func(string) string) Node {
 	n := Node{Home: DefaultHome(getenv), APIAddr: DefaultAPIAddr, GossipAddr: DefaultGossipAddr, QUICAddr: DefaultQUICAddr,
 		LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY"), ClusterKey: getenv("SKULK_CLUSTER_KEY"),
 		InferenceKeys: getenv("SKULK_INFERENCE_KEYS"), NetworkVersion: getenv("SKULK_NETWORK_VERSION"),
-		APIOpen: truthy(getenv("SKULK_API_OPEN")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel,
+		APIOpen: truthy(getenv("SKULK_API_OPEN")), MetricsPublic: truthy(getenv("SKULK_METRICS_PUBLIC")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel,
 		HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout, MaxConnsPerClient: DefaultMaxConnsPerClient}
 	var errs []error
 	for _, e := range []struct {

@@ -251,3 +251,26 @@ func TestParseBytes(t *testing.T) {
 		t.Fatalf("a bad budget: %v", err)
 	}
 }
+
+func TestMetricsPublicFromEnv(t *testing.T) {
+	tests := []struct {
+		value string
+		want  bool
+	}{
+		{"", false},
+		{"1", true},
+		{"yes", true},
+		{" ON ", true},
+		{"0", false},
+		{"no", false},
+	}
+	for _, tt := range tests {
+		n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_METRICS_PUBLIC": tt.value}))
+		if n.MetricsPublic != tt.want {
+			t.Errorf("SKULK_METRICS_PUBLIC=%q: MetricsPublic %v, want %v", tt.value, n.MetricsPublic, tt.want)
+		}
+		if !strings.Contains(n.String(), "metrics_public="+strconv.FormatBool(tt.want)) {
+			t.Errorf("SKULK_METRICS_PUBLIC=%q: String() %q does not show metrics_public", tt.value, n.String())
+		}
+	}
+}

@@ -57,6 +57,23 @@ type Config struct {
 	Diagnostics func(ctx context.Context) (any, error)
 	NewID       func() string
 	Logger      *slog.Logger
+	// Observer, when set, hears how this node's tasks go (for metrics).
+	Observer Observer
+	// Now is the clock of the Observer's timings (default time.Now).
+	Now func() time.Time
+}
+
+// Observer hears how the tasks this node owns go, streamed or not, as their
+// chunks pass through the gateway. Its methods are called from the tasks'
+// goroutines, must be safe for concurrent use and must return at once.
+type Observer interface {
+	// FirstToken is the wait from the hand-over to a generation's first
+	// output (text or a tool call).
+	FirstToken(model string, d time.Duration)
+	// TokenGap is the time between two consecutive outputs.
+	TokenGap(model string, d time.Duration)
+	// Tokens is a finished task's usage, from its final chunk.
+	Tokens(model string, prompt, generated int)
 }
 
 // Gateway is the owner side of the requests this
@@ -74,6 +91,9 @@ type Gateway struct {
 func New(cfg Config) *Gateway {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}}
 }
@@ -94,6 +114,7 @@ func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer
 // requests in flight, hands the task to the node of its first rank, and
 // returns the chunk stream.
 func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPayload) (<-chan infer.Chunk, error) {
+	obs := g.observe(model, payload)
 	st, err := g.cfg.Master.State(ctx)
 	if err != nil {
 		return nil, err
@@ -124,6 +145,7 @@ func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPa
 		defer done()
 		defer close(out)
 		for c := range chunks {
+			obs.chunk(&c)
 			select {
 			case out <- c:
 			case <-ctx.Done():
@@ -132,6 +154,53 @@ func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPa
 		}
 	}()
 	return out, nil
+}
+
+// taskObservation times one task's outputs for the Observer; it lives on
+// the task's forwarding goroutine. The zero value observes nothing.
+type taskObservation struct {
+	o        Observer
+	now      func() time.Time
+	model    string
+	tokens   bool      // a generation, whose outputs are timed
+	start    time.Time // the hand-over
+	last     time.Time // the latest output; zero before the first
+	finished bool
+}
+
+// observe starts the observation of a task: a generation's outputs are
+// timed and its usage counted, an embedding's usage counted, and a
+// count-only request (which runs no model) not observed at all.
+func (g *Gateway) observe(model string, p infer.TaskPayload) *taskObservation {
+	if g.cfg.Observer == nil || p.Generate != nil && p.Generate.CountOnly {
+		return &taskObservation{}
+	}
+	return &taskObservation{o: g.cfg.Observer, now: g.cfg.Now, model: model, tokens: p.Generate != nil, start: g.cfg.Now()}
+}
+
+func (t *taskObservation) chunk(c *infer.Chunk) {
+	if t.o == nil || t.finished {
+		return
+	}
+	switch {
+	case c.Kind == infer.ChunkDone:
+		t.finished = true
+		if c.Usage != nil {
+			t.o.Tokens(t.model, c.Usage.PromptTokens, c.Usage.CompletionTokens)
+		}
+	case c.Kind == infer.ChunkError:
+		t.finished = true
+	case !t.tokens || c.Kind == infer.ChunkDelta && c.Content == "" && c.Reasoning == "":
+		// the prompt count ahead of the answer, or logprobs alone
+	default:
+		now := t.now()
+		if t.last.IsZero() {
+			t.o.FirstToken(t.model, now.Sub(t.start))
+		} else {
+			t.o.TokenGap(t.model, now.Sub(t.last))
+		}
+		t.last = now
+	}
 }
 
 // Inflight reports how many of this node's requests each instance serves.

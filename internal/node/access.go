@@ -100,4 +100,7 @@ func logAPIExposure(log *slog.Logger, cfg config.Node, keys int, addr net.Addr) 
 	case !loopbackOnly:
 		log.Info("the API serves loopback clients only until an API key is set in the cluster (SKULK_API_KEY) or the node is started with --api-open")
 	}
+	if cfg.MetricsPublic {
+		log.Info("metrics public (--metrics-public): GET /metrics is served to every address without a key; the other routes keep their keys")
+	}
 }

@@ -236,6 +236,28 @@ func TestClusterLoopback(t *testing.T) {
 		}
 	}
 	converged(t, survivors, 2, 30*time.Second)
+	// The survivors' timelines and metrics tell the story: the master was
+	// declared failed, one survivor became master, two members remain.
+	masters := 0
+	for i, n := range survivors {
+		tl, failed, elected := n.timeline(""), false, false
+		for _, e := range tl.Events {
+			failed = failed || e.Kind == "MemberFailed" && e.Node == master
+			elected = elected || e.Kind == "BecameMaster" && e.Node == newMaster || e.Kind == "BecameFollower" && strings.Contains(e.Detail, newMaster)
+		}
+		if !failed || !elected {
+			t.Errorf("survivor %d's timeline misses the master's failure (%v) or the new master (%v): %+v", i, failed, elected, tl.Events)
+		}
+		m := n.scrapeMetrics()
+		if v, _ := m.value("skulk_gossip_members", nil); v != 2 {
+			t.Errorf("survivor %d: skulk_gossip_members = %v, want 2", i, v)
+		}
+		v, _ := m.value("skulk_is_master", nil)
+		masters += int(v)
+	}
+	if masters != 1 {
+		t.Errorf("%d survivors report skulk_is_master 1, want 1", masters)
+	}
 
 	// Restart every node at once: the cluster re-forms and the placements come back.
 	nodes[dead].node = startArgs(t, nodes[dead].args, nodes[dead].env)

@@ -102,6 +102,7 @@ type models struct {
 	hub   *hub.Client
 	mgr   *hub.Manager
 	log   *slog.Logger
+	meter downloadMeter
 	ctx   context.Context // lifetime of background pulls, cancelled by close
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
@@ -116,11 +117,18 @@ type models struct {
 	downloads map[string]*modeladmin.DownloadStatus // by model id
 	active    map[string]int                        // callers waiting per model
 	published map[string]time.Time                  // last progress reading per model
+	onDisk    map[string]int64                      // bytes on disk at the last progress reading, per model downloading
+}
+
+// downloadMeter counts the node's downloads (the node's metrics).
+type downloadMeter interface {
+	DownloadBytes(model string, n int64)
+	DownloadFailed(model string)
 }
 
 // newModels opens the store and the Hub client, builds the first catalog
 // (logging artifacts that fail verification) and starts nothing.
-func newModels(cfg config.Node, node ids.NodeID, log *slog.Logger) (*models, error) {
+func newModels(cfg config.Node, node ids.NodeID, meter downloadMeter, log *slog.Logger) (*models, error) {
 	hcfg := hub.Config{Endpoint: cfg.HubEndpoint, Token: cfg.HFToken, Offline: cfg.Offline}
 	client, err := hub.New(hcfg)
 	if err != nil {
@@ -132,8 +140,8 @@ func newModels(cfg config.Node, node ids.NodeID, log *slog.Logger) (*models, err
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	m := &models{node: node, store: store, hub: client, mgr: mgr, log: log, ctx: ctx, stop: stop,
-		downloads: map[string]*modeladmin.DownloadStatus{}, active: map[string]int{}, published: map[string]time.Time{}}
+	m := &models{node: node, store: store, hub: client, mgr: mgr, log: log, meter: meter, ctx: ctx, stop: stop,
+		downloads: map[string]*modeladmin.DownloadStatus{}, active: map[string]int{}, published: map[string]time.Time{}, onDisk: map[string]int64{}}
 	m.refresh()
 	if hcfg.Offline {
 		log.Info("offline mode: the Hub is never contacted; installed and custom models still serve")
@@ -284,8 +292,10 @@ func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func
 	last := m.active[card.ID] == 0
 	if last {
 		delete(m.active, card.ID)
+		delete(m.onDisk, card.ID)
 	}
 	d := m.downloads[card.ID]
+	failed := false // counted once, by the last caller waiting on the transfer
 	switch {
 	case err == nil:
 		d.State, d.Error = modeladmin.DownloadDone, ""
@@ -296,9 +306,13 @@ func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func
 		d.State, d.Error = modeladmin.DownloadStopped, "cancelled; a later pull or placement resumes it"
 	default:
 		d.State, d.Error = modeladmin.DownloadFailed, err.Error()
+		failed = last
 	}
 	final := *d
 	m.mu.Unlock()
+	if failed {
+		m.meter.DownloadFailed(card.ID)
+	}
 	if ctx.Err() != nil && err != nil {
 		return in, err
 	}
@@ -321,6 +335,16 @@ func (m *models) progress(model string, p hub.Progress) {
 		return
 	}
 	d.File, d.DoneBytes, d.TotalBytes = p.File, p.Done, p.Total
+	// The first reading of a transfer counts what was on disk already (a
+	// resumed download); every caller waiting on the transfer hears each
+	// reading, so only growth past the highest seen is downloaded bytes.
+	var grown int64
+	if prev, ok := m.onDisk[model]; !ok || p.Done > prev {
+		if ok {
+			grown = p.Done - prev
+		}
+		m.onDisk[model] = p.Done
+	}
 	now := time.Now()
 	due := now.Sub(m.published[model]) >= progressInterval || p.Done >= p.Total
 	if due {
@@ -328,6 +352,7 @@ func (m *models) progress(model string, p hub.Progress) {
 	}
 	snap := *d
 	m.mu.Unlock()
+	m.meter.DownloadBytes(model, grown)
 	if due {
 		m.publishDownload(model, snap)
 	}
@@ -414,12 +439,18 @@ func truncateTo(s string, n int) string {
 }
 
 // backend is the API's Backend: the gateway for the requests to the
-// cluster, and model administration for the catalog (GET /models and the
-// /models routes).
+// cluster, model administration for the catalog (GET /models and the
+// /models routes), and the node's own diagnostics.
 type backend struct {
 	*gateway.Gateway
 	*modeladmin.Service
+	*timeline // GET /v1/diagnostics/cluster/timeline
+	// node builds GET /v1/diagnostics/node.
+	node func(context.Context) (any, error)
 }
+
+// NodeDiagnostics answers GET /v1/diagnostics/node.
+func (b backend) NodeDiagnostics(ctx context.Context) (any, error) { return b.node(ctx) }
 
 // The /models routes answer 404 for a Backend without ModelAdmin, so the
 // compiler checks that this one has it.

@@ -219,6 +219,15 @@ func TestModelFromHub(t *testing.T) {
 	if got := n.completion(id); got != llamaCppStory {
 		t.Fatalf("completion %q, want llama.cpp's %q", got, llamaCppStory)
 	}
+	// The node's metrics counted every byte transferred, and no failure.
+	_, dl := n.model(id)
+	s := n.scrapeMetrics()
+	if v, ok := s.value("skulk_model_download_bytes_total", map[string]string{"model": id}); !ok || v != float64(dl.Download.TotalBytes) {
+		t.Errorf("skulk_model_download_bytes_total = %v (found %v), want the %d bytes downloaded", v, ok, dl.Download.TotalBytes)
+	}
+	if v, ok := s.value("skulk_model_download_failures_total", map[string]string{"model": id}); ok && v != 0 {
+		t.Errorf("skulk_model_download_failures_total = %v after a download that succeeded", v)
+	}
 	// The outcome was gossiped as telemetry (dl/<model>).
 	waitFor(t, 10*time.Second, "the download reading in the telemetry", func() bool {
 		_, m := n.model(id)

@@ -2,7 +2,10 @@
 // subsystem from the configuration and starts them in order (event log,
 // model catalog, the control plane that serves as master or follower as
 // elected, gateway, QUIC transport, membership, worker, election, model
-// administration and the HTTP API), and stops them in reverse.
+// administration and the HTTP API), and stops them in reverse. It keeps
+// what the node observes of itself and the cluster: its Prometheus metrics
+// (metrics.go), its timeline of cluster events (timeline.go) and its
+// runners' flight recorders (nodediag.go).
 package node
 
 import (
@@ -36,6 +39,7 @@ import (
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/metrics"
 	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/replica"
 	"github.com/skulk/skulk/internal/telemetry"
@@ -66,7 +70,8 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log}
+	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log,
+		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: newTimeline(time.Now)}
 	defer n.close()
 	for _, step := range []func() error{n.openHome, n.openStores, n.openCluster, n.buildServices, n.openListeners, n.joinCluster, n.buildAPI} {
 		if err := step(); err != nil {
@@ -78,11 +83,13 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 
 // fabric is one node's parts, as Run assembles them.
 type fabric struct {
-	cfg     config.Node
-	opt     Options
-	started time.Time
-	log     *slog.Logger // with the node's id once openHome has read it
-	closers []func()     // in opening order; close runs them in reverse
+	cfg      config.Node
+	opt      Options
+	started  time.Time
+	log      *slog.Logger // with the node's id once openHome has read it
+	closers  []func()     // in opening order; close runs them in reverse
+	metrics  *metrics.Metrics
+	timeline *timeline
 
 	id        ids.NodeID
 	elog      *eventlog.Log
@@ -146,7 +153,7 @@ func (n *fabric) openStores() error {
 	if rec := elog.Status().Recovery; rec.DroppedBytes > 0 {
 		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-	mods, err := newModels(n.cfg, n.id, log.With("component", "models"))
+	mods, err := newModels(n.cfg, n.id, n.metrics, log.With("component", "models"))
 	if err != nil {
 		return err
 	}
@@ -205,7 +212,7 @@ func (n *fabric) buildServices() error {
 	n.remote = &gateway.Remote{}
 	n.onClose(n.remote.Wait)
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
-		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"),
+		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
 		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval)),
 		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused)})
 	return nil
@@ -305,6 +312,7 @@ func (n *fabric) buildAPI() error {
 	n.access = newAPIAccess(n.id, apiKeys, access.NewHasher(n.secret.key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
 		n.ctl.State, n.reportAsWorker, log.With("component", "access"))
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
+	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
 		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
@@ -312,7 +320,8 @@ func (n *fabric) buildAPI() error {
 	n.srv = &http.Server{
 		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
-		}, backend{Gateway: n.gw, Service: models}, log.With("component", "api")),
+			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
+		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -338,11 +347,12 @@ func (n *fabric) serve(ctx context.Context) error {
 		})
 	}
 	changed := make(chan struct{}, 1)
-	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: n.ctl, Changed: changed,
+	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: recordingRoles{n.ctl, n.timeline}, Changed: changed,
 		NetworkVer: n.secret.key.NetworkVersion(), Logger: log.With("component", "election")})
 	run("membership events", func() error {
 		for ev := range n.mem.Events() {
 			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
+			n.timeline.membership(ev)
 			select {
 			case changed <- struct{}{}:
 			default:
@@ -353,6 +363,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, log); return nil })
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("election", func() error { return elect.Run(ctx) })
+	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
 	run("api access", func() error { n.access.run(ctx); return nil })
 	run("api", func() error { return n.srv.Serve(n.ln) })

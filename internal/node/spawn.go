@@ -78,4 +78,7 @@ func (r clientRunner) Err() error {
 	return nil
 }
 
+// Pid is the runner's process id (the worker reports its memory).
+func (r clientRunner) Pid() int { return r.c.Pid() }
+
 func (r clientRunner) Close(ctx context.Context) error { return r.c.Close(ctx) }

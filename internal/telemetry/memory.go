@@ -1,7 +1,7 @@
-// Package telemetry reads this node's resources (memory, processor count
-// and load) and tracks how fresh each gossiped reading is (Freshness); the
-// membership carries the readings between nodes. Readings are
-// observations, never events.
+// Package telemetry reads this node's resources (memory, processor count,
+// load, a process's resident memory) and tracks how fresh each gossiped
+// reading is (Freshness); the membership carries the readings between
+// nodes. Readings are observations, never events.
 package telemetry
 
 // Memory is a reading of the node's RAM.

@@ -16,15 +16,21 @@ type Embedder interface {
 
 // embed runs an embedding task on r; its stream is one chunk: done with the
 // vectors and the prompt tokens, or error.
-func (w *Worker) embed(ctx context.Context, r Runner, task ids.TaskID, req infer.EmbedRequest) (<-chan infer.Chunk, error) {
-	e, ok := r.(Embedder)
+func (w *Worker) embed(ctx context.Context, r loadedRunner, task ids.TaskID, req infer.EmbedRequest) (<-chan infer.Chunk, error) {
+	e, ok := r.Runner.(Embedder)
 	if !ok {
 		return nil, infer.Errorf(infer.ClassInternal, "the runner of this instance cannot embed")
 	}
+	r.rec.add(r.id, PhaseTaskStart, "embedding task "+string(task))
 	out := make(chan infer.Chunk, 1)
 	w.serving.Go(func() {
 		defer close(out)
 		res, err := e.Embed(ctx, string(task), req)
+		outcome := outcomeCompleted
+		if err != nil {
+			outcome = outcomeFailed
+		}
+		r.rec.add(r.id, PhaseTaskEnd, "embedding task "+string(task)+" "+outcome)
 		if err != nil {
 			ie, ok := errors.AsType[*infer.Error](err)
 			switch {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -21,7 +22,7 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 		return nil, infer.Errorf(infer.ClassUnavailable, "instance %s has no ready runner on this node (it is loading or restarting); retry in a moment", inst)
 	}
 	if p.Embed != nil {
-		return w.embed(ctx, r.Runner, task, *p.Embed)
+		return w.embed(ctx, r, task, *p.Embed)
 	}
 	if p.Generate == nil {
 		return nil, infer.Errorf(infer.ClassInvalid, "the task carries no request")
@@ -31,15 +32,18 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 	}
 	chunks, err := r.Generate(ctx, string(task), *p.Generate)
 	if err != nil {
+		r.rec.add(r.id, PhaseError, fmt.Sprintf("task %s refused: %v", task, err))
 		if ie, ok := errors.AsType[*infer.Error](err); ok {
 			return nil, ie
 		}
 		return nil, infer.Errorf(infer.ClassInternal, "the runner refused the task: %v", err)
 	}
+	r.rec.add(r.id, PhaseTaskStart, "task "+string(task))
 	out := make(chan infer.Chunk, 1)
 	w.serving.Go(func() {
 		defer close(out)
 		outcome := w.forward(ctx, chunks, out)
+		r.rec.add(r.id, PhaseTaskEnd, "task "+string(task)+" "+outcome)
 		w.cfg.Logger.Debug("task ended", "task", task, "instance", inst, "outcome", outcome)
 	})
 	return out, nil

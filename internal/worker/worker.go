@@ -8,12 +8,14 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +86,9 @@ type Worker struct {
 	// ready holds the loaded runners by shard, published by the loop for
 	// Serve to read without a round trip to it.
 	ready atomic.Pointer[map[key]loadedRunner]
+	// runners describes every rank's runner, published by the loop for
+	// Runners and Recorders (metrics, diagnostics).
+	runners atomic.Pointer[[]runnerEntry]
 	// serving counts the goroutines that forward tasks' chunks; Run waits
 	// for them after stopping the runners (which ends their streams).
 	serving sync.WaitGroup
@@ -103,6 +108,9 @@ func New(cfg Config) *Worker {
 	if cfg.RestartDelay == 0 {
 		cfg.RestartDelay = 500 * time.Millisecond
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Worker{cfg: cfg, msgs: make(chan any, 64)}
 }
 
@@ -121,6 +129,59 @@ type handle struct {
 	status  runner.Status // the runner's ready status
 	breaker *supervise.Breaker
 	gaveUp  bool
+	// restarts counts relaunches after a failure; pid is the current
+	// incarnation's process (0 before it is spawned and after it exits).
+	restarts int
+	pid      int
+	rec      *recorder // the rank's flight recorder, shared with its runner goroutines and tasks
+}
+
+// runnerEntry is a rank's published description and its recorder.
+type runnerEntry struct {
+	info RunnerInfo
+	rec  *recorder
+}
+
+// RunnerInfo describes one rank's runner on this node, across restarts.
+type RunnerInfo struct {
+	Instance ids.InstanceID
+	Model    ids.ModelID
+	Rank     int
+	Runner   ids.RunnerID // the current incarnation
+	Restarts int          // relaunches after a failure
+	Pid      int          // the runner process, 0 while none runs (or the Runner cannot say)
+	Ready    bool         // loaded and serving
+}
+
+// Runners describes this node's runners, one per instance rank placed here,
+// sorted by instance and rank.
+func (w *Worker) Runners() []RunnerInfo {
+	var out []RunnerInfo
+	if p := w.runners.Load(); p != nil {
+		for _, e := range *p {
+			out = append(out, e.info)
+		}
+	}
+	return out
+}
+
+// RunnerRecord is a rank's runner with its flight recorder: the latest
+// RecorderSize phases of its runners, oldest first.
+type RunnerRecord struct {
+	RunnerInfo
+	Phases []Phase
+}
+
+// Recorders returns every rank's runner with its flight recorder, sorted
+// by instance and rank.
+func (w *Worker) Recorders() []RunnerRecord {
+	var out []RunnerRecord
+	if p := w.runners.Load(); p != nil {
+		for _, e := range *p {
+			out = append(out, RunnerRecord{RunnerInfo: e.info, Phases: e.rec.phases()})
+		}
+	}
+	return out
 }
 
 // Messages from handle and task goroutines to the loop.
@@ -138,7 +199,12 @@ type (
 		reason string
 		failed bool
 	}
-	restartDue struct{ key key }
+	restartDue    struct{ key key }
+	runnerSpawned struct {
+		key key
+		id  ids.RunnerID
+		pid int
+	}
 )
 
 func (w *Worker) source() event.Source { return event.Source{Role: event.RoleWorker, Node: w.cfg.Node} }
@@ -234,19 +300,32 @@ func (l *loop) publish() {
 	m := make(map[key]loadedRunner, len(l.handles))
 	for k, h := range l.handles {
 		if h.runner != nil && !h.gaveUp {
-			m[k] = loadedRunner{h.runner, h.status}
+			m[k] = loadedRunner{Runner: h.runner, status: h.status, id: h.id, rec: h.rec}
 		}
 	}
-	if old := l.w.ready.Load(); old != nil && maps.Equal(*old, m) {
-		return
+	if old := l.w.ready.Load(); old == nil || !maps.Equal(*old, m) {
+		l.w.ready.Store(&m)
 	}
-	l.w.ready.Store(&m)
+	infos := make([]runnerEntry, 0, len(l.handles))
+	for k, h := range l.handles {
+		infos = append(infos, runnerEntry{info: RunnerInfo{Instance: k.inst, Model: l.view.Instances[k.inst].Model, Rank: k.rank, Runner: h.id,
+			Restarts: h.restarts, Pid: h.pid, Ready: h.runner != nil && !h.gaveUp}, rec: h.rec})
+	}
+	slices.SortFunc(infos, func(a, b runnerEntry) int {
+		return cmp.Or(cmp.Compare(a.info.Instance, b.info.Instance), cmp.Compare(a.info.Rank, b.info.Rank))
+	})
+	if old := l.w.runners.Load(); old == nil || !slices.Equal(*old, infos) {
+		l.w.runners.Store(&infos)
+	}
 }
 
-// loadedRunner is a runner Serve may use, with its ready status.
+// loadedRunner is a runner Serve may use, with its ready status, its id
+// and its rank's flight recorder.
 type loadedRunner struct {
 	Runner
 	status runner.Status
+	id     ids.RunnerID
+	rec    *recorder
 }
 
 // runner returns the loaded runner of a shard on this node (Runner nil when
@@ -266,12 +345,16 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 			l.publish()
 		}
 		close(m.noted)
+	case runnerSpawned:
+		if h, ok := l.handles[m.key]; ok && h.id == m.id {
+			h.pid = m.pid
+		}
 	case runnerExited:
 		h, ok := l.handles[m.key]
 		if !ok || h.id != m.id {
 			return
 		}
-		h.runner = nil
+		h.runner, h.pid = nil, 0
 		if !m.failed {
 			return
 		}
@@ -300,6 +383,7 @@ func (l *loop) onMessage(ctx context.Context, m any) {
 		if !ok || h.gaveUp || !l.placed(m.key) {
 			return
 		}
+		h.restarts++
 		l.launch(ctx, h)
 	}
 }
@@ -343,7 +427,7 @@ func (l *loop) reconcile(ctx context.Context) {
 			continue
 		}
 		if _, ok := l.handles[k]; !ok {
-			h := &handle{key: k, breaker: &supervise.Breaker{Max: l.w.cfg.BreakerMax, Window: l.w.cfg.BreakerWindow}}
+			h := &handle{key: k, breaker: &supervise.Breaker{Max: l.w.cfg.BreakerMax, Window: l.w.cfg.BreakerWindow}, rec: newRecorder(l.w.cfg.Now)}
 			l.handles[k] = h
 			l.launch(ctx, h)
 		}
@@ -378,13 +462,13 @@ func (l *loop) launch(ctx context.Context, h *handle) {
 	rctx, cancel := context.WithCancel(ctx)
 	h.cancel = cancel
 	h.id = ids.RunnerID(l.w.cfg.NewID())
-	h.runner = nil
+	h.runner, h.pid = nil, 0
 	inst := l.view.Instances[h.key.inst]
 	l.wg.Add(1)
-	go func(id ids.RunnerID) {
+	go func(id ids.RunnerID, rec *recorder) {
 		defer l.wg.Done()
-		l.w.runRunner(rctx, h.key, id, inst)
-	}(h.id)
+		l.w.runRunner(rctx, h.key, id, inst, rec)
+	}(h.id, h.rec)
 }
 
 func truncate(s string) string {

@@ -1,9 +1,11 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +49,25 @@ type harness struct {
 	scripted   bool
 	nextID     atomic.Int64
 	stopMaster func()
+	logs       syncBuffer // the worker's log
+}
+
+// syncBuffer is a log sink safe for the worker's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func newHarness(t *testing.T) *harness {
@@ -104,6 +125,7 @@ func (h *harness) startWorkerW() (w *worker.Worker, stop func()) {
 		RestartDelay: time.Millisecond,
 		Now:          h.clk.Now,
 		NewID:        func() string { return fmt.Sprintf("id-%d", h.nextID.Add(1)) },
+		Logger:       slog.New(slog.NewTextHandler(&h.logs, nil)),
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -264,7 +286,7 @@ func TestCrashBreaker(t *testing.T) {
 			testkit.NoLeaks(t)
 			h := newHarness(t)
 			h.scripted = true
-			h.startWorker()
+			w, _ := h.startWorkerW()
 			h.place("inst", self)
 			for i := range tt.attempts {
 				call := recv(t, h.spawns, fmt.Sprintf("spawn attempt %d", i+1))
@@ -288,6 +310,18 @@ func TestCrashBreaker(t *testing.T) {
 			testkit.Eventually(t, wait, "the instance to be ready", h.instanceIs("inst", state.InstanceReady))
 			if n := len(h.state().Failures); n != 0 {
 				t.Fatalf("%d failures recorded", n)
+			}
+			// The rank's runner is described across its restarts: each
+			// failed attempt was relaunched, and the loaded one's process
+			// is known.
+			testkit.Eventually(t, wait, "the runner to be described", func() bool {
+				rs := w.Runners()
+				return len(rs) == 1 && rs[0].Ready
+			})
+			want := worker.RunnerInfo{Instance: "inst", Model: catalog.BuiltinID, Rank: 0, Restarts: tt.attempts, Pid: fakePid, Ready: true}
+			if got := w.Runners()[0]; got.Runner == "" || got.Instance != want.Instance || got.Model != want.Model ||
+				got.Restarts != want.Restarts || got.Pid != want.Pid || !got.Ready {
+				t.Fatalf("runner %+v, want %+v", got, want)
 			}
 		})
 	}
@@ -342,6 +376,54 @@ func TestServe(t *testing.T) {
 	got := drain(chunks)
 	if len(got) != 1 || got[0].Kind != infer.ChunkError || got[0].Error.Class != infer.ClassUnavailable {
 		t.Fatalf("a task whose runner stopped mid-answer ended with %+v", got)
+	}
+	stop()
+}
+
+// TestFlightRecorder: a rank's flight recorder keeps its runners' phases
+// (spawn, load, ready, tasks, the crash) across a restart, and a runner
+// that crashes leaves the recorder in the node's log.
+func TestFlightRecorder(t *testing.T) {
+	testkit.NoLeaks(t)
+	h := newHarness(t)
+	w, stop := h.startWorkerW()
+	h.place("inst", self)
+	r := recv(t, h.runners, "the runner")
+	testkit.Eventually(t, wait, "the instance to be ready", h.instanceIs("inst", state.InstanceReady))
+	req := infer.TaskPayload{Generate: &infer.Request{Model: catalog.BuiltinID, Prompt: "once upon a time"}}
+	chunks, err := w.Serve(t.Context(), "inst", "t1", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(chunks)
+	r.crash()
+	recv(t, h.runners, "the restarted runner")
+	testkit.Eventually(t, wait, "the restarted runner to be ready", func() bool {
+		rs := w.Recorders()
+		return len(rs) == 1 && rs[0].Ready && rs[0].Restarts == 1 && rs[0].Phases[len(rs[0].Phases)-1].Phase == worker.PhaseReady
+	})
+	rec := w.Recorders()[0]
+	var phases []string
+	for _, p := range rec.Phases {
+		phases = append(phases, p.Phase)
+		if p.Runner == "" || p.At.IsZero() {
+			t.Errorf("phase %+v has no runner or time", p)
+		}
+	}
+	want := []string{worker.PhaseSpawn, worker.PhaseLoad, worker.PhaseReady, worker.PhaseTaskStart, worker.PhaseTaskEnd, worker.PhaseExit,
+		worker.PhaseSpawn, worker.PhaseLoad, worker.PhaseReady}
+	if strings.Join(phases, " ") != strings.Join(want, " ") {
+		t.Fatalf("phases %q, want %q", phases, want)
+	}
+	if first, last := rec.Phases[0].Runner, rec.Phases[len(rec.Phases)-1].Runner; first == last || last != rec.Runner {
+		t.Errorf("the phases name runners %s then %s; want two incarnations, the last %s", first, last, rec.Runner)
+	}
+	if d := rec.Phases[4].Detail; d != "task t1 completed" {
+		t.Errorf("task end detail %q", d)
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, "flight_recorder=") || !strings.Contains(logs, "task_start task t1") {
+		t.Errorf("the crash did not log the flight recorder:\n%s", logs)
 	}
 	stop()
 }
@@ -515,6 +597,11 @@ func (r *fakeRunner) Generate(ctx context.Context, task string, req infer.Reques
 func (r *fakeRunner) Exited() <-chan struct{} { return r.exited }
 func (r *fakeRunner) Err() error              { return nil }
 
+// fakePid is every fake runner's process id.
+const fakePid = 4242
+
+func (r *fakeRunner) Pid() int { return fakePid }
+
 func (r *fakeRunner) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
@@ -522,6 +609,9 @@ func (r *fakeRunner) Close(ctx context.Context) error {
 	r.stopOnce.Do(func() { close(r.exited) })
 	return nil
 }
+
+// crash ends the fake process on its own, as a crashed runner does.
+func (r *fakeRunner) crash() { r.stopOnce.Do(func() { close(r.exited) }) }
 
 // hold makes Generate of task wait until the returned channel is closed.
 func (r *fakeRunner) hold(task ids.TaskID) chan struct{} {

@@ -1,0 +1,66 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/skulk/skulk/internal/api"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/metrics"
+	"github.com/skulk/skulk/internal/telemetry"
+)
+
+// metricsReadTimeout bounds what one scrape waits for the control plane.
+const metricsReadTimeout = time.Second
+
+// watchMetrics hands the node's metrics the readings a scrape gathers: the
+// log position and role, the membership, the instances with this node's
+// requests in flight, and the runners.
+func (n *fabric) watchMetrics() {
+	n.metrics.Watch(metrics.Readings{
+		Position: func() (uint64, uint64, bool) {
+			p := n.ctl.Position()
+			return uint64(p.Index), uint64(p.Term), p.MasterOf > 0
+		},
+		Members: func() int { return len(n.mem.Members()) },
+		Refused: func() int { return len(n.refused.all()) },
+		Instances: func() []metrics.Instance {
+			ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
+			defer cancel()
+			st, err := n.ctl.State(ctx)
+			if err != nil {
+				return nil // between roles: the series return with the next scrape
+			}
+			inflight := n.gw.Inflight()
+			out := make([]metrics.Instance, 0, len(st.Instances))
+			for id, inst := range st.Instances {
+				out = append(out, metrics.Instance{ID: string(id), Model: string(inst.Model), InFlight: inflight[id]})
+			}
+			return out
+		},
+		Runners: func() []metrics.Runner {
+			rs := n.worker.Runners()
+			out := make([]metrics.Runner, 0, len(rs))
+			for _, r := range rs {
+				rss, _ := telemetry.ResidentBytes(r.Pid)
+				out = append(out, metrics.Runner{Instance: string(r.Instance), Model: string(r.Model), Rank: r.Rank, Restarts: r.Restarts, ResidentBytes: rss})
+			}
+			return out
+		},
+	})
+}
+
+// observeRequest counts an answered API request. The model label is the
+// model the client named only when the catalog knows it, so a client
+// cannot grow the metrics with made-up names.
+func (n *fabric) observeRequest(s api.Served) {
+	model := s.Model
+	if _, ok := n.mods.card(ids.ModelID(model)); !ok {
+		model = ""
+	}
+	route := s.Route
+	if route == "" {
+		route = "unmatched"
+	}
+	n.metrics.Request(route, model, s.Status, s.Duration)
+}
