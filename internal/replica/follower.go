@@ -33,7 +33,15 @@ type Config struct {
 	Fresh bool
 	// RetryDelay is the pause before reconnecting (default 200 ms).
 	RetryDelay time.Duration
-	Logger     *slog.Logger
+	// HealEvery is how often a Log that is a master.Healer checks its
+	// disk (default master.DefaultHealEvery).
+	HealEvery time.Duration
+	Logger    *slog.Logger
+}
+
+// healer is the optional disk check of the Log (see master.Healer).
+type healer interface {
+	Heal(snapshot func() ([]byte, error)) error
 }
 
 // subscriberQueue bounds a local subscriber's backlog.
@@ -54,6 +62,9 @@ type Follower struct {
 func New(cfg Config) *Follower {
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = 200 * time.Millisecond
+	}
+	if cfg.HealEvery <= 0 {
+		cfg.HealEvery = 2 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -122,10 +133,14 @@ func (f *Follower) Run(ctx context.Context) error {
 	}
 	defer stop()
 	start()
+	heal := time.NewTicker(f.cfg.HealEvery)
+	defer heal.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-heal.C:
+			l.heal()
 		case <-retry:
 			retry = nil
 			start()
@@ -223,6 +238,17 @@ func (l *followerLoop) apply(fr frame) error {
 		return nil
 	}
 	return fmt.Errorf("%w: a follow frame with neither snapshot nor event", ErrFrame)
+}
+
+// heal has the log check its disk (see master.Healer).
+func (l *followerLoop) heal() {
+	h, ok := l.f.cfg.Log.(healer)
+	if !ok {
+		return
+	}
+	if err := h.Heal(func() ([]byte, error) { return state.Encode(l.st) }); err != nil {
+		l.f.cfg.Logger.Warn("the event log could not resume writing; events are still only counted", "err", err)
+	}
 }
 
 func (l *followerLoop) serve(r any) {
