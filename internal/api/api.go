@@ -62,6 +62,10 @@ type Config struct {
 	// PeerResponses, when set, is asked for a previous_response_id this
 	// node does not hold: the other nodes of the cluster.
 	PeerResponses func(ctx context.Context, id string) ([]infer.Message, bool)
+	// Warning, when set, returns what the answers to requests that change
+	// the cluster carry in the WarningHeader ("" for nothing): the node
+	// says there when a change may not survive a restart.
+	Warning func() string
 }
 
 // Backend is what the API needs from the cluster. Errors carry a class as an
