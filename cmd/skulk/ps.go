@@ -19,6 +19,11 @@ func runPs(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	// Above the table, where it is seen: the instances below may not
+	// survive a restart.
+	for _, w := range st.persistenceWarnings() {
+		fmt.Fprintln(s.err, w)
+	}
 	ids := make([]string, 0, len(st.Instances))
 	for id := range st.Instances {
 		ids = append(ids, id)

@@ -34,6 +34,7 @@ type ResponseStore struct {
 	mu      sync.Mutex
 	s       *responses.Store // guarded by mu
 	journal *eventlog.Log    // guarded by mu; nil: memory only
+	dir     string           // the journal's directory; "" for memory only
 	log     *slog.Logger
 }
 
@@ -62,7 +63,7 @@ func OpenResponseStore(dir string, log *slog.Logger) (*ResponseStore, error) {
 		return nil, fmt.Errorf("create the response journal directory: %w", err)
 	}
 	st := NewResponseStore()
-	st.log = log
+	st.log, st.dir = log, dir
 	l, err := eventlog.Open(dir, eventlog.Options{
 		Sync: eventlog.SyncManual, RotateBytes: journalRotateBytes, ArchiveCapBytes: journalArchiveBytes,
 		// The journal is bounded on its own; a write that fails for space
@@ -144,6 +145,9 @@ func (st *ResponseStore) put(id string, msgs []infer.Message) {
 		st.log.Warn("cannot journal a response: it is kept in memory only", "response", id, "cause", err)
 	}
 }
+
+// Dir is the journal's directory ("" for a store in memory only).
+func (st *ResponseStore) Dir() string { return st.dir }
 
 // JournalStatus reports the journal's state; ok is false for a store
 // that keeps nothing on disk.
