@@ -107,8 +107,8 @@ func (n *node) diagHealth(id string) (string, []string) {
 	}
 	var d struct {
 		Nodes []struct {
-			NodeID      string `json:"nodeId"`
-			Health      string `json:"health"`
+			NodeID      string                     `json:"nodeId"`
+			Health      string                     `json:"health"`
 			Persistence []struct{ Message string } `json:"persistence"`
 		} `json:"nodes"`
 	}
