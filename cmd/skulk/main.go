@@ -54,6 +54,7 @@ func commands() map[string]command {
 		"bench":    {"measure prefill and decode speed of a GGUF model", runBench},
 		"generate": {"generate text from a prompt with a local GGUF model", runGenerate},
 		"dev":      {"developer tools: logits, synth, chat-render, embed", runDev},
+		"doctor":   {"check a node's home; --ack-log-loss acknowledges history the event log lost", runDoctor},
 	}
 }
 

@@ -3,9 +3,13 @@
 package node_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -217,4 +221,120 @@ func TestPersistenceDegradedOnSmallDisk(t *testing.T) {
 	if _, ok := st.Instances[before]; ok {
 		t.Errorf("instance %s deleted while degraded is back", before)
 	}
+}
+
+// records returns the end offset of the file header and of each record of
+// an event log's live file (the format of internal/eventlog's package doc).
+func records(t *testing.T, b []byte) []int {
+	t.Helper()
+	ends := []int{20}
+	for off := 20; off+16 <= len(b); {
+		off += 16 + int(binary.BigEndian.Uint32(b[off:]))
+		ends = append(ends, off)
+	}
+	if ends[len(ends)-1] != len(b) {
+		t.Fatalf("events.bin does not end on a record boundary: %v, %d bytes", ends, len(b))
+	}
+	return ends
+}
+
+// TestDamagedLogRestart damages a real node's event log (one flipped byte
+// in the file header, a record's length, index, payload or CRC, the last
+// record) and restarts the node on it. The node always serves, from the
+// log's good part; it never rolls back silently: its health is an error
+// ("history lost after index N"), the damaged file is kept aside, and
+// `skulk doctor` says the same, until the operator acknowledges it with
+// `skulk doctor --ack-log-loss`, after which the node is healthy and stays
+// so across a restart.
+func TestDamagedLogRestart(t *testing.T) {
+	pristine := t.TempDir()
+	n := startNode(t, pristine)
+	id := nodeID(pristine)
+	for range 3 {
+		n.placeWarned()
+	}
+	n.stop()
+	live := filepath.Join(pristine, "log", "events.bin")
+	full, err := os.ReadFile(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := records(t, full)
+	if len(ends) < 6 {
+		t.Fatalf("only %d records to damage", len(ends)-1)
+	}
+	mid := ends[len(ends)/2] // the start of a record in the middle
+	tests := []struct {
+		name string
+		pos  int
+		keep int // records before the damage
+	}{
+		{"file_header", 3, 0},
+		{"length", mid + 2, len(ends) / 2},
+		{"index", mid + 11, len(ends) / 2},
+		{"payload", mid + 18, len(ends) / 2},
+		{"crc", ends[len(ends)/2+1] - 1, len(ends) / 2},
+		{"last_record", len(full) - 6, len(ends) - 2},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := t.TempDir()
+			if out, err := exec.Command("cp", "-a", pristine+"/.", home).CombinedOutput(); err != nil {
+				t.Fatalf("copy the home: %v %s", err, out)
+			}
+			b := append([]byte(nil), full...)
+			b[tt.pos] ^= 0x40
+			if err := os.WriteFile(filepath.Join(home, "log", "events.bin"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			n := startNode(t, home)
+			h := n.health(id)
+			if h.Status != "error" || !strings.Contains(strings.Join(h.Reasons, ","), "history_lost") || len(h.Persistence) != 1 ||
+				h.Persistence[0].LostAfter != uint64(tt.keep) || !strings.Contains(h.Persistence[0].Message, "skulk doctor --ack-log-loss") {
+				t.Fatalf("health after damage at %d: %+v", tt.pos, h)
+			}
+			if !strings.Contains(n.logs.String(), "the event log lost history") {
+				t.Fatalf("the node's log does not say the event log lost history")
+			}
+			saved, _ := filepath.Glob(filepath.Join(home, "log", "events.bin.corrupt-*"))
+			if len(saved) != 1 {
+				t.Fatalf("damaged files kept: %v", saved)
+			}
+			if kept, _ := os.ReadFile(saved[0]); !bytes.Equal(kept, b) {
+				t.Fatal("the damaged file was not kept as it was")
+			}
+			if code, out := doctor(t, home); code != 1 || !strings.Contains(out, fmt.Sprintf("lost history after index %d", tt.keep)) {
+				t.Fatalf("skulk doctor: exit %d\n%s", code, out)
+			}
+			if i > 0 && i < len(tests)-1 {
+				return // the acknowledgement is the same after any damage
+			}
+			if code, out := doctor(t, home, "--ack-log-loss"); code != 0 || !strings.Contains(out, "acknowledged") {
+				t.Fatalf("skulk doctor --ack-log-loss: exit %d\n%s", code, out)
+			}
+			waitFor(t, 20*time.Second, "the node to take the acknowledgement", func() bool { return n.health(id).Status == "ok" })
+			inst, _ := n.placeWarned()
+			n.stop()
+			n = startNode(t, home)
+			if h := n.health(id); h.Status != "ok" {
+				t.Fatalf("health after the acknowledged restart: %+v", h)
+			}
+			if _, ok := n.state().Instances[inst]; !ok {
+				t.Fatal("a placement made after the acknowledgement did not survive a restart")
+			}
+		})
+	}
+}
+
+// doctor runs `skulk doctor --home home` with args.
+func doctor(t *testing.T, home string, args ...string) (int, string) {
+	t.Helper()
+	out, err := exec.Command(skulkBin, append([]string{"doctor", "--home", home}, args...)...).CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, string(out)
 }

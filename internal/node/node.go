@@ -134,7 +134,7 @@ func (n *fabric) openHome() error {
 // and the response journal.
 func (n *fabric) openStores() error {
 	log := n.log
-	logDir := filepath.Join(n.cfg.Home, "log")
+	logDir := LogDir(n.cfg.Home)
 	n.persist = &persistence{logDir: logDir, log: log.With("component", "persistence")}
 	elog, err := eventlog.Open(logDir, n.persist.logOptions(n.cfg.LogFreeFloor))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -276,4 +277,21 @@ func (r positioned) Position() election.Position {
 
 func (r positioned) BecomeFollower(ctx context.Context, master ids.NodeID, fresh bool) error {
 	return r.Plane.BecomeFollower(ctx, master, fresh || r.p.historyLost() != nil)
+}
+
+// LogDir is the event log's directory in a node's home.
+func LogDir(home string) string { return filepath.Join(home, "log") }
+
+// PendingLogLoss returns the history the event log in home lost and no
+// operator acknowledged, nil when none. It only reads: the node may run.
+func PendingLogLoss(home string) (*eventlog.LossError, error) {
+	return eventlog.PendingLoss(nil, LogDir(home))
+}
+
+// AcknowledgeLogLoss is `skulk doctor --ack-log-loss`: the node in home
+// (running or not) goes on without the history its log lost, and its
+// health no longer reports it. It returns the loss acknowledged, nil when
+// there was none.
+func AcknowledgeLogLoss(home string) (*eventlog.LossError, error) {
+	return eventlog.AcknowledgeLoss(nil, LogDir(home))
 }
