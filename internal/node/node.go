@@ -87,6 +87,7 @@ type fabric struct {
 	id        ids.NodeID
 	elog      *eventlog.Log
 	persist   *persistence
+	terms     *eventlog.TermStore
 	mods      *models
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
@@ -146,6 +147,14 @@ func (n *fabric) openStores() error {
 	if err := n.noteLoss(elog.Status().Recovery); err != nil {
 		return err
 	}
+	var damaged *eventlog.TermDamagedError
+	switch n.terms, err = eventlog.OpenTermStore(filepath.Join(n.cfg.Home, "term"), nil); {
+	case errors.As(err, &damaged):
+		log.Error("the stored election term was damaged: this node's next term follows its log's and the cluster's; if it may have led the "+
+			"cluster since its log's last event, start it with the others, not alone", "err", err)
+	case err != nil:
+		return fmt.Errorf("node: %w", err)
+	}
 	mods, err := newModels(n.cfg, n.id, log.With("component", "models"))
 	if err != nil {
 		return err
@@ -193,7 +202,8 @@ func (n *fabric) openCluster() error {
 func (n *fabric) buildServices() error {
 	log := n.log
 	n.ctl = controlplane.New(controlplane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
-		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log})
+		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
+		Terms: n.terms})
 	n.onClose(n.ctl.Stop)
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,

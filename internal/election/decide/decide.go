@@ -154,3 +154,11 @@ func outheld(c *Member, members []Member) bool {
 	}
 	return false
 }
+
+// NextTerm is the term a node takes the master role in: the term the
+// election decided, but always above the term of its own log and above the
+// highest term it stored (one a truncated or damaged log no longer shows),
+// so that no node serves two histories under one term.
+func NextTerm(decided, logTerm, stored ids.Term) ids.Term {
+	return max(decided, logTerm+1, stored+1)
+}

@@ -110,3 +110,22 @@ func TestViewsAgree(t *testing.T) {
 		}
 	}
 }
+
+func TestNextTerm(t *testing.T) {
+	tests := []struct {
+		name                          string
+		decided, logTerm, stored, out ids.Term
+	}{
+		{"fresh", 1, 0, 0, 1},
+		{"as decided", 5, 3, 4, 5},
+		{"the log is ahead of the view", 3, 4, 0, 5},
+		{"the log was cut back", 4, 3, 7, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NextTerm(tt.decided, tt.logTerm, tt.stored); got != tt.out {
+				t.Fatalf("NextTerm(%d, %d, %d) = %d, want %d", tt.decided, tt.logTerm, tt.stored, got, tt.out)
+			}
+		})
+	}
+}
