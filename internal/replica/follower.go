@@ -39,8 +39,8 @@ type Config struct {
 	// Terms, when set, is raised to the term of every event and snapshot
 	// the follower takes, so this node never elects itself in a term it
 	// has seen, whatever happens to its log.
-	Terms Terms
-	Logger    *slog.Logger
+	Terms  Terms
+	Logger *slog.Logger
 }
 
 // Terms is the durable record of the highest term (eventlog.TermStore).
