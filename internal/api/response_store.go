@@ -69,6 +69,7 @@ func OpenResponseStore(dir string, log *slog.Logger) (*ResponseStore, error) {
 		// The journal is bounded on its own; a write that fails for space
 		// still degrades it.
 		FreeSpaceFloor: eventlog.NoFloor,
+		Name:           "the response journal",
 		OnDegraded: func(s eventlog.Status) {
 			log.Warn("the response journal stopped writing: responses made from now on are kept in memory only and do not survive a restart",
 				"dir", dir, "cause", s.Cause)

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skulk/skulk/internal/vfs"
 )
 
 // TestDegradedOnFullTmpfs fills a real 1 MiB tmpfs.
@@ -76,7 +78,9 @@ func TestDegradedOnFullTmpfs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !errors.Is(l.Status().Cause, syscall.ENOSPC) {
+		var ns *vfs.NoSpaceError
+		if !errors.Is(l.Status().Cause, syscall.ENOSPC) || !errors.As(l.Status().Cause, &ns) || ns.Path != dir+"/full" ||
+			ns.Free > 64<<10 || ns.What != "the event log" {
 			t.Fatalf("after %d appends of 4 KiB: %+v", i, l.Status())
 		}
 		written := l.Status().WrittenIndex

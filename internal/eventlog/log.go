@@ -257,9 +257,12 @@ func (l *Log) degrade(cause error) {
 	if l.cause != nil {
 		return
 	}
+	l.readFree() // so Status says how full the disk is, whatever the cause
+	if vfs.IsNoSpace(cause) {
+		cause = &vfs.NoSpaceError{Path: l.dir, Free: l.free, What: l.opts.Name, Err: cause}
+	}
 	l.cause = cause
 	l.degradedAt = l.written + 1
-	l.readFree() // so Status says how full the disk is, whatever the cause
 	if l.opts.OnDegraded != nil {
 		l.opts.OnDegraded(l.Status())
 	}

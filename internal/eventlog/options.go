@@ -74,6 +74,9 @@ type Options struct {
 	OnChange func(Status)
 	// Now names the copies of damaged files (default time.Now).
 	Now func() time.Time
+	// Name says what the log is in errors, such as a full disk's
+	// (default "the event log").
+	Name string
 }
 
 // FloorFor is the default free-space floor on a filesystem of total
@@ -98,6 +101,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Name == "" {
+		o.Name = "the event log"
 	}
 	if o.FreeSpaceCheckEvery == 0 {
 		o.FreeSpaceCheckEvery = DefaultFreeSpaceCheckEvery

@@ -338,3 +338,33 @@ func doctor(t *testing.T, home string, args ...string) (int, string) {
 	}
 	return code, string(out)
 }
+
+// TestImportOnFullDisk imports a model onto a models directory too small
+// for it: the answer is 507 and names the disk, its free bytes and the
+// import that needed them, not a generic 500.
+func TestImportOnFullDisk(t *testing.T) {
+	models := smallDisk(t, "512k")
+	imports := t.TempDir()
+	good, err := os.ReadFile(storiesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(imports, "stories.gguf")
+	if err := os.WriteFile(src, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, t.TempDir(), "SKULK_OFFLINE=1", "SKULK_MODELS_DIR="+models, "SKULK_IMPORT_DIRS="+imports)
+	code, b := n.do("POST", "/models/import", map[string]any{"path": src, "id": "too-big"})
+	var doc struct {
+		Error struct{ Message, Code string } `json:"error"`
+	}
+	json.Unmarshal(b, &doc)
+	if code != 507 || doc.Error.Code != "insufficient_storage" || !strings.Contains(doc.Error.Message, "disk full") ||
+		!strings.Contains(doc.Error.Message, models) || !strings.Contains(doc.Error.Message, "bytes free") ||
+		!strings.Contains(doc.Error.Message, "importing model too-big") {
+		t.Fatalf("import onto a full disk: %d %s", code, b)
+	}
+	if m, ok := n.catalogEntries()["too-big"]; ok {
+		t.Fatalf("a model that did not fit is in the catalog: %+v", m)
+	}
+}
