@@ -160,7 +160,7 @@ func (s *Service) view(self Position) decide.View {
 		if !ok {
 			continue // no position yet: it cannot be compared, so it waits
 		}
-		dm := decide.Member{Node: m.Node, Term: p.Term, Index: p.Index,
+		dm := decide.Member{Node: m.Node, Term: p.Term, Index: p.Index, Master: p.Master,
 			StartedAtUnixMs: p.StartedAtUnixMs, MasterOf: p.MasterOf,
 			Compatible: s.cfg.NetworkVer == "" || m.Meta.NetworkVersion == s.cfg.NetworkVer}
 		if p.HistoryLost != nil {

@@ -18,8 +18,8 @@
 // other member holds more of that history, and loses a tie to a member
 // whose log is whole. Should it claim the role while alone (its history is
 // all there is), it keeps it only until a member appears that holds more of
-// the history it lost, from before its claim; that member then takes the
-// role in a higher term and the lossy node resyncs from it.
+// the history it lost and did not get it from this claim; that member then
+// takes the role in a higher term and the lossy node resyncs from it.
 package decide
 
 import (
@@ -40,6 +40,8 @@ type Member struct {
 	// Compatible is false for members of another network version, which
 	// never take part.
 	Compatible bool
+	// Master is the master the member's log names at its last event.
+	Master ids.NodeID
 	// Lost, when set, says the member's log lost history after a position.
 	Lost *Loss
 }
@@ -141,14 +143,16 @@ func Decide(v View) Outcome {
 
 // outheld reports whether a claimant whose log lost history must give the
 // role up: a member whose log is whole holds more of the history the
-// claimant lost, and did not get it from the claimant (its log ends before
-// the claimant's term).
+// claimant lost, and did not get it from the claimant (its log does not end
+// in the claimant's reign; it may end in a term of the same number that
+// another master led, while the claimant was away).
 func outheld(c *Member, members []Member) bool {
 	if c.Lost == nil {
 		return false
 	}
 	for _, m := range members {
-		if m.Compatible && m.Lost == nil && m.Term < c.MasterOf && holdsMore(m, *c) {
+		fromClaimant := m.Term >= c.MasterOf && m.Master == c.Node
+		if m.Compatible && m.Lost == nil && !fromClaimant && holdsMore(m, *c) {
 			return true
 		}
 	}

@@ -12,6 +12,12 @@ func m(node string, term, index uint64, started int64, masterOf uint64) Member {
 	return Member{Node: ids.NodeID(node), Term: ids.Term(term), Index: ids.Index(index), StartedAtUnixMs: started, MasterOf: ids.Term(masterOf), Compatible: true}
 }
 
+// follows names the master a member's log names.
+func follows(mb Member, master string) Member {
+	mb.Master = ids.NodeID(master)
+	return mb
+}
+
 // lost marks a member's log as having lost its history after (term, index).
 func lost(mb Member, term, index uint64) Member {
 	mb.Lost = &Loss{After: ids.Index(index), Term: ids.Term(term)}
@@ -58,8 +64,12 @@ func TestDecide(t *testing.T) {
 			Outcome{Master: "a", Term: 4, Elect: true}},
 		{"an empty joiner does not depose a lossy master", "b", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("b", 0, 0, 90, 0)},
 			Outcome{Master: "a", Term: 4, Claimed: true}},
-		{"nor does a member that followed it", "c", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("c", 4, 12, 90, 0)},
+		{"nor does a member that followed it", "c", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), follows(m("c", 4, 12, 90, 0), "a")},
 			Outcome{Master: "a", Term: 4, Claimed: true}},
+		{"a member of the same term under another master takes over", "b", []Member{lost(m("a", 2, 26, 1, 2), 1, 24), follows(m("b", 2, 48, 90, 0), "c")},
+			Outcome{Master: "b", Term: 3, Elect: true}},
+		{"as does one that followed it before its loss", "b", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), follows(m("b", 3, 9, 90, 0), "a")},
+			Outcome{Master: "b", Term: 5, Elect: true}},
 		{"a member holding the lost history takes over", "b", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("b", 3, 9, 90, 0)},
 			Outcome{Master: "b", Term: 5, Elect: true}},
 		{"meanwhile the lossy master waits for it", "a", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("b", 3, 9, 90, 0)},
