@@ -214,18 +214,31 @@ func (l *Log) recoverLive() error {
 	saved := l.corruptName()
 	l.recordLoss(&LossError{After: want - 1, Saved: saved, Cause: cause})
 	if err := l.setAside(f, saved); err != nil {
-		// The damaged file stays in place: cut it rather than write after it.
-		if f, err = l.fs.OpenFile(l.path(liveName), os.O_RDWR|os.O_APPEND, 0); err != nil {
-			return fmt.Errorf("eventlog: %w", err)
-		}
-		l.recovery.Loss.Saved = ""
-		l.live = f
-		l.truncateLive(good)
-		return nil
+		l.degrade(err)
+		return l.cutInPlace(good)
 	}
 	if l.live, err = l.rebuildLive(saved, good); err != nil {
+		// No room for a copy of the good part: put the damaged file back
+		// and cut it, which needs no space; the loss stays recorded.
 		l.degrade(err)
+		if err := l.fs.Rename(l.path(saved), l.path(liveName)); err != nil {
+			return fmt.Errorf("eventlog: put %s back as %s: %w", saved, liveName, err)
+		}
+		return l.cutInPlace(good)
 	}
+	return nil
+}
+
+// cutInPlace opens the damaged live file and cuts it to its good part, when
+// it cannot be kept aside.
+func (l *Log) cutInPlace(good int64) error {
+	f, err := l.fs.OpenFile(l.path(liveName), os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	l.recovery.Loss.Saved = ""
+	l.live = f
+	l.truncateLive(good)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/skulk/skulk/internal/vfs"
@@ -317,4 +318,33 @@ func TestLossEnds(t *testing.T) {
 		appendRange(t, l, 6, 7)
 		mustReadAll(t, l, 6, 7)
 	})
+}
+
+// TestLossWithoutRoom damages a log on a disk with room for the loss marker
+// and no more: the damaged file cannot be kept aside, so it is cut in
+// place (which needs no space); the loss is still recorded and reported,
+// on this Open and the next.
+func TestLossWithoutRoom(t *testing.T) {
+	full, ends := smallLog(t, 40)
+	m := vfs.NewMemFS()
+	m.MkdirAll("/log", 0o755)
+	b := append([]byte(nil), full...)
+	b[ends[30]+recordPrefix] ^= 0xff // record 31
+	writeFile(t, m, "/log/events.bin", b)
+	m.SetWriteHook(vfs.FailAfter(400, syscall.ENOSPC))
+	l := openLog(t, "/log", Options{FS: m, FreeSpaceFloor: NoFloor})
+	loss := l.Status().Recovery.Loss
+	if l.LastIndex() != 30 || loss == nil || loss.After != 30 || loss.Saved != "" || !l.Status().Degraded {
+		t.Fatalf("LastIndex %d, loss %v, status %+v", l.LastIndex(), loss, l.Status())
+	}
+	mustReadAll(t, l, 1, 30)
+	l.Close()
+	if got := int64(len(readFile(t, m, "/log/events.bin"))); got != ends[30] {
+		t.Fatalf("events.bin holds %d bytes, want the %d of its good part", got, ends[30])
+	}
+	m.SetWriteHook(nil)
+	l = openLog(t, "/log", Options{FS: m, FreeSpaceFloor: NoFloor})
+	if loss := l.Status().Recovery.Loss; l.LastIndex() != 30 || loss == nil || loss.After != 30 {
+		t.Fatalf("reopened: LastIndex %d, loss %v", l.LastIndex(), loss)
+	}
 }

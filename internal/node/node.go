@@ -144,9 +144,7 @@ func (n *fabric) openStores() error {
 	n.elog = elog
 	n.onClose(func() { elog.Close() })
 	n.persist.logChanged(elog.Status())
-	if err := n.noteLoss(elog.Status().Recovery); err != nil {
-		return err
-	}
+	n.noteLoss(elog.Status().Recovery)
 	var damaged *eventlog.TermDamagedError
 	switch n.terms, err = eventlog.OpenTermStore(filepath.Join(n.cfg.Home, "term"), nil); {
 	case errors.As(err, &damaged):
@@ -304,12 +302,13 @@ func (n *fabric) joinCluster() error {
 // noteLoss reports history the event log lost when it opened: the node
 // serves on with the log's good part (and an error in its health) until it
 // takes the history back from a master or an operator acknowledges it.
-func (n *fabric) noteLoss(rec eventlog.Recovery) error {
+func (n *fabric) noteLoss(rec eventlog.Recovery) {
 	switch {
 	case rec.Loss != nil:
+		// The term of the last event kept ranks the node in elections.
 		st, err := master.Recover(n.elog)
 		if err != nil {
-			return fmt.Errorf("node: replay the event log's good part: %w", err)
+			n.log.Error("cannot replay the event log's good part", "err", err)
 		}
 		n.persist.setLoss(rec.Loss, st.Term)
 		n.log.Error("the event log lost history: this node will not lead with it while another member holds more; it takes the history back "+
@@ -318,7 +317,6 @@ func (n *fabric) noteLoss(rec eventlog.Recovery) error {
 	case rec.DroppedBytes > 0:
 		n.log.Warn("event log recovered from a torn tail (a write a crash cut short)", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-	return nil
 }
 
 // warning is the API's X-Skulk-Warning: what keeps this node, or the master
