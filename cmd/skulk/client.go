@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -180,6 +181,29 @@ type clusterState struct {
 		Category string `json:"category"`
 		Detail   string `json:"detail"`
 	} `json:"failures"`
+	NodeHealth map[string]struct {
+		Status      string `json:"status"`
+		Persistence []struct {
+			Message string `json:"message"`
+		} `json:"persistence"`
+	} `json:"nodeHealth"`
+}
+
+// persistenceWarnings lists, node by node, what keeps a node from keeping
+// the cluster's decisions.
+func (s clusterState) persistenceWarnings() []string {
+	nodes := make([]string, 0, len(s.NodeHealth))
+	for n := range s.NodeHealth {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	var out []string
+	for _, n := range nodes {
+		for _, p := range s.NodeHealth[n].Persistence {
+			out = append(out, fmt.Sprintf("warning: node %s: %s", n, p.Message))
+		}
+	}
+	return out
 }
 
 func (c *apiClient) state(ctx context.Context) (clusterState, error) {

@@ -23,6 +23,11 @@ func newPsCmd(s stdio) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Above the table, where it is seen: the instances below may not
+			// survive a restart.
+			for _, w := range st.persistenceWarnings() {
+				fmt.Fprintln(s.err, w)
+			}
 			ids := make([]string, 0, len(st.Instances))
 			for id := range st.Instances {
 				ids = append(ids, id)

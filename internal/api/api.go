@@ -72,6 +72,10 @@ type Config struct {
 	// Observe, when set, hears of every request once it is answered (the
 	// node counts them for its metrics).
 	Observe func(Served)
+	// Warning, when set, returns what the answers to requests that change
+	// the cluster carry in the WarningHeader ("" for nothing): the node
+	// says there when a change may not survive a restart.
+	Warning func() string
 }
 
 // Served is one answered request, as Config.Observe hears of it.

@@ -693,3 +693,35 @@ func TestLoopbackOnlyWithoutKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningHeader checks that every route that changes something
+// carries the node's warning while there is one, errors included, and that
+// reads and quiet times carry none.
+func TestWarningHeader(t *testing.T) {
+	var mu sync.Mutex
+	warning := ""
+	f := newFixture(t, Config{Warning: func() string { mu.Lock(); defer mu.Unlock(); return warning }})
+	set := func(w string) { mu.Lock(); warning = w; mu.Unlock() }
+	const msg = "persistence degraded: node n1: the event log stopped writing"
+	tests := []struct {
+		name, method, path, body, warning string
+		want                              string
+	}{
+		{"place_quiet", "POST", "/place_instance", `{"model_id":"echo"}`, "", ""},
+		{"place", "POST", "/place_instance", `{"model_id":"echo"}`, msg, msg},
+		{"place_refused", "POST", "/place_instance", `{"model_id":"nope"}`, msg, msg},
+		{"delete", "DELETE", "/instance/cmd-0001", "", msg, msg},
+		{"chat", "POST", "/v1/chat/completions", chatBody, msg, msg},
+		{"state", "GET", "/state", "", msg, ""},
+		{"models", "GET", "/models", "", msg, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set(tt.warning)
+			r := f.do(t, tt.method, tt.path, tt.body)
+			if got := r.header.Get(WarningHeader); got != tt.want {
+				t.Fatalf("%s %s (%d): %s = %q, want %q", tt.method, tt.path, r.status, WarningHeader, got, tt.want)
+			}
+		})
+	}
+}

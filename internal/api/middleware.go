@@ -19,11 +19,22 @@ import (
 type statusWriter struct {
 	http.ResponseWriter
 	status int // 0 until the header is written
+	// warn, when set, is asked for the WarningHeader just before the
+	// header goes out: after the handler's work, so a change it caused
+	// (the write that filled the disk) is in it.
+	warn func() string
 }
+
+// WarningHeader carries, on the answers to requests that change the
+// cluster (POST, PUT, PATCH, DELETE), what makes the change less durable
+// than it looks: "persistence degraded: ..." while a node's event log or
+// response journal does not write, or its log lost history.
+const WarningHeader = "X-Skulk-Warning"
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
+		w.warnNow()
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
@@ -31,8 +42,27 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+		w.warnNow()
 	}
 	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) warnNow() {
+	if w.warn == nil {
+		return
+	}
+	if msg := w.warn(); msg != "" {
+		w.Header().Set(WarningHeader, msg)
+	}
+}
+
+// mutates reports whether a request of this method changes something.
+func mutates(method string) bool {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -49,6 +79,9 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 		if s.cfg.Observe != nil {
 			note = &requestNote{}
 			r = r.WithContext(context.WithValue(r.Context(), noteKey{}, note))
+		}
+		if s.cfg.Warning != nil && mutates(r.Method) {
+			sw.warn = s.cfg.Warning
 		}
 		defer func() {
 			status := sw.status

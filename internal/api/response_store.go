@@ -34,6 +34,7 @@ type ResponseStore struct {
 	mu      sync.Mutex
 	s       *responses.Store // guarded by mu
 	journal *eventlog.Log    // guarded by mu; nil: memory only
+	dir     string           // the journal's directory; "" for memory only
 	log     *slog.Logger
 }
 
@@ -62,12 +63,13 @@ func OpenResponseStore(dir string, log *slog.Logger) (*ResponseStore, error) {
 		return nil, fmt.Errorf("create the response journal directory: %w", err)
 	}
 	st := NewResponseStore()
-	st.log = log
+	st.log, st.dir = log, dir
 	l, err := eventlog.Open(dir, eventlog.Options{
 		Sync: eventlog.SyncManual, RotateBytes: journalRotateBytes, ArchiveCapBytes: journalArchiveBytes,
 		// The journal is bounded on its own; a write that fails for space
 		// still degrades it.
 		FreeSpaceFloor: eventlog.NoFloor,
+		Name:           "the response journal",
 		OnDegraded: func(s eventlog.Status) {
 			log.Warn("the response journal stopped writing: responses made from now on are kept in memory only and do not survive a restart",
 				"dir", dir, "cause", s.Cause)
@@ -78,7 +80,13 @@ func OpenResponseStore(dir string, log *slog.Logger) (*ResponseStore, error) {
 	}
 	if rec := l.Status().Recovery; rec.Cause != nil || rec.ArchiveCause != nil {
 		log.Warn("the response journal was damaged: the conversations in the damaged part are lost", "dir", dir,
-			"dropped_bytes", rec.DroppedBytes, "cause", rec.Cause, "lost_archives", rec.LostArchives, "archive_cause", rec.ArchiveCause)
+			"dropped_bytes", rec.DroppedBytes, "cause", rec.Cause, "lost_archives", rec.LostArchives, "archive_cause", rec.ArchiveCause,
+			"loss", rec.Loss)
+		// The warning is all a lost conversation calls for: unlike the
+		// event log's, the journal's losses need no acknowledgement.
+		if err := l.AcknowledgeLoss(); err != nil {
+			log.Warn("cannot clear the response journal's loss marker", "dir", dir, "err", err)
+		}
 	}
 	if err := st.load(l); err != nil {
 		l.Close()
@@ -137,6 +145,52 @@ func (st *ResponseStore) put(id string, msgs []infer.Message) {
 	} else if err != nil {
 		st.log.Warn("cannot journal a response: it is kept in memory only", "response", id, "cause", err)
 	}
+}
+
+// Dir is the journal's directory ("" for a store in memory only).
+func (st *ResponseStore) Dir() string { return st.dir }
+
+// JournalStatus reports the journal's state; ok is false for a store
+// that keeps nothing on disk.
+func (st *ResponseStore) JournalStatus() (s eventlog.Status, ok bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.journal == nil {
+		return eventlog.Status{}, false
+	}
+	return st.journal.Status(), true
+}
+
+// Heal is the journal's periodic disk check (see eventlog.Log.Heal): a
+// journal that stopped writing for want of space starts again once the
+// disk has room, and journals every conversation the store holds, so a
+// restart finds those made meanwhile too. It reports whether the journal
+// resumed writing.
+func (st *ResponseStore) Heal() (bool, error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.journal == nil || !st.journal.Status().Degraded {
+		return false, nil
+	}
+	// The journal's history is the store's content: its snapshot is empty
+	// and the conversations follow it as records.
+	if err := st.journal.Heal(func() ([]byte, error) { return nil, nil }); err != nil || st.journal.Status().Degraded {
+		return false, err
+	}
+	var err error
+	st.s.Each(func(id string, msgs []infer.Message) {
+		if err != nil {
+			return
+		}
+		var b []byte
+		if b, err = json.Marshal(journalRecord{ID: id, Messages: msgs}); err == nil {
+			err = st.journal.Append(st.journal.LastIndex()+1, b)
+		}
+	})
+	if err == nil {
+		err = st.journal.Sync()
+	}
+	return err == nil && !st.journal.Status().Degraded, err
 }
 
 // Close flushes the journal to disk and closes it; the store then keeps

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/vfs"
 )
 
 // StoreConfig names a node's model directories.
@@ -169,7 +170,7 @@ func (s *Store) AddCustom(c Card) (string, error) {
 		return "", fmt.Errorf("catalog: model %s is already defined by %s; remove it first", c.ID, old)
 	}
 	if err := writeFileAtomic(path, b, 0o644); err != nil {
-		return "", fmt.Errorf("catalog: write custom card %s: %w", c.ID, err)
+		return "", fmt.Errorf("catalog: write custom card %s: %w", c.ID, vfs.NoSpace(err, path, "the card of model "+c.ID))
 	}
 	return path, nil
 }
@@ -281,12 +282,12 @@ func (s *Store) Publish(c Card, staged string, sums map[string]string) (Installa
 		return Installation{}, fmt.Errorf("catalog: publish %s: %w", c.ID, err)
 	}
 	if err := writeFileAtomic(filepath.Join(staged, SidecarPath), b, 0o644); err != nil {
-		return Installation{}, fmt.Errorf("catalog: publish %s: write sidecar: %w", c.ID, err)
+		return Installation{}, fmt.Errorf("catalog: publish %s: write sidecar: %w", c.ID, vfs.NoSpace(err, staged, "the sidecar of model "+c.ID))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return Installation{}, err
+		return Installation{}, vfs.NoSpace(err, dir, "publishing model "+c.ID)
 	}
 	var old string
 	if _, err := os.Lstat(dir); err == nil {
@@ -341,12 +342,16 @@ func (s *Store) Import(ctx context.Context, id, src string) (Card, error) {
 	}
 	staged := filepath.Join(s.cfg.ModelsDir, ".skulk", "import", randomName())
 	defer os.RemoveAll(staged)
+	what := "importing model " + id
+	if fi, err := os.Stat(src); err == nil {
+		what = fmt.Sprintf("importing model %s (%d bytes)", id, fi.Size())
+	}
 	if err := os.MkdirAll(staged, 0o755); err != nil {
-		return Card{}, err
+		return Card{}, vfs.NoSpace(err, s.cfg.ModelsDir, what)
 	}
 	sum, err := copyHashing(ctx, src, filepath.Join(staged, name))
 	if err != nil {
-		return Card{}, fmt.Errorf("catalog: import %s: %w", src, err)
+		return Card{}, fmt.Errorf("catalog: import %s: %w", src, vfs.NoSpace(err, s.cfg.ModelsDir, what))
 	}
 	if _, err := s.Publish(c, staged, map[string]string{name: sum}); err != nil {
 		return Card{}, err

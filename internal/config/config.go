@@ -36,6 +36,13 @@ const (
 	DefaultHTTPBodyTimeout   = 30 * time.Second
 	DefaultHTTPIdleTimeout   = 120 * time.Second
 	DefaultMaxConnsPerClient = 64
+
+	// DefaultLogFreeFloor is the event log's free-space floor on a large
+	// disk (internal/eventlog.DefaultFreeSpaceFloor, restated because this
+	// package imports only the standard library).
+	DefaultLogFreeFloor = 2 << 30
+	// LogFreeFloorOff as Node.LogFreeFloor turns the free-space check off.
+	LogFreeFloorOff = -1
 )
 
 // Node is the configuration of `skulk run`.
@@ -118,6 +125,13 @@ type Node struct {
 	// repositories.
 	HFToken string `json:"-"`
 
+	// LogFreeFloor (SKULK_LOG_FREE_FLOOR, bytes) is the free disk space
+	// under which the event log stops writing (and the node reports its
+	// persistence degraded); 0 means the default, the smaller of
+	// DefaultLogFreeFloor and 5% of the home's filesystem, and
+	// LogFreeFloorOff (SKULK_LOG_FREE_FLOOR=0) turns the check off.
+	LogFreeFloor int64
+
 	// Engine is what the node's runners take from the environment.
 	Engine Engine
 
@@ -179,10 +193,21 @@ func (n Node) String() string {
 	if kernels == "" {
 		kernels = "best"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d",
+	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d log_free_floor=%s",
 		n.Home, n.APIAddr, n.APIOpen, n.MetricsPublic, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
 		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, orDefault(n.ModelsDir), orDefault(n.CustomModelCardsDir), orDefault(n.HubEndpoint), hfToken, kernels,
-		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MemoryBudget)
+		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MemoryBudget, n.logFreeFloor())
+}
+
+// logFreeFloor shows the free-space floor setting.
+func (n Node) logFreeFloor() string {
+	switch n.LogFreeFloor {
+	case 0:
+		return "default"
+	case LogFreeFloorOff:
+		return "off"
+	}
+	return strconv.FormatInt(n.LogFreeFloor, 10)
 }
 
 // orDefault shows an unset setting as "default".
@@ -237,6 +262,16 @@ func FromEnv(getenv func(string) string) Node {
 		var err error
 		if n.MemoryBudget, err = ParseBytes(v); err != nil {
 			errs = append(errs, fmt.Errorf("config: SKULK_MEMORY_BUDGET=%q: %w", v, err))
+		}
+	}
+	if v := strings.TrimSpace(getenv("SKULK_LOG_FREE_FLOOR")); v != "" {
+		switch f, err := strconv.ParseInt(v, 10, 64); {
+		case err != nil || f < 0:
+			errs = append(errs, fmt.Errorf("config: SKULK_LOG_FREE_FLOOR=%q must be a number of bytes (0 turns the free-space check off; unset: %d or 5%% of a smaller disk)", v, DefaultLogFreeFloor))
+		case f == 0:
+			n.LogFreeFloor = LogFreeFloorOff
+		default:
+			n.LogFreeFloor = f
 		}
 	}
 	n.envErr = errors.Join(errs...)
@@ -334,6 +369,9 @@ func (n Node) Validate() error {
 	}
 	if n.MaxConnsPerClient < 0 {
 		return fmt.Errorf("config: --max-conns-per-client (SKULK_MAX_CONNS_PER_CLIENT) must not be negative, got %d (0: no limit)", n.MaxConnsPerClient)
+	}
+	if n.LogFreeFloor < LogFreeFloorOff {
+		return fmt.Errorf("config: the event log's free-space floor %d must be a number of bytes (SKULK_LOG_FREE_FLOOR)", n.LogFreeFloor)
 	}
 	return nil
 }

@@ -274,3 +274,29 @@ func TestMetricsPublicFromEnv(t *testing.T) {
 		}
 	}
 }
+
+func TestLogFreeFloorFromEnv(t *testing.T) {
+	tests := []struct {
+		name, value string
+		want        int64
+		wantErr     bool
+	}{
+		{"unset", "", 0, false},
+		{"bytes", "536870912", 512 << 20, false},
+		{"off", "0", LogFreeFloorOff, false},
+		{"negative", "-5", 0, true},
+		{"units", "1GiB", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_LOG_FREE_FLOOR": tt.value}))
+			err := n.Validate()
+			if (err != nil) != tt.wantErr || (err == nil && n.LogFreeFloor != tt.want) {
+				t.Fatalf("floor %d, error %v; want %d, error %v", n.LogFreeFloor, err, tt.want, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "SKULK_LOG_FREE_FLOOR") {
+				t.Fatalf("error %v does not name the variable", err)
+			}
+		})
+	}
+}

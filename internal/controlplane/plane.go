@@ -17,6 +17,7 @@ import (
 
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/election"
+	"github.com/skulk/skulk/internal/election/decide"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/ids"
@@ -43,6 +44,16 @@ type Config struct {
 	// MaxPerModel is this node's --max-instances-per-model, applied while
 	// it is master.
 	MaxPerModel int
+	// Terms, when set, stores the highest term this node used or saw, apart
+	// from the log (eventlog.TermStore): a master's term is stored before
+	// it acts in it, and always exceeds the stored one.
+	Terms Terms
+}
+
+// Terms is the durable record of the highest term (eventlog.TermStore).
+type Terms interface {
+	Current() uint64
+	Raise(term uint64) error
 }
 
 // Plane is this node's control plane. Its methods are safe for concurrent
@@ -86,6 +97,18 @@ func (c *Plane) BecomeMaster(ctx context.Context, term ids.Term) error {
 	if err != nil {
 		return err
 	}
+	if c.Terms != nil {
+		// Stored before the master sends anything in it: whatever happens
+		// to the log later, this node never uses the term again.
+		term = decide.NextTerm(term, st.Term, ids.Term(c.Terms.Current()))
+		if err := c.Terms.Raise(uint64(term)); err != nil {
+			// A disk that cannot take 20 bytes is full: the log is counting
+			// only and the node's health says so. Leading from memory beats
+			// a cluster with no master; the term is at risk only if this
+			// node restarts alone before the disk is fixed.
+			c.Logger.Error("cannot store the new term; leading in it anyway", "term", term, "err", err)
+		}
+	}
 	restarted := !c.hadRole
 	c.hadRole = true
 	m := master.New(master.Config{Node: c.Node, Log: c.Log, State: st, Term: term, Restarted: restarted, Now: time.Now,
@@ -119,7 +142,11 @@ func (c *Plane) BecomeFollower(ctx context.Context, leader ids.NodeID, fresh boo
 		return err
 	}
 	c.hadRole = true
-	f := replica.New(replica.Config{Node: c.Node, Log: c.Log, State: st, Fresh: fresh,
+	var terms replica.Terms
+	if c.Terms != nil {
+		terms = c.Terms
+	}
+	f := replica.New(replica.Config{Node: c.Node, Log: c.Log, State: st, Fresh: fresh, Terms: terms,
 		Dial:   func(ctx context.Context) (io.ReadWriteCloser, error) { return c.Dial(ctx, leader) },
 		Logger: c.Logger.With("component", "replica", "master", leader)})
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

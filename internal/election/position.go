@@ -25,6 +25,17 @@ type Position struct {
 	StateHash       string     `json:"state_hash"`
 	Version         string     `json:"version"`
 	Commit          string     `json:"commit"`
+	// HistoryLost, when set, says this node's log lost history (damage,
+	// not a torn tail) that no operator acknowledged: the election ranks
+	// it by what it is known to share with the others (see decide).
+	HistoryLost *HistoryLoss `json:"history_lost,omitempty"`
+}
+
+// HistoryLoss is where a node's log lost its history: after index After,
+// whose event was of term Term.
+type HistoryLoss struct {
+	After ids.Index `json:"after"`
+	Term  ids.Term  `json:"term"`
 }
 
 // Encode returns the reading's value.

@@ -160,9 +160,13 @@ func (s *Service) view(self Position) decide.View {
 		if !ok {
 			continue // no position yet: it cannot be compared, so it waits
 		}
-		v.Members = append(v.Members, decide.Member{Node: m.Node, Term: p.Term, Index: p.Index,
+		dm := decide.Member{Node: m.Node, Term: p.Term, Index: p.Index, Master: p.Master,
 			StartedAtUnixMs: p.StartedAtUnixMs, MasterOf: p.MasterOf,
-			Compatible: s.cfg.NetworkVer == "" || m.Meta.NetworkVersion == s.cfg.NetworkVer})
+			Compatible: s.cfg.NetworkVer == "" || m.Meta.NetworkVersion == s.cfg.NetworkVer}
+		if p.HistoryLost != nil {
+			dm.Lost = &decide.Loss{After: p.HistoryLost.After, Term: p.HistoryLost.Term}
+		}
+		v.Members = append(v.Members, dm)
 	}
 	return v
 }

@@ -32,6 +32,9 @@ func checkCrashed(t *testing.T, c *vfs.MemFS, durable, appended uint64) {
 	if l.Status().Degraded {
 		t.Fatalf("degraded after crash: %v", l.Status().Cause)
 	}
+	if loss := l.Status().Recovery.Loss; loss != nil {
+		t.Fatalf("a crash (a torn tail) was taken for lost history: %v", loss)
+	}
 }
 
 // TestCrashAfterEveryAppend crashes the log after every append, keeping a

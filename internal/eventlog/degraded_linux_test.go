@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/skulk/skulk/internal/vfs"
 )
 
 // TestDegradedOnFullTmpfs fills a real 1 MiB tmpfs.
@@ -26,10 +28,43 @@ func TestDegradedOnFullTmpfs(t *testing.T) {
 		}
 	})
 	t.Run("floor", func(t *testing.T) {
-		// 1 MiB free is under the default 2 GiB floor: degraded at Open.
+		// 1 MiB free is under a 2 GiB floor: degraded at Open.
 		rec := &degradeRecorder{}
-		l := openLog(t, dir+"/floor", Options{OnDegraded: rec.hook})
+		l := openLog(t, dir+"/floor", Options{FreeSpaceFloor: DefaultFreeSpaceFloor, OnDegraded: rec.hook})
 		checkDegraded(t, l, rec, 5, ErrLowSpace)
+		l.Close()
+	})
+	t.Run("auto_floor_and_heal", func(t *testing.T) {
+		// The default floor of a 1 MiB disk is 5% of it; filling the disk
+		// past it degrades the log at the next Heal, and emptying it
+		// resumes writing with nothing counted in between lost.
+		l := openLog(t, dir+"/heal", Options{})
+		if st := l.Status(); st.Degraded || st.Floor != (1<<20)/FloorDivisor {
+			t.Fatalf("status %+v, want writing with a floor of 5%% of 1 MiB", st)
+		}
+		appendRange(t, l, 1, 3)
+		filler := dir + "/filler"
+		fill(t, filler, l.Status().FreeBytes-l.Status().Floor/2)
+		if err := l.Heal(nil); err != nil || !errors.Is(l.Status().Cause, ErrLowSpace) {
+			t.Fatalf("Heal on a full disk: %v, status %+v", err, l.Status())
+		}
+		appendRange(t, l, 4, 8)
+		if err := l.Heal(func() ([]byte, error) { t.Fatal("snapshot taken with the disk still full"); return nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Remove(filler); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Heal(func() ([]byte, error) { return []byte("state at 8"), nil }); err != nil || l.Status().Degraded {
+			t.Fatalf("Heal with room again: %v, status %+v", err, l.Status())
+		}
+		appendRange(t, l, 9, 10)
+		l.Close()
+		l = openLog(t, dir+"/heal", Options{})
+		if idx, blob, err := l.LoadSnapshot(); err != nil || idx != 8 || string(blob) != "state at 8" {
+			t.Fatalf("snapshot %d %q %v", idx, blob, err)
+		}
+		mustReadAll(t, l, 9, 10)
 		l.Close()
 	})
 	t.Run("enospc", func(t *testing.T) {
@@ -43,7 +78,9 @@ func TestDegradedOnFullTmpfs(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if !errors.Is(l.Status().Cause, syscall.ENOSPC) {
+		var ns *vfs.NoSpaceError
+		if !errors.Is(l.Status().Cause, syscall.ENOSPC) || !errors.As(l.Status().Cause, &ns) || ns.Path != dir+"/full" ||
+			ns.Free > 64<<10 || ns.What != "the event log" {
 			t.Fatalf("after %d appends of 4 KiB: %+v", i, l.Status())
 		}
 		written := l.Status().WrittenIndex
@@ -73,4 +110,25 @@ func TestDegradedOnFullTmpfs(t *testing.T) {
 			t.Fatalf("read %d records (%v), want %d", n, it.Err(), written)
 		}
 	})
+}
+
+// fill writes a file of n bytes.
+func fill(t *testing.T, name string, n uint64) {
+	t.Helper()
+	f, err := os.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	for n > 0 {
+		k := min(n, uint64(len(buf)))
+		if _, err := f.Write(buf[:k]); err != nil {
+			t.Fatalf("fill %s: %v", name, err)
+		}
+		n -= k
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
 }

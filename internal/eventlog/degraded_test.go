@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 
@@ -124,4 +125,100 @@ func TestDegradedOnLowSpace(t *testing.T) {
 			t.Fatal("degraded with the floor off")
 		}
 	})
+}
+
+func TestFloorFor(t *testing.T) {
+	tests := []struct {
+		name  string
+		total uint64
+		want  uint64
+	}{
+		{"unknown", 0, DefaultFreeSpaceFloor},
+		{"tiny", 1 << 20, (1 << 20) / 20},
+		{"10GiB", 10 << 30, 512 << 20},
+		{"40GiB", 40 << 30, DefaultFreeSpaceFloor},
+		{"1TiB", 1 << 40, DefaultFreeSpaceFloor},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FloorFor(tt.total); got != tt.want {
+				t.Fatalf("FloorFor(%d) = %d, want %d", tt.total, got, tt.want)
+			}
+		})
+	}
+	m := vfs.NewMemFS()
+	m.SetTotalBytes(10 << 30)
+	if got := openLog(t, "/log", Options{FS: m}).Status().Floor; got != 512<<20 {
+		t.Fatalf("Open on a 10 GiB disk: floor %d", got)
+	}
+}
+
+// TestHeal degrades a log for want of space (a reading under the floor, a
+// write that failed with ENOSPC), checks that Heal waits for room, then
+// resumes from the owner's snapshot with every index counted meanwhile
+// held by it; and that other faults are left for a reopen.
+func TestHeal(t *testing.T) {
+	room := func(m *vfs.MemFS) {
+		m.SetWriteHook(nil)
+		m.SetFreeBytes(vfs.DefaultMemFreeBytes)
+	}
+	tests := []struct {
+		name    string
+		floor   int64
+		degrade func(m *vfs.MemFS)
+		room    func(m *vfs.MemFS)
+		heals   bool
+	}{
+		{"low_space", DefaultFreeSpaceFloor, func(m *vfs.MemFS) { m.SetFreeBytes(1 << 20) }, room, true},
+		{"enospc", NoFloor, func(m *vfs.MemFS) {
+			m.SetWriteHook(vfs.FailAfter(100, syscall.ENOSPC))
+			m.SetFreeBytes(0)
+		}, room, true},
+		{"eio", NoFloor, func(m *vfs.MemFS) { m.SetWriteHook(vfs.FailAfter(100, syscall.EIO)) }, room, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := vfs.NewMemFS()
+			var changes []Status
+			opts := Options{FS: m, FreeSpaceFloor: tt.floor, FreeSpaceCheckEvery: 1 << 20, OnChange: func(s Status) { changes = append(changes, s) }}
+			l := openLog(t, "/log", opts)
+			appendRange(t, l, 1, 10)
+			tt.degrade(m)
+			snap := func() ([]byte, error) { return []byte(fmt.Sprintf("state at %d", l.LastIndex())), nil }
+			noSnap := func() ([]byte, error) { t.Fatal("snapshot taken without room"); return nil, nil }
+			if err := l.Heal(noSnap); err != nil {
+				t.Fatal(err)
+			}
+			appendRange(t, l, 11, 20)
+			if st := l.Status(); !st.Degraded || st.LastIndex != 20 || len(changes) != 1 || !changes[0].Degraded {
+				t.Fatalf("status %+v, %d changes; want degraded and counting", st, len(changes))
+			}
+			if err := l.Heal(noSnap); err != nil {
+				t.Fatal(err)
+			}
+			tt.room(m)
+			if err := l.Heal(snap); err != nil {
+				t.Fatal(err)
+			}
+			if l.Status().Degraded == tt.heals {
+				t.Fatalf("after Heal with room: %+v, want healed %v", l.Status(), tt.heals)
+			}
+			if !tt.heals {
+				return
+			}
+			if len(changes) != 2 || changes[1].Degraded {
+				t.Fatalf("changes %+v, want degraded then healed", changes)
+			}
+			appendRange(t, l, 21, 25)
+			l.Close()
+			l = openLog(t, "/log", Options{FS: m, FreeSpaceFloor: tt.floor})
+			if idx, blob, err := l.LoadSnapshot(); err != nil || idx != 20 || string(blob) != "state at 20" {
+				t.Fatalf("snapshot %d %q %v", idx, blob, err)
+			}
+			if l.LastIndex() != 25 || l.Status().FirstIndex != 21 {
+				t.Fatalf("reopened %+v", l.Status())
+			}
+			mustReadAll(t, l, 21, 25)
+		})
+	}
 }

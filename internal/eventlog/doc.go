@@ -14,6 +14,10 @@
 //	events.N.bin.zst        archives: earlier live files, zstd-compressed,
 //	                        N = 1, 2, 3, ... in index order
 //	snapshot.I.bin          snapshot blobs at index I (20 decimal digits)
+//	events.lost             an unacknowledged loss of history (JSON)
+//	events.lost.acknowledged the last loss acknowledged, for the record
+//	events.bin.corrupt-T    a damaged live file kept aside at time T (UTC);
+//	                        the operator deletes it when done with it
 //	*.tmp                   unfinished atomic writes, deleted on Open
 //
 // # Record format
@@ -52,24 +56,44 @@
 //
 // # Recovery
 //
-// Open scans the live file. A record cut short by a crash (a torn write) ends
-// the scan: everything before it is kept and the tail is truncated. A record
-// whose CRC does not match, whose length is impossible, or whose index is out
-// of sequence also ends the scan there; Status().Recovery reports the
-// dropped bytes and a *CorruptionError saying why. A crash during rotation
-// can leave both the new archive and the old live file: Open keeps the
-// archive and starts a fresh live file after it.
+// Open scans the live file. A record cut short by a crash (a torn write:
+// the file ends inside it, or only zeros follow) ends the scan: everything
+// before it is kept, the tail is truncated, and Status().Recovery reports the
+// dropped bytes and a *CorruptionError (Torn) saying why. Nothing is lost
+// that was acknowledged: the record's Append never returned.
+//
+// Damage is another matter: a record that fails its CRC (or has an
+// impossible length, or an index out of sequence) with whole records after
+// it, a damaged last record that is whole, or an unreadable file header.
+// Then the log held records it no longer can read. Open keeps the good
+// part all the same, but first records the loss in events.lost (so every
+// later Open reports it too) and keeps the damaged file aside as
+// events.bin.corrupt-TIMESTAMP; Status().Recovery.Loss is a *LossError,
+// "history lost after index N", until Reset replaces the history (a
+// follower installing its master's snapshot) or the loss is acknowledged
+// (AcknowledgeLoss). A snapshot at or past the damage holds what was lost:
+// no loss then, and the log goes on after the snapshot.
+//
+// A crash during rotation can leave both the new archive and the old live
+// file: Open keeps the archive and starts a fresh live file after it.
 //
 // # Degraded mode
 //
 // Any write error (ENOSPC, EIO, a failed fsync or rotation) and a free-space
-// reading under Options.FreeSpaceFloor (taken on Open and every
-// Options.FreeSpaceCheckEvery appends) put the log into counting-only mode
-// for the rest of its life: Append still checks and advances the index so
-// the owner's event ordering and follower replay stay coherent, but nothing
-// more is written. Status reports the cause; Options.OnDegraded is called
-// once, at the transition. Reading indices that were only counted returns
-// ErrNotWritten. Reopening the log retries the disk.
+// reading under the floor (taken on Open, every Options.FreeSpaceCheckEvery
+// appends and on every Heal) put the log into counting-only mode: Append
+// still checks and advances the index so the owner's event ordering and
+// follower replay stay coherent, but nothing more is written. The floor is
+// Options.FreeSpaceFloor, by default FloorFor the disk's size (2 GiB, or 5%
+// of a smaller disk). Status reports the cause, the floor and the free
+// space; Options.OnDegraded is called once, at the transition. Reading
+// indices that were only counted returns ErrNotWritten.
+//
+// The owner calls Heal every few seconds. When the log degraded for want of
+// space and the disk has room again, Heal leaves the mode: it stores the
+// owner's state at LastIndex as a snapshot (the counted records exist
+// nowhere else), drops the older history, which has a hole, and writes on
+// from there. Other faults stay until the log is reopened.
 //
 // # Concurrency
 //

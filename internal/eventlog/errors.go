@@ -29,6 +29,9 @@ var (
 	// ErrLowSpace marks a free-space reading under the floor; see
 	// LowSpaceError.
 	ErrLowSpace = errors.New("eventlog: free space under the floor")
+	// ErrHistoryLost marks records the log held once and lost to damage;
+	// see LossError.
+	ErrHistoryLost = errors.New("eventlog: history lost")
 )
 
 // GapError is returned by Append when the index is not LastIndex()+1. The
@@ -73,12 +76,40 @@ func (e *CompactedError) Is(target error) bool { return target == ErrCompacted }
 // LowSpaceError is the degraded-mode cause when free space fell under the
 // floor.
 type LowSpaceError struct {
+	Dir         string // the log's directory: the disk is the one holding it
 	Free, Floor uint64
 }
 
 func (e *LowSpaceError) Error() string {
-	return fmt.Sprintf("eventlog: %d bytes free, under the floor of %d", e.Free, e.Floor)
+	return fmt.Sprintf("eventlog: %d bytes free on the disk of %s, under the floor of %d", e.Free, e.Dir, e.Floor)
 }
 
 // Is makes errors.Is(err, ErrLowSpace) true.
 func (e *LowSpaceError) Is(target error) bool { return target == ErrLowSpace }
+
+// LossError says the log lost records it once held: the live file had a
+// damaged record with intact records after it (or a damaged last record
+// that was not simply cut short), or an unreadable header. The log kept
+// what came before the damage; everything after index After is gone from
+// this disk. The damaged file is kept as Saved (in the log's directory)
+// for inspection. Open reports it in Status().Recovery.Loss, and every
+// later Open too, until Reset replaces the history or the loss is
+// acknowledged (AcknowledgeLoss).
+type LossError struct {
+	After uint64
+	Saved string // empty when the damaged file could not be kept
+	Cause error  // what was found, typically a *CorruptionError
+}
+
+func (e *LossError) Error() string {
+	saved := "not kept"
+	if e.Saved != "" {
+		saved = "kept as " + e.Saved
+	}
+	return fmt.Sprintf("eventlog: history lost after index %d (damaged file %s): %v", e.After, saved, e.Cause)
+}
+
+// Is makes errors.Is(err, ErrHistoryLost) true.
+func (e *LossError) Is(target error) bool { return target == ErrHistoryLost }
+
+func (e *LossError) Unwrap() error { return e.Cause }

@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,6 +38,8 @@ type Log struct {
 
 	last       uint64 // last index counted
 	written    uint64 // last index written to disk
+	floor      uint64 // free-space floor in force; 0: no floor
+	free       uint64 // the last free-space reading; 0: none yet
 	appends    int    // since the last free-space reading
 	layout     uint64 // bumped whenever files are replaced; iterators re-seek
 	cause      error  // why the log degraded; nil while healthy
@@ -67,6 +70,10 @@ type Recovery struct {
 	// (or a newer one) could not be read; ArchiveCause says why.
 	LostArchives int
 	ArchiveCause error
+	// Loss, when set, says the log lost records it once held (a damaged
+	// middle, not a torn tail): found by this Open or an earlier one and
+	// not yet acknowledged or replaced by Reset.
+	Loss *LossError
 }
 
 // Status is a snapshot of the log's state.
@@ -80,6 +87,9 @@ type Status struct {
 	Degraded   bool
 	Cause      error
 	DegradedAt uint64
+	// Floor is the free-space floor in force (0: none) and FreeBytes the
+	// last reading of the disk's free space (0: none yet).
+	Floor, FreeBytes uint64
 	// LiveBytes is the live file's size, ArchiveBytes the archives' total.
 	LiveBytes    int64
 	Archives     int
@@ -89,10 +99,10 @@ type Status struct {
 }
 
 // Open opens or creates the log in dir and recovers it (see the package
-// doc). It fails on bad options, on files it cannot read, and on corrupt
-// archives or an unrecognisable live-file header, which it will not
-// overwrite. A write that fails while opening leaves the log degraded, not
-// an error.
+// doc). It fails on bad options and on files it cannot read. A damaged live
+// file is not an error: its good part is kept, the file itself is kept
+// aside, and Status().Recovery says what was lost. A write that fails
+// while opening leaves the log degraded, not an error.
 func Open(dir string, opts Options) (*Log, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -102,6 +112,14 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := l.open(); err != nil {
 		l.closeFiles()
 		return nil, err
+	}
+	switch opts.FreeSpaceFloor {
+	case NoFloor:
+	case 0:
+		total, _ := l.fs.TotalBytes(dir) // unknown: FloorFor(0), the fixed default
+		l.floor = FloorFor(total)
+	default:
+		l.floor = uint64(opts.FreeSpaceFloor)
 	}
 	l.checkFree()
 	return l, nil
@@ -185,6 +203,8 @@ func (l *Log) Status() Status {
 		Degraded:     l.cause != nil,
 		Cause:        l.cause,
 		DegradedAt:   l.degradedAt,
+		Floor:        l.floor,
+		FreeBytes:    l.free,
 		LiveBytes:    l.liveSize,
 		Archives:     len(l.archives),
 		Snapshots:    len(l.snaps),
@@ -237,27 +257,93 @@ func (l *Log) degrade(cause error) {
 	if l.cause != nil {
 		return
 	}
+	l.readFree() // so Status says how full the disk is, whatever the cause
+	if vfs.IsNoSpace(cause) {
+		cause = &vfs.NoSpaceError{Path: l.dir, Free: l.free, What: l.opts.Name, Err: cause}
+	}
 	l.cause = cause
 	l.degradedAt = l.written + 1
 	if l.opts.OnDegraded != nil {
 		l.opts.OnDegraded(l.Status())
 	}
+	l.notify()
+}
+
+// notify tells the owner that the degraded state or the loss changed.
+func (l *Log) notify() {
+	if l.opts.OnChange != nil {
+		l.opts.OnChange(l.Status())
+	}
+}
+
+// readFree reads the disk's free space; ok is false when statfs failed.
+func (l *Log) readFree() (uint64, bool) {
+	free, err := l.fs.FreeBytes(l.dir)
+	if err != nil {
+		return 0, false
+	}
+	l.free = free
+	return free, true
 }
 
 // checkFree degrades the log when free space is under the floor.
 func (l *Log) checkFree() {
-	if l.opts.FreeSpaceFloor == NoFloor || l.cause != nil {
+	if l.floor == 0 || l.cause != nil {
 		return
 	}
-	free, err := l.fs.FreeBytes(l.dir)
+	// A failed statfs says nothing about the disk filling up; a write that
+	// fails will.
+	if free, ok := l.readFree(); ok && free < l.floor {
+		l.degrade(&LowSpaceError{Dir: l.dir, Free: free, Floor: l.floor})
+	}
+}
+
+// healMargin is the room over the floor (or, with no floor, over nothing)
+// that Heal wants before it resumes writing, so a disk hovering at the
+// floor does not flap between the modes.
+func (l *Log) healMargin() uint64 {
+	if l.floor == 0 {
+		return 1 << 20
+	}
+	return l.floor / 8
+}
+
+// Heal is the owner's periodic disk check (every few seconds; the check
+// every FreeSpaceCheckEvery appends alone would take long to come on a
+// quiet log). On a writing log it reads the free space and degrades the
+// log when it is under the floor. On a log degraded for want of space
+// (under the floor, or a write that failed with ENOSPC) whose disk has room
+// again it leaves counting-only mode: the records only counted exist in
+// the owner's memory alone, so Heal asks snapshot for the owner's state at
+// LastIndex, stores it as the snapshot there, drops the older history (it
+// has a hole) and starts a fresh live file after it. Heal returns an error
+// only when it tried to resume and could not (the log is degraded again,
+// with that cause); snapshot is not called otherwise.
+func (l *Log) Heal(snapshot func() ([]byte, error)) error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.cause == nil:
+		l.checkFree()
+		return nil
+	case !errors.Is(l.cause, ErrLowSpace) && !vfs.IsNoSpace(l.cause):
+		return nil // another fault: reopening the log retries the disk
+	}
+	if free, ok := l.readFree(); !ok || free < l.floor+l.healMargin() {
+		return nil
+	}
+	blob, err := snapshot()
 	if err != nil {
-		// A failed statfs says nothing about the disk filling up; a write
-		// that fails will.
-		return
+		return fmt.Errorf("eventlog: heal: snapshot: %w", err)
 	}
-	if free < uint64(l.opts.FreeSpaceFloor) {
-		l.degrade(&LowSpaceError{Free: free, Floor: uint64(l.opts.FreeSpaceFloor)})
+	was := l.cause
+	l.cause = nil
+	if err := l.reset(l.last, blob); err != nil {
+		return fmt.Errorf("eventlog: heal (degraded by %v): %w", was, err)
 	}
+	l.degradedAt, l.appends = 0, 0
+	l.notify()
+	return nil
 }
 
 func (l *Log) path(name string) string { return filepath.Join(l.dir, name) }

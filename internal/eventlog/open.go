@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/skulk/skulk/internal/vfs"
 )
 
 // open lists the directory, recovers the live file and sets the indices.
@@ -60,6 +62,16 @@ func (l *Log) open() error {
 			return err
 		}
 	}
+	if n := len(l.snaps); l.live != nil && n > 0 && l.snaps[n-1] > l.last {
+		// Damage cut the live file short of the newest snapshot: the
+		// snapshot holds what the records held, so the log goes on after
+		// it (and the older history, which has a hole, goes).
+		l.live.Close()
+		l.live = nil
+		if err := l.removeArchives(len(l.archives)); err != nil {
+			l.degrade(err)
+		}
+	}
 	if l.live == nil {
 		base, err := l.baseAfterArchives()
 		if err != nil {
@@ -71,6 +83,7 @@ func (l *Log) open() error {
 			l.degrade(err)
 		}
 	}
+	l.loadLoss()
 	return nil
 }
 
@@ -104,8 +117,12 @@ func (l *Log) loadArchives() error {
 	return nil
 }
 
-// recoverLive scans events.bin, truncating a torn or corrupt tail. It leaves
-// l.live nil when the file must be started afresh.
+// recoverLive scans events.bin. A torn tail (a record cut short, or
+// zeros, as a crash leaves them) is truncated. Damage with whole records
+// after it, a damaged last record that is not simply cut short, and an
+// unreadable header are a loss: the file is kept aside, the loss is
+// recorded (see LossError), and the log goes on from the good part. It
+// leaves l.live nil when the file must be started afresh.
 func (l *Log) recoverLive() error {
 	f, err := l.fs.OpenFile(l.path(liveName), os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
@@ -130,35 +147,31 @@ func (l *Log) recoverLive() error {
 		return fmt.Errorf("eventlog: read %s: %w", liveName, err)
 	}
 	base, err := parseHeader(hdr[:])
-	if err != nil {
-		f.Close()
-		return &CorruptionError{File: liveName, Reason: err.Error()}
-	}
-	if n := len(l.archives); n > 0 && base <= l.archives[n-1].base {
-		f.Close()
+	if n := len(l.archives); err == nil && n > 0 && base <= l.archives[n-1].base {
 		if base == l.archives[n-1].base {
 			// A crash after rotation archived this file but before it was
 			// replaced: the archive holds these records.
+			f.Close()
 			return nil
 		}
-		return &CorruptionError{File: liveName, Reason: fmt.Sprintf(
-			"base index %d before the newest archive's %d", base, l.archives[n-1].base)}
+		err = fmt.Errorf("base index %d before the newest archive's %d", base, l.archives[n-1].base)
+	}
+	if err != nil {
+		return l.loseHeader(f, size, &CorruptionError{File: liveName, Reason: err.Error()})
 	}
 	d := decoder{
 		r:    bufio.NewReaderSize(io.NewSectionReader(f, headerLen, size-headerLen), 1<<16),
 		name: liveName, off: headerLen, limit: size,
 	}
 	good, want := int64(headerLen), base
-	var cause error
+	var cause *CorruptionError
 	for {
 		off := d.off
 		index, _, err := d.next()
 		if err == io.EOF {
 			break
 		}
-		var ce *CorruptionError
-		if errors.As(err, &ce) {
-			cause = ce
+		if errors.As(err, &cause) {
 			break
 		}
 		if err != nil {
@@ -176,16 +189,84 @@ func (l *Log) recoverLive() error {
 		want++
 		good = d.off
 	}
-	l.live, l.liveBase, l.liveSize = f, base, good
+	l.liveBase, l.liveSize = base, good
 	l.last, l.written = want-1, want-1
 	l.recovery.Records = want - base
-	if good < size {
-		l.recovery.DroppedBytes, l.recovery.Cause = size-good, cause
-		if err := f.Truncate(good); err != nil {
-			l.degrade(fmt.Errorf("eventlog: truncate %s: %w", liveName, err))
-		} else if err := f.Sync(); err != nil {
-			l.degrade(fmt.Errorf("eventlog: fsync %s: %w", liveName, err))
+	if good == size {
+		l.live = f
+		return nil
+	}
+	l.recovery.DroppedBytes, l.recovery.Cause = size-good, cause
+	t, err := readTail(f, good, size, want-1)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	lost := t.last
+	if lost == 0 && (t.whole || cause != nil && !cause.Torn && !t.zero) {
+		lost = want // the damaged record itself was whole: it held an event
+	}
+	if n := len(l.snaps); lost == 0 || n > 0 && l.snaps[n-1] >= lost {
+		l.live = f
+		l.truncateLive(good) // torn, or nothing lost that a snapshot lacks
+		return nil
+	}
+	saved := l.corruptName()
+	l.recordLoss(&LossError{After: want - 1, Saved: saved, Cause: cause})
+	if err := l.setAside(f, saved); err != nil {
+		l.degrade(err)
+		return l.cutInPlace(good)
+	}
+	if l.live, err = l.rebuildLive(saved, good); err != nil {
+		// No room for a copy of the good part: put the damaged file back
+		// and cut it, which needs no space; the loss stays recorded.
+		l.degrade(err)
+		if err := l.fs.Rename(l.path(saved), l.path(liveName)); err != nil {
+			return fmt.Errorf("eventlog: put %s back as %s: %w", saved, liveName, err)
 		}
+		return l.cutInPlace(good)
+	}
+	return nil
+}
+
+// cutInPlace opens the damaged live file and cuts it to its good part, when
+// it cannot be kept aside.
+func (l *Log) cutInPlace(good int64) error {
+	f, err := l.fs.OpenFile(l.path(liveName), os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return fmt.Errorf("eventlog: %w", err)
+	}
+	l.recovery.Loss.Saved = ""
+	l.live = f
+	l.truncateLive(good)
+	return nil
+}
+
+// truncateLive cuts the live file to its good part.
+func (l *Log) truncateLive(good int64) {
+	if err := l.live.Truncate(good); err != nil {
+		l.degrade(fmt.Errorf("eventlog: truncate %s: %w", liveName, err))
+	} else if err := l.live.Sync(); err != nil {
+		l.degrade(fmt.Errorf("eventlog: fsync %s: %w", liveName, err))
+	}
+}
+
+// loseHeader handles a live file whose header is unreadable (or names an
+// impossible base): nothing in it can be trusted, so it is kept aside and
+// the log starts afresh after the archives and snapshots, with the loss
+// recorded.
+func (l *Log) loseHeader(f vfs.File, size int64, cause *CorruptionError) error {
+	base, err := l.baseAfterArchives()
+	if err != nil {
+		f.Close()
+		return err
+	}
+	l.recovery.DroppedBytes, l.recovery.Cause = size, cause
+	saved := l.corruptName()
+	l.recordLoss(&LossError{After: base - 1, Saved: saved, Cause: cause})
+	if err := l.setAside(f, saved); err != nil {
+		l.recovery.Loss.Saved = ""
+		// startLive replaces the file: the damage is gone, the loss recorded.
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"errors"
+	"time"
 
 	"github.com/skulk/skulk/internal/vfs"
 )
@@ -9,8 +10,12 @@ import (
 // Defaults, from the seed: the log must never be what fills a node's disk.
 const (
 	// DefaultFreeSpaceFloor is the free space under which the log stops
-	// writing.
+	// writing, on a disk of 40 GiB or more; smaller disks get
+	// FloorFor's share of their size.
 	DefaultFreeSpaceFloor = 2 << 30
+	// FloorDivisor makes a small disk's floor its size / FloorDivisor (5%),
+	// so a 10 GiB disk is not declared full with 8 GiB free.
+	FloorDivisor = 20
 	// DefaultFreeSpaceCheckEvery is how many appends pass between free-space
 	// readings.
 	DefaultFreeSpaceCheckEvery = 1024
@@ -49,7 +54,8 @@ type Options struct {
 	// DefaultArchiveCapBytes.
 	ArchiveCapBytes int64
 	// FreeSpaceFloor is the free space under which the log degrades; 0 means
-	// DefaultFreeSpaceFloor and NoFloor disables the check.
+	// FloorFor the size of the log's filesystem, and NoFloor disables the
+	// check.
 	FreeSpaceFloor int64
 	// FreeSpaceCheckEvery is the number of appends between free-space
 	// readings; 0 means DefaultFreeSpaceCheckEvery.
@@ -61,6 +67,26 @@ type Options struct {
 	// log enters counting-only mode (possibly during Open), so the owner can
 	// log one line.
 	OnDegraded func(Status)
+	// OnChange, if set, is called on the log's goroutine whenever
+	// Status().Degraded or Status().Recovery.Loss changes after Open (the
+	// log degrades, Heal resumes writing, Reset or AcknowledgeLoss clears a
+	// loss), so an owner that reports health elsewhere can copy them.
+	OnChange func(Status)
+	// Now names the copies of damaged files (default time.Now).
+	Now func() time.Time
+	// Name says what the log is in errors, such as a full disk's
+	// (default "the event log").
+	Name string
+}
+
+// FloorFor is the default free-space floor on a filesystem of total
+// bytes: DefaultFreeSpaceFloor, or 5% of a smaller disk. An unknown size
+// (0) gets DefaultFreeSpaceFloor.
+func FloorFor(total uint64) uint64 {
+	if total == 0 {
+		return DefaultFreeSpaceFloor
+	}
+	return min(DefaultFreeSpaceFloor, total/FloorDivisor)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -73,8 +99,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ArchiveCapBytes == 0 {
 		o.ArchiveCapBytes = DefaultArchiveCapBytes
 	}
-	if o.FreeSpaceFloor == 0 {
-		o.FreeSpaceFloor = DefaultFreeSpaceFloor
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Name == "" {
+		o.Name = "the event log"
 	}
 	if o.FreeSpaceCheckEvery == 0 {
 		o.FreeSpaceCheckEvery = DefaultFreeSpaceCheckEvery

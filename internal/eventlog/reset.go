@@ -1,7 +1,9 @@
 package eventlog
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/skulk/skulk/internal/vfs"
 )
@@ -16,6 +18,10 @@ import (
 // a fresh live file starts at index+1. Open after a crash part way finds
 // either a shorter consistent history or the new start (a snapshot with no
 // live file starts the live file after it); the follower then resyncs.
+//
+// A history replaced this way no longer misses anything: a recorded loss
+// (Status().Recovery.Loss) is cleared. On a degraded log Reset only counts:
+// the next Append must be index+1, and Heal writes the state later.
 func (l *Log) Reset(index uint64, blob []byte) error {
 	switch {
 	case l.closed:
@@ -23,8 +29,14 @@ func (l *Log) Reset(index uint64, blob []byte) error {
 	case len(blob) > MaxSnapshot:
 		return fmt.Errorf("%w: snapshot of %d bytes, limit %d", ErrTooLarge, len(blob), MaxSnapshot)
 	case l.cause != nil:
-		return fmt.Errorf("eventlog: reset: %w", ErrDegraded)
+		l.last = index
+		return nil
 	}
+	return l.reset(index, blob)
+}
+
+// reset is Reset on a log that writes.
+func (l *Log) reset(index uint64, blob []byte) error {
 	fail := func(err error) error {
 		l.degrade(err)
 		return err
@@ -33,7 +45,7 @@ func (l *Log) Reset(index uint64, blob []byte) error {
 		l.live.Close()
 		l.live = nil
 	}
-	if err := l.fs.Remove(l.path(liveName)); err != nil {
+	if err := l.fs.Remove(l.path(liveName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(fmt.Errorf("eventlog: reset: remove %s: %w", liveName, err))
 	}
 	if err := l.removeArchives(len(l.archives)); err != nil {
@@ -58,6 +70,11 @@ func (l *Log) Reset(index uint64, blob []byte) error {
 	l.last, l.written = index, index
 	if err := l.startLive(index + 1); err != nil {
 		return fail(err)
+	}
+	if l.recovery.Loss != nil {
+		if err := l.clearLoss(""); err != nil {
+			return fail(err)
+		}
 	}
 	return nil
 }

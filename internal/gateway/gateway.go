@@ -246,8 +246,38 @@ type StateDocument struct {
 
 // NodeHealth is one node's health as this node sees it.
 type NodeHealth struct {
-	Healthy bool     `json:"healthy"`
-	Reasons []string `json:"reasons"` // e.g. unreachable, version_mismatch, telemetry_partial, telemetry_missing
+	Healthy bool `json:"healthy"`
+	// Status is ok, unhealthy (Reasons says why) or error: the node's
+	// writes are not durable (Persistence says why and what to do).
+	Status  string   `json:"status"`
+	Reasons []string `json:"reasons"` // e.g. unreachable, version_mismatch, telemetry_partial, telemetry_missing, persistence_degraded, history_lost
+	// Persistence lists what keeps the node from keeping what it decides:
+	// a store that stopped writing, or history its log lost.
+	Persistence []PersistenceIssue `json:"persistence,omitempty"`
+}
+
+// Health statuses.
+const (
+	HealthOK        = "ok"
+	HealthUnhealthy = "unhealthy"
+	HealthError     = "error"
+)
+
+// PersistenceIssue is one reason a node's writes are not durable.
+type PersistenceIssue struct {
+	Store   string `json:"store"`   // event_log or response_journal
+	Problem string `json:"problem"` // degraded (not writing) or history_lost
+	// Message says what happened and what to do.
+	Message string `json:"message"`
+	// Dir is the directory whose disk it concerns; FreeBytes and
+	// FloorBytes are that disk's free space and the floor under which the
+	// store does not write (0 when there is none).
+	Dir        string `json:"dir,omitempty"`
+	FreeBytes  uint64 `json:"freeBytes,omitempty"`
+	FloorBytes uint64 `json:"floorBytes,omitempty"`
+	// LostAfter is, for history_lost, the index after which the node's
+	// log lost its history.
+	LostAfter uint64 `json:"lostAfter,omitempty"`
 }
 
 // State returns the GET /state document.

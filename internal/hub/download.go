@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/vfs"
 )
 
 // Download defaults.
@@ -265,8 +266,9 @@ func (m *Manager) download(ctx context.Context, card catalog.Card, report func(P
 	if err != nil {
 		return catalog.Installation{}, err
 	}
+	what := "the download of model " + card.ID
 	if err := os.MkdirAll(partial, 0o755); err != nil {
-		return catalog.Installation{}, fmt.Errorf("hub: %w", err)
+		return catalog.Installation{}, fmt.Errorf("hub: %w", vfs.NoSpace(err, partial, what))
 	}
 	var jobs []fileJob
 	var total, have int64
@@ -291,6 +293,7 @@ func (m *Manager) download(ctx context.Context, card catalog.Card, report func(P
 		return catalog.Installation{}, err
 	}
 	defer release()
+	what = fmt.Sprintf("the download of model %s (%d bytes)", card.ID, total)
 	done := have
 	report(Progress{Model: card.ID, Done: done, Total: total})
 	sums := map[string]string{}
@@ -300,11 +303,12 @@ func (m *Manager) download(ctx context.Context, card catalog.Card, report func(P
 			report(Progress{Model: card.ID, File: j.name, Done: done, Total: total})
 		})
 		if err != nil {
-			return catalog.Installation{}, err
+			return catalog.Installation{}, vfs.NoSpace(err, partial, what)
 		}
 		sums[j.name] = sum
 	}
-	return m.cfg.Store.Publish(card, partial, sums)
+	in, err := m.cfg.Store.Publish(card, partial, sums)
+	return in, vfs.NoSpace(err, partial, what)
 }
 
 // admit reserves need bytes on the models file system, or refuses with a

@@ -111,3 +111,6 @@ func (e *SpaceError) Error() string {
 }
 
 func (e *SpaceError) Unwrap() error { return ErrNoSpace }
+
+// HTTPStatus is 507 Insufficient Storage.
+func (e *SpaceError) HTTPStatus() int { return 507 }

@@ -419,7 +419,8 @@ func TestDiskSpaceRefusal(t *testing.T) {
 	before := len(e.hub.Requests("/cdn/"))
 	_, err := e.manager(t, e.client(t, nil), func(c *ManagerConfig) { c.HeadroomBytes = 1 << 62 }).Ensure(t.Context(), card, nil)
 	var se *SpaceError
-	if !errors.As(err, &se) || !errors.Is(err, ErrNoSpace) || se.Need != 1185376 || !strings.Contains(err.Error(), "free disk space") {
+	if !errors.As(err, &se) || !errors.Is(err, ErrNoSpace) || se.Need != 1185376 || !strings.Contains(err.Error(), "free disk space") ||
+		se.HTTPStatus() != 507 {
 		t.Fatalf("got %v", err)
 	}
 	if len(e.hub.Requests("/cdn/")) != before {

@@ -11,16 +11,17 @@ type Class string
 
 // Error classes.
 const (
-	ClassInvalid     Class = "invalid_request" // the request can never succeed as sent (400)
-	ClassAuth        Class = "authentication"  // missing or wrong API key (401)
-	ClassForbidden   Class = "permission"      // the key or address may not use this route (403)
-	ClassNotFound    Class = "not_found"       // unknown model, instance, route (404)
-	ClassTooLarge    Class = "too_large"       // body or prompt over a limit (413)
-	ClassTimeout     Class = "timeout"         // the request body did not arrive in time (408)
-	ClassConflict    Class = "conflict"        // the resource is in use (409)
-	ClassUnavailable Class = "unavailable"     // may succeed later: no capacity, loading (503)
-	ClassCancelled   Class = "cancelled"       // the client or an operator cancelled (499)
-	ClassInternal    Class = "internal"        // a bug or a runner crash (500)
+	ClassInvalid     Class = "invalid_request"      // the request can never succeed as sent (400)
+	ClassAuth        Class = "authentication"       // missing or wrong API key (401)
+	ClassForbidden   Class = "permission"           // the key or address may not use this route (403)
+	ClassNotFound    Class = "not_found"            // unknown model, instance, route (404)
+	ClassTooLarge    Class = "too_large"            // body or prompt over a limit (413)
+	ClassTimeout     Class = "timeout"              // the request body did not arrive in time (408)
+	ClassConflict    Class = "conflict"             // the resource is in use (409)
+	ClassUnavailable Class = "unavailable"          // may succeed later: no capacity, loading (503)
+	ClassNoStorage   Class = "insufficient_storage" // a disk of the node is full (507)
+	ClassCancelled   Class = "cancelled"            // the client or an operator cancelled (499)
+	ClassInternal    Class = "internal"             // a bug or a runner crash (500)
 )
 
 // Error is a classified error with a message meant for the client.
@@ -57,7 +58,7 @@ func ClassOf(err error) Class {
 // for other 4xx and internal for the rest.
 func ClassOfStatus(status int) Class {
 	for _, c := range []Class{ClassInvalid, ClassAuth, ClassForbidden, ClassNotFound, ClassTooLarge, ClassTimeout,
-		ClassConflict, ClassUnavailable, ClassCancelled} {
+		ClassConflict, ClassUnavailable, ClassCancelled, ClassNoStorage} {
 		if c.HTTPStatus() == status {
 			return c
 		}
@@ -89,6 +90,8 @@ func (c Class) HTTPStatus() int {
 		return 499
 	case ClassUnavailable:
 		return 503
+	case ClassNoStorage:
+		return 507
 	}
 	return 500
 }

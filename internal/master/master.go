@@ -52,8 +52,23 @@ type Config struct {
 	MaxInstancesPerModel int
 	// SnapshotEvery saves a snapshot after this many events (0 = 1024).
 	SnapshotEvery int
-	Logger        *slog.Logger
+	// HealEvery is how often the log's disk is checked (Healer), so a
+	// filling disk is noticed and a freed one written to again (0 = 2 s).
+	HealEvery time.Duration
+	Logger    *slog.Logger
 }
+
+// Healer is the part of the event log that checks its disk on a timer
+// (eventlog.Log.Heal): it degrades the log under the free-space floor and,
+// when a degraded log's disk has room again, resumes writing from a
+// snapshot of the owner's state at the log's last index.
+type Healer interface {
+	Heal(snapshot func() ([]byte, error)) error
+}
+
+// DefaultHealEvery is how often the master and followers check the log's
+// disk.
+const DefaultHealEvery = 2 * time.Second
 
 // subscriberQueue bounds each subscriber's backlog; a subscriber that falls
 // further behind is dropped and must resubscribe from its last index.
@@ -98,6 +113,9 @@ func New(cfg Config) *Master {
 	if cfg.SnapshotEvery <= 0 {
 		cfg.SnapshotEvery = 1024
 	}
+	if cfg.HealEvery <= 0 {
+		cfg.HealEvery = DefaultHealEvery
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -115,12 +133,16 @@ func (m *Master) Run(ctx context.Context) error {
 	if err := l.bootstrap(); err != nil {
 		return err
 	}
+	heal := time.NewTicker(m.cfg.HealEvery)
+	defer heal.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case r := <-m.reqs:
 			l.serve(r)
+		case <-heal.C:
+			l.heal()
 		}
 	}
 }
@@ -293,6 +315,20 @@ func (l *loop) snapshot() {
 	}
 	if err != nil {
 		l.cfg.Logger.Warn("snapshot failed; the log still holds every event", "index", l.st.LastIndex, "err", err)
+		return
+	}
+	l.since = 0
+}
+
+// heal has the log check its disk; resuming after a degraded spell stores
+// the State as the snapshot, so every event counted meanwhile is kept.
+func (l *loop) heal() {
+	h, ok := l.cfg.Log.(Healer)
+	if !ok {
+		return
+	}
+	if err := h.Heal(func() ([]byte, error) { return state.Encode(l.st) }); err != nil {
+		l.cfg.Logger.Warn("the event log could not resume writing; events are still only counted", "err", err)
 		return
 	}
 	l.since = 0

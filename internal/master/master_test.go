@@ -14,6 +14,7 @@ import (
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/state"
 	"github.com/skulk/skulk/internal/testkit"
+	"github.com/skulk/skulk/internal/vfs"
 )
 
 const node = ids.NodeID("node-a")
@@ -193,5 +194,59 @@ func TestRefusalGivesUpOnOneNode(t *testing.T) {
 	s := mustState(t, h.m)
 	if s.Instances["p-1"].Status != state.InstanceFailed {
 		t.Fatalf("instance %+v", s.Instances["p-1"])
+	}
+}
+
+// TestDegradedLogHeals runs a master on a disk under the free-space floor:
+// it keeps deciding while its log only counts, and when the disk has room
+// again the log resumes from a snapshot of the State, so a restart finds
+// every placement, including those made while nothing was written.
+func TestDegradedLogHeals(t *testing.T) {
+	testkit.NoLeaks(t)
+	ctx := context.Background()
+	fsys := vfs.NewMemFS()
+	fsys.SetFreeBytes(1 << 20)
+	changed := make(chan eventlog.Status, 16)
+	opts := eventlog.Options{FS: fsys, FreeSpaceFloor: 64 << 20, OnChange: func(s eventlog.Status) { changed <- s }}
+	log, err := eventlog.Open("/log", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !log.Status().Degraded {
+		t.Fatal("the log writes under the floor")
+	}
+	<-changed
+	h := start(t, t.TempDir(), func(c *Config) { c.Log, c.HealEvery = log, 10*time.Millisecond })
+	defer func() { log.Close() }()
+	for _, id := range []string{"place-1", "place-2"} {
+		if _, err := h.m.Execute(ctx, event.PlaceInstance{ID: ids.CommandID(id), Model: catalog.BuiltinID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fsys.SetFreeBytes(1 << 30)
+	select {
+	case s := <-changed:
+		if s.Degraded {
+			t.Fatalf("status %+v, want writing again", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the log did not heal")
+	}
+	if _, err := h.m.Execute(ctx, event.PlaceInstance{ID: "place-3", Model: catalog.BuiltinID}); err != nil {
+		t.Fatal(err)
+	}
+	before := mustState(t, h.m)
+	h.stop()
+	log.Close()
+	log, err = eventlog.Open("/log", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed, err := Recover(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if state.Hash(replayed) != state.Hash(before) || len(replayed.Instances) != 3 {
+		t.Fatalf("after the restart: %d instances, hash equal %v", len(replayed.Instances), state.Hash(replayed) == state.Hash(before))
 	}
 }

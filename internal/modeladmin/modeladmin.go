@@ -31,6 +31,7 @@ import (
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/vfs"
 )
 
 // Downloads is this node's download tracker as model management uses it.
@@ -111,7 +112,7 @@ func modelErrorf(status int, err error, format string, args ...any) *Error {
 }
 
 // hubError maps a Hub failure to its status: offline 503, gated 401/403,
-// missing 404, unreachable 503, another Hub status 502, and anything else
+// missing 404, a full disk 507, unreachable 503, another Hub status 502, and anything else
 // (a file that is not a model this node can serve) 400.
 func hubError(what string, err error) error {
 	var se *hub.StatusError
@@ -128,6 +129,8 @@ func hubError(what string, err error) error {
 		return modelErrorf(http.StatusNotFound, err, "%s: %v", what, err)
 	case errors.As(err, &se):
 		return modelErrorf(http.StatusBadGateway, err, "%s: %v", what, err)
+	case errors.Is(err, hub.ErrNoSpace) || vfs.IsNoSpace(err):
+		return modelErrorf(http.StatusInsufficientStorage, err, "%s: %v", what, err)
 	case errors.As(err, &ue) || errors.As(err, &ne):
 		return modelErrorf(http.StatusServiceUnavailable, err, "%s: cannot reach the Hub (%v); check the network or HF_ENDPOINT, or run offline with installed models", what, err)
 	}

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/election"
+	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
 )
 
@@ -56,6 +56,10 @@ type NodeDiagnostics struct {
 	Version          string     `json:"version"`
 	Commit           string     `json:"commit"`
 	Reachable        bool       `json:"reachable"`
+	// Health is error when the node's writes are not durable, and
+	// Persistence then says why and what to do.
+	Health      string                     `json:"health"`
+	Persistence []gateway.PersistenceIssue `json:"persistence,omitempty"`
 }
 
 // ClusterDiagnostics is the GET /v1/diagnostics/cluster document.
@@ -67,9 +71,10 @@ type ClusterDiagnostics struct {
 	Refused       []Refusal         `json:"refused"`
 }
 
-func diagnostics(self ids.NodeID, ctl *controlplane.Plane, p *peers, refused *refusals) func(ctx context.Context) (any, error) {
+func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, own *persistence) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
 		positions := map[ids.NodeID]election.Position{}
+		persist := map[ids.NodeID]persistReading{}
 		if m := p.get(); m != nil {
 			for _, r := range m.Readings() {
 				if r.Key == election.PositionKey {
@@ -78,8 +83,10 @@ func diagnostics(self ids.NodeID, ctl *controlplane.Plane, p *peers, refused *re
 					}
 				}
 			}
+			persist = persistReadings(m.Readings())
 		}
 		positions[self] = ctl.Position()
+		persist[self] = own.reading()
 		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all()}
 		live := map[ids.NodeID]bool{self: true}
 		for _, n := range p.members() {
@@ -106,8 +113,13 @@ func diagnostics(self ids.NodeID, ctl *controlplane.Plane, p *peers, refused *re
 			if live[n] && pos.Version != "" && pos.Version != version {
 				doc.VersionStatus = "mismatch"
 			}
-			doc.Nodes = append(doc.Nodes, NodeDiagnostics{NodeID: n, Role: role, Term: pos.Term, LastAppliedIndex: pos.Index,
-				StateHash: pos.StateHash, Version: pos.Version, Commit: pos.Commit, Reachable: live[n]})
+			d := NodeDiagnostics{NodeID: n, Role: role, Term: pos.Term, LastAppliedIndex: pos.Index,
+				StateHash: pos.StateHash, Version: pos.Version, Commit: pos.Commit, Reachable: live[n],
+				Health: gateway.HealthOK, Persistence: persist[n].issues()}
+			if len(d.Persistence) > 0 {
+				d.Health = gateway.HealthError
+			}
+			doc.Nodes = append(doc.Nodes, d)
 		}
 		sort.Slice(doc.Nodes, func(i, j int) bool { return doc.Nodes[i].NodeID < doc.Nodes[j].NodeID })
 		return doc, nil

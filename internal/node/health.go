@@ -7,20 +7,25 @@ import (
 	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/membership"
 	"github.com/skulk/skulk/internal/state"
 	"github.com/skulk/skulk/internal/telemetry"
 )
 
 // health overlays the live readings on the State for GET /state: a node is
 // healthy when it is a reachable member of this node's network version
-// whose resource readings keep arriving.
-func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness) func(st state.State) map[ids.NodeID]gateway.NodeHealth {
+// whose resource readings keep arriving; its health is an error when what
+// it decides is not kept (a store that stopped writing, history its log
+// lost), as its persistence reading says (this node's own, first hand).
+func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness, own *persistence) func(st state.State) map[ids.NodeID]gateway.NodeHealth {
 	return func(st state.State) map[ids.NodeID]gateway.NodeHealth {
 		out := map[ids.NodeID]gateway.NodeHealth{}
 		m := p.get()
 		if m == nil {
 			return out
 		}
+		persist := persistReadings(m.Readings())
+		persist[self] = own.reading()
 		now := time.Now()
 		live := map[ids.NodeID]bool{}
 		for _, mem := range m.Members() {
@@ -62,11 +67,40 @@ func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness) func(st state
 			if v, ok := version[n]; ok && n != self && v != SoftwareVersion {
 				reasons = append(reasons, "version_mismatch")
 			}
+			issues := persist[n].issues()
+			if persist[n].Log != nil || persist[n].Journal != nil {
+				reasons = append(reasons, "persistence_degraded")
+			}
+			if persist[n].Lost != nil {
+				reasons = append(reasons, "history_lost")
+			}
 			if reasons == nil {
 				reasons = []string{}
 			}
-			out[n] = gateway.NodeHealth{Healthy: len(reasons) == 0, Reasons: reasons}
+			h := gateway.NodeHealth{Healthy: len(reasons) == 0, Status: gateway.HealthOK, Reasons: reasons, Persistence: issues}
+			switch {
+			case len(issues) > 0:
+				h.Status = gateway.HealthError
+			case !h.Healthy:
+				h.Status = gateway.HealthUnhealthy
+			}
+			out[n] = h
 		}
 		return out
 	}
+}
+
+// persistReadings decodes the members' persistence readings.
+func persistReadings(rs []membership.Reading) map[ids.NodeID]persistReading {
+	out := map[ids.NodeID]persistReading{}
+	for _, r := range rs {
+		if r.Key != persistKey {
+			continue
+		}
+		var v persistReading
+		if json.Unmarshal(r.Value, &v) == nil {
+			out[r.Node] = v
+		}
+	}
+	return out
 }

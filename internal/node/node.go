@@ -93,6 +93,8 @@ type fabric struct {
 
 	id        ids.NodeID
 	elog      *eventlog.Log
+	persist   *persistence
+	terms     *eventlog.TermStore
 	mods      *models
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
@@ -140,18 +142,23 @@ func (n *fabric) openHome() error {
 // and the response journal.
 func (n *fabric) openStores() error {
 	log := n.log
-	elog, err := eventlog.Open(filepath.Join(n.cfg.Home, "log"), eventlog.Options{
-		OnDegraded: func(s eventlog.Status) {
-			log.Error("event log degraded: events are counted but no longer written; free disk space and restart", "cause", s.Cause)
-		},
-	})
+	logDir := LogDir(n.cfg.Home)
+	n.persist = &persistence{logDir: logDir, log: log.With("component", "persistence")}
+	elog, err := eventlog.Open(logDir, n.persist.logOptions(n.cfg.LogFreeFloor))
 	if err != nil {
-		return fmt.Errorf("node: open the event log: %w", err)
+		return fmt.Errorf("node: open the event log in %s: %w", logDir, err)
 	}
 	n.elog = elog
 	n.onClose(func() { elog.Close() })
-	if rec := elog.Status().Recovery; rec.DroppedBytes > 0 {
-		log.Warn("event log recovered from a torn or corrupt tail", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
+	n.persist.logChanged(elog.Status())
+	n.noteLoss(elog.Status().Recovery)
+	var damaged *eventlog.TermDamagedError
+	switch n.terms, err = eventlog.OpenTermStore(filepath.Join(n.cfg.Home, "term"), nil); {
+	case errors.As(err, &damaged):
+		log.Error("the stored election term was damaged: this node's next term follows its log's and the cluster's; if it may have led the "+
+			"cluster since its log's last event, start it with the others, not alone", "err", err)
+	case err != nil:
+		return fmt.Errorf("node: %w", err)
 	}
 	mods, err := newModels(n.cfg, n.id, n.metrics, log.With("component", "models"))
 	if err != nil {
@@ -169,6 +176,7 @@ func (n *fabric) openStores() error {
 		return fmt.Errorf("node: %w (the directory holds the conversations of stored responses; moving it aside starts an empty one)", err)
 	}
 	n.responses = responses
+	n.persist.responses = responses
 	n.onClose(func() {
 		if err := responses.Close(); err != nil {
 			log.Warn("closing the response journal", "error", err)
@@ -199,7 +207,8 @@ func (n *fabric) openCluster() error {
 func (n *fabric) buildServices() error {
 	log := n.log
 	n.ctl = controlplane.New(controlplane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
-		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log})
+		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
+		Terms: n.terms})
 	n.onClose(n.ctl.Stop)
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
@@ -213,8 +222,8 @@ func (n *fabric) buildServices() error {
 	n.onClose(n.remote.Wait)
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
-		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval)),
-		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused)})
+		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval), n.persist),
+		Diagnostics: diagnostics(n.id, positioned{n.ctl, n.persist}, &n.peers, &n.refused, n.persist)})
 	return nil
 }
 
@@ -297,6 +306,43 @@ func (n *fabric) joinCluster() error {
 	return nil
 }
 
+// noteLoss reports history the event log lost when it opened: the node
+// serves on with the log's good part (and an error in its health) until it
+// takes the history back from a master or an operator acknowledges it.
+func (n *fabric) noteLoss(rec eventlog.Recovery) {
+	switch {
+	case rec.Loss != nil:
+		// The term of the last event kept ranks the node in elections.
+		st, err := master.Recover(n.elog)
+		if err != nil {
+			n.log.Error("cannot replay the event log's good part", "err", err)
+		}
+		n.persist.setLoss(rec.Loss, st.Term)
+		n.log.Error("the event log lost history: this node will not lead with it while another member holds more; it takes the history back "+
+			"from the master, or run `skulk doctor --ack-log-loss` to go on without it", "lost_after", rec.Loss.After, "saved", rec.Loss.Saved,
+			"cause", rec.Loss.Cause)
+	case rec.DroppedBytes > 0:
+		n.log.Warn("event log recovered from a torn tail (a write a crash cut short)", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
+	}
+}
+
+// warning is the API's X-Skulk-Warning: what keeps this node, or the master
+// that keeps the cluster's decisions, from keeping what a request changes.
+func (n *fabric) warning() string {
+	parts := []string{}
+	if w := n.persist.reading().warning(n.id); w != "" {
+		parts = append(parts, w)
+	}
+	if leader := n.ctl.Leader(); leader != "" && leader != n.id {
+		if m := n.peers.get(); m != nil {
+			if w := persistReadings(m.Readings())[leader].warning(leader); w != "" {
+				parts = append(parts, w)
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 // reportAsWorker reports a fact about this node to the master.
 func (n *fabric) reportAsWorker(ctx context.Context, ev event.Event) error {
 	return n.ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: n.id}, ev)
@@ -321,6 +367,7 @@ func (n *fabric) buildAPI() error {
 		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
+			Warning: n.warning,
 		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
@@ -347,7 +394,7 @@ func (n *fabric) serve(ctx context.Context) error {
 		})
 	}
 	changed := make(chan struct{}, 1)
-	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: recordingRoles{n.ctl, n.timeline}, Changed: changed,
+	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: recordingRoles{positioned{n.ctl, n.persist}, n.timeline}, Changed: changed,
 		NetworkVer: n.secret.key.NetworkVersion(), Logger: log.With("component", "election")})
 	run("membership events", func() error {
 		for ev := range n.mem.Events() {
@@ -362,6 +409,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	})
 	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, log); return nil })
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
+	run("persistence", func() error { n.persist.run(ctx, n.mem.Publish); return nil })
 	run("election", func() error { return elect.Run(ctx) })
 	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })

@@ -33,7 +33,24 @@ type Config struct {
 	Fresh bool
 	// RetryDelay is the pause before reconnecting (default 200 ms).
 	RetryDelay time.Duration
-	Logger     *slog.Logger
+	// HealEvery is how often a Log that is a master.Healer checks its
+	// disk (default master.DefaultHealEvery).
+	HealEvery time.Duration
+	// Terms, when set, is raised to the term of every event and snapshot
+	// the follower takes, so this node never elects itself in a term it
+	// has seen, whatever happens to its log.
+	Terms  Terms
+	Logger *slog.Logger
+}
+
+// Terms is the durable record of the highest term (eventlog.TermStore).
+type Terms interface {
+	Raise(term uint64) error
+}
+
+// healer is the optional disk check of the Log (see master.Healer).
+type healer interface {
+	Heal(snapshot func() ([]byte, error)) error
 }
 
 // subscriberQueue bounds a local subscriber's backlog.
@@ -54,6 +71,9 @@ type Follower struct {
 func New(cfg Config) *Follower {
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = 200 * time.Millisecond
+	}
+	if cfg.HealEvery <= 0 {
+		cfg.HealEvery = 2 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -122,10 +142,14 @@ func (f *Follower) Run(ctx context.Context) error {
 	}
 	defer stop()
 	start()
+	heal := time.NewTicker(f.cfg.HealEvery)
+	defer heal.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-heal.C:
+			l.heal()
 		case <-retry:
 			retry = nil
 			start()
@@ -193,6 +217,7 @@ func (l *followerLoop) apply(fr frame) error {
 			l.f.cfg.Logger.Warn("installing the master's snapshot; this node's own log is discarded",
 				"own_last_index", old, "own_term", l.st.Term, "master_index", snap.LastIndex, "master_term", snap.Term)
 		}
+		l.raiseTerm(snap.Term)
 		if err := l.f.cfg.Log.Reset(uint64(snap.LastIndex), fr.Snapshot); err != nil {
 			return fmt.Errorf("reset the local log: %w", err)
 		}
@@ -214,6 +239,7 @@ func (l *followerLoop) apply(fr frame) error {
 		if err != nil {
 			return err
 		}
+		l.raiseTerm(ie.Term)
 		if err := l.f.cfg.Log.Append(uint64(ie.Index), fr.Event); err != nil {
 			return fmt.Errorf("append to the local log: %w", err)
 		}
@@ -223,6 +249,29 @@ func (l *followerLoop) apply(fr frame) error {
 		return nil
 	}
 	return fmt.Errorf("%w: a follow frame with neither snapshot nor event", ErrFrame)
+}
+
+// heal has the log check its disk (see master.Healer).
+func (l *followerLoop) heal() {
+	h, ok := l.f.cfg.Log.(healer)
+	if !ok {
+		return
+	}
+	if err := h.Heal(func() ([]byte, error) { return state.Encode(l.st) }); err != nil {
+		l.f.cfg.Logger.Warn("the event log could not resume writing; events are still only counted", "err", err)
+	}
+}
+
+// raiseTerm stores a term the follower takes, before its log holds it. A
+// failure (a full disk, which the node's health reports) does not stop the
+// follower: the term is then at risk only if this node restarts alone.
+func (l *followerLoop) raiseTerm(term ids.Term) {
+	if l.f.cfg.Terms == nil || term <= l.st.Term {
+		return
+	}
+	if err := l.f.cfg.Terms.Raise(uint64(term)); err != nil {
+		l.f.cfg.Logger.Error("cannot store the master's term", "term", term, "err", err)
+	}
 }
 
 func (l *followerLoop) serve(r any) {

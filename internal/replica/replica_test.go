@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func (c *cluster) dial(ctx context.Context) (io.ReadWriteCloser, error) {
 	return d.DialContext(ctx, "tcp", c.ln.Addr().String())
 }
 
-func startFollower(t *testing.T, c *cluster, dir string, fresh bool) *Follower {
+func startFollower(t *testing.T, c *cluster, dir string, fresh bool, terms ...Terms) *Follower {
 	t.Helper()
 	log, err := eventlog.Open(dir, eventlog.Options{FreeSpaceFloor: eventlog.NoFloor, Sync: eventlog.SyncManual})
 	if err != nil {
@@ -113,7 +114,11 @@ func startFollower(t *testing.T, c *cluster, dir string, fresh bool) *Follower {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := New(Config{Node: followerNode, Log: log, State: st, Dial: c.dial, Fresh: fresh, RetryDelay: 20 * time.Millisecond})
+	cfg := Config{Node: followerNode, Log: log, State: st, Dial: c.dial, Fresh: fresh, RetryDelay: 20 * time.Millisecond}
+	if len(terms) > 0 {
+		cfg.Terms = terms[0]
+	}
+	f := New(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); f.Run(ctx) }()
@@ -293,5 +298,23 @@ func TestWireErrorKeepsStatusAndClass(t *testing.T) {
 		if !errors.As(got, &re) || re.HTTPStatus() != tc.status || infer.ClassOf(got) != tc.class || re.Error() != tc.err.Error() {
 			t.Errorf("%v: got %+v (class %s), want %d %s", tc.err, re, infer.ClassOf(got), tc.status, tc.class)
 		}
+	}
+}
+
+// TestFollowerStoresTerms: a follower stores the term of what it takes
+// from the master, from a snapshot and from events, so that it never
+// elects itself in a term it has seen, whatever happens to its log.
+func TestFollowerStoresTerms(t *testing.T) {
+	testkit.NoLeaks(t)
+	c := startMaster(t, t.TempDir())
+	place(t, c.m.Execute, "p-1")
+	terms, err := eventlog.OpenTermStore(filepath.Join(t.TempDir(), "term"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := startFollower(t, c, t.TempDir(), true, terms)
+	st := converge(t, c, f)
+	if st.Term == 0 || terms.Current() != uint64(st.Term) {
+		t.Fatalf("stored term %d, the master's %d", terms.Current(), st.Term)
 	}
 }

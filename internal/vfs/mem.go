@@ -18,6 +18,10 @@ import (
 // far above any free-space floor, so tests opt in to a full disk.
 const DefaultMemFreeBytes = 1 << 40
 
+// DefaultMemTotalBytes is what MemFS.TotalBytes reports until
+// SetTotalBytes.
+const DefaultMemTotalBytes = 1 << 44
+
 // WriteHook is consulted before every write to a MemFS file. It returns how
 // many bytes of p to write and the error to return; when err is nil all of p
 // is written whatever n says. It runs with the MemFS lock held, so it must
@@ -44,10 +48,11 @@ func FailAfter(limit int64, err error) WriteHook {
 // MemFS is an in-memory FS that remembers what is durable (see the package
 // doc). The zero value is not usable; call NewMemFS.
 type MemFS struct {
-	mu   sync.Mutex // guards everything below and every memNode reachable from root
-	root *memNode
-	hook WriteHook
-	free uint64
+	mu    sync.Mutex // guards everything below and every memNode reachable from root
+	root  *memNode
+	hook  WriteHook
+	free  uint64
+	total uint64
 }
 
 var _ FS = (*MemFS)(nil)
@@ -69,7 +74,7 @@ func newDir() *memNode {
 
 // NewMemFS returns an empty MemFS whose root directory exists and is durable.
 func NewMemFS() *MemFS {
-	return &MemFS{root: newDir(), free: DefaultMemFreeBytes}
+	return &MemFS{root: newDir(), free: DefaultMemFreeBytes, total: DefaultMemTotalBytes}
 }
 
 // SetWriteHook installs h (nil removes it).
@@ -84,6 +89,13 @@ func (m *MemFS) SetFreeBytes(n uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.free = n
+}
+
+// SetTotalBytes sets what TotalBytes reports.
+func (m *MemFS) SetTotalBytes(n uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.total = n
 }
 
 // Crash returns the filesystem as a power loss now would leave it: only
@@ -124,7 +136,7 @@ func (m *MemFS) crash(content func(synced, data []byte) []byte) *MemFS {
 		}
 		return c
 	}
-	return &MemFS{root: clone(m.root), free: m.free}
+	return &MemFS{root: clone(m.root), free: m.free, total: m.total}
 }
 
 // split turns a name into path elements below the root.
@@ -487,4 +499,14 @@ func (f *memFile) Close() error {
 	}
 	f.closed = true
 	return nil
+}
+
+// TotalBytes implements FS; see SetTotalBytes.
+func (m *MemFS) TotalBytes(name string) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, err := m.lookupLocked("statfs", name); err != nil {
+		return 0, err
+	}
+	return m.total, nil
 }

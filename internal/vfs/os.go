@@ -54,3 +54,6 @@ func (OS) SyncDir(name string) error {
 
 // FreeBytes implements FS with statfs(2).
 func (OS) FreeBytes(name string) (uint64, error) { return freeBytes(name) }
+
+// TotalBytes implements FS with statfs(2).
+func (OS) TotalBytes(name string) (uint64, error) { return totalBytes(name) }

@@ -56,4 +56,6 @@ type FS interface {
 	// FreeBytes reports the bytes available to an unprivileged writer on the
 	// filesystem holding name.
 	FreeBytes(name string) (uint64, error)
+	// TotalBytes reports the size of the filesystem holding name.
+	TotalBytes(name string) (uint64, error)
 }

@@ -38,6 +38,8 @@ func ErrorType(c infer.Class) (typ, code string) {
 		return "service_unavailable_error", "unavailable"
 	case infer.ClassCancelled:
 		return "cancelled_error", "cancelled"
+	case infer.ClassNoStorage:
+		return "server_error", "insufficient_storage"
 	}
 	return "server_error", "internal_error"
 }

@@ -75,6 +75,15 @@ func (s *Store) Get(id string) ([]infer.Message, bool) {
 	return e.msgs, ok
 }
 
+// Each calls f with every response kept, oldest first.
+func (s *Store) Each(f func(id string, msgs []infer.Message)) {
+	for _, id := range s.order[s.head:] {
+		if e, ok := s.entries[id]; ok && id != "" {
+			f(id, e.msgs)
+		}
+	}
+}
+
 // Len returns the number of responses kept.
 func (s *Store) Len() int { return len(s.entries) }
 

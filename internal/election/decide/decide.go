@@ -11,6 +11,15 @@
 // election raises the term, so events of a deposed master carry a lower
 // term and are rejected. Between two masters (a healed partition) the
 // higher term wins and the other steps down.
+//
+// A member whose log lost history (damage on its disk, not acknowledged by
+// an operator) is ranked by what it is known to hold, the position where
+// the loss begins, not by the position it reports: it wins only when no
+// other member holds more of that history, and loses a tie to a member
+// whose log is whole. Should it claim the role while alone (its history is
+// all there is), it keeps it only until a member appears that holds more of
+// the history it lost and did not get it from this claim; that member then
+// takes the role in a higher term and the lossy node resyncs from it.
 package decide
 
 import (
@@ -31,6 +40,32 @@ type Member struct {
 	// Compatible is false for members of another network version, which
 	// never take part.
 	Compatible bool
+	// Master is the master the member's log names at its last event.
+	Master ids.NodeID
+	// Lost, when set, says the member's log lost history after a position.
+	Lost *Loss
+}
+
+// Loss is where a member's log lost its history: after index After, whose
+// event was of term Term.
+type Loss struct {
+	After ids.Index
+	Term  ids.Term
+}
+
+// held is the log position a member is known to hold.
+func (m Member) held() (ids.Term, ids.Index) {
+	if m.Lost != nil {
+		return m.Lost.Term, m.Lost.After
+	}
+	return m.Term, m.Index
+}
+
+// holdsMore reports whether a's log is known to hold more than b's.
+func holdsMore(a, b Member) bool {
+	at, ai := a.held()
+	bt, bi := b.held()
+	return at > bt || at == bt && ai > bi
 }
 
 // View is what one node knows when it decides.
@@ -58,11 +93,11 @@ type Outcome struct {
 
 // better reports whether a is preferred over b as a new master.
 func better(a, b Member) bool {
-	if a.Term != b.Term {
-		return a.Term > b.Term
+	if holdsMore(a, b) || holdsMore(b, a) {
+		return holdsMore(a, b)
 	}
-	if a.Index != b.Index {
-		return a.Index > b.Index
+	if (a.Lost == nil) != (b.Lost == nil) {
+		return a.Lost == nil
 	}
 	if a.StartedAtUnixMs != b.StartedAtUnixMs {
 		return a.StartedAtUnixMs < b.StartedAtUnixMs
@@ -95,7 +130,7 @@ func Decide(v View) Outcome {
 			best = m
 		}
 	}
-	if claimant != nil {
+	if claimant != nil && !outheld(claimant, v.Members) {
 		out := Outcome{Master: claimant.Node, Term: claimant.MasterOf, Claimed: true}
 		out.StepDown = selfClaim > 0 && claimant.Node != v.Self
 		return out
@@ -104,4 +139,30 @@ func Decide(v View) Outcome {
 		return Outcome{}
 	}
 	return Outcome{Master: best.Node, Term: maxTerm + 1, Elect: best.Node == v.Self}
+}
+
+// outheld reports whether a claimant whose log lost history must give the
+// role up: a member whose log is whole holds more of the history the
+// claimant lost, and did not get it from the claimant (its log does not end
+// in the claimant's reign; it may end in a term of the same number that
+// another master led, while the claimant was away).
+func outheld(c *Member, members []Member) bool {
+	if c.Lost == nil {
+		return false
+	}
+	for _, m := range members {
+		fromClaimant := m.Term >= c.MasterOf && m.Master == c.Node
+		if m.Compatible && m.Lost == nil && !fromClaimant && holdsMore(m, *c) {
+			return true
+		}
+	}
+	return false
+}
+
+// NextTerm is the term a node takes the master role in: the term the
+// election decided, but always above the term of its own log and above the
+// highest term it stored (one a truncated or damaged log no longer shows),
+// so that no node serves two histories under one term.
+func NextTerm(decided, logTerm, stored ids.Term) ids.Term {
+	return max(decided, logTerm+1, stored+1)
 }

@@ -12,6 +12,18 @@ func m(node string, term, index uint64, started int64, masterOf uint64) Member {
 	return Member{Node: ids.NodeID(node), Term: ids.Term(term), Index: ids.Index(index), StartedAtUnixMs: started, MasterOf: ids.Term(masterOf), Compatible: true}
 }
 
+// follows names the master a member's log names.
+func follows(mb Member, master string) Member {
+	mb.Master = ids.NodeID(master)
+	return mb
+}
+
+// lost marks a member's log as having lost its history after (term, index).
+func lost(mb Member, term, index uint64) Member {
+	mb.Lost = &Loss{After: ids.Index(index), Term: ids.Term(term)}
+	return mb
+}
+
 func TestDecide(t *testing.T) {
 	cases := []struct {
 		name    string
@@ -38,6 +50,32 @@ func TestDecide(t *testing.T) {
 		{"fresh cluster", "a", []Member{m("a", 0, 0, 5, 0), m("b", 0, 0, 6, 0)},
 			Outcome{Master: "a", Term: 1, Elect: true}},
 		{"nobody eligible", "a", nil, Outcome{}},
+
+		// History lost to damage: ranked by the position where the loss begins.
+		{"lost history does not lead over a member holding more", "a", []Member{lost(m("a", 3, 5, 1, 0), 3, 5), m("b", 3, 8, 90, 0)},
+			Outcome{Master: "b", Term: 4}},
+		{"lost history ranks by the loss, not by what it reports", "b", []Member{lost(m("a", 9, 50, 1, 0), 3, 5), m("b", 3, 8, 90, 0)},
+			Outcome{Master: "b", Term: 10, Elect: true}},
+		{"a tie goes to the whole log", "a", []Member{lost(m("a", 3, 8, 1, 0), 3, 8), m("b", 3, 8, 90, 0)},
+			Outcome{Master: "b", Term: 4}},
+		{"lost history alone still leads", "a", []Member{lost(m("a", 3, 5, 1, 0), 3, 5)},
+			Outcome{Master: "a", Term: 4, Elect: true}},
+		{"lost history leads over members holding less", "a", []Member{lost(m("a", 3, 5, 1, 0), 3, 5), m("b", 0, 0, 90, 0)},
+			Outcome{Master: "a", Term: 4, Elect: true}},
+		{"an empty joiner does not depose a lossy master", "b", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("b", 0, 0, 90, 0)},
+			Outcome{Master: "a", Term: 4, Claimed: true}},
+		{"nor does a member that followed it", "c", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), follows(m("c", 4, 12, 90, 0), "a")},
+			Outcome{Master: "a", Term: 4, Claimed: true}},
+		{"a member of the same term under another master takes over", "b", []Member{lost(m("a", 2, 26, 1, 2), 1, 24), follows(m("b", 2, 48, 90, 0), "c")},
+			Outcome{Master: "b", Term: 3, Elect: true}},
+		{"as does one that followed it before its loss", "b", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), follows(m("b", 3, 9, 90, 0), "a")},
+			Outcome{Master: "b", Term: 5, Elect: true}},
+		{"a member holding the lost history takes over", "b", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("b", 3, 9, 90, 0)},
+			Outcome{Master: "b", Term: 5, Elect: true}},
+		{"meanwhile the lossy master waits for it", "a", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("b", 3, 9, 90, 0)},
+			Outcome{Master: "b", Term: 5}},
+		{"and steps down once it claims", "a", []Member{lost(m("a", 4, 12, 1, 4), 3, 5), m("b", 5, 10, 90, 5)},
+			Outcome{Master: "b", Term: 5, StepDown: true, Claimed: true}},
 	}
 	for _, c := range cases {
 		got := Decide(View{Self: ids.NodeID(c.self), Members: c.members})
@@ -55,7 +93,11 @@ func TestViewsAgree(t *testing.T) {
 		n := 1 + rng.IntN(6)
 		var members []Member
 		for i := 0; i < n; i++ {
-			members = append(members, m("n"+strconv.Itoa(i), uint64(rng.IntN(3)), uint64(rng.IntN(4)), int64(rng.IntN(3)), 0))
+			mb := m("n"+strconv.Itoa(i), uint64(rng.IntN(3)), uint64(rng.IntN(4)), int64(rng.IntN(3)), 0)
+			if rng.IntN(3) == 0 {
+				mb = lost(mb, uint64(rng.IntN(int(mb.Term)+1)), uint64(rng.IntN(int(mb.Index)+1)))
+			}
+			members = append(members, mb)
 		}
 		var first Outcome
 		electors := 0
@@ -76,5 +118,24 @@ func TestViewsAgree(t *testing.T) {
 		if electors != 1 {
 			t.Fatalf("%d nodes elect themselves in %+v", electors, members)
 		}
+	}
+}
+
+func TestNextTerm(t *testing.T) {
+	tests := []struct {
+		name                          string
+		decided, logTerm, stored, out ids.Term
+	}{
+		{"fresh", 1, 0, 0, 1},
+		{"as decided", 5, 3, 4, 5},
+		{"the log is ahead of the view", 3, 4, 0, 5},
+		{"the log was cut back", 4, 3, 7, 8},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := NextTerm(tt.decided, tt.logTerm, tt.stored); got != tt.out {
+				t.Fatalf("NextTerm(%d, %d, %d) = %d, want %d", tt.decided, tt.logTerm, tt.stored, got, tt.out)
+			}
+		})
 	}
 }
