@@ -398,7 +398,7 @@ type loaded struct {
 	steps   *stepper // batches the decode steps of m's tasks
 	enc     *encoderModel
 	stage   *stageRun // set when the runner is one stage of a pipeline
-	context int // tokens per task, prompt included
+	context int       // tokens per task, prompt included
 	chat    chatSetup
 	vocab   lazyVocab // the grammar vocabulary, built on the first constrained task
 }
