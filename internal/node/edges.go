@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/pipeline"
-	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/transport"
 )
 
