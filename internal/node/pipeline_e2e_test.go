@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -63,5 +64,57 @@ func TestPipelineAcrossNodes(t *testing.T) {
 	req["logprobs"] = true
 	if code, b := nodes[1].do("POST", "/v1/chat/completions", req); code != 400 || !strings.Contains(string(b), "logprobs") {
 		t.Fatalf("logprobs on a pipeline: %d %s", code, b)
+	}
+
+	// Killing the later rank's runner mid-stream ends the request with an
+	// error event within 5 s, and the pipeline comes back.
+	_, b = nodes[0].do("GET", "/state", nil)
+	var st struct {
+		Instances map[string]struct {
+			Placement []struct {
+				Node string `json:"node"`
+			} `json:"placement"`
+		} `json:"instances"`
+	}
+	json.Unmarshal(b, &st)
+	later := nodes[1]
+	if st.Instances[r.InstanceID].Placement[1].Node == nodeID(nodes[0].home) {
+		later = nodes[0]
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var killed time.Time
+	res, err := nodes[0].stream(ctx, storyRequest(true, 100000), func(i int, _ string) {
+		if i == 2 {
+			pids := runnerPIDs(later.cmd.Process.Pid)
+			if len(pids) != 1 {
+				t.Errorf("the later rank's node runs runners %v", pids)
+			}
+			for _, p := range pids {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			killed = time.Now()
+		}
+	})
+	if err != nil || res.errMsg == "" {
+		t.Fatalf("the stream after rank 1 was killed: %+v %v", res, err)
+	}
+	if d := time.Since(killed); d > 5*time.Second {
+		t.Fatalf("the error came %v after the kill", d)
+	}
+	t.Logf("error event %v after the kill: %s", time.Since(killed), res.errMsg)
+	for _, n := range nodes {
+		n.waitStatus(r.InstanceID, "ready")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, b := nodes[1].do("POST", "/v1/chat/completions", storyRequest(false, 64))
+		if code == 200 && strings.Contains(string(b), llamaCppStory[:40]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart: %d %s", code, b)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
