@@ -110,6 +110,7 @@ type fabric struct {
 	gw        *gateway.Gateway
 	ep        *transport.Endpoint
 	ln        net.Listener
+	edges     *edges
 	mem       *membership.Membership
 	access    *apiAccess
 	srv       *http.Server
@@ -216,6 +217,7 @@ func (n *fabric) buildServices() error {
 		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
 		Resolve: n.mods.resolve,
 		Guard:   guard(n.mods.catalog, n.cfg.MemoryBudget),
+		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.socketFor(inst, placement) },
 		Logger:  log.With("component", "worker"),
 	})
 	n.remote = &gateway.Remote{}
@@ -238,6 +240,17 @@ func (n *fabric) serveTask(ctx context.Context, node ids.NodeID, inst ids.Instan
 // openListeners binds the QUIC endpoint (control, data and response
 // lookups from other nodes) and the API's TCP port.
 func (n *fabric) openListeners() error {
+	// The edge socket first: the QUIC endpoint's edge streams need it.
+	edges, eln, err := openEdges(n.cfg.Home, n.id, func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
+		return n.peers.dial(n.ep, transport.ALPNEdge)(ctx, node)
+	}, n.log.With("component", "edges"))
+	if err != nil {
+		return err
+	}
+	n.edges = edges
+	ectx, stopEdges := context.WithCancel(context.Background())
+	go edges.relay.Serve(ectx, eln)
+	n.onClose(func() { stopEdges(); eln.Close() })
 	ep, err := transport.Listen(transport.Config{
 		Identity: n.ident, ClusterKey: n.secret.key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
 		OnRefusal:  n.refused.add,
@@ -246,6 +259,7 @@ func (n *fabric) openListeners() error {
 			transport.ALPNControl:   serveStreams(n.serveControl),
 			transport.ALPNData:      serveStreams(n.serveData),
 			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
+			transport.ALPNEdge:      serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) { n.edges.serveEdge(ctx, c, s) }),
 		},
 	})
 	if err != nil {

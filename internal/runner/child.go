@@ -76,6 +76,8 @@ type server struct {
 	running int
 	done    chan *task // running tasks report here when they have sent their last chunk
 	closing bool
+	// stageGone is set once a pipeline stage's end was seen.
+	stageGone bool
 
 	embeds    map[string]*embedTask // embed tasks, queued and running (counted in running)
 	embedQ    []*embedTask          // queued, oldest first
@@ -158,6 +160,14 @@ func (s *server) loop(ctx context.Context, lines <-chan readResult, writeErr <-c
 			delete(s.embeds, t.id)
 			s.running--
 			s.startQueued()
+		case <-s.stageDone():
+			err := s.model.stage.stage.Err()
+			s.log.Error("pipeline stage stopped; shutting down", "err", err)
+			if !s.closing {
+				s.status(Status{State: StateFailed, Reason: fmt.Sprintf("pipeline stage stopped: %v", err)})
+			}
+			s.shutdown("pipeline stage stopped")
+			s.stageGone = true
 		case err := <-writeErr:
 			s.log.Error("stdout failed; shutting down", "err", err)
 			s.shutdown("stdout failed")
@@ -166,6 +176,14 @@ func (s *server) loop(ctx context.Context, lines <-chan readResult, writeErr <-c
 			s.shutdown("context ended")
 		}
 	}
+}
+
+// stageDone is the pipeline stage's end, nil when there is none to watch.
+func (s *server) stageDone() <-chan struct{} {
+	if s.model == nil || s.model.stage == nil || s.stageGone {
+		return nil
+	}
+	return s.model.stage.stage.Done()
 }
 
 func (s *server) handle(c Command) {
@@ -246,6 +264,8 @@ func (s *server) generate(g GenerateCmd) {
 		refuse = infer.Errorf(infer.ClassUnavailable, "the runner is not ready (state %q)", s.state)
 	case s.model.enc != nil:
 		refuse = s.model.enc.refuseGenerate(g.Request.Model)
+	case s.model.stage != nil && !s.model.stage.first:
+		refuse = infer.Errorf(infer.ClassInvalid, "this runner is a later stage of a pipeline; tasks go to rank 0")
 	}
 	if refuse != nil {
 		s.send(Message{Type: TypeChunk, Task: g.Task, Chunk: &infer.Chunk{Kind: infer.ChunkError, Error: refuse}})
@@ -377,7 +397,8 @@ type loaded struct {
 	m       *engine.Model
 	steps   *stepper // batches the decode steps of m's tasks
 	enc     *encoderModel
-	context int // tokens per task, prompt included
+	stage   *stageRun // set when the runner is one stage of a pipeline
+	context int       // tokens per task, prompt included
 	chat    chatSetup
 	vocab   lazyVocab // the grammar vocabulary, built on the first constrained task
 }
@@ -385,6 +406,11 @@ type loaded struct {
 func (l *loaded) close() {
 	if l.enc != nil {
 		l.enc.close()
+		return
+	}
+	if l.stage != nil {
+		l.stage.close()
+		l.m.Close()
 		return
 	}
 	l.steps.close()

@@ -13,8 +13,7 @@ import (
 )
 
 // ErrShardUnsupported is the load failure for a layer range that is not the
-// whole model: pipeline stages need the data plane, which runners do not
-// join yet.
+// whole model and comes without pipeline wiring (LoadSpec.Pipeline).
 var ErrShardUnsupported = errors.New("runner: only whole models are served; pipeline shards are not supported yet")
 
 // loadEvent is the loader's report: warming, then the model or an error.
@@ -47,6 +46,9 @@ func loadModel(spec LoadSpec, kernels string, log *slog.Logger, ch chan<- loadEv
 func openModel(spec LoadSpec, kernels string, log *slog.Logger, warming func()) (*loaded, error) {
 	if spec.ModelPath == "" {
 		return nil, errors.New("runner: load: model_path is required")
+	}
+	if spec.Pipeline != nil {
+		return openStage(spec, kernels, log, warming)
 	}
 	whole := spec.Start == 0 && spec.End == 0
 	if !whole && !(spec.Start == 0 && spec.First && spec.Last) {

@@ -49,6 +49,20 @@ type LoadSpec struct {
 	ChatTemplateOverride string `json:"chat_template_override,omitempty"` // replaces the GGUF's template
 	Instance             string `json:"instance,omitempty"`
 	Rank                 int    `json:"rank"`
+	// Pipeline, when set, makes the runner one stage of a model split by
+	// layers: it loads blocks [Start, End) and joins its neighbours through
+	// the node's edge socket.
+	Pipeline *PipelineSpec `json:"pipeline,omitempty"`
+}
+
+// PipelineSpec wires a runner into a pipeline of Ranks stages.
+type PipelineSpec struct {
+	Ranks int `json:"ranks"`
+	// Socket is the node's edge socket (a Unix-domain socket).
+	Socket string `json:"socket"`
+	// ConnectTimeoutMS bounds the wait for both links to connect; 0 means
+	// DefaultConnectTimeout.
+	ConnectTimeoutMS int `json:"connect_timeout_ms,omitempty"`
 }
 
 // GenerateCmd starts task Task.

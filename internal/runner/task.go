@@ -138,6 +138,9 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	if err := ctx.Err(); err != nil {
 		return end, err
 	}
+	if l.stage != nil {
+		return generateStaged(ctx, l, req, p, end, emit)
+	}
 	m := l.m
 	toClient := emit
 	con, emit, err := p.structured.start(l, emit)

@@ -60,8 +60,16 @@ type Config struct {
 	Resolve func(ctx context.Context, model ids.ModelID, downloading func()) (Model, error)
 	// Guard is the pre-spawn memory check of one shard; an error refuses the
 	// placement (RefuseInstancePlacement) instead of loading.
-	Guard   func(inst state.Instance, rank int) (need, available int64, err error)
-	Threads int
+	Guard func(inst state.Instance, rank int) (need, available int64, err error)
+	// Edges, when set, is the node's edge socket for the runners of a
+	// pipeline placement (several ranks): it records where the instance's
+	// ranks are and returns the socket their links go through. Without it
+	// a pipeline placement fails to load.
+	Edges func(inst ids.InstanceID, placement []event.Shard) (socket string)
+	// EdgeConnectTimeout bounds a stage's wait for its links; 0 means the
+	// runner's default.
+	EdgeConnectTimeout time.Duration
+	Threads            int
 	// Breaker gives up on a rank whose runner keeps failing.
 	BreakerMax    int
 	BreakerWindow time.Duration

@@ -1,0 +1,92 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/pipeline"
+	"github.com/skulk/skulk/internal/transport"
+)
+
+// edges is the node's side of its runners' pipeline links: a Unix-domain
+// socket under the home (in a 0700 directory) that the runners of pipeline
+// stages connect to, and a pipeline.Relay that joins each link's two ends,
+// here or through a QUIC stream (ALPN skulk/edge/1) to the node of the
+// receiving rank.
+type edges struct {
+	self   ids.NodeID
+	socket string
+	relay  *pipeline.Relay
+	dial   func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error)
+
+	mu     sync.Mutex
+	placed map[string][]ids.NodeID // instance → node of each rank
+}
+
+// openEdges listens on the edge socket under home.
+func openEdges(home string, self ids.NodeID, dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error), log *slog.Logger) (*edges, net.Listener, error) {
+	dir := filepath.Join(home, "edges")
+	// A Unix socket's path is limited to about 100 bytes.
+	if len(dir) > 90 {
+		d, err := os.MkdirTemp("", "skulk-edges-")
+		if err != nil {
+			return nil, nil, err
+		}
+		dir = d
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	sock := filepath.Join(dir, "edge.sock")
+	os.Remove(sock) // a previous process's
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, nil, fmt.Errorf("node: edge socket %s: %w", sock, err)
+	}
+	e := &edges{self: self, socket: sock, dial: dial, placed: map[string][]ids.NodeID{}}
+	e.relay = &pipeline.Relay{Route: e.route, Logger: log}
+	return e, ln, nil
+}
+
+// socketFor records where inst's ranks are and returns the socket its
+// runners connect to.
+func (e *edges) socketFor(inst ids.InstanceID, placement []event.Shard) string {
+	nodes := make([]ids.NodeID, len(placement))
+	for i, sh := range placement {
+		nodes[i] = sh.Node
+	}
+	e.mu.Lock()
+	e.placed[string(inst)] = nodes
+	e.mu.Unlock()
+	return e.socket
+}
+
+func (e *edges) route(instance string, link, ranks int) (func(ctx context.Context) (io.ReadWriteCloser, error), error) {
+	e.mu.Lock()
+	nodes, ok := e.placed[instance]
+	e.mu.Unlock()
+	if !ok || len(nodes) != ranks {
+		return nil, fmt.Errorf("instance %s has no pipeline of %d ranks on this node", instance, ranks)
+	}
+	next := nodes[(link+1)%ranks]
+	if next == e.self {
+		return nil, nil
+	}
+	return func(ctx context.Context) (io.ReadWriteCloser, error) { return e.dial(ctx, next) }, nil
+}
+
+// serveEdge takes a link's stream from the node of its sending rank.
+func (e *edges) serveEdge(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) {
+	e.relay.Accept(ctx, s)
+}

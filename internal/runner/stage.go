@@ -1,0 +1,196 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/model"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/pipeline"
+)
+
+// DefaultConnectTimeout bounds how long a pipeline stage waits for both of
+// its links to be connected before its load fails.
+const DefaultConnectTimeout = 120 * time.Second
+
+// stageRun is a loaded runner's pipeline stage: its links, the goroutine
+// running it, and how to stop it.
+type stageRun struct {
+	stage  *pipeline.Stage
+	first  bool
+	cancel context.CancelFunc
+}
+
+// openStage loads blocks [Start, End) of the model and joins the pipeline
+// through the node's edge socket: the runner is ready only once both of its
+// links reach its neighbours.
+func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) (*loaded, error) {
+	ps := spec.Pipeline
+	switch {
+	case ps.Ranks < 2 || spec.Rank < 0 || spec.Rank >= ps.Ranks:
+		return nil, fmt.Errorf("runner: load: rank %d of a pipeline of %d", spec.Rank, ps.Ranks)
+	case spec.First != (spec.Rank == 0) || spec.Last != (spec.Rank == ps.Ranks-1):
+		return nil, fmt.Errorf("runner: load: rank %d of %d with first=%v last=%v", spec.Rank, ps.Ranks, spec.First, spec.Last)
+	case ps.Socket == "" || spec.Instance == "":
+		return nil, errors.New("runner: load: a pipeline stage needs the node's edge socket and its instance")
+	case spec.End <= spec.Start || spec.Start < 0:
+		return nil, fmt.Errorf("runner: load: blocks [%d, %d)", spec.Start, spec.End)
+	case spec.Threads < 0 || spec.ContextTokens < 0:
+		return nil, fmt.Errorf("runner: load: threads (%d) and context_tokens (%d) must not be negative", spec.Threads, spec.ContextTokens)
+	}
+	m, err := engine.Open(spec.ModelPath, engine.Options{Threads: spec.Threads, Kernels: kernels,
+		Range: &model.Range{Start: spec.Start, End: spec.End, First: spec.First, Last: spec.Last}})
+	if err != nil {
+		return nil, fmt.Errorf("runner: load: %w", err)
+	}
+	l := &loaded{m: m, context: spec.ContextTokens}
+	if l.context == 0 || l.context > m.Config.ContextLength {
+		l.context = m.Config.ContextLength
+	}
+	if spec.First {
+		if l.chat, err = setupChat(m, spec.ChatTemplateOverride); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	warming()
+	timeout := DefaultConnectTimeout
+	if ps.ConnectTimeoutMS > 0 {
+		timeout = time.Duration(ps.ConnectTimeoutMS) * time.Millisecond
+	}
+	in, out, err := connectEdges(spec, timeout)
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("runner: pipeline rank %d of %d: %w", spec.Rank, ps.Ranks, err)
+	}
+	maxObj := pipeline.MaxObjectBytes(m.Config, 0, 0)
+	st, err := pipeline.NewStage(pipeline.StageConfig{Shard: m.Shard, Rank: spec.Rank, Ranks: ps.Ranks,
+		In: pipeline.NewConnLink(in, maxObj), Out: pipeline.NewConnLink(out, maxObj), Logger: log,
+		Head: pipeline.HeadConfig{Context: l.context, EndOfGeneration: m.Tok.IsEOG}})
+	if err != nil {
+		in.Close()
+		out.Close()
+		m.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go st.Run(ctx)
+	l.stage = &stageRun{stage: st, first: spec.First, cancel: cancel}
+	log.Info("pipeline stage connected", "rank", spec.Rank, "ranks", ps.Ranks, "blocks", fmt.Sprintf("[%d, %d)", spec.Start, spec.End))
+	return l, nil
+}
+
+// connectEdges opens the stage's two edge connections and waits until the
+// node has relayed both through to the neighbours.
+func connectEdges(spec LoadSpec, timeout time.Duration) (in, out net.Conn, err error) {
+	deadline := time.Now().Add(timeout)
+	h := pipeline.EdgeHello{Instance: spec.Instance, Rank: spec.Rank, Ranks: spec.Pipeline.Ranks}
+	var conns []net.Conn
+	defer func() {
+		if err != nil {
+			for _, c := range conns {
+				c.Close()
+			}
+		}
+	}()
+	for _, dir := range []string{pipeline.EdgeIn, pipeline.EdgeOut} {
+		h.Dir = dir
+		c, err := pipeline.DialEdge(spec.Pipeline.Socket, h, time.Until(deadline))
+		if err != nil {
+			return nil, nil, fmt.Errorf("edge socket: %w", err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		if err := pipeline.AwaitEdge(c, deadline); err != nil {
+			return nil, nil, fmt.Errorf("link %s: %w", []string{"in", "out"}[i], err)
+		}
+	}
+	return conns[0], conns[1], nil
+}
+
+// close stops the stage; its links close with it.
+func (s *stageRun) close() {
+	s.cancel()
+	<-s.stage.Done()
+}
+
+// generateStaged is generate on rank 0 of a pipeline: the tokens come from
+// the stages instead of engine.Model.Generate, through the same streamer.
+func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepared, end ending, emit func(infer.Chunk)) (ending, error) {
+	switch {
+	case p.structured != nil:
+		return end, infer.ParamErrorf("response_format", "structured output (json_schema, grammars, forced tool calls) is not supported yet for a model split across nodes")
+	case req.Sampling.Logprobs || req.Sampling.TopLogprobs > 0:
+		return end, infer.ParamErrorf("logprobs", "logprobs are not supported yet for a model split across nodes")
+	}
+	seq, err := l.stage.stage.Submit(ctx, pipeline.Request{Prompt: p.prompt, MaxTokens: p.params.MaxTokens, Sample: p.params.Sample, Context: l.context})
+	if err != nil {
+		return end, l.stage.err(ctx, err)
+	}
+	defer seq.Cancel() // does nothing once it ended
+	emit(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
+	st := newStreamer(l.m.Tok, p, req.Sampling, emit)
+	text := engine.NewTextStream(l.m.Tok)
+	finish := infer.FinishLength
+	for {
+		tok, err := seq.Next(ctx)
+		if err == io.EOF {
+			if seq.Finish() == pipeline.FinishStop {
+				finish = infer.FinishStop
+			}
+			break
+		}
+		if err != nil {
+			return end, l.stage.err(ctx, err)
+		}
+		end.usage.CompletionTokens++
+		if err := st.token(engine.Token{ID: tok, Text: text.Push(tok)}); err != nil {
+			if !errors.Is(err, engine.ErrStop) {
+				return end, err
+			}
+			finish = infer.FinishStop
+			break
+		}
+	}
+	if tail := text.Flush(); tail != "" {
+		st.token(engine.Token{ID: -1, Text: tail})
+	}
+	madeCalls := st.finish()
+	if end.stop = st.stop.Matched(); end.stop != "" {
+		finish = infer.FinishStop
+	}
+	if madeCalls && finish == infer.FinishStop {
+		finish = infer.FinishToolCalls
+	}
+	end.finish = finish
+	return end, nil
+}
+
+// err maps the end of a sequence to the task's error. A task cancelled
+// because the stage failed (the runner shuts down) reports the failure.
+func (s *stageRun) err(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		select {
+		case <-s.stage.Done():
+			if serr := s.stage.Err(); serr != nil && !errors.Is(serr, pipeline.ErrStopped) {
+				err = serr
+				break
+			}
+			return ctx.Err()
+		default:
+			return ctx.Err()
+		}
+	}
+	var fe *pipeline.FaultError
+	if errors.As(err, &fe) || errors.Is(err, pipeline.ErrLinkClosed) || errors.Is(err, pipeline.ErrStopped) {
+		return infer.Errorf(infer.ClassUnavailable, "the pipeline of the model's stages failed (%v); the instance restarts, retry", err)
+	}
+	return infer.Errorf(infer.ClassInternal, "%v", err)
+}

@@ -1,0 +1,147 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/engine/model"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/pipeline"
+)
+
+// startRelay serves an edge socket whose links all stay on this machine.
+func startRelay(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "edge.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	r := &pipeline.Relay{Logger: testLogger(), Route: func(string, int, int) (func(context.Context) (io.ReadWriteCloser, error), error) {
+		return nil, nil
+	}}
+	go r.Serve(t.Context(), ln)
+	return sock
+}
+
+func stageRanges(t *testing.T, n int) []model.Range {
+	t.Helper()
+	f, err := gguf.Open(modelPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pipeline.Split(cfg.NLayer, n)
+}
+
+// loadStages starts one runner per rank and loads them at once (each waits
+// for its neighbours' links).
+func loadStages(t *testing.T, sock string, n int) []*Client {
+	t.Helper()
+	ranges := stageRanges(t, n)
+	clients := make([]*Client, n)
+	errs := make(chan error, n)
+	for i, r := range ranges {
+		clients[i] = startClient(t, Options{}, "runner")
+		spec := LoadSpec{ModelPath: modelPath(t), Threads: 1, Start: r.Start, End: r.End, First: r.First, Last: r.Last,
+			Instance: "inst", Rank: i, Pipeline: &PipelineSpec{Ranks: n, Socket: sock, ConnectTimeoutMS: 30000}}
+		go func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			_, err := clients[i].Load(ctx, spec)
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return clients
+}
+
+// TestPipelineRunners: stories260K split over two and three runner
+// processes joined through a relay gives llama.cpp's greedy text, streamed
+// as the whole-model runner streams it.
+func TestPipelineRunners(t *testing.T) {
+	prompt, want, promptTokens, n := reference(t)
+	for _, ranks := range []int{2, 3} {
+		t.Run(fmt.Sprint(ranks), func(t *testing.T) {
+			clients := loadStages(t, startRelay(t), ranks)
+			r := generateAll(t, clients[0], "t1", greedy(prompt, n))
+			if r.content != want {
+				t.Fatalf("greedy text\n got %q\nwant %q", r.content, want)
+			}
+			if r.last.Kind != infer.ChunkDone || r.last.FinishReason != infer.FinishLength {
+				t.Fatalf("last chunk %+v", r.last)
+			}
+			if u := r.last.Usage; u == nil || u.PromptTokens != promptTokens || u.CompletionTokens != n {
+				t.Fatalf("usage %+v", u)
+			}
+			// Stop strings end the text as on one runner.
+			req := greedy(prompt, n)
+			req.Sampling.Stop = []string{"Lily"}
+			r = generateAll(t, clients[0], "t2", req)
+			if r.content != ", there was a little girl named " || r.last.FinishReason != infer.FinishStop || r.last.StopSequence != "Lily" {
+				t.Fatalf("stop: %q %+v", r.content, r.last)
+			}
+			// What the pipeline cannot do yet is refused, not wrong.
+			req = greedy(prompt, 4)
+			req.Sampling.Logprobs = true
+			r = generateAll(t, clients[0], "t3", req)
+			if r.last.Kind != infer.ChunkError || r.last.Error.Class != infer.ClassInvalid {
+				t.Fatalf("logprobs: %+v", r.last)
+			}
+			// A later rank takes no tasks.
+			r = generateAll(t, clients[1], "t4", greedy(prompt, 4))
+			if r.last.Kind != infer.ChunkError {
+				t.Fatalf("rank 1 took a task: %+v", r.last)
+			}
+		})
+	}
+}
+
+// TestPipelineRunnerFault: killing a later rank's process ends rank 0's
+// task with an error and rank 0's runner exits.
+func TestPipelineRunnerFault(t *testing.T) {
+	clients := loadStages(t, startRelay(t), 2)
+	ch, err := clients[0].Generate(t.Context(), "t1", greedy("Once upon a time", 100000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := <-ch
+	if first.Kind != infer.ChunkDelta {
+		t.Fatalf("first chunk %+v", first)
+	}
+	start := time.Now()
+	kctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	clients[1].proc.Kill(kctx)
+	r := collect(t, ch)
+	if r.last.Kind != infer.ChunkError || r.last.Error.Class != infer.ClassUnavailable {
+		t.Fatalf("last chunk %+v, want an unavailable error", r.last)
+	}
+	select {
+	case <-clients[0].Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("rank 0's runner still runs after its pipeline failed")
+	}
+	t.Logf("the task ended and rank 0 exited %v after rank 1 was killed", time.Since(start))
+}
