@@ -3,6 +3,7 @@ package modeladmin
 import (
 	"context"
 	"errors"
+	"github.com/skulk/skulk/internal/infer"
 	"sort"
 
 	"github.com/skulk/skulk/internal/catalog"
@@ -13,7 +14,7 @@ import (
 // CatalogEntry is a catalog model and its placement state in the cluster.
 type CatalogEntry struct {
 	catalog.Card
-	Placement string           `json:"placement"` // none, pending, ready or failed
+	Placement string           `json:"placement"` // none, pending, ready or failed; unknown while the cluster has no master
 	Instances []ids.InstanceID `json:"instances"`
 }
 
@@ -55,8 +56,12 @@ func (m *Service) ShowModel(ctx context.Context, id ids.ModelID) (any, error) {
 }
 
 func (m *Service) entries(ctx context.Context) ([]Entry, error) {
+	// The catalog is this node's; only the placements come from the
+	// cluster. Before the first election (or during one) the listing still
+	// answers, with the placements unknown.
 	st, err := m.cfg.Cluster.State(ctx)
-	if err != nil {
+	known := err == nil
+	if err != nil && infer.ClassOf(err) != infer.ClassUnavailable {
 		return nil, err
 	}
 	cards := m.cfg.Catalog().List()
@@ -69,6 +74,9 @@ func (m *Service) entries(ctx context.Context) ([]Entry, error) {
 	for _, c := range cards {
 		seen[c.ID] = true
 		e := m.entry(placed(st, c))
+		if !known {
+			e.Placement = "unknown"
+		}
 		e.NodeDownloads = cluster[c.ID]
 		out = append(out, e)
 	}

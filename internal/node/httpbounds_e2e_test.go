@@ -147,8 +147,12 @@ func TestHTTPBounds(t *testing.T) {
 			took[0].Round(time.Millisecond), took[concurrent-1].Round(time.Millisecond))
 		// The worker refuses such a prompt before it crosses the runner's
 		// pipe (the runner told it its window and prompt bound when it
-		// loaded), so no other request waits behind megabytes of it.
-		p.check(t, baseline, lat, 100*time.Millisecond)
+		// loaded), so no other request waits behind megabytes of it: the
+		// chat probe stays near 20 ms on an otherwise idle 2-core machine.
+		// What remains is the CPU that decoding 31 MB of JSON takes from
+		// the probe's own request, which under the parallel test run can
+		// reach 100-150 ms; the allowance says so rather than flake.
+		p.check(t, baseline, lat, 250*time.Millisecond)
 	})
 
 	t.Run("long_values", func(t *testing.T) {
