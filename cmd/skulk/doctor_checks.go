@@ -162,7 +162,13 @@ func doctorChecks(f doctorFacts) []check {
 	out = append(out, keyCheck(f.Key))
 	if f.API.Answered && f.API.Status == 200 {
 		out = append(out, refusalChecks(f.Refused, f.Now)...)
-		out = append(out, peerChecks(f.Peers)...)
+		refusedHosts := map[string]bool{}
+		for _, r := range f.Refused {
+			if refusedForKey(r.Reason) {
+				refusedHosts[hostOnly(r.Addr)] = true
+			}
+		}
+		out = append(out, peerChecks(f.Peers, refusedHosts)...)
 		if c, ok := clockCheck(f.Peers); ok {
 			out = append(out, c)
 		}
@@ -389,7 +395,9 @@ func refusalChecks(refused []refusalFacts, now time.Time) []check {
 	return out
 }
 
-func peerChecks(peers []peerFacts) []check {
+// peerChecks judges each peer; refusedHosts are the hosts the node refused
+// for another key.
+func peerChecks(peers []peerFacts, refusedHosts map[string]bool) []check {
 	var out []check
 	for _, p := range peers {
 		c := check{Name: "peer " + p.ID, Status: statusOK}
@@ -414,6 +422,11 @@ func peerChecks(peers []peerFacts) []check {
 				c.Detail += fmt.Sprintf("; API port %s/tcp blocked too: %s", portOf(p.API), p.APIErr)
 			}
 			c.Fix = open
+		case !p.Reachable && refusedHosts[host]:
+			c.Status = statusFail
+			c.Detail = fmt.Sprintf("node %s at %s: the node reports it unreachable, and refused gossip from %s: it now runs with another cluster key or network version",
+				p.ID, host, host)
+			c.Fix = "on the machine at " + host + ": skulk run --join INVITE (skulk cluster invite here prints INVITE)"
 		case !p.Reachable:
 			c.Status = statusFail
 			c.Detail = fmt.Sprintf("node %s at %s: gossip port %s/tcp answers, but %s: gossip %s/udp or QUIC %s/udp is likely blocked, or it runs with another key",

@@ -35,7 +35,7 @@ func TestDoctorPeerChecks(t *testing.T) {
 		{"never seen", peerFacts{ID: "n6"}, statusFail, []string{"no address known"}},
 	}
 	for _, c := range cases {
-		got := peerChecks([]peerFacts{c.p})[0]
+		got := peerChecks([]peerFacts{c.p}, nil)[0]
 		if got.Status != c.status || got.Name != "peer "+c.p.ID {
 			t.Errorf("%s: %+v, want status %s", c.name, got, c.status)
 		}
@@ -47,6 +47,14 @@ func TestDoctorPeerChecks(t *testing.T) {
 		if c.status != statusOK && got.Fix == "" {
 			t.Errorf("%s: no fix", c.name)
 		}
+	}
+}
+
+func TestDoctorPeerWithAnotherKey(t *testing.T) {
+	p := peerFacts{ID: "n3", Gossip: "10.0.0.3:52416", API: "10.0.0.3:52415"}
+	got := peerChecks([]peerFacts{p}, map[string]bool{"10.0.0.3": true})[0]
+	if got.Status != statusFail || !strings.Contains(got.Detail, "another cluster key") || !strings.Contains(got.Fix, "--join") {
+		t.Fatalf("%+v", got)
 	}
 }
 
