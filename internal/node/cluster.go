@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -115,6 +116,9 @@ func (s stream) Close() error {
 // peers is the membership seen through what the rest of the node needs.
 type peers struct {
 	m atomic.Pointer[membership.Membership]
+
+	seenMu sync.Mutex
+	seen   map[ids.NodeID]seenAddrs // guarded by seenMu: where members were last seen
 }
 
 func (p *peers) get() *membership.Membership { return p.m.Load() }

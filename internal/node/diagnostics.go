@@ -11,6 +11,7 @@ import (
 	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/membership"
 )
 
 // refusals remembers the latest peers refused for another cluster key or
@@ -60,6 +61,12 @@ type NodeDiagnostics struct {
 	// Persistence then says why and what to do.
 	Health      string                     `json:"health"`
 	Persistence []gateway.PersistenceIssue `json:"persistence,omitempty"`
+	// Gossip, API and QUIC are where the node was last seen: the addresses
+	// it gossiped while it was a member (kept after it is lost), for
+	// `skulk doctor` to probe; empty for a node never seen live.
+	Gossip string   `json:"gossipAddr,omitempty"`
+	API    []string `json:"apiAddrs,omitempty"`
+	QUIC   []string `json:"quicAddrs,omitempty"`
 }
 
 // ClusterDiagnostics is the GET /v1/diagnostics/cluster document.
@@ -104,6 +111,7 @@ func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, o
 				}
 			}
 		}
+		seen := p.addresses()
 		version := positions[self].Version
 		for n, pos := range positions {
 			role := "follower"
@@ -116,6 +124,9 @@ func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, o
 			d := NodeDiagnostics{NodeID: n, Role: role, Term: pos.Term, LastAppliedIndex: pos.Index,
 				StateHash: pos.StateHash, Version: pos.Version, Commit: pos.Commit, Reachable: live[n],
 				Health: gateway.HealthOK, Persistence: persist[n].issues()}
+			if a, ok := seen[n]; ok {
+				d.Gossip, d.API, d.QUIC = a.gossip, a.api, a.quic
+			}
 			if len(d.Persistence) > 0 {
 				d.Health = gateway.HealthError
 			}
@@ -124,6 +135,66 @@ func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, o
 		sort.Slice(doc.Nodes, func(i, j int) bool { return doc.Nodes[i].NodeID < doc.Nodes[j].NodeID })
 		return doc, nil
 	}
+}
+
+// seenAddrs is where a member was last seen.
+type seenAddrs struct {
+	gossip    string
+	api, quic []string
+}
+
+// maxSeen bounds the nodes whose addresses are remembered.
+const maxSeen = 256
+
+// remember records where a member is, from a membership event or the
+// live members; the addresses outlast the member, so the diagnostics can
+// say where a lost node was.
+func (p *peers) remember(m membership.Member) {
+	if m.Node == "" {
+		return
+	}
+	a := seenAddrs{api: strs(m.Meta.API), quic: strs(m.Meta.QUIC)}
+	if m.Gossip.IsValid() {
+		a.gossip = m.Gossip.String()
+	}
+	p.seenMu.Lock()
+	defer p.seenMu.Unlock()
+	if p.seen == nil {
+		p.seen = map[ids.NodeID]seenAddrs{}
+	}
+	if _, ok := p.seen[m.Node]; !ok && len(p.seen) >= maxSeen {
+		for k := range p.seen { // forget one at random: a bound, not a policy
+			delete(p.seen, k)
+			break
+		}
+	}
+	old := p.seen[m.Node]
+	if a.gossip == "" {
+		a.gossip = old.gossip
+	}
+	if len(a.api) == 0 {
+		a.api = old.api
+	}
+	if len(a.quic) == 0 {
+		a.quic = old.quic
+	}
+	p.seen[m.Node] = a
+}
+
+// addresses is where every member is or was last seen.
+func (p *peers) addresses() map[ids.NodeID]seenAddrs {
+	if m := p.get(); m != nil {
+		for _, mb := range m.Members() {
+			p.remember(mb)
+		}
+	}
+	p.seenMu.Lock()
+	defer p.seenMu.Unlock()
+	out := make(map[ids.NodeID]seenAddrs, len(p.seen))
+	for k, v := range p.seen {
+		out[k] = v
+	}
+	return out
 }
 
 func hostOf(addr string) string {

@@ -413,6 +413,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("membership events", func() error {
 		for ev := range n.mem.Events() {
 			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
+			n.peers.remember(membership.Member{Node: ev.Node, Meta: ev.Meta, Gossip: ev.Gossip})
 			n.timeline.membership(ev)
 			select {
 			case changed <- struct{}{}:
