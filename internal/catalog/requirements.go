@@ -16,8 +16,8 @@ type Requirements struct {
 	ModelID            string   `json:"model_id"`
 	CardDigest         string   `json:"card_digest"`
 	ContextTokens      int      `json:"context_tokens"`
-	StorageBytes       int64    `json:"storage_bytes"`      // bytes on disk (all files)
-	WeightBytes        int64    `json:"weight_bytes"`       // bytes the engine holds: layers + embedding + head
+	StorageBytes       int64    `json:"storage_bytes"`         // bytes on disk (all files)
+	WeightBytes        int64    `json:"weight_bytes"`          // bytes the engine holds: layers + embedding + head
 	KVBytesPerToken    int64    `json:"kv_bytes_per_token"`    // K and V over all layers, in the runner's cache type
 	KVBytes            int64    `json:"kv_bytes"`              // KVBytesPerToken × ContextTokens
 	OverheadBytes      int64    `json:"overhead_bytes"`        // WeightBytes × (placement.OverheadFactor − 1)
