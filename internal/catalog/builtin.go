@@ -39,6 +39,7 @@ func BuiltinCard() (Card, error) {
 	if err != nil {
 		return Card{}, err
 	}
+	c.StorageBytes = int64(len(builtinGGUF))
 	c.Name = "stories260K (TinyStories demo, built in)"
 	c.Builtin = true
 	c.Files = []string{builtinFile}

@@ -24,6 +24,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/skulk/skulk/internal/placement"
 )
 
 // Capability names what a model can do beyond plain text generation.
@@ -89,10 +91,16 @@ type Runtime struct {
 	KVCacheType string `json:"kv_cache_type,omitempty" toml:"kv_cache_type,omitempty"`
 }
 
-// KVBytesPerToken is the K and V cache size of one token across all layers
-// with an F32 cache (the native engine's).
+// KVBytesPerTokenLayer is the K and V cache a runner allocates for one token
+// in one layer, in the card's cache type (placement.KVBytesPerTokenLayer:
+// fp16 unless runtime.kv_cache_type is f32).
+func (c Card) KVBytesPerTokenLayer() int64 {
+	return placement.KVBytesPerTokenLayer(c.KVHeads, c.HeadDim, c.Runtime.KVCacheType)
+}
+
+// KVBytesPerToken is the K and V cache size of one token across all layers.
 func (c Card) KVBytesPerToken() int64 {
-	return int64(c.Layers) * 2 * int64(c.KVHeads) * int64(c.HeadDim) * 4
+	return c.KVBytesPerTokenLayer() * int64(max(c.Layers, 0))
 }
 
 // Digest is the SHA-256 of the card's canonical JSON: two cards with the same

@@ -23,10 +23,13 @@ func TestBuiltinCard(t *testing.T) {
 	for _, b := range c.LayerBytes {
 		sum += b
 	}
-	if sum != c.StorageBytes || c.EmbeddingBytes != 512*64*4 {
+	// Storage is the file's size (header and vocabulary included), not only
+	// the tensors' bytes.
+	if sum != 1171200 || c.StorageBytes != 1185376 || c.StorageBytes != int64(len(builtinGGUF)) || c.EmbeddingBytes != 512*64*4 {
 		t.Fatalf("sizes: layers+embedding+head %d, storage %d, embedding %d", sum, c.StorageBytes, c.EmbeddingBytes)
 	}
-	if c.KVBytesPerToken() != 5*2*4*8*4 {
+	// The runner's KV cache is fp16: 2 bytes an element.
+	if c.KVBytesPerToken() != 5*2*4*8*2 {
 		t.Errorf("KV bytes per token %d", c.KVBytesPerToken())
 	}
 }
@@ -98,7 +101,31 @@ func TestEncoderCard(t *testing.T) {
 	for _, b := range c.LayerBytes {
 		sum += b
 	}
-	if sum != c.StorageBytes {
-		t.Fatalf("sizes add up to %d, storage %d", sum, c.StorageBytes)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum >= c.StorageBytes || c.StorageBytes != fi.Size() {
+		t.Fatalf("tensors add up to %d, storage %d, want under the file's %d bytes", sum, c.StorageBytes, fi.Size())
+	}
+}
+
+// TestTinyRandomNumbers pins the numbers the CLI and the API show for
+// llama-2-tiny-random: its size is the file's 1,750,560 bytes (the
+// tensors are only 1,026,144 of them; the 32000-token vocabulary is most of
+// the rest), and its fp16 KV cache is 2 × 2 KV heads × head dim 4 × 2 bytes
+// × 1 layer = 32 bytes a token.
+func TestTinyRandomNumbers(t *testing.T) {
+	f, err := gguf.Open(filepath.Join("..", "..", "testdata", "models", "llama-2-tiny-random.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := CardFromGGUF("tiny-random", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.StorageBytes != 1750560 || c.Layers != 1 || c.KVHeads != 2 || c.HeadDim != 4 || c.KVBytesPerToken() != 32 {
+		t.Fatalf("storage %d, %d layers, %d KV heads of %d, %d KV bytes a token", c.StorageBytes, c.Layers, c.KVHeads, c.HeadDim, c.KVBytesPerToken())
 	}
 }

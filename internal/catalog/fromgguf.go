@@ -42,8 +42,8 @@ func CardFromHeaders(id string, parts []*gguf.File) (Card, error) {
 	}
 	hasOutput := false
 	for _, p := range parts {
+		c.StorageBytes += fileBytes(p)
 		for _, t := range p.Tensors {
-			c.StorageBytes += t.Size
 			switch {
 			case t.Name == "token_embd.weight":
 				c.EmbeddingBytes += t.Size
@@ -63,6 +63,20 @@ func CardFromHeaders(id string, parts []*gguf.File) (Card, error) {
 		c.Capabilities = append(c.Capabilities, capabilitiesFromTemplate(tmpl)...)
 	}
 	return c, c.Validate()
+}
+
+// fileBytes is the size of the GGUF file whose header is f: its header and
+// metadata (up to the data section) plus the data section up to the end of
+// its last tensor. That is the file's size on disk, less any padding after
+// the last tensor, which writers do not add. The tokenizer's vocabulary and
+// other metadata count: a card's storage_bytes is what the download and the
+// disk hold, not only the tensors.
+func fileBytes(f *gguf.File) int64 {
+	end := int64(0)
+	for _, t := range f.Tensors {
+		end = max(end, int64(t.Offset)+t.Size)
+	}
+	return f.DataOffset + end
 }
 
 // capabilitiesFromTemplate infers what a chat template supports.
@@ -94,8 +108,8 @@ func encoderCard(id string, parts []*gguf.File) (Card, error) {
 		c.Name = name
 	}
 	for _, p := range parts {
+		c.StorageBytes += fileBytes(p)
 		for _, t := range p.Tensors {
-			c.StorageBytes += t.Size
 			var b int
 			if _, err := fmt.Sscanf(t.Name, "blk.%d.", &b); err == nil && b >= 0 && b < cfg.NLayer {
 				c.LayerBytes[b] += t.Size

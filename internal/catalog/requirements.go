@@ -3,21 +3,26 @@ package catalog
 import (
 	"fmt"
 	"math"
+
+	"github.com/skulk/skulk/internal/placement"
 )
 
-// Requirements is what placing a whole model needs, from its card alone
-// (GET /models/requirements). It performs no placement, download or
-// reservation. Placement adds its own overhead factor and floor on top of
-// WeightBytes (placement.Estimate); FootprintBytes here is the raw sum.
+// Requirements is what placing a whole model on one node needs, from its
+// card alone (GET /models/requirements). It performs no placement, download
+// or reservation. FootprintBytes is the planner's own estimate
+// (placement.RunnerNeed) of the one runner that holds every layer, so it is
+// the figure a one-node preview shows at the same window.
 type Requirements struct {
 	ModelID            string   `json:"model_id"`
 	CardDigest         string   `json:"card_digest"`
 	ContextTokens      int      `json:"context_tokens"`
-	StorageBytes       int64    `json:"storage_bytes"`      // bytes on disk (all files)
-	WeightBytes        int64    `json:"weight_bytes"`       // bytes the engine holds: layers + embedding + head
-	KVBytesPerToken    int64    `json:"kv_bytes_per_token"` // F32 K and V over all layers
-	KVBytes            int64    `json:"kv_bytes"`           // KVBytesPerToken × ContextTokens
-	FootprintBytes     int64    `json:"footprint_bytes"`    // WeightBytes + KVBytes
+	StorageBytes       int64    `json:"storage_bytes"`         // bytes on disk (all files)
+	WeightBytes        int64    `json:"weight_bytes"`          // bytes the engine holds: layers + embedding + head
+	KVBytesPerToken    int64    `json:"kv_bytes_per_token"`    // K and V over all layers, in the runner's cache type
+	KVBytes            int64    `json:"kv_bytes"`              // KVBytesPerToken × ContextTokens
+	OverheadBytes      int64    `json:"overhead_bytes"`        // WeightBytes × (placement.OverheadFactor − 1)
+	RunnerBytes        int64    `json:"runner_overhead_bytes"` // placement.RunnerOverheadBytes
+	FootprintBytes     int64    `json:"footprint_bytes"`       // the sum of the four above
 	Layers             int      `json:"layers"`
 	CompatibleBackends []string `json:"compatible_backends"`
 	Capabilities       []string `json:"capabilities"`
@@ -46,12 +51,8 @@ func (c Card) Requirements(contextTokens int) (Requirements, error) {
 	for _, b := range c.LayerBytes {
 		r.WeightBytes = addSat(r.WeightBytes, b)
 	}
-	if r.KVBytesPerToken > 0 && int64(contextTokens) > math.MaxInt64/r.KVBytesPerToken {
-		r.KVBytes = math.MaxInt64
-	} else {
-		r.KVBytes = r.KVBytesPerToken * int64(contextTokens)
-	}
-	r.FootprintBytes = addSat(r.WeightBytes, r.KVBytes)
+	need := placement.RunnerNeed(r.WeightBytes, r.KVBytesPerToken, contextTokens)
+	r.KVBytes, r.OverheadBytes, r.RunnerBytes, r.FootprintBytes = need.KV, need.Overhead, need.Floor, need.Total
 	for _, cp := range c.Capabilities {
 		r.Capabilities = append(r.Capabilities, string(cp))
 	}

@@ -337,6 +337,9 @@ func (s *Store) Import(ctx context.Context, id, src string) (Card, error) {
 	}
 	name := filepath.Base(src)
 	c.Files = []string{name}
+	if fi, err := os.Stat(src); err == nil {
+		c.StorageBytes = fi.Size() // the bytes the copy holds, trailing padding included
+	}
 	if err := c.Validate(); err != nil {
 		return Card{}, err
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/testkit"
 )
 
@@ -270,8 +271,17 @@ func TestRequirements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.KVBytesPerToken != 5*2*4*8*4 || r.KVBytes != 256*r.KVBytesPerToken || r.WeightBytes != c.StorageBytes || r.FootprintBytes != r.WeightBytes+r.KVBytes {
+	// The footprint is the planner's estimate of the one runner holding
+	// every layer: weights × 1.1 + the runner overhead + fp16 KV.
+	if r.KVBytesPerToken != 5*2*4*8*2 || r.KVBytes != 256*r.KVBytesPerToken || r.WeightBytes != 1171200 || r.StorageBytes != 1185376 ||
+		r.OverheadBytes != 117120 || r.RunnerBytes != placement.RunnerOverheadBytes ||
+		r.FootprintBytes != r.WeightBytes+r.OverheadBytes+r.RunnerBytes+r.KVBytes {
 		t.Fatalf("%+v", r)
+	}
+	m := placement.Model{ID: c.ID, Layers: c.Layers, LayerBytes: c.LayerBytes, EmbeddingBytes: c.EmbeddingBytes, HeadBytes: c.HeadBytes,
+		KVBytesPerTokenLayer: c.KVBytesPerTokenLayer(), ContextLength: c.ContextLength, CompatibleBackends: c.CompatibleBackends}
+	if charge, err := placement.Charge(m, placement.Rank{Start: 0, End: c.Layers, HoldsEmbedding: true, HoldsHead: true}, 256); err != nil || charge != r.FootprintBytes {
+		t.Fatalf("the planner charges %d (%v) for what the requirements call %d", charge, err, r.FootprintBytes)
 	}
 	if _, err := c.Requirements(c.ContextLength + 1); err == nil {
 		t.Fatal("a window beyond the model's context was accepted")

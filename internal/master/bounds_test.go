@@ -58,7 +58,7 @@ func runnerCharge(t *testing.T, layers []int, embedding, head bool, window int) 
 		w += c.HeadBytes
 	}
 	kv := int64(4*c.KVHeads*c.HeadDim) * int64(len(layers)) * int64(window)
-	return w + w/10 + 512<<20 + kv
+	return w + w/10 + placement.RunnerOverheadBytes + kv
 }
 
 // replay applies events after s at consecutive indices.
@@ -136,8 +136,8 @@ func TestCharged(t *testing.T) {
 	}{
 		// A failed instance's runners are stopped; a model gone from the
 		// catalog still has a runner process, charged its floor.
-		{"every_running_rank", "", []int{2, 2, 0}, []int64{first + all, last + placement.FloorBytes, 0}},
-		{"but_the_instance_being_replaced", "split", []int{1, 1, 0}, []int64{all, placement.FloorBytes, 0}},
+		{"every_running_rank", "", []int{2, 2, 0}, []int64{first + all, last + placement.RunnerOverheadBytes, 0}},
+		{"but_the_instance_being_replaced", "split", []int{1, 1, 0}, []int64{all, placement.RunnerOverheadBytes, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,11 +207,11 @@ func TestDecidePlaceCountsTheState(t *testing.T) {
 			nodes:  []placement.Node{cpuNode(node, 16<<30, 8<<30, 0)}, maxPerModel: 2, model: other,
 		},
 		{
-			// Telemetry still says 4 GiB free; the State says 7 runners of
-			// about 514 MiB each are placed there.
+			// Telemetry still says 256 MiB free; the State says 7 runners of
+			// about 34.5 MiB each are placed there.
 			name:   "committed_memory_is_a_shortfall_with_the_arithmetic",
 			placed: wholes(7, "a", catalog.BuiltinID, node),
-			nodes:  []placement.Node{cpuNode(node, 4<<30, 4<<30, 0)}, wantStatus: 503,
+			nodes:  []placement.Node{cpuNode(node, 256<<20, 256<<20, 0)}, wantStatus: 503,
 			check: func(t *testing.T, err error) {
 				var e *placement.MemoryShortfallError
 				if !errors.As(err, &e) {
@@ -270,8 +270,8 @@ func TestRepeatedPlacementsStop(t *testing.T) {
 		{"default_per_node_limit", []placement.Node{roomy}, 1000, map[ids.NodeID]int{node: 16}, &placement.NodeInstanceLimitError{}},
 		{"per_node_on_each_node", []placement.Node{roomy, cpuNode(nodeB, 64<<30, 64<<30, 0)}, 1000, map[ids.NodeID]int{node: 16, nodeB: 16}, &placement.NodeInstanceLimitError{}},
 		{"the_nodes_own_limit", []placement.Node{cpuNode(node, 64<<30, 64<<30, 3)}, 1000, map[ids.NodeID]int{node: 3}, &placement.NodeInstanceLimitError{}},
-		// 7 runners commit about 3.5 GiB of 4; telemetry never changes.
-		{"memory_before_the_limits", []placement.Node{cpuNode(node, 4<<30, 4<<30, 0)}, 0, map[ids.NodeID]int{node: 7}, &placement.MemoryShortfallError{}},
+		// 7 runners commit about 241 MiB of 256; telemetry never changes.
+		{"memory_before_the_limits", []placement.Node{cpuNode(node, 256<<20, 256<<20, 0)}, 0, map[ids.NodeID]int{node: 7}, &placement.MemoryShortfallError{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -130,7 +130,7 @@ func PlacementModel(c catalog.Card) placement.Model {
 	return placement.Model{
 		ID: c.ID, Layers: c.Layers, LayerBytes: c.LayerBytes, EmbeddingBytes: c.EmbeddingBytes,
 		HeadBytes: c.HeadBytes, TiedEmbedding: c.TiedEmbeddings,
-		KVBytesPerTokenLayer: 2 * int64(c.KVHeads) * int64(c.HeadDim) * 2, // K and V, fp16 (the engine's cache)
+		KVBytesPerTokenLayer: c.KVBytesPerTokenLayer(),
 		ContextLength:        c.ContextLength, CompatibleBackends: c.CompatibleBackends, BackendPreference: c.BackendPreference,
 	}
 }
@@ -249,8 +249,8 @@ func Charged(s state.State, nodes []placement.Node, card func(ids.ModelID) (cata
 				continue
 			}
 			// A card gone from the catalog (or changed under the instance)
-			// still leaves a runner process: charge at least its floor.
-			bytes := placement.FloorBytes
+			// still leaves a runner process: charge at least its overhead.
+			bytes := placement.RunnerOverheadBytes
 			if known {
 				r := placement.Rank{Start: int(sh.LayerStart), End: int(sh.LayerEnd), HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead}
 				if b, err := placement.Charge(PlacementModel(c), r, int(inst.ContextTokens)); err == nil {

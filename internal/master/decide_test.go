@@ -81,7 +81,7 @@ func TestDecide(t *testing.T) {
 			}},
 		{name: "place_unknown_model", cmd: event.PlaceInstance{ID: "place-1", Model: "nope"}, wantClass: infer.ClassNotFound},
 		{name: "place_without_room", cmd: event.PlaceInstance{ID: "place-1", Model: catalog.BuiltinID},
-			nodes: []placement.Node{cpuNode(node, 1<<30, 1<<30, 0)}, wantAs: new(*placement.MemoryShortfallError)},
+			nodes: []placement.Node{cpuNode(node, 32<<20, 32<<20, 0)}, wantAs: new(*placement.MemoryShortfallError)},
 		{name: "create", cmd: event.CreateInstance{ID: "create-1", Model: catalog.BuiltinID, Backend: "native-cpu", Placement: shard, Layers: 5, ContextTokens: 512},
 			want: []event.Event{event.InstanceCreated{Instance: "create-1", Model: catalog.BuiltinID, Backend: "native-cpu", Placement: shard,
 				Layers: 5, ContextTokens: 512, CreatedAtUnixMs: decideNowMs}}},

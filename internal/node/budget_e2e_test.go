@@ -12,9 +12,11 @@ import (
 // model that the machine could hold but the budget cannot is refused with
 // the arithmetic.
 func TestMemoryBudget(t *testing.T) {
-	const budget = 700 << 20 // one runner's floor (512 MiB) fits, two do not
+	// One demo runner is charged about 34.5 MiB (its 32 MiB runner overhead,
+	// 1.2 MB of weights with overhead, 1.3 MB of KV): one fits, two do not.
+	const budget = 50 << 20
 	n := startArgs(t, []string{"run", "--home", t.TempDir(), "--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
-		"--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1", "--memory-budget", "700MiB"}, nil)
+		"--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1", "--memory-budget", "50MiB"}, nil)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, b := n.do("GET", "/state", nil)

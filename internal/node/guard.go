@@ -30,14 +30,14 @@ func guard(cat func() *catalog.Catalog, budget int64) func(inst state.Instance, 
 		if sh.HoldsHead {
 			weights += card.HeadBytes
 		}
-		kv := pm.KVBytesPerTokenLayer * int64(sh.LayerEnd-sh.LayerStart) * int64(inst.ContextTokens)
-		need := weights + kv
+		n := placement.RunnerNeed(weights, pm.KVBytesPerTokenLayer*int64(sh.LayerEnd-sh.LayerStart), int(inst.ContextTokens))
+		need := n.Total
 		mem, err := telemetry.ReadMemory()
 		if err != nil {
 			return need, 0, nil // no reading: trust the master's admission
 		}
 		mem = budgeted(mem, budget)
-		e := placement.Estimate{Weights: weights, KV: kv, Total: need, Available: mem.AvailableBytes}
+		e := placement.Estimate{Weights: n.Weights, KV: n.KV, Overhead: n.Overhead, Floor: n.Floor, Total: need, Available: mem.AvailableBytes}
 		return need, mem.AvailableBytes, placement.FitsNow(e, mem.AvailableBytes)
 	}
 }

@@ -12,17 +12,20 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/testkit/hubstandin"
 )
 
 // storiesFile is the real GGUF the stand-in Hub serves.
 var storiesFile = filepath.Join("..", "..", "testdata", "models", "stories260K.gguf")
 
-// storiesStorage is stories260K's tensor bytes, and its KV cache per token
-// (5 layers × K and V × 4 KV heads × 8 dims × 4 bytes).
+// storiesStorage is stories260K's file size, storiesWeights its tensor
+// bytes, and its KV cache per token in the runner's fp16 cache (5 layers ×
+// K and V × 4 KV heads × 8 dims × 2 bytes).
 const (
-	storiesStorage    = 1171200
-	storiesKVPerToken = 5 * 2 * 4 * 8 * 4
+	storiesStorage    = 1185376
+	storiesWeights    = 1171200
+	storiesKVPerToken = 5 * 2 * 4 * 8 * 2
 )
 
 // cli runs the skulk binary as a client of n and returns its exit code and
@@ -186,8 +189,8 @@ func TestModelFromHub(t *testing.T) {
 	if err := json.Unmarshal(b, &req); code != 200 || err != nil {
 		t.Fatalf("requirements: %d %s", code, b)
 	}
-	if req.WeightBytes != storiesStorage || req.KVBytesPerToken != storiesKVPerToken || req.ContextTokens != 256 ||
-		req.KVBytes != 256*storiesKVPerToken || req.FootprintBytes != storiesStorage+256*storiesKVPerToken {
+	if req.WeightBytes != storiesWeights || req.KVBytesPerToken != storiesKVPerToken || req.ContextTokens != 256 ||
+		req.KVBytes != 256*storiesKVPerToken || req.FootprintBytes != storiesWeights+storiesWeights/10+placement.RunnerOverheadBytes+256*storiesKVPerToken {
 		t.Fatalf("requirements %+v from %s", req, b)
 	}
 

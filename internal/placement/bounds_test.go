@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// charged is what one whole llama runner at the default window commits:
-// 6900 MiB of weights + 690 overhead + 512 floor + 4 GiB of KV = 12198 MiB.
+// charged is the commitment the fixtures give each runner already placed:
+// CommittedBytes is an input here, so it is a round figure (what a whole
+// llama runner cost when the runner overhead was 512 MiB), not RunnerNeed.
 const charged = 12198 * MiB
 
 // placedOn returns a node with total and free memory and k whole llama
@@ -28,7 +29,7 @@ func TestCharge(t *testing.T) {
 		window int
 		want   int64
 	}{
-		{"whole_model", llama(), Rank{Start: 0, End: 32, HoldsEmbedding: true, HoldsHead: true}, DefaultContext, charged},
+		{"whole_model", llama(), Rank{Start: 0, End: 32, HoldsEmbedding: true, HoldsHead: true}, DefaultContext, need(6900*MiB, 4096, 32, DefaultContext)},
 		{"first_rank", llama(), Rank{Start: 0, End: 16, HoldsEmbedding: true}, AdmissionFloor, need(3450*MiB, 4096, 16, AdmissionFloor)},
 		{"middle_rank", llama(), Rank{Start: 10, End: 20}, 1000, need(2000*MiB, 4096, 10, 1000)},
 		{"tied_last_rank_holds_the_embedding_too", tied, Rank{Start: 16, End: 32, HoldsEmbedding: true, HoldsHead: true}, AdmissionFloor, need(3700*MiB, 4096, 16, AdmissionFloor)},

@@ -26,21 +26,22 @@ func TestContextWindow(t *testing.T) {
 	}{
 		{"default_when_memory_allows_more", llama(), []Node{cpu("a", 64*GiB)}, Request{}, DefaultContext, 131072, "a[0,32)eh"},
 		{"card_below_the_default", short, []Node{cpu("a", 64*GiB)}, Request{}, 16384, 16384, "a[0,32)eh"},
-		// 3162 MiB of room is exactly 25296 tokens; strictly below means one fewer.
-		{"memory_fit_between_floor_and_default", llama(), []Node{cpu("a", 11*GiB)}, Request{}, 25295, 25295, "a[0,32)eh"},
+		// 3642 MiB of room (11264 − 7622 MiB of weights, overhead and runner) is
+		// exactly 29136 tokens; strictly below means one fewer.
+		{"memory_fit_between_floor_and_default", llama(), []Node{cpu("a", 11*GiB)}, Request{}, 29135, 29135, "a[0,32)eh"},
 		{"explicit_above_the_default", llama(), []Node{cpu("a", 64*GiB)}, Request{Context: 65536}, 65536, 131072, "a[0,32)eh"},
 		{"explicit_below_the_default", llama(), []Node{cpu("a", 64*GiB)}, Request{Context: 16384}, 16384, 131072, "a[0,32)eh"},
 		{"explicit_at_the_card_maximum", llama(), []Node{cpu("a", 64*GiB)}, Request{Context: 131072}, 131072, 131072, "a[0,32)eh"},
-		// One node holds at most 49871 tokens; two halves hold 160463.
+		// One node holds at most 53711 tokens; two halves hold more than the card.
 		{"explicit_window_placed_wider_to_fit", llama(), []Node{cpu("a", 14*GiB), cpu("b", 14*GiB)}, Request{Context: 65536}, 65536, 131072, "a[0,16)e b[16,32)h"},
 		// Default request, narrowest placement wins even at a smaller window.
-		{"default_prefers_one_node_at_a_smaller_window", llama(), []Node{cpu("a", 11*GiB), cpu("b", 11*GiB)}, Request{}, 25295, 25295, "a[0,32)eh"},
+		{"default_prefers_one_node_at_a_smaller_window", llama(), []Node{cpu("a", 11*GiB), cpu("b", 11*GiB)}, Request{}, 29135, 29135, "a[0,32)eh"},
 		// 600 MiB of room holds 4800 tokens: enough for the card's 4096.
-		{"card_below_the_floor_uses_the_card", tiny, []Node{cpu("a", 8102*MiB+600*MiB)}, Request{}, 4096, 4096, "a[0,32)eh"},
+		{"card_below_the_floor_uses_the_card", tiny, []Node{cpu("a", 7622*MiB+600*MiB)}, Request{}, 4096, 4096, "a[0,32)eh"},
 		{"no_kv_geometry_clamps_to_the_floor", noKV, []Node{cpu("a", 64*GiB)}, Request{}, AdmissionFloor, AdmissionFloor, "a[0,32)eh"},
 		{"no_kv_geometry_accepts_the_floor_explicitly", noKV, []Node{cpu("a", 64*GiB)}, Request{Context: AdmissionFloor}, AdmissionFloor, AdmissionFloor, "a[0,32)eh"},
 		// b binds: 1397 MiB of room over 18 layers (see TestPlan).
-		{"minimum_across_nodes", llama(), []Node{cpu("b", 6*GiB), cpu("c", 5*GiB)}, Request{}, 19868, 19868, "b[0,18)e c[18,32)h"},
+		{"minimum_across_nodes", llama(), []Node{cpu("b", 6*GiB-shift), cpu("c", 5*GiB-shift)}, Request{}, 19868, 19868, "b[0,18)e c[18,32)h"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,9 +90,9 @@ func TestContextWindowRefusals(t *testing.T) {
 		wantCeilingIn bool // whether the message offers the ceiling as the answer
 	}{
 		// 1000 MiB of room holds 8000 tokens, under the 8192 floor.
-		{"ceiling_below_the_floor", []Node{cpu("a", 9102*MiB)}, Request{}, AdmissionFloor, 7999, false},
-		{"explicit_above_the_ceiling", []Node{cpu("a", 11*GiB)}, Request{Context: 32768}, 32768, 25295, true},
-		{"explicit_above_the_ceiling_below_the_floor", []Node{cpu("a", 9102*MiB)}, Request{Context: 16384}, 16384, 7999, false},
+		{"ceiling_below_the_floor", []Node{cpu("a", 8622*MiB)}, Request{}, AdmissionFloor, 7999, false},
+		{"explicit_above_the_ceiling", []Node{cpu("a", 11*GiB)}, Request{Context: 32768}, 32768, 29135, true},
+		{"explicit_above_the_ceiling_below_the_floor", []Node{cpu("a", 8622*MiB)}, Request{Context: 16384}, 16384, 7999, false},
 		{"weights_alone_do_not_fit", []Node{cpu("a", 7*GiB)}, Request{Context: 16384}, 16384, 0, false},
 	}
 	for _, tt := range tests {

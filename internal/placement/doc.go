@@ -7,7 +7,11 @@
 // Admission is per node, never summed across nodes. A node holding layers
 // [Start, End) must fit
 //
-//	weights + weights×(OverheadFactor−1) + FloorBytes + KV(End−Start layers, window)
+//	weights + weights×(OverheadFactor−1) + RunnerOverheadBytes + KV(End−Start layers, window)
+//
+// (RunnerNeed, with KV per token and layer from KVBytesPerTokenLayer). That
+// one estimate is also what the previews show, what Charge commits, what the
+// worker checks before spawning and what GET /models/requirements reports.
 //
 // strictly below its available memory: an exact fit thrashes instead of
 // running, so it is refused. The first rank also holds the token embedding,

@@ -12,8 +12,8 @@ type Estimate struct {
 	Weights   int64  `json:"weights"`  // layer weights plus any embedding and head it holds
 	KV        int64  `json:"kv"`       // KV cache for its layers at the window
 	Overhead  int64  `json:"overhead"` // Weights × (OverheadFactor − 1)
-	Floor     int64  `json:"floor"`    // FloorBytes
-	Total     int64  `json:"total"`    // the sum of the four above
+	Floor     int64  `json:"floor"`    // RunnerOverheadBytes: the runner process itself
+	Total     int64  `json:"total"`    // the sum of the four above: RunnerNeed
 	Available int64  `json:"available"`
 
 	// Available is the lesser of Reported and Memory − Committed (see
@@ -28,34 +28,75 @@ type Estimate struct {
 // because an exact fit thrashes rather than runs.
 func (e Estimate) Fits() bool { return e.Total < e.Available }
 
-// fixedBytes is a node's need before KV: its weights with overhead, plus the
-// floor.
-func fixedBytes(weights int64) int64 {
-	return addSat(addSat(weights, percentOf(weights, overheadPercent)), FloorBytes)
+// KVBytesPerTokenLayer is the KV cache one runner allocates for one token of
+// window in one layer: K and V, each n_kv_heads × head_dim elements of the
+// cache's type (cacheType "" or KVCacheF16: 2 bytes, the runner's default;
+// KVCacheF32: 4). Non-positive geometry gives 0 (no KV to size).
+func KVBytesPerTokenLayer(kvHeads, headDim int, cacheType string) int64 {
+	if kvHeads <= 0 || headDim <= 0 {
+		return 0
+	}
+	elem := int64(2)
+	if cacheType == KVCacheF32 {
+		elem = 4
+	}
+	return mulSat(mulSat(2*elem, int64(kvHeads)), int64(headDim))
 }
 
+// Need is the memory one runner needs, in parts: the one estimate behind
+// placement admission, Charge, the previews, the worker's pre-spawn check
+// and GET /models/requirements.
+type Need struct {
+	Weights  int64 // the weight bytes the runner holds
+	Overhead int64 // Weights × (OverheadFactor − 1): engine scratch space
+	Floor    int64 // RunnerOverheadBytes: the process itself
+	KV       int64 // kvPerToken × window
+	Total    int64 // the sum of the four
+}
+
+// RunnerNeed is the estimate of one runner holding weights bytes of weights
+// with kvPerToken bytes of KV cache per token (KVBytesPerTokenLayer × its
+// layers) at a window of tokens:
+//
+//	weights × OverheadFactor + RunnerOverheadBytes + kvPerToken × window
+func RunnerNeed(weights, kvPerToken int64, window int) Need {
+	n := Need{
+		Weights:  weights,
+		Overhead: percentOf(max(weights, 0), overheadPercent),
+		Floor:    RunnerOverheadBytes,
+		KV:       mulSat(max(kvPerToken, 0), int64(max(window, 0))),
+	}
+	n.Total = addSat(addSat(addSat(n.Weights, n.Overhead), n.Floor), n.KV)
+	return n
+}
+
+// fixedBytes is a runner's need before KV: its weights with overhead, plus
+// the runner overhead.
+func fixedBytes(weights int64) int64 { return RunnerNeed(weights, 0, 0).Total }
+
 func estimate(n Node, weights, kvPerToken int64, window int) Estimate {
-	e := Estimate{
+	need := RunnerNeed(weights, kvPerToken, window)
+	return Estimate{
 		Node:      n.ID,
-		Weights:   weights,
-		KV:        mulSat(kvPerToken, int64(window)),
-		Overhead:  percentOf(weights, overheadPercent),
-		Floor:     FloorBytes,
+		Weights:   need.Weights,
+		KV:        need.KV,
+		Overhead:  need.Overhead,
+		Floor:     need.Floor,
+		Total:     need.Total,
 		Available: n.headroom(),
 		Reported:  n.AvailableBytes,
 		Memory:    n.TotalBytes,
 		Committed: n.CommittedBytes,
 		Runners:   n.Runners,
 	}
-	e.Total = addSat(addSat(addSat(e.Weights, e.Overhead), e.Floor), e.KV)
-	return e
 }
 
 // rankWeights is the weight bytes rank r holds: its layers, plus the
-// embedding and the head when it holds them.
+// embedding and the head when it holds them (and the embedding too when it
+// holds a head tied to it, as the runner loads it for the output matrix).
 func rankWeights(s shape, r Rank) int64 {
 	w := s.cum[r.End] - s.cum[r.Start]
-	if r.HoldsEmbedding {
+	if r.HoldsEmbedding || (r.HoldsHead && s.TiedEmbedding) {
 		w = addSat(w, s.EmbeddingBytes)
 	}
 	if r.HoldsHead {
@@ -79,8 +120,7 @@ func Charge(m Model, r Rank, window int) (int64, error) {
 	case window < 0:
 		return 0, &InvalidRequestError{Field: "context_tokens", Reason: fmt.Sprintf("%d is negative", window)}
 	}
-	kv := mulSat(mulSat(s.KVBytesPerTokenLayer, int64(r.End-r.Start)), int64(window))
-	return addSat(fixedBytes(rankWeights(s, r)), kv), nil
+	return RunnerNeed(rankWeights(s, r), mulSat(s.KVBytesPerTokenLayer, int64(r.End-r.Start)), window).Total, nil
 }
 
 // tokenCeiling is the largest window whose KV fits beside fixed bytes

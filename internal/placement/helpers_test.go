@@ -32,10 +32,15 @@ func cpu(id string, available int64) Node {
 	return Node{ID: id, TotalBytes: available + 4*GiB, AvailableBytes: available, Backends: []string{"native-cpu"}}
 }
 
+// shift is how much smaller than a round figure some fixtures make a node, so
+// that its room for layers and KV (what their worked arithmetic uses) is what
+// it was when the runner overhead was 512 MiB.
+const shift = 512*MiB - RunnerOverheadBytes
+
 // need is the admission arithmetic written out independently of the code
-// under test: weights plus 10% overhead plus the 512 MiB floor plus KV.
+// under test: weights plus 10% overhead plus the runner overhead plus KV.
 func need(weights, kvPerTokenLayer int64, layers, window int) int64 {
-	return weights + weights/10 + 512*MiB + kvPerTokenLayer*int64(layers)*int64(window)
+	return weights + weights/10 + RunnerOverheadBytes + kvPerTokenLayer*int64(layers)*int64(window)
 }
 
 // asRefusal asserts err is a *T and returns it.

@@ -1,16 +1,33 @@
 package placement
 
 // The numbers the seed names, and the two it leaves to its missing
-// Architecture Reference (the overhead factor and the floor), which we choose.
+// Architecture Reference (the overhead factor and the runner overhead), which
+// we choose.
 const (
 	// OverheadFactor scales a node's weight share to cover what an engine
 	// allocates beside the weights: activations, compute and dequantization
 	// buffers. KV is charged separately, so this only covers scratch space.
 	OverheadFactor = 1.10
 
-	// FloorBytes is charged once per node for the runner process itself
-	// (code, tokenizer, thread stacks, the shared-memory rings).
-	FloorBytes int64 = 512 << 20
+	// RunnerOverheadBytes is charged once per runner (one per rank placed
+	// on a node) for the process itself: the skulk binary's mapped code, the
+	// Go runtime and heap, the tokenizer, thread stacks and the
+	// shared-memory rings. Measured: a runner serving the built-in demo model
+	// (1.2 MB of weights) after a completion has a VmRSS of 22-23 MB, of
+	// which about 19 MB is the binary's file-backed pages and 3.4 MB
+	// anonymous (see bench/README.md, "Memory estimates"); 32 MiB leaves
+	// about 40% headroom over that. It was 512 MiB, which charged a demo
+	// runner 20 times what it used. The security bounds do not depend on it:
+	// a node takes at most DefaultMaxInstances runners (or its
+	// --max-instances) whatever their charge.
+	RunnerOverheadBytes int64 = 32 << 20
+
+	// KVCacheF16 and KVCacheF32 are the KV cache element types (a card's
+	// runtime.kv_cache_type). The runner's cache is fp16 unless the card
+	// asks for f32 (engine/model Cache), so KVBytesPerTokenLayer charges
+	// 2 bytes an element by default.
+	KVCacheF16 = "f16"
+	KVCacheF32 = "f32"
 
 	// DefaultContext is the served window when a request names none; engines
 	// that reserve their whole window at load would otherwise commit the
@@ -25,7 +42,7 @@ const (
 	// FitTolerance is the share of a node's usable memory the worker's
 	// pre-spawn check forgives: live readings jitter against the gossiped
 	// figure the master admitted on, and the estimate already carries an
-	// overhead factor and a floor.
+	// overhead factor and the runner overhead.
 	FitTolerance = 0.10
 
 	// MaxRefusalHops bounds the refusal → re-placement chain so it can never

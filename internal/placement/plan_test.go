@@ -45,14 +45,14 @@ func TestPlan(t *testing.T) {
 			// token: 19868 tokens, the binding node.
 			name:       "two_uneven_nodes_split_in_proportion_at_a_reduced_window",
 			model:      llama(),
-			nodes:      []Node{cpu("a", 4*GiB), cpu("b", 6*GiB), cpu("c", 5*GiB)},
+			nodes:      []Node{cpu("a", 4*GiB-shift), cpu("b", 6*GiB-shift), cpu("c", 5*GiB-shift)},
 			wantLayout: "b[0,18)e c[18,32)h",
 			wantWindow: 19868,
 		},
 		{
 			name:       "min_nodes_forces_a_split",
 			model:      llama(),
-			nodes:      []Node{cpu("a", 64*GiB), cpu("b", 32*GiB), cpu("c", 16*GiB)},
+			nodes:      []Node{cpu("a", 64*GiB-shift), cpu("b", 32*GiB-shift), cpu("c", 16*GiB-shift)},
 			req:        Request{MinNodes: 3},
 			wantLayout: "a[0,18)e b[18,28) c[28,32)h",
 			wantWindow: DefaultContext,
@@ -88,14 +88,14 @@ func TestPlan(t *testing.T) {
 			// e (2 GiB) is not needed.
 			name:       "four_heterogeneous_nodes",
 			model:      big,
-			nodes:      []Node{cpu("d", 12*GiB), cpu("c", 14*GiB), cpu("b", 10*GiB), cpu("a", 8*GiB), cpu("e", 2*GiB)},
+			nodes:      []Node{cpu("d", 12*GiB-shift), cpu("c", 14*GiB-shift), cpu("b", 10*GiB-shift), cpu("a", 8*GiB-shift), cpu("e", 2*GiB-shift)},
 			wantLayout: "a[0,14)e b[14,32) c[32,58) d[58,80)h",
 			wantWindow: 21189,
 		},
 		{
 			name:       "five_heterogeneous_nodes",
 			model:      big,
-			nodes:      []Node{cpu("d", 10*GiB), cpu("c", 9*GiB), cpu("b", 8*GiB), cpu("a", 6*GiB), cpu("e", 9*GiB)},
+			nodes:      []Node{cpu("d", 10*GiB-shift), cpu("c", 9*GiB-shift), cpu("b", 8*GiB-shift), cpu("a", 6*GiB-shift), cpu("e", 9*GiB-shift)},
 			wantLayout: "a[0,11)e b[11,26) c[26,44) d[44,63) e[63,80)h",
 			wantWindow: 11150,
 		},

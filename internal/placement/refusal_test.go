@@ -89,18 +89,18 @@ func TestPlanRefusals(t *testing.T) {
 			},
 		},
 		{
-			// 6900 MiB of weights + 690 overhead + 512 floor + 1 GiB of KV
-			// at the 8192-token floor = 9126 MiB against 4 GiB.
+			// 6900 MiB of weights + 690 overhead + 32 runner overhead + 1 GiB
+			// of KV at the 8192-token floor = 8646 MiB against 4 GiB.
 			name: "shortfall_carries_the_arithmetic", model: llama(),
 			nodes: []Node{cpu("a", 4*GiB)}, wantStatus: 503,
 			check: func(t *testing.T, err error) {
 				e := asRefusal[*MemoryShortfallError](t, err)
-				want := Estimate{Node: "a", Weights: 6900 * MiB, Overhead: 690 * MiB, Floor: 512 * MiB, KV: 1024 * MiB, Total: 9126 * MiB,
+				want := Estimate{Node: "a", Weights: 6900 * MiB, Overhead: 690 * MiB, Floor: RunnerOverheadBytes, KV: 1024 * MiB, Total: 8646 * MiB,
 					Available: 4 * GiB, Reported: 4 * GiB, Memory: 8 * GiB}
 				if len(e.Nodes) != 1 || e.Nodes[0] != want || e.Window != AdmissionFloor {
 					t.Fatalf("shortfall = %+v, want one node %+v at the floor", e, want)
 				}
-				for _, part := range []string{"node a needs 8.91 GiB", "weights 6.74 GiB", "overhead 690.0 MiB", "floor 512.0 MiB", "KV 1.00 GiB for 8192 tokens", "has 4.00 GiB available"} {
+				for _, part := range []string{"node a needs 8.44 GiB", "weights 6.74 GiB", "overhead 690.0 MiB", "floor 32.0 MiB", "KV 1.00 GiB for 8192 tokens", "has 4.00 GiB available"} {
 					if !strings.Contains(e.Error(), part) {
 						t.Errorf("message %q lacks %q", e.Error(), part)
 					}
@@ -121,13 +121,13 @@ func TestPlanRefusals(t *testing.T) {
 			name: "requested_context_above_what_memory_allows", model: llama(),
 			nodes: []Node{cpu("a", 14*GiB)}, req: Request{Context: 65536}, wantStatus: 503,
 			check: func(t *testing.T, err error) {
-				// Room after weights: 14336 − 8102 MiB = 6234 MiB over
-				// 32 layers × 4 KiB a token: 49871 tokens.
+				// Room after weights: 14336 − 7622 MiB = 6714 MiB over
+				// 32 layers × 4 KiB a token: 53711 tokens.
 				e := asRefusal[*MemoryShortfallError](t, err)
-				if e.Requested != 65536 || e.Ceiling != 49871 {
-					t.Errorf("requested %d ceiling %d, want 65536 and 49871", e.Requested, e.Ceiling)
+				if e.Requested != 65536 || e.Ceiling != 53711 {
+					t.Errorf("requested %d ceiling %d, want 65536 and 53711", e.Requested, e.Ceiling)
 				}
-				if !strings.Contains(e.Error(), "request at most 49871 tokens") {
+				if !strings.Contains(e.Error(), "request at most 53711 tokens") {
 					t.Errorf("message %q does not name the ceiling", e)
 				}
 			},
