@@ -106,7 +106,7 @@ func printChecks(w io.Writer, checks []check, asJSON bool) error {
 			fmt.Fprintf(w, "      %-12s fix: %s\n", "", c.Fix)
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d ok, %d warnings, %d failed\n", n[statusOK], n[statusWarn], n[statusFail])
+	_, err := fmt.Fprintf(w, "%d ok, %d %s, %d failed\n", n[statusOK], n[statusWarn], plural(n[statusWarn], "warning", "warnings"), n[statusFail])
 	return err
 }
 
