@@ -183,7 +183,14 @@ func failMidStream(t *testing.T, api *netNode, what string, fault func()) {
 		t.Fatalf("%s: the stream ended before the fault: %+v %v", what, res, err)
 	}
 	if err == nil && res.errMsg == "" {
-		t.Fatalf("%s: the stream ended without an error event: %+v", what, res)
+		for _, n := range dumpNodes {
+			for _, line := range strings.Split(n.proc.Output(), "\n") {
+				if strings.Contains(line, "edge") || strings.Contains(line, "link") || strings.Contains(line, "pipeline") {
+					t.Logf("%s: %s", n.host.Name(), line)
+				}
+			}
+		}
+		t.Fatalf("%s: the stream ended %v after the fault without an error event: %+v", what, ended, res)
 	}
 	t.Logf("%s: the stream ended %v after the fault: %q %v", what, ended, res.errMsg, err)
 	if ended > 5*time.Second {
@@ -207,6 +214,8 @@ func chatEventually(t *testing.T, api *netNode, what string, timeout time.Durati
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+var dumpNodes []*netNode
 
 var concurrentPrompts = []string{
 	"Once upon a time", "Lily and the dog", "The sun was hot", "Tom had a red ball",
@@ -236,6 +245,7 @@ func TestNetnsPipeline(t *testing.T) {
 		nodes = append(nodes, startNet(t, c, h, []string{"--no-mdns", "--bootstrap-peers", c.Host(1).Addr() + ":52416"}))
 	}
 	master, _ := netConverge(t, nodes, 4, 60*time.Second)
+	dumpNodes = nodes
 	api, stages := byID(nodes, master)
 	of := func(id string) *netNode { n, _ := byID(nodes, id); return n }
 
