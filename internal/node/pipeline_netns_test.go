@@ -209,6 +209,14 @@ func chatEventually(t *testing.T, api *netNode, what string, timeout time.Durati
 			return time.Since(start)
 		}
 		if time.Since(start) > timeout {
+			for _, n := range dumpNodes {
+				for _, line := range strings.Split(n.proc.Output(), "\n") {
+					if strings.Contains(line, "place") || strings.Contains(line, "lost") || strings.Contains(line, "gone") {
+						t.Logf("%s: %s", n.host.Name(), line)
+					}
+				}
+			}
+			t.Logf("instances: %+v", api.instances())
 			t.Fatalf("%s: no good chat within %v: %q %v", what, timeout, got, err)
 		}
 		time.Sleep(200 * time.Millisecond)
