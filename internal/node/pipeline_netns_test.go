@@ -353,3 +353,66 @@ func TestNetnsPipeline(t *testing.T) {
 	chatEventually(t, api, "after the node's kill", 30*time.Second)
 	_ = stages
 }
+
+// TestNetnsPipelineBudget: two nodes whose --memory-budget admits half of
+// stories260K but not the whole (the planner charges each runner its
+// weights × 1.1, its KV and a 512 MiB floor: the budget sits between the
+// one-node total and the larger per-rank total of the 2-node preview); a
+// plain place splits it and chat gives the single-node text.
+func TestNetnsPipelineBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the network-namespace pipeline test")
+	}
+	c := netns.New(t, netns.Options{Hosts: 2})
+	a := startNet(t, c, c.Host(1), []string{"--no-mdns"})
+	b := startNet(t, c, c.Host(2), []string{"--no-mdns", "--bootstrap-peers", c.Host(1).Addr() + ":52416"})
+	nodes := []*netNode{a, b}
+	netConverge(t, nodes, 2, 60*time.Second)
+	code, body := a.do("GET", "/instance/previews?model_id=stories260k", nil)
+	var doc struct {
+		Previews []struct {
+			Width   int `json:"width"`
+			PerNode []struct {
+				Total int64 `json:"total"`
+			} `json:"per_node"`
+		} `json:"previews"`
+	}
+	if code != 200 || json.Unmarshal(body, &doc) != nil {
+		t.Fatalf("previews: %d %s", code, body)
+	}
+	var whole, half int64
+	for _, p := range doc.Previews {
+		for _, e := range p.PerNode {
+			switch p.Width {
+			case 1:
+				whole = e.Total
+			case 2:
+				half = max(half, e.Total)
+			}
+		}
+	}
+	if whole == 0 || half == 0 || half >= whole {
+		t.Fatalf("previews give no budget between half and whole: whole %d, half %d: %s", whole, half, body)
+	}
+	// Admission is need < available: a budget of exactly the whole
+	// model's need refuses it on one node and admits each half.
+	budget := whole
+	t.Logf("one node needs %d bytes, the larger half %d (%d bytes apart); budget %d", whole, half, whole-half, budget)
+	for _, n := range nodes {
+		n.proc.Stop()
+		n.args = append(n.args, "--memory-budget", fmt.Sprint(budget))
+	}
+	for _, n := range nodes {
+		n.start()
+	}
+	netConverge(t, nodes, 2, 60*time.Second)
+	inst, ranks := placeSplit(t, a, map[string]any{})
+	if len(ranks) != 2 || ranks[0] == ranks[1] {
+		t.Fatalf("instance %s placed on %v, want split over the two nodes", inst, ranks)
+	}
+	for _, n := range nodes {
+		if got, _, err := n.content(storyRequest(false, 64)); err != nil || got != llamaCppStory {
+			t.Fatalf("chat through %s: %q %v", n.host.Name(), got, err)
+		}
+	}
+}
