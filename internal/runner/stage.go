@@ -70,8 +70,9 @@ func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 		return nil, fmt.Errorf("runner: pipeline rank %d of %d: %w", spec.Rank, ps.Ranks, err)
 	}
 	maxObj := pipeline.MaxObjectBytes(m.Config, 0, 0)
+	inLink := pipeline.NewConnLink(in, maxObj)
 	st, err := pipeline.NewStage(pipeline.StageConfig{Shard: m.Shard, Rank: spec.Rank, Ranks: ps.Ranks,
-		In: pipeline.NewConnLink(in, maxObj), Out: pipeline.NewConnLink(out, maxObj), Logger: log,
+		In: inLink, Out: pipeline.NewConnLink(out, maxObj), Logger: log,
 		Head: pipeline.HeadConfig{Context: l.context, EndOfGeneration: m.Tok.IsEOG}})
 	if err != nil {
 		in.Close()
@@ -81,6 +82,7 @@ func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go st.Run(ctx)
+	go watchOut(out, inLink)
 	l.stage = &stageRun{stage: st, first: spec.First, cancel: cancel}
 	log.Info("pipeline stage connected", "rank", spec.Rank, "ranks", ps.Ranks, "blocks", fmt.Sprintf("[%d, %d)", spec.Start, spec.End))
 	return l, nil
@@ -113,6 +115,20 @@ func connectEdges(spec LoadSpec, timeout time.Duration) (in, out net.Conn, err e
 		}
 	}
 	return conns[0], conns[1], nil
+}
+
+// watchOut fails the stage as soon as the node closes its sending link.
+// The node sends nothing on that connection after EdgeReady, so a read
+// returns only when the link is gone (the next rank's runner died, the
+// QUIC stream to its node broke or went silent); a stage that waits for
+// its input would otherwise learn it only at its next send, and rank 0,
+// waiting for a token that cannot come, never. Closing the receiving link
+// makes the stage fail-stop, which ends the sequences in flight with an
+// error and travels on around the ring.
+func watchOut(out net.Conn, in pipeline.Link) {
+	var b [1]byte
+	out.Read(b[:])
+	in.Close()
 }
 
 // close stops the stage; its links close with it.

@@ -37,7 +37,13 @@ const (
 	DefaultPingFailures     = 3               // consecutive misses before the connection closes
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultIdleTimeout      = 30 * time.Second
-	refusalLogEvery         = time.Minute // one log line per peer address and reason
+	// DefaultEdgeIdleTimeout bounds how long a pipeline's edge connection
+	// (ALPNEdge) may stay silent: the dialing side keeps it alive with
+	// PINGs every third of it, so silence means the path is cut, and the
+	// links it carries (and the requests in flight on them) fail within it
+	// instead of stalling until the node is declared lost.
+	DefaultEdgeIdleTimeout = 3 * time.Second
+	refusalLogEvery        = time.Minute // one log line per peer address and reason
 )
 
 // Handler serves one authenticated inbound connection. It runs on its own
@@ -71,9 +77,13 @@ type Config struct {
 
 	HandshakeTimeout time.Duration // TLS + cluster proof, per address
 	IdleTimeout      time.Duration // QUIC idle timeout
-	PingInterval     time.Duration // between successful health pings
-	PingBudget       time.Duration // how long one ping waits for its pong
-	PingFailures     int           // consecutive missed pings that close a connection
+	// EdgeIdleTimeout is the idle timeout of the edge connections this
+	// endpoint dials (the peer adopts the smaller of the two), with
+	// keep-alive PINGs every third of it.
+	EdgeIdleTimeout time.Duration
+	PingInterval    time.Duration // between successful health pings
+	PingBudget      time.Duration // how long one ping waits for its pong
+	PingFailures    int           // consecutive missed pings that close a connection
 }
 
 func (c *Config) withDefaults() (Config, error) {
@@ -100,6 +110,7 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	def(&out.HandshakeTimeout, DefaultHandshakeTimeout)
 	def(&out.IdleTimeout, DefaultIdleTimeout)
+	def(&out.EdgeIdleTimeout, DefaultEdgeIdleTimeout)
 	def(&out.PingInterval, DefaultPingInterval)
 	def(&out.PingBudget, DefaultPingBudget)
 	if out.PingFailures <= 0 {
@@ -130,6 +141,7 @@ type Endpoint struct {
 	ln        *quic.Listener
 	serverTLS *tls.Config
 	quicConf  *quic.Config
+	edgeConf  *quic.Config    // quicConf with the edge plane's idle bound and keep-alive
 	life      context.Context // cancelled by Close
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // every goroutine the endpoint starts
@@ -184,6 +196,9 @@ func Listen(cfg Config) (*Endpoint, error) {
 		NextProtos:            protos,
 		VerifyPeerCertificate: verifyCertificate,
 	}
+	e.edgeConf = e.quicConf.Clone()
+	e.edgeConf.MaxIdleTimeout = c.EdgeIdleTimeout
+	e.edgeConf.KeepAlivePeriod = c.EdgeIdleTimeout / 3
 	e.ln, err = e.tr.Listen(e.serverTLS, e.quicConf)
 	if err != nil {
 		udp.Close()
@@ -347,7 +362,11 @@ func (e *Endpoint) dialOne(ctx context.Context, peer ids.NodeID, addr, alpn stri
 	defer cancel()
 	stop := context.AfterFunc(e.life, cancel)
 	defer stop()
-	qc, err := e.tr.Dial(ctx, ua, e.clientTLS(alpn), e.quicConf)
+	conf := e.quicConf
+	if alpn == ALPNEdge {
+		conf = e.edgeConf
+	}
+	qc, err := e.tr.Dial(ctx, ua, e.clientTLS(alpn), conf)
 	if err != nil {
 		if re := remoteRefusal(err); re != nil {
 			re.Addr, re.Peer = addr, peer
