@@ -94,6 +94,7 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 		model    ids.ModelID
 		excluded []ids.NodeID
 		context  uint32
+		ranks    int
 	}
 	var again []replace
 	insts := st.InstancesOnNode(n)
@@ -117,14 +118,27 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 	for _, id := range insts {
 		inst := st.Instances[id]
 		report(event.InstanceDeleted{Instance: id, Reason: event.DeleteNodeLost})
-		if inst.Status != state.InstanceFailed {
-			again = append(again, replace{model: inst.Model, excluded: inst.ExcludedNodes, context: inst.ContextTokens})
+		// A split instance whose runners failed while the node was going
+		// (its ranks lose their links and restart until the breaker gives
+		// up) failed because of the loss: it is placed again too. A whole
+		// instance that failed on its own stays failed.
+		if inst.Status != state.InstanceFailed || len(inst.Placement) > 1 {
+			again = append(again, replace{model: inst.Model, excluded: inst.ExcludedNodes, context: inst.ContextTokens,
+				ranks: len(inst.Placement)})
 		}
 	}
 	report(event.NodeLeft{Node: n, Reason: event.LeaveTimedOut})
 	for _, r := range again {
 		id := ids.CommandID(lc.NewID())
-		if _, err := m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context}); err != nil {
+		// As wide as before when the survivors allow (a forced split stays
+		// split), else as the planner sees fit.
+		_, err := m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context,
+			MinNodes: uint32(r.ranks)})
+		if err != nil && r.ranks > 1 {
+			id = ids.CommandID(lc.NewID())
+			_, err = m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context})
+		}
+		if err != nil {
 			lc.Logger.Warn("could not re-place an instance of a lost node", "model", r.model, "err", err)
 			continue
 		}
