@@ -93,8 +93,8 @@ func TestOTLPShape(t *testing.T) {
 				Scope struct{ Name string }
 				Spans []struct {
 					TraceID, SpanID, ParentSpanID, Name string
-					StartTimeUnixNano, EndTimeUnixNano string
-					Attributes                         []struct {
+					StartTimeUnixNano, EndTimeUnixNano  string
+					Attributes                          []struct {
 						Key   string
 						Value struct{ StringValue string }
 					}
