@@ -27,7 +27,9 @@ const IDHeader = "X-Skulk-Trace"
 func NewID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return hex.EncodeToString(b[:])
+	var h [32]byte
+	hex.Encode(h[:], b[:])
+	return string(h[:]) // the one allocation
 }
 
 // ValidID reports whether s is spelled as NewID spells an id.

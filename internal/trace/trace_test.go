@@ -177,3 +177,10 @@ func TestBegin(t *testing.T) {
 		t.Fatal("ValidID")
 	}
 }
+
+func BenchmarkNewID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = NewID()
+	}
+}
