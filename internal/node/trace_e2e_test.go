@@ -158,10 +158,22 @@ func TestTraceAcrossNodes(t *testing.T) {
 	}
 	// Order (one clock on loopback): api ⊇ deliver → worker.serve ⊇
 	// prefill → decode, and worker.serve within api.
-	within := func(in, out sp) bool { return !in.start.Before(out.start) && !in.end.After(out.end) }
-	if !within(deliver, api) || !within(serve, api) || serve.start.Before(deliver.start) ||
-		!within(prefill, serve) || !within(decode, serve) || decode.start.Before(prefill.end) {
-		t.Errorf("spans out of order: %+v", spans)
+	// duration_ms is a float: allow a microsecond of rounding.
+	const eps = time.Microsecond
+	before := func(a, b time.Time) bool { return !a.After(b.Add(eps)) }
+	within := func(in, out sp) bool { return before(out.start, in.start) && before(in.end, out.end) }
+	for _, c := range []struct {
+		what string
+		ok   bool
+	}{
+		{"deliver within api", within(deliver, api)}, {"worker.serve within api", within(serve, api)},
+		{"deliver starts before worker.serve", before(deliver.start, serve.start)},
+		{"prefill within worker.serve", within(prefill, serve)}, {"decode within worker.serve", within(decode, serve)},
+		{"prefill ends before decode starts", before(prefill.end, decode.start)},
+	} {
+		if !c.ok {
+			t.Errorf("spans out of order: not %s", c.what)
+		}
 	}
 	// The root span is the client's time, within 10%; the steps in
 	// sequence (decode the body, pick, deliver, run on the other node)
