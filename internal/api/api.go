@@ -32,6 +32,7 @@ import (
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/trace"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
@@ -76,6 +77,12 @@ type Config struct {
 	// the cluster carry in the WarningHeader ("" for nothing): the node
 	// says there when a change may not survive a restart.
 	Warning func() string
+	// Traces, when set, keeps this node's finished request traces and
+	// serves GET /v1/traces/{id} (a read-only route). Every answer carries
+	// its request's trace id in the X-Skulk-Trace header; a request is
+	// traced (its spans recorded) only while the cluster's tracing flag is
+	// on, which the Backend checks as it takes the request.
+	Traces *trace.Store
 }
 
 // Served is one answered request, as Config.Observe hears of it.
@@ -182,6 +189,9 @@ func (s *server) routes() {
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster/timeline", s.timeline)
 	s.mux.HandleFunc("GET /v1/diagnostics/node", s.nodeDiagnostics)
 	s.admin("POST /tracing", s.setTracing)
+	if s.cfg.Traces != nil {
+		s.mux.HandleFunc("GET /v1/traces/{id}", s.getTrace)
+	}
 	if s.cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", s.cfg.Metrics)
 		if s.cfg.MetricsPublic {

@@ -13,6 +13,7 @@ import (
 	"github.com/skulk/skulk/internal/api/openai"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/trace"
 )
 
 // MaxExcludedNodes bounds excluded_nodes in a placement request.
@@ -99,6 +100,28 @@ func (s *server) nodeDiagnostics(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.serveDocument(w, r, d.NodeDiagnostics)
+}
+
+// GET /v1/traces/{id}[?format=otlp]: a request this node answered, as the
+// spans its nodes recorded while the cluster's tracing was on.
+func (s *server) getTrace(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "json" && format != "otlp" {
+		s.writeError(w, r, infer.ParamErrorf("format", "format must be json or otlp, got %s", infer.Quote(format)))
+		return
+	}
+	t, ok := s.cfg.Traces.Get(id)
+	if !trace.ValidID(id) || !ok {
+		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node holds no trace %s: a trace is kept by the node that answered the request, "+
+			"for the latest 1,000 requests of the last hour, and only for requests made while tracing was on (POST /tracing {\"enabled\": true})", infer.Quote(id)))
+		return
+	}
+	if format == "otlp" {
+		s.writeJSON(w, http.StatusOK, t.OTLP())
+		return
+	}
+	s.writeJSON(w, http.StatusOK, t.Document())
 }
 
 // POST /tracing {"enabled": bool}: the cluster-wide tracing flag.

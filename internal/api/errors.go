@@ -93,10 +93,17 @@ func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
 // decodeBody reads the request body and decodes it with decode; when either
 // fails it writes the error in the route's wire format and reports false.
 func decodeBody[T any](s *server, w http.ResponseWriter, r *http.Request, decode func([]byte) (T, error)) (T, bool) {
+	n := noteFrom(r.Context())
+	if n != nil {
+		n.decodeStart = s.cfg.Now()
+	}
 	body, err := s.readBody(w, r)
 	if err == nil {
 		var v T
 		if v, err = decode(body); err == nil {
+			if n != nil {
+				n.decodeEnd = s.cfg.Now()
+			}
 			return v, true
 		}
 	}

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"net/netip"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/skulk/skulk/internal/access"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/trace"
 )
 
 // statusWriter records the status a handler wrote, for the request log and
@@ -23,6 +25,8 @@ type statusWriter struct {
 	// header goes out: after the handler's work, so a change it caused
 	// (the write that filled the disk) is in it.
 	warn func() string
+	// note, when set, times the writes of a traced request.
+	note *requestNote
 }
 
 // WarningHeader carries, on the answers to requests that change the
@@ -44,7 +48,31 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 		w.status = http.StatusOK
 		w.warnNow()
 	}
+	if n := w.note; n != nil && n.rec != nil {
+		n.writing(time.Now())
+		k, err := w.ResponseWriter.Write(b)
+		n.lastWrite = time.Now()
+		return k, err
+	}
 	return w.ResponseWriter.Write(b)
+}
+
+// FlushError flushes the underlying writer (http.ResponseController finds
+// it here), timing the flush of a traced request as part of its writes.
+func (w *statusWriter) FlushError() error {
+	var err error
+	switch f := w.ResponseWriter.(type) {
+	case interface{ FlushError() error }:
+		err = f.FlushError()
+	case http.Flusher:
+		f.Flush()
+	default:
+		return http.ErrNotSupported
+	}
+	if n := w.note; n != nil && n.rec != nil {
+		n.lastWrite = time.Now()
+	}
+	return err
 }
 
 func (w *statusWriter) warnNow() {
@@ -74,11 +102,14 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *server) logRequests(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := s.cfg.Now()
+		id := trace.NewID()
+		w.Header()[trace.IDHeader] = []string{id}
 		sw := &statusWriter{ResponseWriter: w}
 		var note *requestNote
-		if s.cfg.Observe != nil {
-			note = &requestNote{}
-			r = r.WithContext(context.WithValue(r.Context(), noteKey{}, note))
+		if s.cfg.Observe != nil || s.cfg.Traces != nil {
+			note = &requestNote{id: id}
+			sw.note = note
+			r = r.WithContext(trace.WithCarrier(r.Context(), note))
 		}
 		if s.cfg.Warning != nil && mutates(r.Method) {
 			sw.warn = s.cfg.Warning
@@ -90,9 +121,15 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 			}
 			d := s.cfg.Now().Sub(start)
 			s.log.Info("http request", "method", r.Method, "path", r.URL.Path, "status", status, "duration", d.Round(time.Microsecond))
-			if note != nil {
-				_, route := s.mux.Handler(r)
+			if note == nil {
+				return
+			}
+			_, route := s.mux.Handler(r)
+			if s.cfg.Observe != nil {
 				s.cfg.Observe(Served{Route: route, Model: note.model, Status: status, Duration: d})
+			}
+			if note.rec != nil && s.cfg.Traces != nil {
+				s.storeTrace(note, sw, route, status, start, start.Add(d))
 			}
 		}()
 		next.ServeHTTP(sw, r)
@@ -100,17 +137,66 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 }
 
 // requestNote is what a request's handler learns for its observation (the
-// model); the handler writes it and logRequests reads it, on the request's
-// goroutine.
-type requestNote struct{ model string }
+// model) and its trace: the id the API returned and, once the gateway
+// finds the cluster's tracing on, the request's recorder, with the times
+// of the API's own steps. It is the request's trace.Carrier. The handler
+// writes it and logRequests reads it, on the request's goroutine (the
+// gateway attaches the recorder from the handler's call).
+type requestNote struct {
+	model string
+	id    string
+	rec   *trace.Recorder
+	// decodeStart and decodeEnd bound the body's read and decode.
+	decodeStart, decodeEnd time.Time
+	// firstWrite and lastWrite bound the answer's writes (and flushes),
+	// timed only once rec is set.
+	firstWrite, lastWrite time.Time
+	writes                int
+}
 
-type noteKey struct{}
+func (n *requestNote) TraceID() string          { return n.id }
+func (n *requestNote) Attach(r *trace.Recorder) { n.rec = r }
+
+func (n *requestNote) writing(at time.Time) {
+	if n.writes == 0 {
+		n.firstWrite = at
+	}
+	n.writes++
+}
+
+// noteFrom returns the request's note, or nil.
+func noteFrom(ctx context.Context) *requestNote {
+	n, _ := trace.CarrierFrom(ctx).(*requestNote)
+	return n
+}
 
 // noteModel notes the model a request named, for Config.Observe.
 func noteModel(ctx context.Context, model string) {
-	if n, ok := ctx.Value(noteKey{}).(*requestNote); ok {
+	if n := noteFrom(ctx); n != nil {
 		n.model = model
 	}
+}
+
+// storeTrace adds the API's spans to a traced request's recorder and keeps
+// the trace: api (the whole request, the trace's root), api.decode (the
+// body's read and decode) and stream.write (the answer's writes, from the
+// first to the end of the last flush; write for an answer not streamed).
+func (s *server) storeTrace(n *requestNote, sw *statusWriter, route string, status int, start, end time.Time) {
+	rec := n.rec
+	root := rec.Root()
+	rec.Add("api", root, 0, start, end, trace.Attr{Key: "route", Value: route}, trace.Attr{Key: "status", Value: strconv.Itoa(status)})
+	if !n.decodeEnd.IsZero() {
+		rec.Add("api.decode", 0, root, n.decodeStart, n.decodeEnd)
+	}
+	if n.writes > 0 {
+		name := "write"
+		switch ct := sw.Header().Get("Content-Type"); {
+		case strings.HasPrefix(ct, "text/event-stream"), strings.HasPrefix(ct, "application/x-ndjson"):
+			name = "stream.write"
+		}
+		rec.Add(name, 0, root, n.firstWrite, n.lastWrite, trace.Attr{Key: "writes", Value: strconv.Itoa(n.writes)})
+	}
+	s.cfg.Traces.Put(rec.ID(), rec.Spans())
 }
 
 // recoverPanics turns a handler panic into a 500 error document and logs it

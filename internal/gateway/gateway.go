@@ -30,6 +30,7 @@ import (
 	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/trace"
 )
 
 // Master is the control plane as the gateway uses it.
@@ -115,9 +116,16 @@ func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer
 // returns the chunk stream.
 func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPayload) (<-chan infer.Chunk, error) {
 	obs := g.observe(model, payload)
+	picking := g.cfg.Now()
 	st, err := g.cfg.Master.State(ctx)
 	if err != nil {
 		return nil, err
+	}
+	// With the cluster's tracing on, the request's spans are recorded:
+	// here, on the node that runs it, and in the API that took it.
+	var rec *trace.Recorder
+	if st.Tracing {
+		rec = trace.Begin(ctx, string(g.cfg.Node))
 	}
 	g.mu.Lock()
 	inst, err := master.PickInstance(st, ids.ModelID(model), "", g.inflight)
@@ -128,6 +136,15 @@ func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPa
 	if err != nil {
 		return nil, err
 	}
+	serveCtx := ctx
+	var deliver trace.SpanID
+	var delivering time.Time
+	if rec != nil {
+		delivering = g.cfg.Now()
+		rec.Add("gateway.pick", 0, rec.Root(), picking, delivering, trace.Attr{Key: "instance", Value: string(inst)})
+		deliver = trace.NewSpanID()
+		serveCtx = trace.WithScope(ctx, trace.Scope{Rec: rec, Parent: deliver})
+	}
 	done := func() {
 		g.mu.Lock()
 		if g.inflight[inst]--; g.inflight[inst] <= 0 {
@@ -135,7 +152,11 @@ func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPa
 		}
 		g.mu.Unlock()
 	}
-	chunks, err := g.cfg.Serve(ctx, st.Instances[inst].Placement[0].Node, inst, ids.TaskID(g.cfg.NewID()), payload)
+	runs := st.Instances[inst].Placement[0].Node
+	chunks, err := g.cfg.Serve(serveCtx, runs, inst, ids.TaskID(g.cfg.NewID()), payload)
+	if rec != nil {
+		rec.Add("deliver", deliver, rec.Root(), delivering, g.cfg.Now(), trace.Attr{Key: "to", Value: string(runs)})
+	}
 	if err != nil {
 		done()
 		return nil, err

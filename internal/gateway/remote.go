@@ -11,6 +11,7 @@ import (
 
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/trace"
 )
 
 // A task whose instance runs on another node travels on the data plane: the
@@ -18,8 +19,12 @@ import (
 // sends the task, and reads the chunks back on the same stream. Closing the
 // stream (the client left) cancels the task there.
 //
-//	→ {"task": ID, "instance": ID, "payload": {...}}
+//	→ {"task": ID, "instance": ID, "payload": {...}, "trace"?: {"id", "parent"}}
 //	← chunk… (JSON, one per frame, the last of kind done or error)
+//
+// A traced task (one whose frame carries "trace") has the spans the node
+// recorded for it on its last chunk, in a "spans" field the owner takes off
+// before the chunk goes on.
 //
 // Frames are a 4-byte big-endian length and a JSON document.
 
@@ -30,6 +35,16 @@ type taskFrame struct {
 	Task     ids.TaskID        `json:"task"`
 	Instance ids.InstanceID    `json:"instance"`
 	Payload  infer.TaskPayload `json:"payload"`
+	// Trace, on a traced task, names its trace and the owner's span the
+	// node's spans belong to.
+	Trace *trace.Remote `json:"trace,omitempty"`
+}
+
+// chunkFrame is a chunk as it crosses the data plane: a traced task's last
+// one carries the spans of the node that ran it.
+type chunkFrame struct {
+	infer.Chunk
+	Spans []trace.Span `json:"spans,omitempty"`
 }
 
 func writeJSONFrame(w io.Writer, v any) error {
@@ -70,8 +85,9 @@ type LocalServe func(ctx context.Context, inst ids.InstanceID, task ids.TaskID, 
 
 // ServeTask answers one data-plane stream from an owner node: it runs the
 // task it carries with serve and streams the chunks back. The owner closing
-// its side cancels the task.
-func ServeTask(ctx context.Context, st io.ReadWriteCloser, serve LocalServe) error {
+// its side cancels the task. A traced task's spans, recorded on this node
+// (node), go back on its last chunk.
+func ServeTask(ctx context.Context, st io.ReadWriteCloser, node ids.NodeID, serve LocalServe) error {
 	defer st.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -96,6 +112,11 @@ func ServeTask(ctx context.Context, st io.ReadWriteCloser, serve LocalServe) err
 		}
 		return w.Flush()
 	}
+	var rec *trace.Recorder
+	if t.Trace != nil && trace.ValidID(t.Trace.ID) {
+		rec = trace.NewRecorder(t.Trace.ID, string(node))
+		ctx = trace.WithScope(ctx, trace.Scope{Rec: rec, Parent: t.Trace.Parent})
+	}
 	chunks, err := serve(ctx, t.Instance, t.Task, t.Payload)
 	if err != nil {
 		ie, ok := err.(*infer.Error)
@@ -105,6 +126,16 @@ func ServeTask(ctx context.Context, st io.ReadWriteCloser, serve LocalServe) err
 		return send(infer.Chunk{Kind: infer.ChunkError, Error: ie})
 	}
 	for c := range chunks {
+		if rec != nil && (c.Kind == infer.ChunkDone || c.Kind == infer.ChunkError) {
+			// The worker recorded its spans before it passed the last chunk on.
+			if err := writeJSONFrame(w, chunkFrame{Chunk: c, Spans: rec.Spans()}); err != nil {
+				return err
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := send(c); err != nil {
 			return err // the owner is gone; cancel ends the task
 		}
@@ -129,7 +160,12 @@ func (r *Remote) Serve(ctx context.Context, node ids.NodeID, inst ids.InstanceID
 	if err != nil {
 		return nil, infer.Errorf(infer.ClassUnavailable, "cannot reach node %s, which runs the instance: %v; retry in a moment", node, err)
 	}
-	if err := writeJSONFrame(st, taskFrame{Task: task, Instance: inst, Payload: p}); err != nil {
+	frame := taskFrame{Task: task, Instance: inst, Payload: p}
+	sc := trace.ScopeFrom(ctx)
+	if sc.Rec != nil {
+		frame.Trace = &trace.Remote{ID: sc.Rec.ID(), Parent: sc.Parent}
+	}
+	if err := writeJSONFrame(st, frame); err != nil {
 		st.Close()
 		return nil, infer.Errorf(infer.ClassUnavailable, "cannot send the request to node %s: %v; retry in a moment", node, err)
 	}
@@ -141,8 +177,13 @@ func (r *Remote) Serve(ctx context.Context, node ids.NodeID, inst ids.InstanceID
 		defer stop()
 		br := bufio.NewReader(st)
 		for {
-			var c infer.Chunk
-			if err := readJSONFrame(br, &c); err != nil {
+			var f chunkFrame
+			err := readJSONFrame(br, &f)
+			c := f.Chunk
+			if len(f.Spans) > 0 {
+				sc.Rec.Merge(f.Spans...) // nil (no trace asked for) records nothing
+			}
+			if err != nil {
 				if ctx.Err() != nil {
 					return
 				}

@@ -32,7 +32,7 @@ func tcpRemote(t *testing.T, serve LocalServe) *Remote {
 			if err != nil {
 				return
 			}
-			wg.Go(func() { ServeTask(context.Background(), c, serve) })
+			wg.Go(func() { ServeTask(context.Background(), c, "far", serve) })
 		}
 	})
 	t.Cleanup(func() { ln.Close(); wg.Wait() })

@@ -43,6 +43,7 @@ import (
 	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/replica"
 	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/trace"
 	"github.com/skulk/skulk/internal/transport"
 	"github.com/skulk/skulk/internal/transport/clusterkey"
 	"github.com/skulk/skulk/internal/worker"
@@ -71,7 +72,8 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		return err
 	}
 	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log,
-		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: newTimeline(time.Now)}
+		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: newTimeline(time.Now),
+		traces: trace.NewStore(trace.DefaultCapacity, trace.DefaultMaxAge, time.Now)}
 	defer n.close()
 	for _, step := range []func() error{n.openHome, n.openStores, n.openCluster, n.buildServices, n.openListeners, n.joinCluster, n.buildAPI} {
 		if err := step(); err != nil {
@@ -90,6 +92,7 @@ type fabric struct {
 	closers  []func()     // in opening order; close runs them in reverse
 	metrics  *metrics.Metrics
 	timeline *timeline
+	traces   *trace.Store // the requests this node answered, while tracing was on
 
 	id        ids.NodeID
 	elog      *eventlog.Log
@@ -289,7 +292,7 @@ func (n *fabric) serveControl(ctx context.Context, c *transport.Conn, s io.ReadW
 
 // serveData runs a task another node owns.
 func (n *fabric) serveData(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) {
-	gateway.ServeTask(ctx, s, n.worker.Serve)
+	gateway.ServeTask(ctx, s, n.id, n.worker.Serve)
 }
 
 // serveResponseLookup answers another node's previous_response_id lookup.
@@ -381,7 +384,7 @@ func (n *fabric) buildAPI() error {
 		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
-			Warning: n.warning,
+			Warning: n.warning, Traces: n.traces,
 		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)

@@ -56,6 +56,7 @@ func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, p
 var allowedImports = map[string][]string{
 	"internal/ids":              {},
 	"internal/infer":            {},
+	"internal/trace":            {},
 	"internal/admin":            {"internal/ids"},
 	"internal/event":            {"github.com/fxamacker/cbor/v2", "internal/ids"},
 	"internal/state":            {"github.com/fxamacker/cbor/v2", "internal/event", "internal/ids"},

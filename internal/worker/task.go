@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/trace"
 )
 
 // Serve runs a task on this node's runner of the instance's first rank and
@@ -17,6 +19,10 @@ import (
 // this node, over the data plane otherwise); nothing of a task passes
 // through the control plane.
 func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+	var tt *taskTrace
+	if sc := trace.ScopeFrom(ctx); sc.Rec != nil {
+		tt = &taskTrace{Scope: sc, start: time.Now(), inst: inst, task: task}
+	}
 	r := w.runner(key{inst, 0})
 	if r.Runner == nil {
 		return nil, infer.Errorf(infer.ClassUnavailable, "instance %s has no ready runner on this node (it is loading or restarting); retry in a moment", inst)
@@ -42,7 +48,8 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 	out := make(chan infer.Chunk, 1)
 	w.serving.Go(func() {
 		defer close(out)
-		outcome := w.forward(ctx, chunks, out)
+		outcome := w.forward(ctx, chunks, out, tt)
+		tt.end(time.Now(), outcome) // a task cut short: what it did so far
 		r.rec.add(r.id, PhaseTaskEnd, "task "+string(task)+" "+outcome)
 		w.cfg.Logger.Debug("task ended", "task", task, "instance", inst, "outcome", outcome)
 	})
@@ -84,8 +91,11 @@ const (
 // a final chunk (its runner stopped: the instance was deleted, the process
 // crashed) gets an error chunk, so the client is never left with a silently
 // truncated answer.
-func (w *Worker) forward(ctx context.Context, chunks <-chan infer.Chunk, out chan<- infer.Chunk) string {
+func (w *Worker) forward(ctx context.Context, chunks <-chan infer.Chunk, out chan<- infer.Chunk, tt *taskTrace) string {
 	for c := range chunks {
+		if tt != nil {
+			tt.chunk(&c)
+		}
 		select {
 		case out <- c:
 		case <-ctx.Done():
@@ -111,4 +121,48 @@ func (w *Worker) forward(ctx context.Context, chunks <-chan infer.Chunk, out cha
 	case <-ctx.Done():
 	}
 	return outcomeFailed
+}
+
+// taskTrace records a traced task's spans on this node: worker.serve (from
+// the hand-over to the runner's last chunk), and within it prefill (to the
+// first output, text or a tool call, or the last chunk of an answer
+// without one) and decode (from the first output to the last chunk). They
+// are recorded before the last chunk is passed on, so that they travel
+// with it to the owner. It lives on the task's forwarding goroutine.
+type taskTrace struct {
+	trace.Scope
+	start time.Time
+	first time.Time // the first output; zero before it
+	inst  ids.InstanceID
+	task  ids.TaskID
+	done  bool
+}
+
+func (t *taskTrace) chunk(c *infer.Chunk) {
+	switch {
+	case c.Kind == infer.ChunkDone || c.Kind == infer.ChunkError:
+		outcome := outcomeCompleted
+		if c.Kind == infer.ChunkError {
+			outcome = outcomeFailed
+		}
+		t.end(time.Now(), outcome)
+	case t.first.IsZero() && (c.Kind == infer.ChunkToolCall || c.Content != "" || c.Reasoning != ""):
+		t.first = time.Now()
+	}
+}
+
+// end records the spans once, as the task ends at now.
+func (t *taskTrace) end(now time.Time, outcome string) {
+	if t == nil || t.done {
+		return
+	}
+	t.done = true
+	serve := t.Rec.Add("worker.serve", 0, t.Parent, t.start, now, trace.Attr{Key: "instance", Value: string(t.inst)},
+		trace.Attr{Key: "task", Value: string(t.task)}, trace.Attr{Key: "outcome", Value: outcome})
+	if t.first.IsZero() {
+		t.Rec.Add("prefill", 0, serve, t.start, now)
+		return
+	}
+	t.Rec.Add("prefill", 0, serve, t.start, t.first)
+	t.Rec.Add("decode", 0, serve, t.first, now)
 }
