@@ -10,8 +10,7 @@ import (
 	"reflect"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/skulk/skulk/internal/testkit"
 	"github.com/skulk/skulk/internal/vfs"
 )
 
@@ -21,14 +20,7 @@ import (
 // journals what the store holds, so a restart finds every conversation,
 // those kept while nothing was written included.
 func TestResponseJournalHealsOnTmpfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skipf("mounting a tmpfs needs root (euid %d)", os.Geteuid())
-	}
-	root := t.TempDir()
-	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=2m"); err != nil {
-		t.Skipf("mount -t tmpfs -o size=2m: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(root, 0) })
+	root := testkit.TmpFS(t, "2m")
 	dir := filepath.Join(root, "responses")
 	st, _ := openStore(t, dir)
 	st.put("resp_0", conversation(0))

@@ -4,13 +4,11 @@ package catalog
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/skulk/skulk/internal/testkit"
 	"github.com/skulk/skulk/internal/vfs"
 )
 
@@ -18,14 +16,7 @@ import (
 // tmpfs too small for it: the error names the disk, its free bytes and the
 // import that needed them, says 507, and leaves nothing behind.
 func TestImportOnFullDisk(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skipf("mounting a tmpfs needs root (euid %d)", os.Geteuid())
-	}
-	root := t.TempDir()
-	if err := unix.Mount("tmpfs", root, "tmpfs", 0, "size=256k"); err != nil {
-		t.Skipf("mount -t tmpfs -o size=256k: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(root, 0) })
+	root := testkit.TmpFS(t, "256k")
 	s := NewStore(StoreConfig{ModelsDir: filepath.Join(root, "models"), CustomDir: filepath.Join(root, "custom_model_cards")})
 	_, err := s.Import(t.Context(), "stories-local", storiesPath)
 	var ns *vfs.NoSpaceError

@@ -8,25 +8,13 @@ import (
 	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/skulk/skulk/internal/testkit"
 	"github.com/skulk/skulk/internal/vfs"
 )
 
 // TestDegradedOnFullTmpfs fills a real 1 MiB tmpfs.
 func TestDegradedOnFullTmpfs(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skipf("mounting a tmpfs needs root (euid %d)", os.Geteuid())
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
-		t.Skipf("mount -t tmpfs -o size=1m: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
+	dir := testkit.TmpFS(t, "1m")
 	t.Run("floor", func(t *testing.T) {
 		// 1 MiB free is under a 2 GiB floor: degraded at Open.
 		rec := &degradeRecorder{}

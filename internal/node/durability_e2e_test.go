@@ -19,6 +19,7 @@ import (
 
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/eventlog"
+	"github.com/skulk/skulk/internal/testkit"
 )
 
 // The config package restates the event log's floor (it imports only the
@@ -27,22 +28,6 @@ func TestLogFloorDefaultsAgree(t *testing.T) {
 	if config.DefaultLogFreeFloor != eventlog.DefaultFreeSpaceFloor {
 		t.Fatalf("config %d, eventlog %d", config.DefaultLogFreeFloor, eventlog.DefaultFreeSpaceFloor)
 	}
-}
-
-// smallDisk mounts a tmpfs of size bytes as a fresh directory and returns
-// it; the test skips where mounting is not allowed.
-func smallDisk(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("mounting a tmpfs needs root (euid %d)", os.Geteuid())
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Skipf("mount -t tmpfs -o size=%s: %v", size, err)
-	}
-	// Registered after TempDir's cleanup, so it runs first.
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
-	return dir
 }
 
 // freeBytes is the free space of the disk holding dir.
@@ -159,7 +144,7 @@ func (n *node) placeWarned() (string, string) {
 // brings it back by itself, and a restart keeps every placement: those
 // before, during and after the degraded spell.
 func TestPersistenceDegradedOnSmallDisk(t *testing.T) {
-	home := smallDisk(t, "64m")
+	home := testkit.TmpFS(t, "64m")
 	const floor = 16 << 20
 	n := startNode(t, home, "SKULK_LOG_FREE_FLOOR=16777216")
 	id := nodeID(home)
@@ -343,7 +328,7 @@ func doctor(t *testing.T, home string, args ...string) (int, string) {
 // for it: the answer is 507 and names the disk, its free bytes and the
 // import that needed them, not a generic 500.
 func TestImportOnFullDisk(t *testing.T) {
-	models := smallDisk(t, "512k")
+	models := testkit.TmpFS(t, "512k")
 	imports := t.TempDir()
 	good, err := os.ReadFile(storiesFile)
 	if err != nil {
