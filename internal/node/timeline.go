@@ -108,6 +108,10 @@ func (t *timeline) membership(ev membership.Event) {
 	t.add("Member"+strings.ToUpper(ev.Kind.String()[:1])+ev.Kind.String()[1:], ev.Node, detail)
 }
 
+// timelineBackfill is how many of the events before its first
+// subscription the timeline picks up.
+const timelineBackfill = 32
+
 // follow records the control plane's events until ctx ends, subscribing
 // again across role switches from the last index it saw. Task events, one
 // per request, are left out: they would crowd the ring.
@@ -117,8 +121,15 @@ func (t *timeline) follow(ctx context.Context, ctl *controlplane.Plane) {
 		st, err := ctl.State(ctx)
 		if err == nil {
 			after := st.LastIndex
-			if last > 0 && last < after {
+			switch {
+			case last > 0 && last < after:
 				after = last // replay what a role switch made us miss, if retained
+			case last == 0:
+				// The first subscription comes once the node has a role,
+				// which may be after the first decisions (a placement
+				// right after the election): take the newest few events the
+				// control plane still holds too.
+				after -= min(after, timelineBackfill)
 			}
 			var sub <-chan event.IndexedEvent
 			if sub, err = ctl.Subscribe(ctx, after); err == nil {
