@@ -96,7 +96,9 @@ func checkInvariants(t *testing.T, m Model, nodes []Node, req Request, p Placeme
 		if rank.HoldsHead != (r == len(p.Ranks)-1) {
 			t.Errorf("rank %d HoldsHead = %v", r, rank.HoldsHead)
 		}
-		if want := r == 0 || (m.TiedEmbedding && r == len(p.Ranks)-1); rank.HoldsEmbedding != want {
+		// Only rank 0 embeds tokens; a tied head is charged the embedding
+		// as its output matrix (rankWeights), but does not hold it for input.
+		if want := r == 0; rank.HoldsEmbedding != want {
 			t.Errorf("rank %d HoldsEmbedding = %v, want %v", r, rank.HoldsEmbedding, want)
 		}
 		e := p.PerNode[r]

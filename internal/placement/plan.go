@@ -191,7 +191,7 @@ func attempt(s shape, req Request, nodes []Node, backend string) (Placement, *Me
 	ceiling := int64(s.ContextLength)
 	for r, n := range nodes {
 		start, end := bounds[r], bounds[r+1]
-		ranks[r] = Rank{Node: n.ID, Start: start, End: end, HoldsEmbedding: r == 0 || (s.TiedEmbedding && r == w-1), HoldsHead: r == w-1}
+		ranks[r] = Rank{Node: n.ID, Start: start, End: end, HoldsEmbedding: r == 0, HoldsHead: r == w-1}
 		// The same sum Charge makes, so what is admitted now is what is
 		// committed later.
 		weights[r] = rankWeights(s, ranks[r])

@@ -73,12 +73,13 @@ func TestPlan(t *testing.T) {
 			wantWindow: DefaultContext,
 		},
 		{
-			name:  "tied_head_puts_the_embedding_on_the_last_rank_too",
+			name:  "tied_head_is_charged_the_embedding_on_the_last_rank",
 			model: func() Model { m := llama(); m.TiedEmbedding = true; return m }(),
 			nodes: []Node{cpu("a", 8*GiB), cpu("b", 8*GiB)},
-			// b also holds the 250 MiB embedding; its 275 MiB less room is
-			// not enough to move a 200 MiB layer.
-			wantLayout: "a[0,16)e b[16,32)eh",
+			// b is also charged the 250 MiB embedding (its output matrix);
+			// its 275 MiB less room is not enough to move a 200 MiB layer.
+			// Only rank 0 embeds tokens (the event's placement rule).
+			wantLayout: "a[0,16)e b[16,32)h",
 			wantWindow: DefaultContext,
 		},
 		{
