@@ -15,9 +15,8 @@ import (
 // stageShape is a synthesized llama whose layers dominate its weights: 8
 // layers × 1024 wide (12 MB each in Q8_0, 96 MB in all) and a 1024-token
 // vocabulary (a 1.1 MB embedding on rank 0 and as much again of output head
-// on rank 1), with a 512-token window so the KV stays a few MB. It is untied
-// because a tied model cannot be placed across nodes yet: the planner marks
-// the last rank holds_embedding and InstanceCreated's validation refuses it.
+// on rank 1), with a 512-token window so the KV stays a few MB. The test
+// runs it untied and tied (the last rank's head is then the embedding).
 var stageShape = synth.Shape{Name: "stage", Arch: "llama", NEmbd: 1024, NLayer: 8, NHead: 16, NHeadKV: 4,
 	NFF: 2816, NVocab: 1024, RopeBase: 10000, CtxLen: 512}
 
@@ -34,9 +33,19 @@ func TestPipelineStageRSS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the multi-node cluster test")
 	}
+	for _, tied := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tied=%v", tied), func(t *testing.T) {
+			shape := stageShape
+			shape.Tied = tied
+			stageRSS(t, shape)
+		})
+	}
+}
+
+func stageRSS(t *testing.T, shape synth.Shape) {
 	src := filepath.Join(t.TempDir(), "stage-q8_0.gguf")
 	began := time.Now()
-	if err := synth.WriteFile(src, stageShape, tensor.Q8_0, rand.New(rand.NewPCG(3, 4))); err != nil {
+	if err := synth.WriteFile(src, shape, tensor.Q8_0, rand.New(rand.NewPCG(3, 4))); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("synthesized %s in %v", src, time.Since(began))
