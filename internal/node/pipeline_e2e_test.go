@@ -65,6 +65,12 @@ func TestPipelineAcrossNodes(t *testing.T) {
 	if code, b := nodes[1].do("POST", "/v1/chat/completions", req); code != 400 || !strings.Contains(string(b), "logprobs") {
 		t.Fatalf("logprobs on a pipeline: %d %s", code, b)
 	}
+	req = storyRequest(false, 8)
+	req["response_format"] = map[string]any{"type": "json_schema", "json_schema": map[string]any{
+		"name": "s", "schema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}}}
+	if code, b := nodes[1].do("POST", "/v1/chat/completions", req); code != 400 {
+		t.Fatalf("a JSON schema on a pipeline: %d %s", code, b)
+	}
 
 	// Killing the later rank's runner mid-stream ends the request with an
 	// error event within 5 s, and the pipeline comes back.

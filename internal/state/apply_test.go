@@ -286,3 +286,19 @@ func TestEveryEventKindHasARule(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIKeysOutliveTheNode: a node's keys stay enforced after it leaves (a
+// protected node going away must not open the cluster) and go only when the
+// node reports an empty set.
+func TestAPIKeysOutliveTheNode(t *testing.T) {
+	k := []event.APIKey{{Name: "admin", Scope: event.ScopeAdmin, Digest: strings.Repeat("a", 64)}}
+	s := replay(t, base(t), event.NodeJoined{Node: "d"}, event.APIKeysSet{Node: "d", Keys: k},
+		event.NodeLeft{Node: "d", Reason: event.LeaveTimedOut})
+	if len(s.APIKeys["d"]) != 1 {
+		t.Fatalf("the keys of a node that left: %+v", s.APIKeys)
+	}
+	s = replay(t, s, event.APIKeysSet{Node: "d"})
+	if _, ok := s.APIKeys["d"]; ok {
+		t.Fatalf("an empty set kept the node's keys: %+v", s.APIKeys)
+	}
+}
