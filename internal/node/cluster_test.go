@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -61,6 +62,25 @@ func startClusterNode(t *testing.T, home string, gossip string, peers []string, 
 	cn := &clusterNode{home: home, gossip: gossip, args: args, env: env}
 	cn.node = startArgs(t, args, env)
 	return cn
+}
+
+// importedPair starts a 2-node loopback cluster and imports the GGUF file
+// src as model id on both nodes (a pipeline needs the file on every stage's
+// node).
+func importedPair(t *testing.T, src, id string) []*clusterNode {
+	t.Helper()
+	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	var nodes []*clusterNode
+	for i := range gossip {
+		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip, "SKULK_IMPORT_DIRS="+filepath.Dir(src)))
+	}
+	converged(t, nodes, 2, 30*time.Second)
+	for i, n := range nodes {
+		if code, b := n.do("POST", "/models/import", map[string]any{"path": src, "id": id}); code != 200 {
+			t.Fatalf("import on node %d: %d %s", i, code, b)
+		}
+	}
+	return nodes
 }
 
 // restart starts the node again with the same home and addresses.

@@ -343,10 +343,19 @@ func readSSE(r io.Reader, onChunk func(int, string)) sseResult {
 }
 
 func (n *node) stream(ctx context.Context, body map[string]any, onChunk func(int, string)) (sseResult, error) {
+	return streamChat(ctx, http.DefaultClient, n.base+"/v1/chat/completions", "", body, onChunk)
+}
+
+// streamChat posts a streamed chat completion to url through c (with the
+// bearer key when key is set) and reads its events.
+func streamChat(ctx context.Context, c *http.Client, url, key string, body map[string]any, onChunk func(int, string)) (sseResult, error) {
 	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, "POST", n.base+"/v1/chat/completions", bytes.NewReader(b))
+	req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return sseResult{}, err
 	}

@@ -3,12 +3,9 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,20 +17,7 @@ import (
 
 // stream sends a streamed chat completion from the client host.
 func (n *netNode) stream(ctx context.Context, body map[string]any, onChunk func(int, string)) (sseResult, error) {
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, "POST", n.url("/v1/chat/completions"), bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+n.key)
-	resp, err := n.c.Client().HTTPClient().Do(req)
-	if err != nil {
-		return sseResult{}, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(resp.Body)
-		return sseResult{}, fmt.Errorf("status %d: %s", resp.StatusCode, b)
-	}
-	return readSSE(resp.Body, onChunk), nil
+	return streamChat(ctx, n.c.Client().HTTPClient(), n.url("/v1/chat/completions"), n.key, body, onChunk)
 }
 
 // content posts a chat completion and returns its text and finish reason.

@@ -2,11 +2,9 @@ package node_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tensor"
@@ -28,18 +26,8 @@ func TestPipelineQwen3AcrossNodes(t *testing.T) {
 	if err := synth.WriteFile(src, qwen3Shape, tensor.Q8_0, rand.New(rand.NewPCG(5, 6))); err != nil {
 		t.Fatal(err)
 	}
-	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	var nodes []*clusterNode
-	for i := range gossip {
-		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip, "SKULK_IMPORT_DIRS="+filepath.Dir(src)))
-	}
-	converged(t, nodes, 2, 30*time.Second)
 	const id = "qwen3-q8_0"
-	for i, n := range nodes {
-		if code, b := n.do("POST", "/models/import", map[string]any{"path": src, "id": id}); code != 200 {
-			t.Fatalf("import on node %d: %d %s", i, code, b)
-		}
-	}
+	nodes := importedPair(t, src, id)
 	complete := func(n *clusterNode) (string, int) {
 		t.Helper()
 		code, b := n.do("POST", "/v1/completions", map[string]any{"model": id, "prompt": "Once upon a time",

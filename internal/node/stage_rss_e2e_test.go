@@ -50,18 +50,8 @@ func stageRSS(t *testing.T, shape synth.Shape) {
 	}
 	t.Logf("synthesized %s in %v", src, time.Since(began))
 
-	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	var nodes []*clusterNode
-	for i := range gossip {
-		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip, "SKULK_IMPORT_DIRS="+filepath.Dir(src)))
-	}
-	converged(t, nodes, 2, 30*time.Second)
 	const id = "stage-q8_0"
-	for i, n := range nodes {
-		if code, b := n.do("POST", "/models/import", map[string]any{"path": src, "id": id}); code != 200 {
-			t.Fatalf("import on node %d: %d %s", i, code, b)
-		}
-	}
+	nodes := importedPair(t, src, id)
 
 	type estimate struct {
 		Weights  int64 `json:"weights"`
