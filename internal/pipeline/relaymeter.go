@@ -60,12 +60,12 @@ type LinkReport struct {
 // linkMeter is one link's counters. The relay's goroutines for the link
 // update it; Links reads it.
 type linkMeter struct {
-	mu       sync.Mutex
-	rep      LinkReport
-	lat      []time.Duration // ring of the latest latencySamples
-	next     int
-	pending  []time.Time // objects sent, awaiting their acks, oldest first
-	untimed  bool        // the pending queue overflowed: no more samples
+	mu      sync.Mutex
+	rep     LinkReport
+	lat     []time.Duration // ring of the latest latencySamples
+	next    int
+	pending []time.Time // objects sent, awaiting their acks, oldest first
+	untimed bool        // the pending queue overflowed: no more samples
 }
 
 func (m *linkMeter) set(state, err string) {
