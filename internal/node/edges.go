@@ -72,6 +72,17 @@ func (e *edges) socketFor(inst ids.InstanceID, placement []event.Shard) string {
 	return e.socket
 }
 
+// forget drops the ranks of the instances keep rejects.
+func (e *edges) forget(keep func(ids.InstanceID) bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for inst := range e.placed {
+		if !keep(ids.InstanceID(inst)) {
+			delete(e.placed, inst)
+		}
+	}
+}
+
 func (e *edges) route(instance string, link, ranks int) (func(ctx context.Context) (io.ReadWriteCloser, error), error) {
 	e.mu.Lock()
 	nodes, ok := e.placed[instance]
