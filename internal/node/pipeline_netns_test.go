@@ -223,7 +223,8 @@ func promptRequest(prompt string, stream bool) map[string]any {
 // TestNetnsPipeline: stories260K split over 3 and then 2 network hosts,
 // served through a fourth node (the master) that holds no stage: greedy,
 // streamed and stopped text equal one node's; 8 concurrent streams each
-// get their text alone; a killed runner, a partitioned stage node and a
+// get their text alone; a killed runner, a partitioned stage node (the last
+// rank's, and rank 0's, from which the API node streams the answer) and a
 // killed stage node end the request in flight with an error within 5 s,
 // and the model serves again after.
 func TestNetnsPipeline(t *testing.T) {
@@ -308,6 +309,46 @@ func TestNetnsPipeline(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("after the partition healed: served again in %v", chatEventually(t, api, "after the partition", 60*time.Second))
+
+	// Cut rank 0's node off mid-generation: the API node, which streams
+	// the answer from it, must not wait for the data stream's own timeout
+	// (its QUIC pings take tens of seconds): the stream closes when the
+	// membership declares the node gone. The instance is placed again on
+	// the survivors.
+	var head *netNode
+	for _, in := range api.instances() {
+		if in.Model == "stories260k" && in.Status == "ready" && len(in.Placement) > 1 {
+			head = of(in.Placement[0].Node)
+		}
+	}
+	if head == nil {
+		t.Fatalf("no ready split instance to partition rank 0 of: %+v", api.instances())
+	}
+	failMidStream(t, api, "rank 0's node partitioned", func() { head.host.Partition() })
+	replaced := time.Now()
+	for {
+		on := false
+		found := false
+		for _, in := range api.instances() {
+			if in.Model == "stories260k" && in.Status == "ready" {
+				found = true
+				for _, p := range in.Placement {
+					on = on || p.Node == head.id()
+				}
+			}
+		}
+		if found && !on {
+			t.Logf("re-placed on the survivors %v after rank 0's node was cut off", time.Since(replaced))
+			break
+		}
+		if time.Since(replaced) > 60*time.Second {
+			t.Fatalf("not re-placed off the partitioned rank-0 node within 60 s: %+v", api.instances())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	chatEventually(t, api, "after rank 0's node was cut off", 60*time.Second)
+	head.host.Heal()
+	netConverge(t, nodes, 4, 60*time.Second)
 	for id := range api.instances() {
 		if code, b := api.do("DELETE", "/instance/"+id, nil); code != 200 {
 			t.Fatalf("delete %s: %d %s", id, code, b)
