@@ -158,12 +158,15 @@ func (r *Relay) handle(ctx context.Context, c net.Conn) {
 func (r *Relay) dialRetrying(ctx context.Context, dial func(ctx context.Context) (io.ReadWriteCloser, error), h remoteHeader, m *linkMeter) (io.ReadWriteCloser, error) {
 	wctx, cancel := context.WithTimeout(ctx, r.wait())
 	defer cancel()
+	connecting := "connecting to the receiving rank's node"
 	for {
-		s, err := dialRemote(wctx, dial, h)
+		m.set(LinkWaiting, connecting)
+		s, err := dialRemote(wctx, dial, h, func() { m.set(LinkWaiting, "the receiving rank's node has not linked its runner yet") })
 		if err == nil {
 			return s, nil
 		}
 		m.set(LinkWaiting, err.Error())
+		connecting = "connecting to the receiving rank's node again; the last attempt: " + err.Error()
 		select {
 		case <-wctx.Done():
 			return nil, err
@@ -215,11 +218,12 @@ func (r *Relay) Forget(keep func(instance string) bool) {
 
 // dialRemote opens the stream, says which link it carries and waits for
 // the far relay's EdgeReady.
-func dialRemote(ctx context.Context, dial func(ctx context.Context) (io.ReadWriteCloser, error), h remoteHeader) (io.ReadWriteCloser, error) {
+func dialRemote(ctx context.Context, dial func(ctx context.Context) (io.ReadWriteCloser, error), h remoteHeader, dialed func()) (io.ReadWriteCloser, error) {
 	s, err := dial(ctx)
 	if err != nil {
 		return nil, err
 	}
+	dialed()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	b, _ := json.Marshal(h)

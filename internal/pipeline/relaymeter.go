@@ -68,6 +68,8 @@ type linkMeter struct {
 	untimed bool        // the pending queue overflowed: no more samples
 }
 
+// set records the link's state; err, when set (or on connecting), replaces
+// the last error.
 func (m *linkMeter) set(state, err string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
