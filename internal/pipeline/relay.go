@@ -120,8 +120,8 @@ func (r *Relay) handle(ctx context.Context, c net.Conn) {
 		}
 		m.set(LinkConnected, "")
 		r.log().Debug("link relayed on this node", "instance", h.Instance, "link", k.link)
-		spliceMetered(c, in, in, nil, time.Now, func(start time.Time, size int) error {
-			m.sent(start, size, false)
+		spliceMetered(c, in, in, nil, func() time.Time { return m.begin(false) }, func(start time.Time, size int) error {
+			m.sent(size)
 			m.mu.Lock()
 			m.sample(time.Since(start))
 			m.mu.Unlock()
@@ -146,8 +146,8 @@ func (r *Relay) handle(ctx context.Context, c net.Conn) {
 		if b == ackByte {
 			m.acked(time.Now())
 		}
-	}, time.Now, func(start time.Time, size int) error {
-		m.sent(start, size, true)
+	}, func() time.Time { return m.begin(true) }, func(_ time.Time, size int) error {
+		m.sent(size)
 		return nil
 	})
 }

@@ -79,21 +79,30 @@ func (m *linkMeter) set(state, err string) {
 	}
 }
 
-// sent counts an object of size bytes (frame header included) whose hop
-// started at t; timed says an ack will follow it.
-func (m *linkMeter) sent(t time.Time, size int, timed bool) {
+// begin notes that an object's hop starts now; timed says an ack will
+// follow it. It comes before the object is forwarded, so that its ack can
+// never arrive first.
+func (m *linkMeter) begin(timed bool) time.Time {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !timed || m.untimed {
+		return now
+	}
+	if len(m.pending) >= maxPending {
+		m.untimed, m.pending = true, nil
+		return now
+	}
+	m.pending = append(m.pending, now)
+	return now
+}
+
+// sent counts an object of size bytes (frame header included).
+func (m *linkMeter) sent(size int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rep.Objects++
 	m.rep.Bytes += uint64(size)
-	if !timed || m.untimed {
-		return
-	}
-	if len(m.pending) >= maxPending {
-		m.untimed, m.pending = true, nil
-		return
-	}
-	m.pending = append(m.pending, t)
 }
 
 // acked matches an ack to the oldest object awaiting one.
