@@ -315,15 +315,15 @@ func TestNetnsPipeline(t *testing.T) {
 	// (its QUIC pings take tens of seconds): the stream closes when the
 	// membership declares the node gone. The instance is placed again on
 	// the survivors.
-	var head *netNode
-	for _, in := range api.instances() {
-		if in.Model == "stories260k" && in.Status == "ready" && len(in.Placement) > 1 {
-			head = of(in.Placement[0].Node)
+	// (The instance placed again after the partition may be whole: place
+	// a fresh split.)
+	for id := range api.instances() {
+		if code, b := api.do("DELETE", "/instance/"+id, nil); code != 200 {
+			t.Fatalf("delete %s: %d %s", id, code, b)
 		}
 	}
-	if head == nil {
-		t.Fatalf("no ready split instance to partition rank 0 of: %+v", api.instances())
-	}
+	_, ranks = placeSplit(t, api, map[string]any{"min_nodes": 2, "excluded_nodes": []string{master}})
+	head := of(ranks[0])
 	failMidStream(t, api, "rank 0's node partitioned", func() { head.host.Partition() })
 	replaced := time.Now()
 	for {
