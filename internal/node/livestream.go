@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skulk/skulk/internal/ids"
@@ -25,7 +27,7 @@ func (p *peers) dialLive(dial func(ctx context.Context, node ids.NodeID) (io.Rea
 		if err != nil {
 			return nil, err
 		}
-		ls := &liveStream{ReadWriteCloser: s, done: make(chan struct{})}
+		ls := &liveStream{ReadWriteCloser: s, node: node, done: make(chan struct{})}
 		// Owned by the stream: Close stops it.
 		go ls.watch(func() bool {
 			m := p.get()
@@ -42,8 +44,19 @@ func (p *peers) dialLive(dial func(ctx context.Context, node ids.NodeID) (io.Rea
 // liveStream is a stream that a watcher closes when its node goes.
 type liveStream struct {
 	io.ReadWriteCloser
+	node ids.NodeID
 	done chan struct{}
 	once sync.Once
+	gone atomic.Bool // the watcher closed it: the node left
+}
+
+// Read says why the stream ended when its node left.
+func (s *liveStream) Read(p []byte) (int, error) {
+	n, err := s.ReadWriteCloser.Read(p)
+	if err != nil && s.gone.Load() {
+		err = fmt.Errorf("the cluster lost node %s (down or cut off)", s.node)
+	}
+	return n, err
 }
 
 func (s *liveStream) Close() error {
@@ -60,6 +73,7 @@ func (s *liveStream) watch(alive func() bool) {
 			return
 		case <-tick.C:
 			if !alive() {
+				s.gone.Store(true)
 				s.Close()
 				return
 			}

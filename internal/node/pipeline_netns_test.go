@@ -115,6 +115,27 @@ func runnerPid(t *testing.T, n *netNode, inst string) int {
 	return 0
 }
 
+// runnersOf counts n's runners of inst in its node diagnostics.
+func runnersOf(t *testing.T, n *netNode, inst string) int {
+	t.Helper()
+	code, b := n.do("GET", "/v1/diagnostics/node", nil)
+	var doc struct {
+		Runners []struct {
+			Instance string `json:"instance"`
+		} `json:"runners"`
+	}
+	if code != 200 || json.Unmarshal(b, &doc) != nil {
+		t.Fatalf("node diagnostics of %s: %d %s", n.host.Name(), code, b)
+	}
+	count := 0
+	for _, r := range doc.Runners {
+		if r.Instance == inst {
+			count++
+		}
+	}
+	return count
+}
+
 // checkSplitChat: greedy chat, a streamed chat and a stop sequence through
 // api give the single-node text.
 func checkSplitChat(t *testing.T, api *netNode, what string) {
@@ -322,7 +343,7 @@ func TestNetnsPipeline(t *testing.T) {
 			t.Fatalf("delete %s: %d %s", id, code, b)
 		}
 	}
-	_, ranks = placeSplit(t, api, map[string]any{"min_nodes": 2, "excluded_nodes": []string{master}})
+	inst, ranks = placeSplit(t, api, map[string]any{"min_nodes": 2, "excluded_nodes": []string{master}})
 	head := of(ranks[0])
 	failMidStream(t, api, "rank 0's node partitioned", func() { head.host.Partition() })
 	replaced := time.Now()
@@ -347,6 +368,12 @@ func TestNetnsPipeline(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	chatEventually(t, api, "after rank 0's node was cut off", 60*time.Second)
+	// Torn down on every node the API reaches: no runner of it is left.
+	for _, n := range nodes {
+		if n != head && runnersOf(t, n, inst) > 0 {
+			t.Errorf("%s still runs a runner of %s", n.host.Name(), inst)
+		}
+	}
 	head.host.Heal()
 	netConverge(t, nodes, 4, 60*time.Second)
 	for id := range api.instances() {
