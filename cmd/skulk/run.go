@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -40,8 +41,11 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 		cfg.MemoryBudget = b
 		return err
 	})
-	fs.DurationVar(&cfg.GroupConnectTimeout, "group-connect-timeout", cfg.GroupConnectTimeout,
-		"how long a model split across nodes may take to load every rank and connect every edge before the master places it again (SKULK_GROUP_CONNECT_TIMEOUT; 0 = 2m)")
+	fs.Func("group-connect-timeout", "how long `D` (e.g. 90s, 5m) a model split across nodes may take to load every rank and connect every edge before the master places it again (SKULK_GROUP_CONNECT_TIMEOUT; default 2m)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		cfg.GroupConnectTimeout = d
+		return err
+	})
 	fs.BoolVar(&cfg.APIOpen, "api-open", cfg.APIOpen, "serve API clients on every address without a key when none is set (SKULK_API_OPEN=1; warned at start)")
 	fs.BoolVar(&cfg.MetricsPublic, "metrics-public", cfg.MetricsPublic, "serve GET /metrics to every address without a key (SKULK_METRICS_PUBLIC=1)")
 	envImportDirs := true
