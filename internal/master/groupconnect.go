@@ -26,7 +26,10 @@ const DefaultGroupConnectTimeout = 120 * time.Second
 // ranks and edges did not come up, and the instance is placed again
 // without the node that kept it from linking. The clock stands still while
 // a rank is still fetching its weights: a download is bounded by its own
-// checks, not by this one. A one-node instance has no group to connect.
+// checks, not by this one. A one-node instance has no group to connect,
+// and a failed one already has its failure recorded (a stage waits for its
+// links past the deadline, so a link that cannot connect does not trip
+// the crash breaker first).
 // Like NodeLoss it runs for one leadership.
 type GroupConnect struct {
 	Self    ids.NodeID
@@ -66,7 +69,7 @@ func (g GroupConnect) Run(ctx context.Context, m *Master) {
 		}
 		for _, id := range sortedInstances(st) {
 			inst := st.Instances[id]
-			if len(inst.Placement) < 2 || inst.Status == state.InstanceReady || downloading(inst) {
+			if len(inst.Placement) < 2 || inst.Status != state.InstancePending || downloading(inst) {
 				delete(since, id)
 				continue
 			}

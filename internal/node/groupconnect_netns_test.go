@@ -16,7 +16,9 @@ import (
 // both) never links; after --group-connect-timeout the master fails it,
 // with the edge that did not come up in the failure history, deletes it
 // and places the model again without the node that could not be reached,
-// where it serves.
+// where it serves. Then the same cut made mid-generation on a serving
+// split: the request ends with an error event within 5 s and the deadline
+// places the model again.
 func TestNetnsGroupConnect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the network-namespace pipeline test")
@@ -111,4 +113,41 @@ func TestNetnsGroupConnect(t *testing.T) {
 	}
 	t.Logf("placed again as %s, ready %v after the first placement", again[:8], time.Since(start))
 	chatEventually(t, api, "after the re-placement", 30*time.Second)
+
+	// An edge cut mid-generation (both stage nodes stay members: the
+	// master reaches them): the request ends with an error event within
+	// 5 s, the runners cannot link again, and the deadline places the model
+	// again without the node the cut hides.
+	c.HealAll()
+	if code, b := api.do("DELETE", "/instance/"+again, nil); code != 200 {
+		t.Fatalf("delete %s: %d %s", again, code, b)
+	}
+	inst, ranks := placeSplit(t, api, map[string]any{"min_nodes": 2, "excluded_nodes": []string{master, spare.id()}})
+	failMidStream(t, api, "the edge between the stage nodes cut", func() {
+		c.PartitionGroups([]*netns.Host{a.host}, []*netns.Host{b.host})
+	})
+	cut := time.Now()
+	for {
+		_, gone := api.instances()[inst]
+		ready := ""
+		for id, in := range api.instances() {
+			if id != inst && in.Model == "stories260k" && in.Status == "ready" {
+				ready = id
+				for _, p := range in.Placement {
+					if p.Node == ranks[1] {
+						t.Fatalf("placed again on %s, which rank 0's node cannot reach: %+v", p.Node, in)
+					}
+				}
+			}
+		}
+		if !gone && ready != "" {
+			t.Logf("placed again as %s %v after the cut", ready[:8], time.Since(cut))
+			break
+		}
+		if time.Since(cut) > timeout+60*time.Second {
+			t.Fatalf("not placed again %v after the edge was cut: %+v", time.Since(cut), api.instances())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	chatEventually(t, api, "after the edge cut", 30*time.Second)
 }
