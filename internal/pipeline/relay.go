@@ -205,12 +205,14 @@ func (r *Relay) Links() []LinkReport {
 	return out
 }
 
-// Forget drops the reports of the links of instances keep rejects.
+// Forget drops the reports of the closed links of instances keep rejects
+// (a link still open is reported until it closes, whatever the caller's
+// view of the instances).
 func (r *Relay) Forget(keep func(instance string) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.meters {
-		if !keep(k.instance) {
+	for k, m := range r.meters {
+		if !keep(k.instance) && m.report().State == LinkClosed {
 			delete(r.meters, k)
 		}
 	}

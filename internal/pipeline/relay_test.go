@@ -112,12 +112,13 @@ func TestRelayMetersLinks(t *testing.T) {
 	if len(b.Links()) != 0 {
 		t.Errorf("the receiving node reports links it does not send on: %+v", b.Links())
 	}
-	// The sending runner goes: the link closes; Forget drops it.
+	// The sending runner goes: the link closes; Forget drops it, and
+	// keeps the link still open.
 	out0.Close()
 	waitFor(t, 5*time.Second, "link 0 closed", func() bool { return a.Links()[0].State == LinkClosed })
 	a.Forget(func(string) bool { return false })
-	if l := a.Links(); len(l) != 0 {
-		t.Errorf("after Forget: %+v", l)
+	if l := a.Links(); len(l) != 1 || l[0].Link != 1 || l[0].State != LinkConnected {
+		t.Errorf("after Forget: %+v, want only the open link 1", l)
 	}
 }
 
