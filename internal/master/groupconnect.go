@@ -34,10 +34,10 @@ const DefaultGroupConnectTimeout = 120 * time.Second
 type GroupConnect struct {
 	Self    ids.NodeID
 	Timeout time.Duration // 0: DefaultGroupConnectTimeout
-	// Link says what the node of a link's sending rank reports about it
-	// (its state and latest error); "" when nothing arrived. Link k runs
-	// from rank k to rank k+1 mod ranks.
-	Link   func(inst ids.InstanceID, link int) (state, detail string)
+	// Link says what node from, that of the link's sending rank, reports
+	// about it (its state and latest error); "" when nothing arrived. Link
+	// k runs from rank k to rank k+1 mod ranks.
+	Link   func(from ids.NodeID, inst ids.InstanceID, link int) (state, detail string)
 	NewID  func() string
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -163,7 +163,7 @@ func (g GroupConnect) diagnose(id ids.InstanceID, inst state.Instance, waited ti
 		from, to := inst.Placement[k].Node, inst.Placement[(k+1)%n].Node
 		st, detail := "", ""
 		if g.Link != nil {
-			st, detail = g.Link(id, k)
+			st, detail = g.Link(from, id, k)
 		}
 		if st == "connected" {
 			continue

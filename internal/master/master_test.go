@@ -297,7 +297,7 @@ func TestGroupConnectReplaces(t *testing.T) {
 		defer close(done)
 		GroupConnect{Self: node, Timeout: 500 * time.Millisecond, NewID: func() string { return "place-" + time.Now().Format("150405.000000000") },
 			Now: time.Now, Logger: slog.New(slog.DiscardHandler),
-			Link: func(inst ids.InstanceID, link int) (string, string) {
+			Link: func(_ ids.NodeID, inst ids.InstanceID, link int) (string, string) {
 				if link == 0 {
 					return "waiting", "timeout: no recent network activity"
 				}

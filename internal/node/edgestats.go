@@ -93,16 +93,11 @@ func (e *edges) links(p *peers) map[ids.NodeID]map[linkKey]edgeLink {
 	return out
 }
 
-// linkState is GroupConnect's Link: what the node of the link's sending
-// rank reports about it.
-func (e *edges) linkState(p *peers, st func(context.Context) (state.State, error)) func(ids.InstanceID, int) (string, string) {
-	return func(inst ids.InstanceID, link int) (string, string) {
-		s, err := st(context.Background())
-		in, ok := s.Instances[inst]
-		if err != nil || !ok || link < 0 || link >= len(in.Placement) {
-			return "", ""
-		}
-		l, ok := e.links(p)[in.Placement[link].Node][linkKey{inst, link}]
+// linkState is GroupConnect's Link: what node from, the link's sending
+// rank's, reports about it.
+func (e *edges) linkState(p *peers) func(ids.NodeID, ids.InstanceID, int) (string, string) {
+	return func(from ids.NodeID, inst ids.InstanceID, link int) (string, string) {
+		l, ok := e.links(p)[from][linkKey{inst, link}]
 		if !ok {
 			return "", ""
 		}

@@ -323,7 +323,7 @@ func (n *fabric) joinCluster() error {
 	n.ctl.Dial = n.peers.dial(n.ep, transport.ALPNControl)
 	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now,
 		Logger: n.log.With("component", "lifecycle")}
-	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers, n.ctl.State),
+	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers),
 		NewID: newID, Now: time.Now, Logger: n.log.With("component", "lifecycle")}
 	n.ctl.OnMaster = func(ctx context.Context, m *master.Master) {
 		var wg sync.WaitGroup
