@@ -149,7 +149,7 @@ func (g GroupConnect) diagnose(id ids.InstanceID, inst state.Instance, waited ti
 		if run.Status.Serving() {
 			continue
 		}
-		p := fmt.Sprintf("rank %d (node %s, layers %d-%d) %s", r, inst.Placement[r].Node, inst.Placement[r].LayerStart, inst.Placement[r].LayerEnd, run.Status)
+		p := fmt.Sprintf("rank %d (node %s, layers [%d, %d)) %s", r, inst.Placement[r].Node, inst.Placement[r].LayerStart, inst.Placement[r].LayerEnd, run.Status)
 		if run.Reason != "" {
 			p += ": " + run.Reason
 		}
