@@ -108,28 +108,28 @@ func ComputeTensorSums(ctx context.Context, path string) (*TensorSums, error) {
 // isGGUF says whether a card's file is a GGUF file (tensor sums apply).
 func isGGUF(name string) bool { return strings.HasSuffix(strings.ToLower(name), ".gguf") }
 
-// TensorSums returns the verified installation of c and the tensor sums of
-// its first file (the one a runner loads). A model installed before sums
+// TensorSums returns the verified installation of c and the manifest entry
+// of its first file (the one a runner loads) with its tensor sums. A model installed before sums
 // were recorded gets them now, once: they are computed and written into its
 // sidecar.
-func (s *Store) TensorSums(ctx context.Context, c Card) (Installation, *TensorSums, error) {
+func (s *Store) TensorSums(ctx context.Context, c Card) (Installation, ManifestEntry, error) {
 	in, err := s.Locate(c)
 	if err != nil {
-		return Installation{}, nil, err
+		return Installation{}, ManifestEntry{}, err
 	}
 	sc, err := readSidecar(in.Dir)
 	if err != nil {
-		return Installation{}, nil, err
+		return Installation{}, ManifestEntry{}, err
 	}
-	if t := sc.Manifest[0].Tensors; t != nil {
-		return in, t, nil
+	if sc.Manifest[0].Tensors != nil {
+		return in, sc.Manifest[0], nil
 	}
 	if !isGGUF(sc.Manifest[0].Path) {
-		return Installation{}, nil, fmt.Errorf("catalog: model %s: %s is not a GGUF file; it has no tensors to serve", c.ID, sc.Manifest[0].Path)
+		return Installation{}, ManifestEntry{}, fmt.Errorf("catalog: model %s: %s is not a GGUF file; it has no tensors to serve", c.ID, sc.Manifest[0].Path)
 	}
 	sums, err := ComputeTensorSums(ctx, in.Paths[0])
 	if err != nil {
-		return Installation{}, nil, fmt.Errorf("catalog: tensor sums of %s: %w", c.ID, err)
+		return Installation{}, ManifestEntry{}, fmt.Errorf("catalog: tensor sums of %s: %w", c.ID, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -137,31 +137,31 @@ func (s *Store) TensorSums(ctx context.Context, c Card) (Installation, *TensorSu
 	// verified, and another caller may have written the sums meanwhile.
 	sc, err = readSidecar(in.Dir)
 	if err != nil {
-		return Installation{}, nil, err
+		return Installation{}, ManifestEntry{}, err
 	}
 	e := &sc.Manifest[0]
 	if e.Tensors != nil {
-		return in, e.Tensors, nil
+		return in, *e, nil
 	}
 	fi, err := os.Stat(in.Paths[0])
 	if err != nil {
-		return Installation{}, nil, err
+		return Installation{}, ManifestEntry{}, err
 	}
 	if st := statOf(fi); st.size != e.Size || st.mtimeNs != e.ModTimeNs || st.inode != e.Inode {
-		return Installation{}, nil, &NotInstalledError{ID: c.ID, Dir: in.Dir, Reason: "the file changed while its tensor sums were computed"}
+		return Installation{}, ManifestEntry{}, &NotInstalledError{ID: c.ID, Dir: in.Dir, Reason: "the file changed while its tensor sums were computed"}
 	}
 	if err := sums.Validate(e.Size); err != nil {
-		return Installation{}, nil, err
+		return Installation{}, ManifestEntry{}, err
 	}
 	e.Tensors = sums
 	b, err := json.MarshalIndent(sc, "", "  ")
 	if err != nil {
-		return Installation{}, nil, err
+		return Installation{}, ManifestEntry{}, err
 	}
 	if err := writeFileAtomic(filepath.Join(in.Dir, SidecarPath), b, 0o644); err != nil {
-		return Installation{}, nil, fmt.Errorf("catalog: record tensor sums of %s: %w", c.ID, vfs.NoSpace(err, in.Dir, "the sidecar of model "+c.ID))
+		return Installation{}, ManifestEntry{}, fmt.Errorf("catalog: record tensor sums of %s: %w", c.ID, vfs.NoSpace(err, in.Dir, "the sidecar of model "+c.ID))
 	}
-	return in, sums, nil
+	return in, *e, nil
 }
 
 // readSidecar reads and decodes dir's sidecar.

@@ -46,13 +46,18 @@ type Progress func(done, total int64)
 // and verified in a partial copy, taking what is missing from the first of
 // sources that has the model. A part that fails verification ends the call
 // with a *VerifyError (the copy is not used); when no member has the model
-// or all fail otherwise the error is a *NoSourceError.
-func (f *Fetcher) Fetch(ctx context.Context, model string, sources []ids.NodeID, r Range, progress Progress) (Result, error) {
+// or all fail otherwise the error is a *NoSourceError. want, when not nil,
+// is the card this node knows: a member's copy must be the same artifact
+// (source repository, revision and files).
+func (f *Fetcher) Fetch(ctx context.Context, model string, sources []ids.NodeID, r Range, want *catalog.Card, progress Progress) (Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	nse := &NoSourceError{Model: model}
 	for _, src := range sources {
 		m, err := f.manifest(ctx, src, model)
+		if err == nil && want != nil && !sameArtifact(m.Card, *want) {
+			err = fmt.Errorf("its copy is another artifact (%s@%s) than this node's card names", m.Card.Repo, m.Card.Revision)
+		}
 		if err == nil {
 			var res Result
 			res, err = f.fetchFrom(ctx, src, model, m, r, progress)
@@ -287,4 +292,9 @@ func fileName(name string) string {
 		return "model.gguf"
 	}
 	return b
+}
+
+// sameArtifact says two cards name the same files of the same source.
+func sameArtifact(a, b catalog.Card) bool {
+	return a.Repo == b.Repo && a.Revision == b.Revision && strings.Join(a.Files, "\n") == strings.Join(b.Files, "\n")
 }
