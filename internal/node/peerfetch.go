@@ -47,7 +47,9 @@ func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.S
 			case errors.As(ferr, new(*tensorfetch.VerifyError)) || ctx.Err() != nil:
 				return worker.Model{}, ferr
 			}
-			m.log.Info("no member supplied the stage's tensors; trying the Hub", "model", model, "reason", ferr)
+			if nse := (*tensorfetch.NoSourceError)(nil); !errors.As(ferr, &nse) || len(nse.Reasons) > 0 {
+				m.log.Info("no member supplied the stage's tensors; trying the Hub", "model", model, "reason", ferr)
+			}
 		}
 	}
 	if !known {
