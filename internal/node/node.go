@@ -379,7 +379,7 @@ func (n *fabric) buildAPI() error {
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
-		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
+		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
 	n.srv = &http.Server{

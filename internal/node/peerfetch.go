@@ -124,6 +124,15 @@ func (m *models) fetchStage(ctx context.Context, model ids.ModelID, want *catalo
 	return worker.Model{Path: res.Path, ChatTemplate: tmpl}, nil
 }
 
+// imported reports an import as a completed download of the model on this
+// node, in the background: the State then names this node to members that
+// need the model's tensors.
+func (m *models) imported(card catalog.Card) {
+	m.wg.Go(func() {
+		m.reportEvent(event.DownloadCompleted{Node: m.node, Model: ids.ModelID(card.ID), Bytes: uint64(max(card.StorageBytes, 0))})
+	})
+}
+
 // served is this node's verified copy of a model for a member's fetch.
 func (m *models) served(ctx context.Context, model string) (tensorfetch.Served, error) {
 	card, ok := m.card(ids.ModelID(model))

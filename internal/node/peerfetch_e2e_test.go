@@ -70,6 +70,12 @@ func peerFetchCase(t *testing.T, shape synth.Shape) {
 		t.Fatalf("import: %d %s", code, body)
 	}
 
+	// The State says A has the model (the import is reported as a
+	// completed download); B is asked for nothing.
+	waitFor(t, 10*time.Second, "the import in the State", func() bool {
+		return downloadOutcome(a.node, id) == "completed: "
+	})
+
 	split := placeOn(t, a, id, 2)
 	var st struct {
 		Instances map[string]struct {
