@@ -73,7 +73,47 @@ func (f *Fetcher) Fetch(ctx context.Context, model string, sources []ids.NodeID,
 		}
 		nse.Reasons = append(nse.Reasons, fmt.Sprintf("node %s: %v", src, err))
 	}
+	// No member answered: a partial copy that already holds every part of
+	// the range still serves (a stage restarting while its source is away).
+	if res, ok := f.local(model, r, want); ok {
+		return res, nil
+	}
 	return Result{}, nse
+}
+
+// local finds a partial copy of model that holds every part range r needs.
+func (f *Fetcher) local(model string, r Range, want *catalog.Card) (Result, bool) {
+	entries, _ := os.ReadDir(f.Dir)
+	prefix := copyPrefix(model) + "-"
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), prefix) || len(e.Name()) != len(prefix)+16 {
+			continue
+		}
+		dir := filepath.Join(f.Dir, e.Name())
+		rec, err := loadRecord(dir)
+		if err != nil || rec.Card.ID != model || rec.Sums == nil || rec.Sums.Validate(rec.Size) != nil || len(rec.Card.Files) == 0 ||
+			(want != nil && !sameArtifact(rec.Card, *want)) {
+			continue
+		}
+		path := filepath.Join(dir, fileName(rec.Card.Files[0]))
+		if fi, err := os.Stat(path); err != nil || fi.Size() != rec.Size {
+			continue
+		}
+		have := map[string]bool{}
+		for _, n := range rec.Have {
+			have[n] = true
+		}
+		res := Result{Path: path, Card: rec.Card}
+		complete := true
+		for _, p := range plan(&manifest{Sums: rec.Sums}, r) {
+			complete = complete && have[p.name]
+			res.Reused += p.size
+		}
+		if complete {
+			return res, true
+		}
+	}
+	return Result{}, false
 }
 
 // manifest asks src for its copy of model.
@@ -146,7 +186,7 @@ func (f *Fetcher) fetchFrom(ctx context.Context, src ids.NodeID, model string, m
 	if err != nil || rec.SHA256 != m.SHA256 || rec.Size != m.Size {
 		rec = &record{Version: recordVersion, SHA256: m.SHA256, Size: m.Size}
 	}
-	rec.Card = m.Card
+	rec.Card, rec.Sums = m.Card, m.Sums
 	path := filepath.Join(dir, fileName(m.File))
 	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -272,7 +312,10 @@ func Verify(model, name string, src ids.NodeID, sum []byte, want string) error {
 // copyName is the directory of a model file's partial copy: the model id
 // made one path element, and the start of the file's sum, so a different
 // file under the same id never mixes with it.
-func copyName(model, sum string) string {
+func copyName(model, sum string) string { return copyPrefix(model) + "-" + sum[:16] }
+
+// copyPrefix is the model id made one path element.
+func copyPrefix(model string) string {
 	safe := strings.Map(func(r rune) rune {
 		if r == '/' || r == '\\' || r == ':' || r < 32 {
 			return '_'
@@ -282,7 +325,7 @@ func copyName(model, sum string) string {
 	if len(safe) > 96 {
 		safe = safe[:96]
 	}
-	return strings.TrimLeft(safe, ".") + "-" + sum[:16]
+	return strings.TrimLeft(safe, ".")
 }
 
 // fileName is the local name of the card's file: its last element.

@@ -140,6 +140,17 @@ func TestFetchWritesOnlyTheStagesTensors(t *testing.T) {
 	if err != nil || res.Fetched != 0 || res.Reused != share {
 		t.Fatalf("the same range again: %+v %v", res, err)
 	}
+	// With no member answering, the copy still serves a range it holds,
+	// and only such a range.
+	gone := &Fetcher{Dir: fx.Dir, Dial: func(context.Context, ids.NodeID) (io.ReadWriteCloser, error) {
+		return nil, errors.New("unreachable")
+	}}
+	if res, err := gone.Fetch(t.Context(), "llama", []ids.NodeID{"a"}, Range{Start: 3, End: 4, Last: true}, nil, nil); err != nil || res.Fetched != 0 || res.Path == "" {
+		t.Fatalf("a held range with the source away: %+v %v", res, err)
+	}
+	if _, err := gone.Fetch(t.Context(), "llama", []ids.NodeID{"a"}, Range{Start: 1, End: 4, Last: true}, nil, nil); !errors.As(err, new(*NoSourceError)) {
+		t.Fatalf("a range the copy lacks with the source away: %v", err)
+	}
 	all := Range{Start: 0, End: 4, First: true, Last: true}
 	whole, _ := shareOf(t, m.path(t), all)
 	res, err = fx.Fetch(t.Context(), "llama", []ids.NodeID{"a"}, all, nil, nil)

@@ -19,6 +19,9 @@ type record struct {
 	SHA256  string       `json:"sha256"` // of the whole original file
 	Size    int64        `json:"size"`
 	Have    []string     `json:"have"` // verified parts: "header" and tensor names
+	// Sums are the installing node's, so the copy serves a range again
+	// when no member answers.
+	Sums *catalog.TensorSums `json:"sums,omitempty"`
 }
 
 func loadRecord(dir string) (*record, error) {
