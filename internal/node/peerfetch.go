@@ -54,6 +54,9 @@ func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.S
 	}
 	if !known {
 		wm, err := m.fetchStage(ctx, model, nil, sh, downloading)
+		if errors.As(err, new(*tensorfetch.VerifyError)) || ctx.Err() != nil {
+			return worker.Model{}, err
+		}
 		if err != nil {
 			return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog and no member supplied its tensors (%w); add it on this node: skulk models add", model, err)
 		}

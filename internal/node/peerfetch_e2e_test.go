@@ -42,34 +42,7 @@ func TestPipelinePeerFetch(t *testing.T) {
 }
 
 func peerFetchCase(t *testing.T, shape synth.Shape) {
-	src := filepath.Join(t.TempDir(), shape.Name+"-q8_0.gguf")
-	if err := synth.WriteFile(src, shape, tensor.Q8_0, rand.New(rand.NewPCG(7, 8))); err != nil {
-		t.Fatal(err)
-	}
-	id := shape.Name + "-peer"
-	// The Hub stand-in is a closed port: nothing may come from there.
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hub := "http://" + closed.Addr().String()
-	closed.Close()
-	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	var nodes []*clusterNode
-	for i := range gossip {
-		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip, "SKULK_IMPORT_DIRS="+filepath.Dir(src), "HF_ENDPOINT="+hub))
-	}
-	master := converged(t, nodes, 2, 30*time.Second)
-	// The model is imported on the master only (the master places with its
-	// own catalog).
-	a, b := nodes[0], nodes[1]
-	if nodeID(b.home) == master {
-		a, b = b, a
-	}
-	if code, body := a.do("POST", "/models/import", map[string]any{"path": src, "id": id}); code != 200 {
-		t.Fatalf("import: %d %s", code, body)
-	}
-
+	a, b, src, id := peerPair(t, shape)
 	// The State says A has the model (the import is reported as a
 	// completed download); B is asked for nothing.
 	waitFor(t, 10*time.Second, "the import in the State", func() bool {
@@ -146,6 +119,94 @@ func peerFetchCase(t *testing.T, shape synth.Shape) {
 		if total > float64(all)*1.05 {
 			t.Fatalf("node B fetched %.0f bytes in all for a model of %d: the partial copy was not reused", total, all)
 		}
+	}
+}
+
+// peerPair starts two loopback nodes whose Hub is a closed port, and
+// imports a synthesized model of shape on the master (a) only: the master
+// places with its own catalog. It returns the file imported and its id.
+func peerPair(t *testing.T, shape synth.Shape) (a, b *clusterNode, src, id string) {
+	t.Helper()
+	src = filepath.Join(t.TempDir(), shape.Name+"-q8_0.gguf")
+	if err := synth.WriteFile(src, shape, tensor.Q8_0, rand.New(rand.NewPCG(7, 8))); err != nil {
+		t.Fatal(err)
+	}
+	id = shape.Name + "-peer"
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := "http://" + closed.Addr().String()
+	closed.Close()
+	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	var nodes []*clusterNode
+	for i := range gossip {
+		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip, "SKULK_IMPORT_DIRS="+filepath.Dir(src), "HF_ENDPOINT="+hub))
+	}
+	master := converged(t, nodes, 2, 30*time.Second)
+	a, b = nodes[0], nodes[1]
+	if nodeID(b.home) == master {
+		a, b = b, a
+	}
+	if code, body := a.do("POST", "/models/import", map[string]any{"path": src, "id": id}); code != 200 {
+		t.Fatalf("import: %d %s", code, body)
+	}
+	return a, b, src, id
+}
+
+// TestPipelinePeerFetchRefusesTamperedTensor: bytes of the installing
+// node's file changed after its sums were recorded (size, mtime and inode
+// kept, so its store still trusts the file) are refused by the fetching
+// node: its stage fails with the verification error and never loads.
+func TestPipelinePeerFetchRefusesTamperedTensor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the multi-node cluster test")
+	}
+	a, b, src, id := peerPair(t, llamaSplitShape)
+	// A byte in the first and in the last block: whichever rank B gets
+	// holds one of them.
+	files, _ := filepath.Glob(filepath.Join(a.home, "models", "local", "*", filepath.Base(src)))
+	if len(files) != 1 {
+		t.Fatalf("the imported file under %s: %v", a.home, files)
+	}
+	g, err := gguf.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []int64
+	for _, name := range []string{"blk.0.ffn_up.weight", fmt.Sprintf("blk.%d.ffn_up.weight", llamaSplitShape.NLayer-1)} {
+		ti, _ := g.Tensor(name)
+		at = append(at, g.DataOffset+int64(ti.Offset)+ti.Size/2)
+	}
+	g.Close()
+	fi, _ := os.Stat(files[0])
+	f, err := os.OpenFile(files[0], os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range at {
+		var c [1]byte
+		f.ReadAt(c[:], off)
+		c[0] ^= 0x40
+		f.WriteAt(c[:], off)
+	}
+	f.Close()
+	os.Chtimes(files[0], fi.ModTime(), fi.ModTime())
+
+	code, body := a.do("POST", "/place_instance", map[string]any{"model_id": id, "min_nodes": 2})
+	var placed struct {
+		InstanceID string `json:"instance_id"`
+	}
+	if err := json.Unmarshal(body, &placed); code != 200 || err != nil {
+		t.Fatalf("place: %d %s", code, body)
+	}
+	reason := runnerFailure(t, a.node, placed.InstanceID)
+	if !strings.Contains(reason, "tensorfetch") || !strings.Contains(reason, "sha256") || !strings.Contains(reason, "from node "+nodeID(a.home)) {
+		t.Fatalf("the failed stage's reason %q, want the verification error", reason)
+	}
+	t.Logf("the stage on B failed: %s", reason)
+	if fetched, _ := b.scrapeMetrics().value("skulk_model_download_bytes_total", map[string]string{"model": id}); fetched == 0 {
+		t.Fatal("node B fetched nothing: the failure is not the verification")
 	}
 }
 
