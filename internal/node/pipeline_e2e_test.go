@@ -197,9 +197,14 @@ func sameAnswerCases() []sameAnswerCase {
 	}
 }
 
+// apiNode is a node whose API a test calls: a loopback or netns node.
+type apiNode interface {
+	do(method, path string, body any) (int, []byte)
+}
+
 // chatAnswer is the choice and usage of a chat completion through n: what
 // two runs of the same request must share.
-func chatAnswer(t *testing.T, n *clusterNode, body map[string]any) string {
+func chatAnswer(t *testing.T, n apiNode, body map[string]any) string {
 	t.Helper()
 	code, b := n.do("POST", "/v1/chat/completions", body)
 	var resp struct {
