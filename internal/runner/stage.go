@@ -20,6 +20,10 @@ import (
 // its links to be connected before its load fails.
 const DefaultConnectTimeout = 120 * time.Second
 
+// A pipeline's token objects carry every top_logprobs a request may ask
+// for (a negative difference does not compile).
+const _ = uint(pipeline.MaxTopLogprobs - infer.MaxTopLogprobs)
+
 // stageRun is a loaded runner's pipeline stage: its links, the goroutine
 // running it, and how to stop it.
 type stageRun struct {
