@@ -170,6 +170,7 @@ func (w *worker) open(it item) error {
 	if !w.s.last {
 		w.forward(encodeObject(&object{kind: KindOpen, entries: []entry{{seq: it.seq}}, spec: ss.spec}))
 	}
+	ss.spec.Constraint = nil // used: a rank need not hold up to MaxConstraintBytes per sequence
 	return nil
 }
 
