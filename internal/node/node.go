@@ -218,7 +218,7 @@ func (n *fabric) buildServices() error {
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
 		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
-		Resolve: n.mods.resolve,
+		Resolve: n.mods.resolveStage,
 		Guard:   guard(n.mods.catalog, n.cfg.MemoryBudget),
 		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.socketFor(inst, placement) },
 		// A stage waits for its links past the master's deadline: the
@@ -267,6 +267,7 @@ func (n *fabric) openListeners() error {
 			transport.ALPNData:      serveStreams(n.serveData),
 			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
 			transport.ALPNEdge:      serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) { n.edges.serveEdge(ctx, c, s) }),
+			transport.ALPNTensors:   serveStreams(n.serveTensors),
 		},
 	})
 	if err != nil {
@@ -332,6 +333,7 @@ func (n *fabric) joinCluster() error {
 		wg.Wait()
 	}
 	n.mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) }, n.reportAsWorker)
+	n.mods.attachPeers(n.peers.dial(n.ep, transport.ALPNTensors), tensorSources(n.id, n.ctl.State, n.peers.members))
 	return nil
 }
 
@@ -389,7 +391,7 @@ func (n *fabric) buildAPI() error {
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
-		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
+		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
 	n.srv = &http.Server{

@@ -243,7 +243,8 @@ func promptRequest(prompt string, stream bool) map[string]any {
 
 // TestNetnsPipeline: stories260K split over 3 and then 2 network hosts,
 // served through a fourth node (the master) that holds no stage: greedy,
-// streamed and stopped text equal one node's; 8 concurrent streams each
+// streamed and stopped text equal one node's, and so do the answers with
+// logprobs, a JSON schema and a forced tool call; 8 concurrent streams each
 // get their text alone; a killed runner, a partitioned stage node (the last
 // rank's, and rank 0's, from which the API node streams the answer) and a
 // killed stage node end the request in flight with an error within 5 s,
@@ -263,6 +264,33 @@ func TestNetnsPipeline(t *testing.T) {
 	api, stages := byID(nodes, master)
 	of := func(id string) *netNode { n, _ := byID(nodes, id); return n }
 
+	// The model placed whole answers the structured-output, logprobs and
+	// stop requests: what each split below must answer too.
+	whole, _ := placeSplit(t, api, map[string]any{"min_nodes": 1, "excluded_nodes": []string{master}})
+	cases := sameAnswerCases()
+	wholeAnswers := make([]string, len(cases))
+	for i, c := range cases {
+		wholeAnswers[i] = chatAnswer(t, api, c.body)
+	}
+	if code, b := api.do("DELETE", "/instance/"+whole, nil); code != 200 {
+		t.Fatalf("delete %s: %d %s", whole, code, b)
+	}
+	sameAnswers := func(what string) {
+		t.Helper()
+		for i, c := range cases {
+			if got := chatAnswer(t, api, c.body); got != wholeAnswers[i] {
+				t.Fatalf("%s: %s:\n split %s\n whole %s", what, c.name, got, wholeAnswers[i])
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for api.instances()[whole].Model != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the whole instance %s is still there 30 s after its deletion", whole)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// Three stages on the three followers.
 	start := time.Now()
 	inst, ranks := placeSplit(t, api, map[string]any{"min_nodes": 3, "excluded_nodes": []string{master}})
@@ -276,6 +304,7 @@ func TestNetnsPipeline(t *testing.T) {
 		}
 	}
 	checkSplitChat(t, api, "3 stages")
+	sameAnswers("3 stages")
 
 	// 8 concurrent streams each get the text they get alone.
 	alone := make([]string, len(concurrentPrompts))
@@ -322,7 +351,7 @@ func TestNetnsPipeline(t *testing.T) {
 	// instance down (its ranks' runners, failing to link, may have tripped
 	// the crash breaker meanwhile) and places it again on the survivors;
 	// otherwise its runners restart. Either way the model serves again.
-	deadline := time.Now().Add(60 * time.Second)
+	deadline = time.Now().Add(60 * time.Second)
 	for len(api.instances()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no instance of the model 60 s after the partition healed: the split instance was not re-placed")
@@ -389,6 +418,7 @@ func TestNetnsPipeline(t *testing.T) {
 		t.Fatalf("2-stage placement %v (API node %s)", ranks, master)
 	}
 	checkSplitChat(t, api, "2 stages")
+	sameAnswers("2 stages")
 	dead := of(ranks[1])
 	failMidStream(t, api, "rank 1's node killed", func() { dead.proc.Kill() })
 	killed := time.Now()
