@@ -24,6 +24,10 @@ const (
 	// Mistral is [TOOL_CALLS][{"name":..., "arguments":{...}}, ...] or the
 	// newer [TOOL_CALLS]NAME[ARGS]{...} (with an optional [CALL_ID]id).
 	Mistral
+	// Harmony is gpt-oss's channels: analysis is reasoning, final (and a
+	// commentary preamble) is content, and a message to=functions.NAME
+	// is a call of NAME (see harmony.go).
+	Harmony
 )
 
 var dialectNames = [...]string{
@@ -32,6 +36,7 @@ var dialectNames = [...]string{
 	QwenXML:   "qwen3_coder",
 	Llama3:    "llama3",
 	Mistral:   "mistral",
+	Harmony:   "harmony",
 }
 
 func (d Dialect) String() string {
@@ -51,7 +56,7 @@ func ParseDialect(name string) (Dialect, error) {
 			return Dialect(d), nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q; use one of none, hermes, qwen3_coder, llama3, mistral", ErrUnknownDialect, name)
+	return 0, fmt.Errorf("%w %q; use one of none, hermes, qwen3_coder, llama3, mistral, harmony", ErrUnknownDialect, name)
 }
 
 // The control markers of every dialect. They are removed from content

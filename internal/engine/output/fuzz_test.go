@@ -27,9 +27,19 @@ func FuzzParser(f *testing.F) {
 	for i, s := range seeds {
 		f.Add(s, uint8(i%5), uint8(i))
 	}
+	harmony := []string{
+		"<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>final<|message|>answer<|return|>",
+		"<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"location\": \"Oslo\"}<|call|>",
+		"<|start|>assistant to=functions.x<|channel|>commentary json<|message|>{}<|end|><|channel|>final<|message|><|mes<|message|>sage|>",
+		"text<|end|><|channel|><|constrain|>",
+	}
+	for _, s := range harmony {
+		f.Add(s, uint8(Harmony), uint8(0))
+		f.Add(s, uint8(Harmony), uint8(4))
+	}
 	f.Fuzz(func(t *testing.T, text string, dialect, flags uint8) {
 		cfg := Config{
-			Dialect:          Dialect(dialect % 5),
+			Dialect:          Dialect(dialect % 6),
 			ReasoningEnabled: flags&1 != 0,
 			StartInReasoning: flags&2 != 0,
 		}
