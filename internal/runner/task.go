@@ -268,7 +268,13 @@ func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
 	}
 	msgs := make([]chat.Object, len(req.Messages))
 	for i, m := range req.Messages {
-		msgs[i] = chatMessage(m).Object()
+		cm := chatMessage(m)
+		if cs.dialect == output.Harmony {
+			// gpt-oss's template reads the reasoning as "thinking", and
+			// tests "in message.content", which fails on a null content.
+			cm.Thinking, cm.NullContent = cm.ReasoningContent, false
+		}
+		msgs[i] = cm.Object()
 	}
 	var tools []chat.Object
 	for i, t := range req.Tools {

@@ -12,6 +12,7 @@ const (
 	FamilyLlama3     Family = "llama3"      // bare JSON {"name", "parameters"}, <|python_tag|>
 	FamilyMistral    Family = "mistral"     // [TOOL_CALLS][{...}]
 	FamilyDeepSeek   Family = "deepseek"    // <｜tool▁calls▁begin｜> ... <｜tool▁sep｜>
+	FamilyHarmony    Family = "harmony"     // gpt-oss: <|channel|>analysis / final / commentary to=functions.NAME
 	FamilyOther      Family = "other"       // no tool dialect recognised
 )
 
@@ -22,6 +23,7 @@ var familyMarkers = []struct {
 	family  Family
 	markers []string
 }{
+	{FamilyHarmony, []string{"<|channel|>"}},
 	{FamilyQwen3Coder, []string{"<function=", "<parameter="}},
 	{FamilyDeepSeek, []string{"tool▁calls▁begin", "<｜Assistant｜>"}},
 	{FamilyMistral, []string{"[TOOL_CALLS]", "[INST]"}},
