@@ -281,7 +281,9 @@ func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
 		if req.ToolChoice.Mode == "none" {
 			break // the model is not told about tools it may not call
 		}
-		o, err := chatTool(t)
+		// gpt-oss's template prints "// " + description, which fails on
+		// a tool without one (the OpenAI APIs make it optional).
+		o, err := chatTool(t, cs.dialect == output.Harmony)
 		if err != nil {
 			return "", cfg, infer.ParamErrorf("tools", "tools[%d]: %v", i, err)
 		}
@@ -330,10 +332,11 @@ func chatMessage(m infer.Message) chat.Message {
 }
 
 // chatTool gives a tool the OpenAI shape templates expect:
-// {"type":"function","function":{"name","description","parameters"}}.
-func chatTool(t infer.Tool) (chat.Object, error) {
+// {"type":"function","function":{"name","description","parameters"}};
+// an empty description is left out unless describe is set.
+func chatTool(t infer.Tool, describe bool) (chat.Object, error) {
 	fn := chat.Object{{Key: "name", Value: t.Name}}
-	if t.Description != "" {
+	if t.Description != "" || describe {
 		fn = append(fn, chat.Field{Key: "description", Value: t.Description})
 	}
 	if len(t.Parameters) > 0 {
