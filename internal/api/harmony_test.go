@@ -60,8 +60,9 @@ func harmonyScript(req infer.Request) []infer.Chunk {
 }
 
 // TestHarmonyEveryAPI checks that a gpt-oss (harmony) generation comes out
-// of every wire format as reasoning, content and a tool call, and that the
-// reasoning sent back with the call reaches the backend for the template.
+// of every wire format as reasoning, content and a tool call, that each
+// API's reasoning effort reaches the template as reasoning_effort, and that
+// the reasoning sent back with the call reaches the backend.
 func TestHarmonyEveryAPI(t *testing.T) {
 	f := newFixture(t, Config{})
 	const reasoningCall = "The user wants the weather in Oslo; call get_weather."
@@ -69,34 +70,38 @@ func TestHarmonyEveryAPI(t *testing.T) {
 	const answer = "It is 21 °C in Oslo."
 	tests := []struct {
 		name, path, body string
-		want             []string // substrings of the response body, in order
+		want             []string       // substrings of the response body, in order
+		kwargs           map[string]any // the template variables the backend got
 	}{
 		{"openai_call", "/v1/chat/completions",
-			`{"model":"gpt-oss","messages":[{"role":"user","content":"Weather in Oslo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`,
-			[]string{`"content":null`, `"reasoning_content":"` + reasoningCall + `"`, `"tool_calls":[{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Oslo\"}"}}]`, `"finish_reason":"tool_calls"`}},
+			`{"model":"gpt-oss","reasoning_effort":"high","messages":[{"role":"user","content":"Weather in Oslo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`,
+			[]string{`"content":null`, `"reasoning_content":"` + reasoningCall + `"`, `"tool_calls":[{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Oslo\"}"}}]`, `"finish_reason":"tool_calls"`},
+			map[string]any{"reasoning_effort": "high"}},
 		{"openai_final", "/v1/chat/completions",
 			`{"model":"gpt-oss","messages":[{"role":"user","content":"Weather in Oslo?"},
 			{"role":"assistant","content":null,"reasoning_content":"` + reasoningCall + `","tool_calls":[{"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Oslo\"}"}}]},
 			{"role":"tool","tool_call_id":"call_0","content":"21"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`,
-			[]string{`"content":"` + answer + `"`, `"reasoning_content":"` + reasoningFinal + `"`, `"finish_reason":"stop"`}},
+			[]string{`"content":"` + answer + `"`, `"reasoning_content":"` + reasoningFinal + `"`, `"finish_reason":"stop"`}, nil},
 		{"openai_stream", "/v1/chat/completions",
 			`{"model":"gpt-oss","stream":true,"messages":[{"role":"user","content":"Weather in Oslo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`,
-			[]string{`"reasoning_content":"` + reasoningCall + `"`, `"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Oslo\"}"}}]`, `"finish_reason":"tool_calls"`, `[DONE]`}},
+			[]string{`"reasoning_content":"` + reasoningCall + `"`, `"tool_calls":[{"index":0,"id":"call_0","type":"function","function":{"name":"get_weather","arguments":"{\"location\":\"Oslo\"}"}}]`, `"finish_reason":"tool_calls"`, `[DONE]`}, nil},
 		{"responses_call", "/v1/responses",
 			`{"model":"gpt-oss","input":"Weather in Oslo?","reasoning":{"effort":"low"},"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`,
-			[]string{`"type":"reasoning"`, `"text":"` + reasoningCall + `"`, `"type":"function_call"`, `"name":"get_weather"`, `"arguments":"{\"location\":\"Oslo\"}"`}},
+			[]string{`"type":"reasoning"`, `"text":"` + reasoningCall + `"`, `"type":"function_call"`, `"name":"get_weather"`, `"arguments":"{\"location\":\"Oslo\"}"`},
+			map[string]any{"enable_thinking": true, "reasoning_effort": "low"}},
 		{"anthropic_call", "/v1/messages",
 			`{"model":"gpt-oss","max_tokens":256,"thinking":{"type":"enabled","budget_tokens":64},"messages":[{"role":"user","content":"Weather in Oslo?"}],"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`,
-			[]string{`{"type":"thinking","thinking":"` + reasoningCall + `"`, `{"type":"tool_use","id":"toolu_test_0","name":"get_weather","input":{"location":"Oslo"}}`, `"stop_reason":"tool_use"`}},
+			[]string{`{"type":"thinking","thinking":"` + reasoningCall + `"`, `{"type":"tool_use","id":"toolu_test_0","name":"get_weather","input":{"location":"Oslo"}}`, `"stop_reason":"tool_use"`}, nil},
 		{"anthropic_final", "/v1/messages",
 			`{"model":"gpt-oss","max_tokens":256,"messages":[{"role":"user","content":"Weather in Oslo?"}]}`,
-			[]string{`{"type":"thinking","thinking":"` + reasoningFinal + `"`, `{"type":"text","text":"` + answer + `"}`, `"stop_reason":"end_turn"`}},
+			[]string{`{"type":"thinking","thinking":"` + reasoningFinal + `"`, `{"type":"text","text":"` + answer + `"}`, `"stop_reason":"end_turn"`}, nil},
 		{"ollama_call", "/api/chat",
 			`{"model":"gpt-oss","stream":false,"think":"medium","messages":[{"role":"user","content":"Weather in Oslo?"}],"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}]}`,
-			[]string{`"thinking":"` + reasoningCall + `"`, `"tool_calls":[{"id":"call_0","function":{"index":0,"name":"get_weather","arguments":{"location":"Oslo"}}}]`}},
+			[]string{`"thinking":"` + reasoningCall + `"`, `"tool_calls":[{"id":"call_0","function":{"index":0,"name":"get_weather","arguments":{"location":"Oslo"}}}]`},
+			map[string]any{"enable_thinking": true, "reasoning_effort": "medium"}},
 		{"ollama_final", "/api/chat",
 			`{"model":"gpt-oss","stream":false,"think":true,"messages":[{"role":"user","content":"Weather in Oslo?"}]}`,
-			[]string{`"content":"` + answer + `"`, `"thinking":"` + reasoningFinal + `"`, `"done_reason":"stop"`}},
+			[]string{`"content":"` + answer + `"`, `"thinking":"` + reasoningFinal + `"`, `"done_reason":"stop"`}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,6 +120,11 @@ func TestHarmonyEveryAPI(t *testing.T) {
 					t.Fatalf("body lacks %s (after byte %d):\n%s", w, at, body)
 				}
 				at += i + len(w)
+			}
+			if tt.kwargs != nil {
+				if got := f.lastRequest().TemplateKwargs; !reflect.DeepEqual(got, tt.kwargs) {
+					t.Errorf("template kwargs %v, want %v", got, tt.kwargs)
+				}
 			}
 		})
 	}
