@@ -7,7 +7,7 @@ import "strings"
 type Family string
 
 const (
-	FamilyHermes     Family = "hermes"      // <tool_call>{json}</tool_call>: Hermes, Qwen2.5, Qwen3, QwQ
+	FamilyHermes     Family = "hermes"      // <tool_call>{json}</tool_call>: Hermes, Qwen2.5, Qwen3, QwQ; GLM-4.5/4.6
 	FamilyQwen3Coder Family = "qwen3-coder" // <tool_call><function=name><parameter=...>
 	FamilyLlama3     Family = "llama3"      // bare JSON {"name", "parameters"}, <|python_tag|>
 	FamilyMistral    Family = "mistral"     // [TOOL_CALLS][{...}]

@@ -12,7 +12,8 @@ const (
 	// NoDialect parses no calls; marker text is still scrubbed.
 	NoDialect Dialect = iota
 	// Hermes is <tool_call>{"name":..., "arguments":{...}}</tool_call>
-	// (Hermes, Qwen2.5, Qwen3). A Qwen3-Coder XML body is accepted too.
+	// (Hermes, Qwen2.5, Qwen3). A Qwen3-Coder XML body is accepted too, and
+	// GLM-4.5/4.6's NAME<arg_key>K</arg_key><arg_value>V</arg_value>.
 	Hermes
 	// QwenXML is Qwen3-Coder's <tool_call><function=NAME><parameter=P>
 	// value</parameter></function></tool_call>. A Hermes JSON body is

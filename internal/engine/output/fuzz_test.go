@@ -23,6 +23,7 @@ func FuzzParser(f *testing.F) {
 		"[TOOL_CALLS][ARGS][CALL_ID]<tool_call></tool_call>",
 		"plan</think>x<think>y",
 		"{\"a\": \"\\\"}\", \"b\": [{]}",
+		"<think>x</think><tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call>",
 	}
 	for i, s := range seeds {
 		f.Add(s, uint8(i%5), uint8(i))
