@@ -29,6 +29,9 @@ const (
 // harmonyMarkers is every harmony control text; none reaches a client.
 var harmonyMarkers = []string{hStart, hChannel, hMessage, hEnd, hCall, hReturn, hConstrain}
 
+// maxHarmonyMarker is the length of the longest harmony marker.
+const maxHarmonyMarker = len(hConstrain)
+
 // harmonyHeaderOpeners begin a message header.
 var harmonyHeaderOpeners = []string{hStart, hChannel}
 
@@ -56,6 +59,7 @@ type harmonySplitter struct {
 	st   harmonyState
 	kind Kind   // hsBody: Reasoning or Content
 	name string // hsCall: the tool called
+	from int    // hsCall: where to resume looking for the body's end
 	buf  string
 }
 
@@ -127,7 +131,7 @@ func (h *harmonySplitter) header(final bool, out []Event) ([]Event, bool) {
 	channel, recipient := parseHarmonyHeader(head)
 	switch {
 	case recipient != "":
-		h.st, h.name = hsCall, strings.TrimPrefix(recipient, "functions.")
+		h.st, h.name, h.from = hsCall, strings.TrimPrefix(recipient, "functions."), 0
 	case channel == "analysis":
 		h.st, h.kind = hsBody, Reasoning
 	default: // final, commentary (a preamble for the user), or unnamed
@@ -232,9 +236,14 @@ func (h *harmonySplitter) body(final bool, out []Event) ([]Event, bool) {
 // the body as content when it is not a call of an offered tool with a JSON
 // object for arguments.
 func (h *harmonySplitter) call(final bool, out []Event) ([]Event, bool) {
-	n, skip := bodyEnd(h.buf)
+	n, skip := bodyEnd(h.buf[h.from:])
 	if n < 0 && !final {
+		// A marker that starts before here was whole, and was passed over.
+		h.from = max(0, len(h.buf)-maxHarmonyMarker+1)
 		return out, false
+	}
+	if n >= 0 {
+		n, skip = n+h.from, skip+h.from
 	}
 	raw, rest := h.buf, ""
 	if n >= 0 {
