@@ -120,6 +120,10 @@ func dialectOf(f chat.Family) output.Dialect {
 		return output.Mistral
 	case chat.FamilyHarmony:
 		return output.Harmony
+	case chat.FamilyDeepSeek:
+		return output.DeepSeek
+	case chat.FamilyKimi:
+		return output.Kimi
 	}
 	return output.NoDialect
 }

@@ -12,6 +12,7 @@ const (
 	FamilyLlama3     Family = "llama3"      // bare JSON {"name", "parameters"}, <|python_tag|>
 	FamilyMistral    Family = "mistral"     // [TOOL_CALLS][{...}]
 	FamilyDeepSeek   Family = "deepseek"    // <｜tool▁calls▁begin｜> ... <｜tool▁sep｜>
+	FamilyKimi       Family = "kimi"        // <|tool_calls_section_begin|> ... functions.NAME:0
 	FamilyHarmony    Family = "harmony"     // gpt-oss: <|channel|>analysis / final / commentary to=functions.NAME
 	FamilyOther      Family = "other"       // no tool dialect recognised
 )
@@ -26,6 +27,7 @@ var familyMarkers = []struct {
 	{FamilyHarmony, []string{"<|channel|>"}},
 	{FamilyQwen3Coder, []string{"<function=", "<parameter="}},
 	{FamilyDeepSeek, []string{"tool▁calls▁begin", "<｜Assistant｜>"}},
+	{FamilyKimi, []string{"<|tool_calls_section_begin|>"}},
 	{FamilyMistral, []string{"[TOOL_CALLS]", "[INST]"}},
 	{FamilyHermes, []string{"<tool_call>"}},
 	{FamilyLlama3, []string{"<|start_header_id|>"}},

@@ -176,7 +176,7 @@ func TestDetectFamily(t *testing.T) {
 		{"moe/openai-gpt-oss-120b.jinja", FamilyHarmony},
 		{"moe/deepseek-ai-DeepSeek-V3.1.jinja", FamilyDeepSeek},
 		{"moe/GLM-4.6.jinja", FamilyHermes}, // shares <tool_call>; its body is <arg_key>/<arg_value> pairs
-		{"moe/moonshotai-Kimi-K2.jinja", FamilyOther},
+		{"moe/moonshotai-Kimi-K2.jinja", FamilyKimi},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

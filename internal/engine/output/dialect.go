@@ -29,6 +29,14 @@ const (
 	// commentary preamble) is content, and a message to=functions.NAME
 	// is a call of NAME (see harmony.go).
 	Harmony
+	// DeepSeek is <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME
+	// <｜tool▁sep｜>{...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (V3.1;
+	// R1's "function<｜tool▁sep｜>NAME ```json fence" too).
+	DeepSeek
+	// Kimi is Kimi K2's <|tool_calls_section_begin|><|tool_call_begin|>
+	// functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>
+	// ...<|tool_calls_section_end|>.
+	Kimi
 )
 
 var dialectNames = [...]string{
@@ -38,6 +46,8 @@ var dialectNames = [...]string{
 	Llama3:    "llama3",
 	Mistral:   "mistral",
 	Harmony:   "harmony",
+	DeepSeek:  "deepseek",
+	Kimi:      "kimi",
 }
 
 func (d Dialect) String() string {
@@ -57,7 +67,7 @@ func ParseDialect(name string) (Dialect, error) {
 			return Dialect(d), nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q; use one of none, hermes, qwen3_coder, llama3, mistral, harmony", ErrUnknownDialect, name)
+	return 0, fmt.Errorf("%w %q; use one of none, hermes, qwen3_coder, llama3, mistral, harmony, deepseek, kimi", ErrUnknownDialect, name)
 }
 
 // The control markers of every dialect. They are removed from content
@@ -72,7 +82,8 @@ const (
 	tagCallID        = "[CALL_ID]"
 )
 
-var markerVocabulary = []string{tagToolCall, tagToolCallClose, tagPythonTag, tagEOM, tagToolCalls, tagArgs, tagCallID}
+var markerVocabulary = append([]string{tagToolCall, tagToolCallClose, tagPythonTag, tagEOM, tagToolCalls, tagArgs, tagCallID},
+	append(deepSeekSection.all(), kimiSection.all()...)...)
 
 // opener returns the marker that opens a call block in d, if any.
 func (d Dialect) opener() string {
@@ -83,6 +94,9 @@ func (d Dialect) opener() string {
 		return tagPythonTag
 	case Mistral:
 		return tagToolCalls
+	}
+	if m, ok := d.section(); ok {
+		return m.begin
 	}
 	return ""
 }

@@ -41,8 +41,8 @@ type Parser struct {
 
 // NewParser returns a Parser for cfg.
 func NewParser(cfg Config) (*Parser, error) {
-	if cfg.Dialect > Harmony {
-		return nil, fmt.Errorf("%w: dialect %v; use one of none, hermes, qwen3_coder, llama3, mistral, harmony", ErrConfig, cfg.Dialect)
+	if cfg.Dialect > Kimi {
+		return nil, fmt.Errorf("%w: dialect %v; use one of none, hermes, qwen3_coder, llama3, mistral, harmony, deepseek, kimi", ErrConfig, cfg.Dialect)
 	}
 	tools := toolSet{}
 	for _, name := range cfg.OfferedTools {
