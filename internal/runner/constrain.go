@@ -46,7 +46,8 @@ import (
 //     finish_reason is "length". Logprobs are not reported for a forced
 //     call (OpenAI reports none for tool calls either).
 //   - A template that opened a <think> block gets "</think>\n\n" before
-//     the value, so the value is the answer, not the reasoning.
+//     the value, so the value is the answer, not the reasoning. Harmony
+//     (gpt-oss) gets <|channel|>final<|message|> (commentary for a call).
 //   - tool_choice "none" offers no tools to the template and parses no
 //     calls.
 
@@ -104,6 +105,14 @@ func structure(req infer.Request, cfg output.Config) (*structured, error) {
 	}
 	if cfg.StartInReasoning {
 		s.prefix = "</think>\n\n" + s.prefix
+	}
+	if cfg.Dialect == output.Harmony {
+		// The prompt ends <|start|>assistant: open the message the value is.
+		channel := "final"
+		if s.call {
+			channel = "commentary"
+		}
+		s.prefix = "<|channel|>" + channel + "<|message|>" + s.prefix
 	}
 	return s, nil
 }

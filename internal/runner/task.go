@@ -268,14 +268,22 @@ func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
 	}
 	msgs := make([]chat.Object, len(req.Messages))
 	for i, m := range req.Messages {
-		msgs[i] = chatMessage(m).Object()
+		cm := chatMessage(m)
+		if cs.dialect == output.Harmony {
+			// gpt-oss's template reads the reasoning as "thinking", and
+			// tests "in message.content", which fails on a null content.
+			cm.Thinking, cm.NullContent = cm.ReasoningContent, false
+		}
+		msgs[i] = cm.Object()
 	}
 	var tools []chat.Object
 	for i, t := range req.Tools {
 		if req.ToolChoice.Mode == "none" {
 			break // the model is not told about tools it may not call
 		}
-		o, err := chatTool(t)
+		// gpt-oss's template prints "// " + description, which fails on
+		// a tool without one (the OpenAI APIs make it optional).
+		o, err := chatTool(t, cs.dialect == output.Harmony)
 		if err != nil {
 			return "", cfg, infer.ParamErrorf("tools", "tools[%d]: %v", i, err)
 		}
@@ -324,10 +332,11 @@ func chatMessage(m infer.Message) chat.Message {
 }
 
 // chatTool gives a tool the OpenAI shape templates expect:
-// {"type":"function","function":{"name","description","parameters"}}.
-func chatTool(t infer.Tool) (chat.Object, error) {
+// {"type":"function","function":{"name","description","parameters"}};
+// an empty description is left out unless describe is set.
+func chatTool(t infer.Tool, describe bool) (chat.Object, error) {
 	fn := chat.Object{{Key: "name", Value: t.Name}}
-	if t.Description != "" {
+	if t.Description != "" || describe {
 		fn = append(fn, chat.Field{Key: "description", Value: t.Description})
 	}
 	if len(t.Parameters) > 0 {
