@@ -1,0 +1,145 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/skulk/skulk/internal/dashboard"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/master"
+	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/telemetry"
+)
+
+// Dashboard stream bounds.
+const (
+	// dashboardReadTimeout bounds one reading of the frames.
+	dashboardReadTimeout = 2 * time.Second
+	// activityHistory is how much of the tokens/s history the Activity
+	// frame carries: the page shows it as a chart from its first frame.
+	activityHistory = 5 * time.Minute
+	// activityStep is the chart's resolution: one sample per step keeps
+	// the frame small (60 samples) while it is sent every second.
+	activityStep = 5 * time.Second
+	// dashboardTimeline is how many of the latest timeline entries the
+	// timeline frame carries.
+	dashboardTimeline = 60
+)
+
+// NodeReading is one member's live telemetry in the nodes frame.
+type NodeReading struct {
+	Node           ids.NodeID    `json:"node"`
+	TotalBytes     int64         `json:"total_bytes"`
+	AvailableBytes int64         `json:"available_bytes"`
+	MemoryBudget   int64         `json:"memory_budget,omitempty"`
+	MaxInstances   int           `json:"max_instances,omitempty"`
+	Backends       []string      `json:"backends"`
+	CPU            telemetry.CPU `json:"cpu"`
+	Kernels        string        `json:"kernels,omitempty"`
+	// CommittedBytes and Runners are what the State's placements hold on
+	// the node, charged as the master's planner charges them.
+	CommittedBytes int64 `json:"committed_bytes"`
+	Runners        int   `json:"runners"`
+}
+
+// ActivitySample is the generation rate over one interval.
+type ActivitySample struct {
+	At           time.Time `json:"at"`
+	TokensPerSec float64   `json:"tokens_per_sec"`
+}
+
+// ActivityFrame is the activity frame: this node's requests in flight per
+// instance and its generated tokens per second over the last minutes, read
+// from its metrics registry (the numbers GET /metrics serves).
+type ActivityFrame struct {
+	InFlight        map[string]float64 `json:"in_flight"`
+	GeneratedTokens float64            `json:"generated_tokens"`
+	Samples         []ActivitySample   `json:"samples"`
+}
+
+// SelfFrame names the node serving the page.
+type SelfFrame struct {
+	Node    ids.NodeID `json:"node"`
+	Version string     `json:"version"`
+	Commit  string     `json:"commit"`
+}
+
+// dashboardFrames returns the broker's reading of the node: the GET /state
+// document, the cluster diagnostics (roles, reachability, addresses), the
+// members' telemetry, the downloads in progress, the activity and the
+// latest timeline entries. The broker calls it on its one goroutine, which
+// thereby owns the activity history the closure keeps.
+func (n *fabric) dashboardFrames() func(ctx context.Context) []dashboard.Frame {
+	var samples []ActivitySample
+	var lastTokens float64
+	var lastAt time.Time
+	return func(ctx context.Context) []dashboard.Frame {
+		ctx, cancel := context.WithTimeout(ctx, dashboardReadTimeout)
+		defer cancel()
+		frames := []dashboard.Frame{{Name: "self", Doc: SelfFrame{Node: n.id, Version: SoftwareVersion, Commit: SoftwareCommit}}}
+		// Between roles the control plane answers nothing: the page keeps
+		// the last State it had.
+		if st, err := n.gw.State(ctx); err == nil {
+			frames = append(frames, dashboard.Frame{Name: "state", Doc: st})
+		}
+		if d, err := n.gw.Diagnostics(ctx); err == nil {
+			frames = append(frames, dashboard.Frame{Name: "cluster", Doc: d})
+		}
+		frames = append(frames, dashboard.Frame{Name: "nodes", Doc: n.nodeReadings(ctx)},
+			dashboard.Frame{Name: "downloads", Doc: clusterDownloads(&n.peers)()})
+
+		a, err := n.metrics.Activity()
+		if err != nil {
+			n.log.Debug("dashboard activity", "err", err)
+		}
+		now := time.Now()
+		switch {
+		case lastAt.IsZero():
+			lastTokens, lastAt = a.GeneratedTokens, now
+		case now.Sub(lastAt) >= activityStep:
+			rate := max(0, a.GeneratedTokens-lastTokens) / now.Sub(lastAt).Seconds()
+			samples = append(samples, ActivitySample{At: now.Truncate(time.Second), TokensPerSec: rate})
+			lastTokens, lastAt = a.GeneratedTokens, now
+		}
+		for len(samples) > 0 && now.Sub(samples[0].At) > activityHistory {
+			samples = samples[1:]
+		}
+		frames = append(frames, dashboard.Frame{Name: "activity", Doc: ActivityFrame{InFlight: a.InFlight, GeneratedTokens: a.GeneratedTokens, Samples: samples}})
+
+		tl := n.timeline.since(now.Add(-DefaultTimelineMinutes * time.Minute))
+		if len(tl) > dashboardTimeline {
+			tl = tl[len(tl)-dashboardTimeline:]
+		}
+		frames = append(frames, dashboard.Frame{Name: "timeline", Doc: Timeline{Events: tl}})
+		return frames
+	}
+}
+
+// nodeReadings is every live member's latest resources reading.
+func (n *fabric) nodeReadings(ctx context.Context) []NodeReading {
+	out := []NodeReading{}
+	m := n.peers.get()
+	if m == nil {
+		return out
+	}
+	charged := map[string]placement.Node{}
+	if st, err := n.ctl.State(ctx); err == nil {
+		for _, c := range master.Charged(st, n.peers.nodes(), n.mods.card, "") {
+			charged[c.ID] = c
+		}
+	}
+	for _, r := range m.Readings() {
+		if r.Key != resourcesKey {
+			continue
+		}
+		var v resources
+		if json.Unmarshal(r.Value, &v) != nil {
+			continue
+		}
+		out = append(out, NodeReading{Node: r.Node, TotalBytes: v.TotalBytes, AvailableBytes: v.AvailableBytes, MemoryBudget: v.MemoryBudget,
+			MaxInstances: v.MaxInstances, Backends: v.Backends, CPU: v.CPU, Kernels: v.Kernels,
+			CommittedBytes: charged[string(r.Node)].CommittedBytes, Runners: charged[string(r.Node)].Runners})
+	}
+	return out
+}
