@@ -159,7 +159,9 @@ export function Chat({ f }: { f: Frames }) {
             <select data-testid="model-picker" value={model} onChange={(e) => setModel((e.target as HTMLSelectElement).value)}>
               {!ready.length && <option value="">no ready instance</option>}
               {ready.map((m) => (
-                <option value={m}>{m}</option>
+                <option value={m} data-model={m}>
+                  {m}
+                </option>
               ))}
             </select>
           </label>

@@ -1,0 +1,102 @@
+// One node on loopback (no key needed): the page loads without console
+// errors; stories260k is placed from the Models panel and becomes ready; a
+// chat streams the greedy text the API gives; a model added from the Hub
+// stand-in is pulled with a moving progress bar that ends installed; and
+// every panel is photographed.
+//
+// Env: SKULK_URL, HUB_REF and HUB_MODEL (a model the stand-in serves,
+// slowly), SCREENSHOTS (the folder). It prints the chat's answer as a line
+// "ANSWER <json>" for the Go test to hold against the API's greedy text.
+import { check, launch, log, need, page, screenshots, showPanel } from './lib.mjs';
+
+const url = need('SKULK_URL');
+const hubRef = need('HUB_REF');
+const hubModel = need('HUB_MODEL');
+const shots = need('SCREENSHOTS');
+
+const { browser, close } = await launch();
+try {
+  const { page: p, errors } = await page(browser);
+  const resp = await p.goto(url + '/');
+  const csp = resp.headers()['content-security-policy'] ?? '';
+  check(csp.includes("default-src 'none'") && csp.includes("script-src 'self'"), `weak or missing CSP: ${csp}`);
+  await p.waitForSelector('[data-testid=link]:has-text("live")', { timeout: 20000 });
+  await p.waitForSelector('[data-testid=node-card][data-role=master]', { timeout: 20000 });
+  log('page live with one master card');
+
+  // Place stories260k from the Models panel.
+  await showPanel(p, 'models');
+  const card = p.locator('[data-testid=model][data-model=stories260k]');
+  await card.getByRole('button', { name: 'Preview & place' }).click();
+  await card.locator('[data-testid=place]').first().click();
+  await p.waitForSelector('[data-testid=ok]:has-text("placed stories260k")', { timeout: 20000 });
+  await showPanel(p, 'topology');
+  await p.waitForSelector('[data-testid=instance][data-model=stories260k][data-status=ready]', { timeout: 60000 });
+  log('stories260k ready');
+
+  // Chat: greedy, 64 tokens; the answer must stream (partial texts seen)
+  // and end equal to the API's.
+  await showPanel(p, 'chat');
+  await p.waitForSelector('[data-testid=model-picker] option[data-model=stories260k]', { state: 'attached' });
+  await p.fill('[data-testid=set-temperature]', '0');
+  await p.fill('[data-testid=set-max_tokens]', '64');
+  await p.evaluate(() => {
+    window.__partials = new Set();
+    new MutationObserver(() => {
+      const m = document.querySelector('[data-testid=msg-assistant]:last-of-type');
+      if (m) window.__partials.add(m.getAttribute('data-raw'));
+    }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  });
+  await p.fill('[data-testid=prompt]', 'Once upon a time');
+  await p.keyboard.press('Enter');
+  await p.waitForSelector('[data-testid=stop]', { timeout: 10000 }).catch(() => {});
+  await p.waitForSelector('[data-testid=send]', { timeout: 60000 });
+  await p.waitForSelector('[data-testid=msg-assistant] [data-testid=stats]', { timeout: 10000 });
+  const got = await p.locator('[data-testid=msg-assistant]').last().getAttribute('data-raw');
+  check(got && got.length > 0, 'no chat answer');
+  console.log('ANSWER ' + JSON.stringify(got));
+  const shown = (await p.locator('[data-testid=msg-assistant]').last().locator('.md').innerText()).replace(/\s+/g, ' ').trim();
+  check(shown === got.replace(/\s+/g, ' ').trim(), `rendered answer ${JSON.stringify(shown)}, streamed ${JSON.stringify(got)}`);
+  const partials = await p.evaluate(() => [...window.__partials].filter((s) => s && s.length > 0));
+  check(partials.length >= 2, `the answer did not stream: texts seen ${JSON.stringify(partials)}`);
+  log(`chat streamed ${partials.length} partial texts`);
+
+  // Download from the Hub stand-in: add, pull, watch the bar move to done.
+  await showPanel(p, 'models');
+  await p.fill('[data-testid=ref]', hubRef);
+  await p.keyboard.press('Enter');
+  const hub = p.locator(`[data-testid=model][data-model="${hubModel}"]`);
+  await hub.waitFor({ timeout: 20000 });
+  check((await hub.getAttribute('data-installed')) === 'false', 'the added model is installed before its pull');
+  // Record every value the bar shows, as the page renders it.
+  await p.evaluate((model) => {
+    window.__progress = [];
+    new MutationObserver(() => {
+      const bar = document.querySelector(`[data-testid=download][data-model="${model}"]`);
+      if (bar) window.__progress.push([bar.getAttribute('data-state'), Number(bar.getAttribute('data-done')), Number(bar.getAttribute('data-total'))]);
+    }).observe(document.body, { subtree: true, childList: true, attributes: true });
+  }, hubModel);
+  await hub.locator('[data-testid=pull]').click();
+  await p.waitForSelector(`[data-testid=download][data-model="${hubModel}"]:is([data-state=done], [data-state=failed])`, { timeout: 120000 });
+  const progress = await p.evaluate(() => window.__progress);
+  const state = progress[progress.length - 1][0];
+  const seen = new Set(progress.filter(([s, d, t]) => s === 'downloading' && d > 0 && d < t).map(([, d]) => d));
+  log(`download states seen: ${JSON.stringify([...new Set(progress.map((x) => x.join(' ')))])}`);
+  check(state === 'done', `the download never ended: ${state}`);
+  check(seen.size >= 2, `the progress bar did not move: values ${[...seen]}`);
+  await p.waitForSelector(`[data-testid=model][data-model="${hubModel}"][data-installed=true]`, { timeout: 20000 });
+  log(`download moved through ${seen.size} values and ended installed`);
+
+  await screenshots(p, shots, 'single');
+  check(errors.length === 0, `console errors:\n${errors.join('\n')}`);
+
+  // A refusal shows the server's message: the same model again (the
+  // browser logs the 409 itself, so after the console check).
+  await showPanel(p, 'models');
+  await p.fill('[data-testid=ref]', hubRef);
+  await p.keyboard.press('Enter');
+  await p.waitForSelector('[data-testid=error]:has-text("already exists")', { timeout: 10000 });
+  log('PASS');
+} finally {
+  await close();
+}
