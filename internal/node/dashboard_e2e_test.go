@@ -49,6 +49,17 @@ func browserTest(t *testing.T, script string) []string {
 	return []string{nodeBin, abs}
 }
 
+// absScreenshots is the screenshot folder as an absolute path (a script
+// may run elsewhere than the package's directory).
+func absScreenshots(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(screenshotDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // scriptResult is what a browser test script printed.
 type scriptResult struct {
 	lines []string
@@ -122,7 +133,7 @@ func TestDashboard(t *testing.T) {
 	n := startNode(t, t.TempDir(), "HF_ENDPOINT="+hubSrv.URL(), "HF_TOKEN=")
 
 	res := runScript(t, argv, []string{"SKULK_URL=" + n.base, "HUB_REF=hf:skulk-test/stories-GGUF", "HUB_MODEL=stories-q8_0",
-		"SCREENSHOTS=" + screenshotDir}, 8*time.Minute, nil)
+		"SCREENSHOTS=" + absScreenshots(t)}, 8*time.Minute, nil)
 	var answer string
 	res.value(t, "ANSWER", &answer)
 
