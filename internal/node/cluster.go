@@ -213,6 +213,9 @@ func publishResources(ctx context.Context, m *membership.Membership, maxInstance
 				log.Warn("cannot publish resources", "err", err)
 			}
 		}
+		if err := m.Publish(rttKey, rttReading(m.RTTs())); err != nil {
+			log.Debug("cannot publish link round trips", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return

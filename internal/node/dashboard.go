@@ -1,13 +1,18 @@
 package node
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"maps"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/skulk/skulk/internal/dashboard"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/master"
+	"github.com/skulk/skulk/internal/membership"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/telemetry"
 )
@@ -41,6 +46,29 @@ type NodeReading struct {
 	// the node, charged as the master's planner charges them.
 	CommittedBytes int64 `json:"committed_bytes"`
 	Runners        int   `json:"runners"`
+	// RTTms is the latest probe round trip from the node to each peer it
+	// probed, in milliseconds.
+	RTTms map[ids.NodeID]float64 `json:"rtt_ms,omitempty"`
+}
+
+// rttKey is the telemetry key of a node's link round trips.
+const rttKey = "rtt"
+
+// rttReading encodes round trips for the rtt reading: milliseconds by peer,
+// the nearest peers first until the reading's size limit (about eleven).
+func rttReading(rtts map[ids.NodeID]time.Duration) []byte {
+	peers := slices.Collect(maps.Keys(rtts))
+	slices.SortFunc(peers, func(a, b ids.NodeID) int { return cmp.Compare(rtts[a], rtts[b]) })
+	out := map[ids.NodeID]float64{}
+	for _, p := range peers {
+		out[p] = math.Round(float64(rtts[p].Microseconds())) / 1000
+		if b, _ := json.Marshal(out); len(b) > membership.MaxReadingValue {
+			delete(out, p)
+			break
+		}
+	}
+	b, _ := json.Marshal(out)
+	return b
 }
 
 // ActivitySample is the generation rate over one interval.
@@ -129,6 +157,16 @@ func (n *fabric) nodeReadings(ctx context.Context) []NodeReading {
 			charged[c.ID] = c
 		}
 	}
+	rtt := map[ids.NodeID]map[ids.NodeID]float64{}
+	for _, r := range m.Readings() {
+		if r.Key != rttKey {
+			continue
+		}
+		var v map[ids.NodeID]float64
+		if json.Unmarshal(r.Value, &v) == nil {
+			rtt[r.Node] = v
+		}
+	}
 	for _, r := range m.Readings() {
 		if r.Key != resourcesKey {
 			continue
@@ -139,7 +177,7 @@ func (n *fabric) nodeReadings(ctx context.Context) []NodeReading {
 		}
 		out = append(out, NodeReading{Node: r.Node, TotalBytes: v.TotalBytes, AvailableBytes: v.AvailableBytes, MemoryBudget: v.MemoryBudget,
 			MaxInstances: v.MaxInstances, Backends: v.Backends, CPU: v.CPU, Kernels: v.Kernels,
-			CommittedBytes: charged[string(r.Node)].CommittedBytes, Runners: charged[string(r.Node)].Runners})
+			CommittedBytes: charged[string(r.Node)].CommittedBytes, Runners: charged[string(r.Node)].Runners, RTTms: rtt[r.Node]})
 	}
 	return out
 }

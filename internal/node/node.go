@@ -429,7 +429,10 @@ func (n *fabric) serve(ctx context.Context) error {
 		}
 		return nil
 	})
-	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, n.kernels(), log); return nil })
+	run("telemetry", func() error {
+		publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, n.kernels(), log)
+		return nil
+	})
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("persistence", func() error { n.persist.run(ctx, n.mem.Publish); return nil })
 	run("election", func() error { return elect.Run(ctx) })

@@ -72,7 +72,7 @@ function App() {
           <span>Skulk</span>
           {f.self && <span class="small muted mono">node {shortID(f.self.node)} · {f.self.version}</span>}
         </div>
-        <span class={`link-status ${link.status}`} data-testid="link" role="status">
+        <span class={`link-status ${link.status}`} data-testid="link-status" role="status">
           {link.status === 'live' ? 'live' : link.status === 'offline' ? 'reconnecting…' : link.status}
         </span>
       </header>

@@ -1,6 +1,6 @@
 // A three-node cluster whose API needs a key, seen from another host: the
 // page asks for the key and refuses a wrong one; signed in, the topology
-// shows three nodes with one master; when the test kills a node (the
+// shows three nodes with one master and the latency of each link; when the test kills a node (the
 // script prints KILL and waits for KILLED on stdin) its card turns
 // unreachable within 10 s.
 //
@@ -34,7 +34,7 @@ try {
 
   await p.fill('[data-testid=key]', key);
   await p.keyboard.press('Enter');
-  await p.waitForSelector('[data-testid=link]:has-text("live")', { timeout: 20000 });
+  await p.waitForSelector('[data-testid=link-status]:has-text("live")', { timeout: 20000 });
   await p.waitForFunction(() => document.querySelectorAll('[data-testid=node-card]').length === 3, null, { timeout: 30000 });
   await p.waitForFunction(
     () => document.querySelectorAll('[data-testid=node-card][data-health=ok]').length === 3,
@@ -44,6 +44,13 @@ try {
   const masters = await p.locator('[data-testid=node-card][data-role=master]').count();
   check(masters === 1, `${masters} master cards`);
   log('three nodes, one master');
+  // Each link shows the latency the failure detector's probes measured.
+  await p.waitForFunction(
+    () => [...document.querySelectorAll('[data-testid=link]')].filter((l) => / ms$/.test(l.textContent.trim())).length === 3,
+    null,
+    { timeout: 30000 },
+  );
+  log('links: ' + (await p.locator('[data-testid=link]').allInnerTexts()).join('; '));
   // The only console errors allowed are the browser's own lines for the
   // refused key's 401s.
   const others = errors.filter((e) => !/status of 401/.test(e));

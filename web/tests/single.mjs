@@ -20,7 +20,7 @@ try {
   const resp = await p.goto(url + '/');
   const csp = resp.headers()['content-security-policy'] ?? '';
   check(csp.includes("default-src 'none'") && csp.includes("script-src 'self'"), `weak or missing CSP: ${csp}`);
-  await p.waitForSelector('[data-testid=link]:has-text("live")', { timeout: 20000 });
+  await p.waitForSelector('[data-testid=link-status]:has-text("live")', { timeout: 20000 });
   await p.waitForSelector('[data-testid=node-card][data-role=master]', { timeout: 20000 });
   log('page live with one master card');
 
