@@ -1,10 +1,6 @@
 package metrics
 
-import (
-	"fmt"
-
-	dto "github.com/prometheus/client_model/go"
-)
+import "fmt"
 
 // Activity is what the dashboard's Activity panel shows of the node's
 // work, read from the same registry GET /metrics serves, so the two never
@@ -28,7 +24,11 @@ func (m *Metrics) Activity() (Activity, error) {
 			}
 		case Namespace + "_requests_in_flight":
 			for _, s := range f.GetMetric() {
-				a.InFlight[label(s, "instance_id")] += s.GetGauge().GetValue()
+				for _, l := range s.GetLabel() {
+					if l.GetName() == "instance_id" {
+						a.InFlight[l.GetValue()] += s.GetGauge().GetValue()
+					}
+				}
 			}
 		}
 	}
@@ -37,13 +37,4 @@ func (m *Metrics) Activity() (Activity, error) {
 		return a, fmt.Errorf("metrics: gather: %w", err)
 	}
 	return a, nil
-}
-
-func label(s *dto.Metric, name string) string {
-	for _, l := range s.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }

@@ -47,11 +47,24 @@ try {
       if (m) window.__partials.add(m.getAttribute('data-raw'));
     }).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
   });
+  // The network slowed to 4 KB/s for the answer, so its events arrive over
+  // seconds and the page's partial renders can be seen (on loopback the
+  // whole answer may otherwise land in one read).
+  const cdp = await p.context().newCDPSession(p);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: 4000, uploadThroughput: -1 });
+  const answer = p.waitForResponse((r) => r.url().endsWith('/v1/chat/completions'));
   await p.fill('[data-testid=prompt]', 'Once upon a time');
   await p.keyboard.press('Enter');
+  const chat = await answer;
+  check((chat.headers()["content-type"] ?? "").startsWith("text/event-stream"), `the chat was answered as ${chat.headers()["content-type"]}`);
+  check(JSON.parse(chat.request().postData()).stream === true, 'the chat was not asked to stream');
   await p.waitForSelector('[data-testid=stop]', { timeout: 10000 }).catch(() => {});
   await p.waitForSelector('[data-testid=send]', { timeout: 60000 });
   await p.waitForSelector('[data-testid=msg-assistant] [data-testid=stats]', { timeout: 10000 });
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
+  const events = (await chat.text()).split('\n').filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]').length;
+  check(events >= 32, `the answer came in ${events} events`);
   const got = await p.locator('[data-testid=msg-assistant]').last().getAttribute('data-raw');
   check(got && got.length > 0, 'no chat answer');
   console.log('ANSWER ' + JSON.stringify(got));
@@ -59,7 +72,7 @@ try {
   check(shown === got.replace(/\s+/g, ' ').trim(), `rendered answer ${JSON.stringify(shown)}, streamed ${JSON.stringify(got)}`);
   const partials = await p.evaluate(() => [...window.__partials].filter((s) => s && s.length > 0));
   check(partials.length >= 2, `the answer did not stream: texts seen ${JSON.stringify(partials)}`);
-  log(`chat streamed ${partials.length} partial texts`);
+  log(`chat streamed in ${events} events; the page showed ${partials.length} growing texts`);
 
   // Download from the Hub stand-in: add, pull, watch the bar move to done.
   await showPanel(p, 'models');
