@@ -32,6 +32,10 @@ type BrokerConfig struct {
 	// own goroutine only, so it may keep state between calls (a history of
 	// readings); it must return within ctx.
 	Frames func(ctx context.Context) []Frame
+	// Idle, when set, is called instead of Frames on the ticks when no
+	// page is open (the node keeps its activity history with it), on the
+	// broker's goroutine too. Frames is read only while a page watches.
+	Idle func(ctx context.Context)
 	// Changed signals that something the frames show changed (the control
 	// plane's events, membership changes); coalesced. May be nil.
 	Changed <-chan struct{}
@@ -48,8 +52,8 @@ type BrokerConfig struct {
 	Logger    *slog.Logger
 }
 
-// Broker reads the node's frames on one goroutine (Run) and sends each
-// frame that changed to every open stream. A stream that falls Buffer
+// Broker reads the node's frames on one goroutine (Run), while a page
+// watches, and sends each frame that changed to every open stream. A stream that falls Buffer
 // messages behind is dropped rather than slowing the others or growing
 // without bound.
 type Broker struct {
@@ -122,15 +126,16 @@ func (b *Broker) Run(ctx context.Context) {
 	}
 	tick := time.NewTicker(b.cfg.Interval)
 	defer tick.Stop()
-	refresh()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case c := <-b.join:
-			// The new stream starts with the latest of every frame; its
-			// buffer is empty, so this only drops it if the frames outnumber
-			// the buffer.
+			// The new stream starts with the latest of every frame, read
+			// now (nothing was read while no page watched); its buffer is
+			// empty, so this only drops it if the frames outnumber the
+			// buffer.
+			refresh()
 			clients[c] = true
 			for _, name := range names {
 				select {
@@ -144,9 +149,16 @@ func (b *Broker) Run(ctx context.Context) {
 				close(c.msgs)
 			}
 		case <-b.cfg.Changed:
-			refresh()
+			if len(clients) > 0 {
+				refresh()
+			}
 		case <-tick.C:
-			refresh()
+			switch {
+			case len(clients) > 0:
+				refresh()
+			case b.cfg.Idle != nil:
+				b.cfg.Idle(ctx)
+			}
 		}
 	}
 }

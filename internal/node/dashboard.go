@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"math"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/metrics"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/telemetry"
 )
@@ -97,11 +99,8 @@ type SelfFrame struct {
 // document, the cluster diagnostics (roles, reachability, addresses), the
 // members' telemetry, the downloads in progress, the activity and the
 // latest timeline entries. The broker calls it on its one goroutine, which
-// thereby owns the activity history the closure keeps.
-func (n *fabric) dashboardFrames() func(ctx context.Context) []dashboard.Frame {
-	var samples []ActivitySample
-	var lastTokens float64
-	var lastAt time.Time
+// thereby owns the activity sampler.
+func (n *fabric) dashboardFrames(act *activitySampler) func(ctx context.Context) []dashboard.Frame {
 	return func(ctx context.Context) []dashboard.Frame {
 		ctx, cancel := context.WithTimeout(ctx, dashboardReadTimeout)
 		defer cancel()
@@ -114,33 +113,55 @@ func (n *fabric) dashboardFrames() func(ctx context.Context) []dashboard.Frame {
 		if d, err := n.gw.Diagnostics(ctx); err == nil {
 			frames = append(frames, dashboard.Frame{Name: "cluster", Doc: d})
 		}
-		frames = append(frames, dashboard.Frame{Name: "nodes", Doc: n.nodeReadings(ctx)},
-			dashboard.Frame{Name: "downloads", Doc: clusterDownloads(&n.peers)()})
-
-		a, err := n.metrics.Activity()
-		if err != nil {
-			n.log.Debug("dashboard activity", "err", err)
-		}
 		now := time.Now()
-		switch {
-		case lastAt.IsZero():
-			lastTokens, lastAt = a.GeneratedTokens, now
-		case now.Sub(lastAt) >= activityStep:
-			rate := max(0, a.GeneratedTokens-lastTokens) / now.Sub(lastAt).Seconds()
-			samples = append(samples, ActivitySample{At: now.Truncate(time.Second), TokensPerSec: rate})
-			lastTokens, lastAt = a.GeneratedTokens, now
-		}
-		for len(samples) > 0 && now.Sub(samples[0].At) > activityHistory {
-			samples = samples[1:]
-		}
-		frames = append(frames, dashboard.Frame{Name: "activity", Doc: ActivityFrame{InFlight: a.InFlight, GeneratedTokens: a.GeneratedTokens, Samples: samples}})
-
 		tl := n.timeline.since(now.Add(-DefaultTimelineMinutes * time.Minute))
 		if len(tl) > dashboardTimeline {
 			tl = tl[len(tl)-dashboardTimeline:]
 		}
-		frames = append(frames, dashboard.Frame{Name: "timeline", Doc: Timeline{Events: tl}})
-		return frames
+		return append(frames, dashboard.Frame{Name: "nodes", Doc: n.nodeReadings(ctx)},
+			dashboard.Frame{Name: "downloads", Doc: clusterDownloads(&n.peers)()},
+			dashboard.Frame{Name: "activity", Doc: act.sample(now)},
+			dashboard.Frame{Name: "timeline", Doc: Timeline{Events: tl}})
+	}
+}
+
+// activitySampler keeps the tokens/s history of the activity frame. Only
+// the dashboard broker's goroutine uses it: on each reading of the frames,
+// and on its idle ticks, so the chart has its history when a page opens.
+type activitySampler struct {
+	read       func() (metrics.Activity, error)
+	log        *slog.Logger
+	samples    []ActivitySample
+	lastTokens float64
+	lastAt     time.Time
+}
+
+// sample reads the metrics, adds a sample when a step has passed, and
+// returns the activity frame.
+func (a *activitySampler) sample(now time.Time) ActivityFrame {
+	m, err := a.read()
+	if err != nil {
+		a.log.Debug("dashboard activity", "err", err)
+	}
+	switch {
+	case a.lastAt.IsZero():
+		a.lastTokens, a.lastAt = m.GeneratedTokens, now
+	case now.Sub(a.lastAt) >= activityStep:
+		rate := max(0, m.GeneratedTokens-a.lastTokens) / now.Sub(a.lastAt).Seconds()
+		a.samples = append(a.samples, ActivitySample{At: now.Truncate(time.Second), TokensPerSec: rate})
+		a.lastTokens, a.lastAt = m.GeneratedTokens, now
+	}
+	for len(a.samples) > 0 && now.Sub(a.samples[0].At) > activityHistory {
+		a.samples = a.samples[1:]
+	}
+	return ActivityFrame{InFlight: m.InFlight, GeneratedTokens: m.GeneratedTokens, Samples: slices.Clone(a.samples)}
+}
+
+// idle samples the activity while no page watches (every step, not every
+// tick: a metrics gather is not free).
+func (a *activitySampler) idle(context.Context) {
+	if now := time.Now(); now.Sub(a.lastAt) >= activityStep {
+		a.sample(now)
 	}
 }
 

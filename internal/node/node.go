@@ -382,7 +382,8 @@ func (n *fabric) buildAPI() error {
 		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
-	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: n.dashboardFrames(), Changed: n.timeline.changed,
+	act := &activitySampler{read: n.metrics.Activity, log: log.With("component", "dashboard")}
+	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: n.dashboardFrames(act), Idle: act.idle, Changed: n.timeline.changed,
 		Logger: log.With("component", "dashboard")})
 	n.srv = &http.Server{
 		Handler: api.New(api.Config{Dashboard: dashboard.Assets(), DashboardEvents: n.dash, Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,

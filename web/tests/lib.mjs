@@ -65,6 +65,10 @@ export async function screenshots(p, dir, prefix, list = panels) {
         await showPanel(p, name);
         await p.waitForTimeout(150);
         await p.screenshot({ path: join(dir, `${prefix}-${name}-${theme}-${size}.png`), fullPage: true });
+        // Nothing may push the page wider than the screen (a phone would
+        // scroll sideways).
+        const wide = await p.evaluate(() => document.documentElement.scrollWidth);
+        check(wide <= sizes[size].width, `the ${name} panel is ${wide} px wide at ${sizes[size].width} px`);
       }
     }
   }

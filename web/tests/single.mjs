@@ -24,6 +24,16 @@ try {
   await p.waitForSelector('[data-testid=node-card][data-role=master]', { timeout: 20000 });
   log('page live with one master card');
 
+  // The panels are tabs the keyboard moves through.
+  await p.focus('#tab-topology');
+  await p.keyboard.press('ArrowRight');
+  await p.waitForSelector('[data-testid=panel-models]');
+  check(await p.evaluate(() => document.activeElement?.id === 'tab-models'), 'focus did not follow the tab');
+  await p.keyboard.press('End');
+  await p.waitForSelector('[data-testid=panel-settings]');
+  await p.keyboard.press('Home');
+  await p.waitForSelector('[data-testid=panel-topology]');
+
   // Place stories260k from the Models panel.
   await showPanel(p, 'models');
   const card = p.locator('[data-testid=model][data-model=stories260k]');
