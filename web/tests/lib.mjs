@@ -54,8 +54,9 @@ export async function showPanel(p, name) {
 }
 
 // screenshots writes every panel, light and dark, desktop and phone, as
-// DIR/PREFIX-PANEL-THEME-SIZE.png.
-export async function screenshots(p, dir, prefix, list = panels) {
+// DIR/PREFIX-PANEL-THEME-SIZE.png;
+// prepare[panel], when set, readies a panel after it is shown.
+export async function screenshots(p, dir, prefix, list = panels, prepare = {}) {
   mkdirSync(dir, { recursive: true });
   for (const size of Object.keys(sizes)) {
     await p.setViewportSize(sizes[size]);
@@ -63,6 +64,7 @@ export async function screenshots(p, dir, prefix, list = panels) {
       await p.emulateMedia({ colorScheme: theme, reducedMotion: 'reduce' });
       for (const name of list) {
         await showPanel(p, name);
+        if (prepare[name]) await prepare[name](p);
         await p.waitForTimeout(150);
         await p.screenshot({ path: join(dir, `${prefix}-${name}-${theme}-${size}.png`), fullPage: true });
         // Nothing may push the page wider than the screen (a phone would

@@ -110,8 +110,26 @@ try {
   await p.waitForSelector(`[data-testid=model][data-model="${hubModel}"][data-installed=true]`, { timeout: 20000 });
   log(`download moved through ${seen.size} values and ended installed`);
 
-  await screenshots(p, shots, 'single');
+  // The Models panel is photographed with a placement preview open.
+  await screenshots(p, shots, 'single', undefined, {
+    models: async () => {
+      await card.getByRole('button', { name: 'Preview & place' }).click();
+      await card.locator('[data-testid=preview] table').first().waitFor();
+    },
+  });
   check(errors.length === 0, `console errors:\n${errors.join('\n')}`);
+
+  // Conversations are kept in the browser across reloads, and deletable.
+  await p.reload();
+  await showPanel(p, 'chat');
+  await p.waitForSelector('[data-testid=delete-conv]');
+  const kept = await p.locator('[data-testid=msg-assistant]').last().getAttribute('data-raw');
+  check(kept === got, `after a reload the conversation holds ${JSON.stringify(kept)}`);
+  await p.click('[data-testid=delete-conv]');
+  await p.reload();
+  await showPanel(p, 'chat');
+  check((await p.locator('[data-testid=delete-conv]').count()) === 0, 'a deleted conversation came back after a reload');
+  log('conversation kept across a reload, then deleted');
 
   // A refusal shows the server's message: the same model again (the
   // browser logs the 409 itself, so after the console check).
