@@ -14,7 +14,8 @@ import (
 // TestNetnsDashboard opens the dashboard of a three-node cluster from
 // another host (the harness's client, where chromium runs in its network
 // namespace): the nodes need the API key, so the page asks for it and
-// refuses a wrong one; the topology shows the three nodes with one master;
+// refuses a wrong one; the topology shows the three nodes with one master,
+// the links' latency and a model split across the nodes one band per rank;
 // a node killed turns its card unreachable within 10 s.
 func TestNetnsDashboard(t *testing.T) {
 	if testing.Short() {
@@ -28,6 +29,11 @@ func TestNetnsDashboard(t *testing.T) {
 		nodes = append(nodes, startNet(t, c, h, boot))
 	}
 	master, _ := netConverge(t, nodes, 3, 60*time.Second)
+	// stories260k split across the three nodes: the topology draws one
+	// band per rank.
+	if _, ranks := placeSplit(t, nodes[0], map[string]any{"min_nodes": 3}); len(ranks) != 3 {
+		t.Fatalf("%d ranks, want 3", len(ranks))
+	}
 	// The victim is a follower other than the node the page is on.
 	var victim *netNode
 	for _, n := range nodes[1:] {

@@ -51,6 +51,11 @@ try {
     { timeout: 30000 },
   );
   log('links: ' + (await p.locator('[data-testid=link]').allInnerTexts()).join('; '));
+  // The test placed stories260k across the three nodes: three bands.
+  const split = p.locator('[data-testid=instance][data-model=stories260k][data-status=ready][data-ranks="3"]');
+  await split.waitFor({ timeout: 20000 });
+  check((await split.locator('.band').count()) === 3, 'the split instance is not drawn as three bands');
+  log('bands: ' + (await split.locator('.band').allInnerTexts()).join('; '));
   // The only console errors allowed are the browser's own lines for the
   // refused key's 401s.
   const others = errors.filter((e) => !/status of 401/.test(e));

@@ -52,6 +52,7 @@ function MemoryBar({ r }: { r: any }) {
 }
 
 function Links({ f, ids }: { f: Frames; ids: string[] }) {
+  const down = new Set(ids.filter((id) => health(id, f).status === 'unreachable'));
   const rtt: Record<string, Record<string, number>> = {};
   for (const n of f.nodes ?? []) rtt[n.node] = n.rtt_ms ?? {};
   const rows: [string, string, number | undefined][] = [];
@@ -70,7 +71,11 @@ function Links({ f, ids }: { f: Frames; ids: string[] }) {
         {rows.map(([a, b, v]) => (
           <li data-testid="link">
             <span class="mono">{shortID(a)}</span> ↔ <span class="mono">{shortID(b)}</span>{' '}
-            <span class="badge">{v === undefined ? 'not measured yet' : `${v.toFixed(2)} ms`}</span>
+            {down.has(a) || down.has(b) ? (
+              <span class="badge bad">down</span>
+            ) : (
+              <span class="badge">{v === undefined ? 'not measured yet' : `${v.toFixed(2)} ms`}</span>
+            )}
           </li>
         ))}
       </ul>
@@ -87,7 +92,7 @@ function Instances({ f, ids }: { f: Frames; ids: string[] }) {
       {insts.map(([id, inst], k) => {
         const layers = inst.layers || Math.max(...inst.placement.map((s: any) => s.layer_end));
         return (
-          <div class="instance" data-testid="instance" data-model={inst.model} data-status={inst.status}>
+          <div class="instance" data-testid="instance" data-model={inst.model} data-status={inst.status} data-ranks={inst.placement.length}>
             <div class="row">
               <strong>{inst.model}</strong>
               <span class="mono small">{shortID(id)}</span>
