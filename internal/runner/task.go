@@ -14,6 +14,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/sample"
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/pipeline"
 )
 
 // task is one generate command. The server goroutine owns the struct; run
@@ -375,7 +376,24 @@ func (s *streamer) token(t engine.Token) error {
 	if t.ID >= 0 && s.logprobs {
 		s.lps = append(s.lps, s.logprobOf(t.ID, t.Logits))
 	}
-	text, stopped := s.stop.Push(t.Text)
+	return s.push(t.Text)
+}
+
+// sampled takes a token a pipeline's last rank sampled, with the logprobs
+// it computed there (from the same logits token's would be); see token.
+func (s *streamer) sampled(t pipeline.Token, text string) error {
+	if s.stop.Stopped() {
+		return engine.ErrStop
+	}
+	if s.logprobs {
+		s.lps = append(s.lps, s.logprobEntry(t.ID, t.Logprob, t.Top))
+	}
+	return s.push(text)
+}
+
+// push streams a token's text, cut at a stop sequence.
+func (s *streamer) push(t string) error {
+	text, stopped := s.stop.Push(t)
 	s.text(text)
 	if stopped {
 		return engine.ErrStop
@@ -431,14 +449,22 @@ func (s *streamer) delta(c infer.Chunk) {
 }
 
 func (s *streamer) logprobOf(id int32, logits []float32) infer.TokenLogprob {
-	piece := s.tok.Piece(id, false)
-	lp := infer.TokenLogprob{Token: piece, Bytes: []byte(piece), Logprob: finiteLogprob(sample.LogprobOf(logits, id))}
+	var top []sample.Logprob
 	if s.top > 0 {
 		s.topBuf = sample.TopLogprobs(logits, s.top, s.topBuf[:0])
-		for _, t := range s.topBuf {
-			p := s.tok.Piece(t.ID, false)
-			lp.Top = append(lp.Top, infer.TopLogprob{Token: p, Bytes: []byte(p), Logprob: finiteLogprob(t.Logprob)})
-		}
+		top = s.topBuf
+	}
+	return s.logprobEntry(id, sample.LogprobOf(logits, id), top)
+}
+
+// logprobEntry is a token's logprob as the API reports it: its piece, its
+// log-probability and its top alternatives'.
+func (s *streamer) logprobEntry(id int32, logprob float32, top []sample.Logprob) infer.TokenLogprob {
+	piece := s.tok.Piece(id, false)
+	lp := infer.TokenLogprob{Token: piece, Bytes: []byte(piece), Logprob: finiteLogprob(logprob)}
+	for _, t := range top {
+		p := s.tok.Piece(t.ID, false)
+		lp.Top = append(lp.Top, infer.TopLogprob{Token: p, Bytes: []byte(p), Logprob: finiteLogprob(t.Logprob)})
 	}
 	return lp
 }
