@@ -121,10 +121,12 @@ func runScript(t *testing.T, argv []string, env []string, timeout time.Duration,
 // TestDashboard drives the dashboard of a real node in chromium: the page
 // loads with a strict CSP and no console errors; stories260k is placed from
 // the Models panel and shows ready; a chat in the Chat panel streams the
-// greedy text the API gives; a model added from the Hub stand-in is pulled
-// with a progress bar that moves and ends installed; a refusal shows the
-// server's message; every panel is photographed in both themes at desktop
-// and phone widths.
+// greedy text the API gives, and Stop ends an answer mid-stream; a model
+// added from the Hub stand-in is pulled with a progress bar that moves and
+// ends installed; conversations outlive a reload and can be deleted; a
+// refusal shows the server's message; the tabs work from the keyboard;
+// every panel is photographed in both themes at desktop and phone widths,
+// none wider than the screen.
 func TestDashboard(t *testing.T) {
 	argv := browserTest(t, "single.mjs")
 	hubSrv := hubstandin.New(t)

@@ -72,7 +72,6 @@ try {
   await p.waitForSelector('[data-testid=stop]', { timeout: 10000 }).catch(() => {});
   await p.waitForSelector('[data-testid=send]', { timeout: 60000 });
   await p.waitForSelector('[data-testid=msg-assistant] [data-testid=stats]', { timeout: 10000 });
-  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
   const events = (await chat.text()).split('\n').filter((l) => l.startsWith('data: ') && l !== 'data: [DONE]').length;
   check(events >= 32, `the answer came in ${events} events`);
   const got = await p.locator('[data-testid=msg-assistant]').last().getAttribute('data-raw');
@@ -83,6 +82,23 @@ try {
   const partials = await p.evaluate(() => [...window.__partials].filter((s) => s && s.length > 0));
   check(partials.length >= 2, `the answer did not stream: texts seen ${JSON.stringify(partials)}`);
   log(`chat streamed in ${events} events; the page showed ${partials.length} growing texts`);
+
+  // Stop ends an answer mid-stream (the network still slowed): the text
+  // stops growing and the page can send again.
+  await p.fill('[data-testid=set-max_tokens]', '256');
+  await p.fill('[data-testid=prompt]', 'Once upon a time');
+  await p.keyboard.press('Enter');
+  await p.waitForFunction(() => {
+    const ms = document.querySelectorAll('[data-testid=msg-assistant]');
+    return ms.length === 2 && (ms[1].getAttribute('data-raw') ?? '').length > 0;
+  }, null, { timeout: 30000 });
+  await p.click('[data-testid=stop]');
+  await p.waitForSelector('[data-testid=send]', { timeout: 5000 });
+  const stopped = await p.locator('[data-testid=msg-assistant]').nth(1).getAttribute('data-raw');
+  await p.waitForTimeout(1000);
+  check((await p.locator('[data-testid=msg-assistant]').nth(1).getAttribute('data-raw')) === stopped, 'the answer grew after Stop');
+  log(`stopped after ${stopped.length} characters`);
+  await cdp.send('Network.emulateNetworkConditions', { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: -1 });
 
   // Download from the Hub stand-in: add, pull, watch the bar move to done.
   await showPanel(p, 'models');
@@ -123,7 +139,7 @@ try {
   await p.reload();
   await showPanel(p, 'chat');
   await p.waitForSelector('[data-testid=delete-conv]');
-  const kept = await p.locator('[data-testid=msg-assistant]').last().getAttribute('data-raw');
+  const kept = await p.locator('[data-testid=msg-assistant]').first().getAttribute('data-raw');
   check(kept === got, `after a reload the conversation holds ${JSON.stringify(kept)}`);
   await p.click('[data-testid=delete-conv]');
   await p.reload();
