@@ -83,6 +83,13 @@ type Config struct {
 	// traced (its spans recorded) only while the cluster's tracing flag is
 	// on, which the Backend checks as it takes the request.
 	Traces *trace.Store
+	// Dashboard, when set, serves the web dashboard's page at GET / and its
+	// files under GET /assets/, without a key: they hold no data, and the
+	// page asks for the key the API needs.
+	Dashboard http.Handler
+	// DashboardEvents, when set, serves GET /v1/dashboard/events (a
+	// read-only route: any key admits it), the dashboard's live stream.
+	DashboardEvents http.Handler
 }
 
 // Served is one answered request, as Config.Observe hears of it.
@@ -197,6 +204,16 @@ func (s *server) routes() {
 		if s.cfg.MetricsPublic {
 			s.publicMux.HandleFunc("GET /metrics", func(http.ResponseWriter, *http.Request) {})
 		}
+	}
+
+	if s.cfg.Dashboard != nil {
+		for _, p := range []string{"GET /{$}", "GET /assets/", "GET /favicon.svg"} {
+			s.mux.Handle(p, s.cfg.Dashboard)
+			s.publicMux.HandleFunc(p, func(http.ResponseWriter, *http.Request) {})
+		}
+	}
+	if s.cfg.DashboardEvents != nil {
+		s.mux.Handle("GET /v1/dashboard/events", s.cfg.DashboardEvents)
 	}
 
 	// Each further wire format and route family registers itself from its

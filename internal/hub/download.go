@@ -28,7 +28,7 @@ const (
 	DefaultMaxConcurrent = 2
 	DefaultRetries       = 3
 	DefaultRetryDelay    = 2 * time.Second
-	progressStep         = 1 << 20 // report at most once per MiB
+	progressStep         = 128 << 10 // report every 128 KiB: a progress bar moves for small files too
 )
 
 // ManagerConfig configures a Manager.

@@ -158,6 +158,7 @@ type Membership struct {
 	ml     *memberlist.Memberlist
 	bq     *memberlist.TransmitLimitedQueue
 	tel    *telemetry
+	rtt    rtts // the latest probe round trip to each member
 	out    chan Event
 	wake   chan struct{} // 1-buffered: events queued
 	life   context.Context
@@ -265,7 +266,7 @@ func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
 	mc.Keyring = kr
 	mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	d := (*delegate)(m)
-	mc.Delegate, mc.Events, mc.Alive, mc.Merge = d, d, d, d
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge, mc.Ping = d, d, d, d, d
 	mc.Logger = log.New(logBridge{m}, "", 0)
 	t := m.cfg.Timing
 	set := func(dst *time.Duration, v time.Duration) {

@@ -48,6 +48,9 @@ type resources struct {
 	// MemoryBudget is the node's --memory-budget (0: none). TotalBytes and
 	// AvailableBytes are already capped by it.
 	MemoryBudget int64 `json:"memory_budget,omitempty"`
+	// Kernels is the engine's kernel set the node's runners use, for the
+	// dashboard (absent from an older node).
+	Kernels string `json:"kernels,omitempty"`
 }
 
 // budgeted caps a memory reading by the node's --memory-budget: placement
@@ -197,7 +200,7 @@ func (p *peers) nodes() []placement.Node {
 
 // publishResources gossips this node's memory, backends and runner limit
 // every interval.
-func publishResources(ctx context.Context, m *membership.Membership, maxInstances int, budget int64, log *slog.Logger) {
+func publishResources(ctx context.Context, m *membership.Membership, maxInstances int, budget int64, kernels string, log *slog.Logger) {
 	tick := time.NewTicker(telemetryInterval)
 	defer tick.Stop()
 	for {
@@ -205,10 +208,13 @@ func publishResources(ctx context.Context, m *membership.Membership, maxInstance
 		if err == nil {
 			mem = budgeted(mem, budget)
 			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes,
-				Backends: []string{Backend}, CPU: telemetry.ReadCPU(), MaxInstances: maxInstances, MemoryBudget: budget})
+				Backends: []string{Backend}, CPU: telemetry.ReadCPU(), MaxInstances: maxInstances, MemoryBudget: budget, Kernels: kernels})
 			if err := m.Publish(resourcesKey, b); err != nil {
 				log.Warn("cannot publish resources", "err", err)
 			}
+		}
+		if err := m.Publish(rttKey, rttReading(m.RTTs())); err != nil {
+			log.Debug("cannot publish link round trips", "err", err)
 		}
 		select {
 		case <-ctx.Done():

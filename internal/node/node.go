@@ -31,6 +31,7 @@ import (
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/connlimit"
 	"github.com/skulk/skulk/internal/controlplane"
+	"github.com/skulk/skulk/internal/dashboard"
 	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
@@ -117,6 +118,7 @@ type fabric struct {
 	mem       *membership.Membership
 	access    *apiAccess
 	srv       *http.Server
+	dash      *dashboard.Broker
 }
 
 func (n *fabric) onClose(f func()) { n.closers = append(n.closers, f) }
@@ -394,8 +396,11 @@ func (n *fabric) buildAPI() error {
 		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
+	act := &activitySampler{read: n.metrics.Activity, log: log.With("component", "dashboard")}
+	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: n.dashboardFrames(act), Idle: act.idle, Changed: n.timeline.changed,
+		Logger: log.With("component", "dashboard")})
 	n.srv = &http.Server{
-		Handler: api.New(api.Config{Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
+		Handler: api.New(api.Config{Dashboard: dashboard.Assets(), DashboardEvents: n.dash, Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
 			Warning: n.warning, Traces: n.traces,
@@ -439,7 +444,10 @@ func (n *fabric) serve(ctx context.Context) error {
 		}
 		return nil
 	})
-	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, log); return nil })
+	run("telemetry", func() error {
+		publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, n.kernels(), log)
+		return nil
+	})
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("persistence", func() error { n.persist.run(ctx, n.mem.Publish); return nil })
 	run("edges", func() error {
@@ -450,6 +458,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
 	run("api access", func() error { n.access.run(ctx); return nil })
+	run("dashboard", func() error { n.dash.Run(ctx); return nil })
 	run("api", func() error { return n.srv.Serve(n.ln) })
 	n.announce()
 	<-ctx.Done()

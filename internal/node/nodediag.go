@@ -70,8 +70,8 @@ func (n *fabric) NodeDiagnostics(context.Context) (any, error) {
 	case n.ctl.Leader() != "":
 		doc.Role = "follower"
 	}
-	if k, err := tensor.Capped(n.cfg.Engine.Kernels); err == nil {
-		doc.Kernels = k.Name()
+	if k := n.kernels(); k != "" {
+		doc.Kernels = k
 	}
 	if m, err := telemetry.ReadMemory(); err == nil {
 		doc.Memory.TotalBytes, doc.Memory.AvailableBytes = m.TotalBytes, m.AvailableBytes
@@ -83,4 +83,14 @@ func (n *fabric) NodeDiagnostics(context.Context) (any, error) {
 			Restarts: r.Restarts, Ready: r.Ready, ResidentBytes: rss, Phases: r.Phases})
 	}
 	return doc, nil
+}
+
+// kernels names the kernel set this node's runners use ("" when the
+// configured cap names none this machine has).
+func (n *fabric) kernels() string {
+	k, err := tensor.Capped(n.cfg.Engine.Kernels)
+	if err != nil {
+		return ""
+	}
+	return k.Name()
 }

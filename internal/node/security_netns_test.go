@@ -144,7 +144,7 @@ func TestNetnsRouteWalk(t *testing.T) {
 		{"GET", "/v1/diagnostics/cluster/timeline", nil, false, 200},
 		{"GET", "/v1/diagnostics/node", nil, false, 200},
 		{"GET", "/v1/traces/0123456789abcdef0123456789abcdef", nil, false, 404},
-		{"GET", "/", nil, false, 404},
+		{"GET", "/no-such-route", nil, false, 404}, // GET / is the dashboard's page, public (TestNetnsDashboard)
 		{"POST", "/place_instance", map[string]any{"model_id": "no-such-model"}, true, 404},
 		{"DELETE", "/instance/no-such-instance", nil, true, 404},
 		{"POST", "/tracing", map[string]any{"enabled": false}, true, 200},

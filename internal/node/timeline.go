@@ -47,6 +47,9 @@ type Timeline struct {
 // the control-plane follower in follow); the API reads it.
 type timeline struct {
 	now func() time.Time // immutable
+	// changed is signalled (coalesced) after each entry: the dashboard's
+	// broker redraws on it instead of waiting for its next tick.
+	changed chan struct{}
 
 	mu      sync.Mutex // guards the fields below; held only to copy entries
 	entries []TimelineEntry
@@ -54,20 +57,24 @@ type timeline struct {
 }
 
 func newTimeline(now func() time.Time) *timeline {
-	return &timeline{now: now, entries: make([]TimelineEntry, 0, timelineSize)}
+	return &timeline{now: now, changed: make(chan struct{}, 1), entries: make([]TimelineEntry, 0, timelineSize)}
 }
 
 // add records an entry at the current time.
 func (t *timeline) add(kind string, node ids.NodeID, detail string) {
 	e := TimelineEntry{At: t.now(), Kind: kind, Node: node, Detail: detail}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if len(t.entries) < timelineSize {
 		t.entries = append(t.entries, e)
-		return
+	} else {
+		t.entries[t.next] = e
+		t.next = (t.next + 1) % timelineSize
 	}
-	t.entries[t.next] = e
-	t.next = (t.next + 1) % timelineSize
+	t.mu.Unlock()
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
 }
 
 // since returns the entries at or after from, oldest first.

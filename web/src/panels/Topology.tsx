@@ -1,0 +1,204 @@
+import { fmtBytes, shortID } from '../api';
+import type { Frames } from '../live';
+
+const palette = 8; // instance colours, in CSS as .band-0 … .band-7
+
+// health describes a node for its badges: ok, or the reasons it is not
+// (unreachable, telemetry_missing, version_mismatch, …) from the State's
+// nodeHealth and the diagnostics' reachability.
+function health(id: string, f: Frames): { status: string; reasons: string[] } {
+  const h = f.state?.nodeHealth?.[id];
+  const d = (f.cluster?.nodes ?? []).find((n: any) => n.nodeId === id);
+  const reasons: string[] = [...(h?.reasons ?? [])];
+  if (d && !d.reachable && !reasons.includes('unreachable')) reasons.unshift('unreachable');
+  for (const p of h?.persistence ?? []) reasons.push(`${p.store}: ${p.problem}`);
+  const status = reasons.includes('unreachable') ? 'unreachable' : h?.status ?? (d ? 'ok' : 'unknown');
+  return { status, reasons };
+}
+
+export function nodeIDs(f: Frames): string[] {
+  const set = new Set<string>();
+  for (const id of Object.keys(f.state?.nodes ?? {})) set.add(id);
+  for (const n of f.cluster?.nodes ?? []) set.add(n.nodeId);
+  for (const n of f.nodes ?? []) set.add(n.node);
+  return [...set].sort();
+}
+
+function MemoryBar({ r }: { r: any }) {
+  if (!r || !r.total_bytes) return <div class="muted">no memory reading yet</div>;
+  const total = r.total_bytes;
+  const used = Math.max(0, total - r.available_bytes);
+  const placed = Math.min(total, r.committed_bytes ?? 0);
+  const pct = (n: number) => `${Math.max(0, Math.min(100, (100 * n) / total)).toFixed(1)}%`;
+  return (
+    <div>
+      <div
+        class="bar"
+        role="meter"
+        aria-label="memory in use"
+        aria-valuemin={0}
+        aria-valuemax={total}
+        aria-valuenow={used}
+      >
+        <div class="bar-used" style={{ width: pct(used) }} />
+        <div class="bar-placed" style={{ width: pct(placed) }} title="held by placements" />
+      </div>
+      <div class="small">
+        {fmtBytes(used)} used of {fmtBytes(total)} · {fmtBytes(placed)} placed · {fmtBytes(r.available_bytes)} free
+        {r.memory_budget ? ` · budget ${fmtBytes(r.memory_budget)}` : ''}
+      </div>
+    </div>
+  );
+}
+
+function Links({ f, ids }: { f: Frames; ids: string[] }) {
+  const down = new Set(ids.filter((id) => health(id, f).status === 'unreachable'));
+  const rtt: Record<string, Record<string, number>> = {};
+  for (const n of f.nodes ?? []) rtt[n.node] = n.rtt_ms ?? {};
+  const rows: [string, string, number | undefined][] = [];
+  for (let i = 0; i < ids.length; i++)
+    for (let j = i + 1; j < ids.length; j++) {
+      const a = rtt[ids[i]]?.[ids[j]];
+      const b = rtt[ids[j]]?.[ids[i]];
+      const v = a !== undefined && b !== undefined ? (a + b) / 2 : a ?? b;
+      rows.push([ids[i], ids[j], v]);
+    }
+  if (!rows.length) return null;
+  return (
+    <section aria-label="links">
+      <h3>Links</h3>
+      <ul class="links">
+        {rows.map(([a, b, v]) => (
+          <li data-testid="link">
+            <span class="mono">{shortID(a)}</span> ↔ <span class="mono">{shortID(b)}</span>{' '}
+            {down.has(a) || down.has(b) ? (
+              <span class="badge bad">down</span>
+            ) : (
+              <span class="badge">{v === undefined ? 'not measured yet' : `${v.toFixed(2)} ms`}</span>
+            )}
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function Instances({ f, ids }: { f: Frames; ids: string[] }) {
+  const insts = Object.entries<any>(f.state?.instances ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  if (!insts.length) return <p class="muted">No instances placed. Place one from the Models panel.</p>;
+  return (
+    <section aria-label="instances">
+      <h3>Instances</h3>
+      {insts.map(([id, inst], k) => {
+        const layers = inst.layers || Math.max(...inst.placement.map((s: any) => s.layer_end));
+        return (
+          <div class="instance" data-testid="instance" data-model={inst.model} data-status={inst.status} data-ranks={inst.placement.length}>
+            <div class="row">
+              <strong>{inst.model}</strong>
+              <span class="mono small">{shortID(id)}</span>
+              <span class={`badge st-${inst.status}`}>{inst.status}</span>
+              <span class="small muted">{inst.context_tokens} tokens of context</span>
+            </div>
+            <div class="bands" aria-label={`ranks of instance ${id}`}>
+              {inst.placement.map((s: any, rank: number) => (
+                <div
+                  class={`band band-${k % palette}`}
+                  style={{ flexGrow: Math.max(1, s.layer_end - s.layer_start) }}
+                  title={`rank ${rank} on ${s.node}: layers ${s.layer_start}–${s.layer_end}`}
+                >
+                  <span>
+                    rank {rank} · {shortID(s.node)} · layers {s.layer_start}–{s.layer_end}
+                    {s.holds_embedding ? ' · emb' : ''}
+                    {s.holds_head ? ' · head' : ''}
+                  </span>
+                </div>
+              ))}
+            </div>
+            <div class="small muted">
+              {layers} layers across {new Set(inst.placement.map((s: any) => s.node)).size} of {ids.length} nodes
+              {(inst.runners ?? []).some((r: any) => r.reason) &&
+                ' · ' + inst.runners.filter((r: any) => r.reason).map((r: any) => r.reason).join('; ')}
+            </div>
+          </div>
+        );
+      })}
+    </section>
+  );
+}
+
+export function Topology({ f }: { f: Frames }) {
+  const ids = nodeIDs(f);
+  const readings: Record<string, any> = {};
+  for (const r of f.nodes ?? []) readings[r.node] = r;
+  const diag: Record<string, any> = {};
+  for (const d of f.cluster?.nodes ?? []) diag[d.nodeId] = d;
+  const master = f.state?.master || f.cluster?.masterNodeId;
+  return (
+    <div>
+      <p class="small muted">
+        {ids.length} node{ids.length === 1 ? '' : 's'} · master {master ? shortID(master) : 'not elected'} · term {f.state?.term ?? '–'}
+        {f.cluster?.versionStatus === 'mismatch' && <span class="badge bad"> version mismatch</span>}
+      </p>
+      <div class="cards">
+        {ids.map((id) => {
+          const d = diag[id] ?? {};
+          const r = readings[id];
+          const h = health(id, f);
+          const role = id === master ? 'master' : d.role || 'follower';
+          return (
+            <article class={`card node ${h.status}`} data-testid="node-card" data-node={id} data-role={role} data-health={h.status}>
+              <header class="row">
+                <strong class="mono" title={id}>
+                  {shortID(id)}
+                </strong>
+                <span class={`badge role-${role}`}>{role}</span>
+                {id === f.self?.node && <span class="badge">this node</span>}
+                <span class={`badge ${h.status === 'ok' ? 'good' : 'bad'}`} data-testid="health">
+                  {h.status}
+                </span>
+              </header>
+              {h.reasons.length > 0 && (
+                <ul class="reasons" aria-label="health reasons">
+                  {h.reasons.map((x) => (
+                    <li>{x}</li>
+                  ))}
+                </ul>
+              )}
+              <dl class="facts">
+                <dt>Address</dt>
+                <dd class="mono">{(d.apiAddrs ?? []).join(', ') || '–'}</dd>
+                <dt>CPU</dt>
+                <dd>
+                  {r?.cpu?.cores ?? '–'} cores · {r?.kernels || 'kernels unknown'}
+                </dd>
+                <dt>Load</dt>
+                <dd>{r?.cpu?.load1 !== undefined ? r.cpu.load1.toFixed(2) : '–'}</dd>
+                <dt>Runners</dt>
+                <dd>
+                  {r?.runners ?? 0} of {r?.max_instances || '–'}
+                </dd>
+                <dt>Version</dt>
+                <dd>{d.version || '–'}</dd>
+              </dl>
+              <MemoryBar r={r} />
+            </article>
+          );
+        })}
+      </div>
+      {(f.cluster?.refused ?? []).length > 0 && (
+        <section aria-label="refused peers">
+          <h3>Refused peers</h3>
+          <ul>
+            {f.cluster.refused.map((x: any) => (
+              <li>
+                <span class="mono">{x.addr}</span>: {x.reason}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+      <Links f={f} ids={ids} />
+      <Instances f={f} ids={ids} />
+    </div>
+  );
+}
