@@ -66,7 +66,7 @@ type Shard struct {
 	// rotK and rotV are the Hadamard chunk sizes keys (with queries) and
 	// values are rotated by before a quantized cache stores them; 0: none.
 	rotK, rotV int
-	k         tensor.Kernels
+	k          tensor.Kernels
 	// actRowBytes is the largest row of matmul activations in a vec-dot
 	// type, over every matrix.
 	actRowBytes int
