@@ -34,6 +34,7 @@ func instanceCreated(s State, e event.InstanceCreated, at ids.Index) (State, err
 		CreatedIndex:    at,
 		Status:          InstancePending,
 		Runners:         runners,
+		CacheType:       e.CacheType,
 	})
 	return s, nil
 }

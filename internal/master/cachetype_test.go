@@ -1,0 +1,62 @@
+package master
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/event"
+	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/placement"
+)
+
+// TestPlaceCacheType: a placement's cache_type is stamped on the instance
+// (for the runners and for re-placements), and the instance is charged for
+// the KV of that type: q4_0 less than q8_0, q8_0 less than the fp16
+// default, each exactly placement.Charge of the card in that type.
+func TestPlaceCacheType(t *testing.T) {
+	s := cluster(t)
+	nodes := []placement.Node{cpuNode(node, 16<<30, 8<<30, 0)}
+	builtin, _ := cards(t)(catalog.BuiltinID)
+	// stories260K's head_dim 8 is no whole number of 32-element blocks.
+	_, err := decide(s, event.PlaceInstance{ID: "place-small-head", Model: catalog.BuiltinID, CacheType: placement.KVCacheQ8_0},
+		inputs{master: node, card: cards(t), nodes: nodes})
+	if infer.ClassOf(err) != infer.ClassInvalid || !strings.Contains(err.Error(), "head_dim") {
+		t.Fatalf("q8_0 on head_dim 8: %v, want a 400 naming head_dim", err)
+	}
+	// The same card with 64-wide heads.
+	card := builtin
+	card.Heads, card.KVHeads, card.HeadDim = 1, 1, 64
+	in := inputs{master: node, card: func(ids.ModelID) (catalog.Card, bool) { return card, true }, nodes: nodes}
+	var prev int64
+	for i, ct := range []string{"", placement.KVCacheQ8_0, placement.KVCacheQ4_0} {
+		evs, err := decide(s, event.PlaceInstance{ID: ids.CommandID("place-" + string(rune('a'+i))), Model: catalog.BuiltinID, CacheType: ct}, in)
+		if err != nil {
+			t.Fatalf("%q: %v", ct, err)
+		}
+		ic, ok := evs[0].(event.InstanceCreated)
+		if !ok || ic.CacheType != ct {
+			t.Fatalf("%q: placed %+v, want the cache type stamped", ct, evs[0])
+		}
+		placed := replay(t, s, evs...)
+		inst := placed.Instances[ic.Instance]
+		if inst.CacheType != ct {
+			t.Fatalf("%q: the State's instance has cache type %q", ct, inst.CacheType)
+		}
+		sh := inst.Placement[0]
+		r := placement.Rank{Start: int(sh.LayerStart), End: int(sh.LayerEnd), HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead}
+		want, err := placement.Charge(PlacementModel(card.WithCacheType(ct)), r, int(inst.ContextTokens))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := Charged(placed, nodes, in.card, "")[0].CommittedBytes
+		if got != want {
+			t.Errorf("%q: charged %d, want %d", ct, got, want)
+		}
+		if prev != 0 && got >= prev {
+			t.Errorf("%q: charged %d, not less than the previous type's %d", ct, got, prev)
+		}
+		prev = got
+	}
+}
