@@ -90,7 +90,19 @@ type Runtime struct {
 	// "q4_0" ("": the engine's default, f16). A placement may override it
 	// (its cache_type).
 	KVCacheType string `json:"kv_cache_type,omitempty" toml:"kv_cache_type,omitempty"`
+	// Speculative turns on speculative decoding of greedy requests:
+	// SpeculativeLookup drafts by prompt lookup (no draft model). A
+	// DraftModel drafts instead when set.
+	Speculative string `json:"speculative,omitempty" toml:"speculative,omitempty"`
+	// DraftModel is the id of a catalog model with the same vocabulary that
+	// drafts for this one (installed on the node with it).
+	DraftModel string `json:"draft_model,omitempty" toml:"draft_model,omitempty"`
+	// DraftMax caps the tokens drafted per verification pass (0: 8).
+	DraftMax int `json:"draft_max,omitempty" toml:"draft_max,omitzero"`
 }
+
+// SpeculativeLookup is Runtime.Speculative's prompt-lookup mode.
+const SpeculativeLookup = "lookup"
 
 // KVBytesPerTokenLayer is the K and V cache a runner allocates for one token
 // in one layer, in the card's cache type (placement.KVBytesPerTokenLayer:
@@ -165,6 +177,16 @@ func (c Card) Validate() error {
 	}
 	if t := c.Runtime.KVCacheType; (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && c.HeadDim%32 != 0 {
 		return bad("runtime.kv_cache_type %s needs head_dim in whole 32-element blocks, and head_dim is %d (use f16 or f32)", t, c.HeadDim)
+	}
+	switch {
+	case c.Runtime.Speculative != "" && c.Runtime.Speculative != SpeculativeLookup:
+		return bad("runtime.speculative %q (use %q, or name a runtime.draft_model)", c.Runtime.Speculative, SpeculativeLookup)
+	case c.Runtime.DraftModel != "" && !idPattern.MatchString(c.Runtime.DraftModel):
+		return bad("runtime.draft_model %q is not a model id", c.Runtime.DraftModel)
+	case c.Runtime.DraftModel == c.ID:
+		return bad("runtime.draft_model names the model itself")
+	case c.Runtime.DraftMax < 0 || c.Runtime.DraftMax > 64:
+		return bad("runtime.draft_max %d is outside 0..64", c.Runtime.DraftMax)
 	}
 	if c.Runtime.MaxPipelineSplitLayer < 0 || c.Runtime.MaxPipelineSplitLayer > c.Layers {
 		return bad("runtime.max_pipeline_split_layer %d is outside 0..%d", c.Runtime.MaxPipelineSplitLayer, c.Layers)
