@@ -366,6 +366,15 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 		softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], j.scale)
 		clear(j.out[t*j.qd+h*hd : t*j.qd+(h+1)*hd])
 	}
+	if t1-t0 == 1 {
+		// One query (a decode step): each value row is read once, so
+		// dequantize it as it is added.
+		out, wts := j.out[t0*j.qd+h*hd:t0*j.qd+(h+1)*hd], sc[:last]
+		for p, wt := range wts {
+			addDequantized(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], wt, out)
+		}
+		return
+	}
 	vrow := j.vdeq[w*hd : (w+1)*hd]
 	for p := 0; p < last; p++ {
 		if err := j.k.Dequantize(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow); err != nil {
@@ -378,6 +387,34 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 			for e, v := range vrow {
 				out[e] += wt * v
 			}
+		}
+	}
+}
+
+// addDequantized adds wt·v to out, v the Q8_0 or Q4_0 row, each element
+// dequantized as tensor.Dequantize does (q·d) before it is weighted, so
+// the sums are those of the dequantize-then-add path.
+func addDequantized(typ tensor.Type, row []byte, wt float32, out []float32) {
+	if typ == tensor.Q8_0 {
+		for b := 0; b < len(out)/32; b++ {
+			blk := row[b*34 : b*34+34]
+			d := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+			o := out[b*32 : b*32+32]
+			for i, q := range blk[2:34] {
+				v := float32(int8(q)) * d
+				o[i] += wt * v
+			}
+		}
+		return
+	}
+	for b := 0; b < len(out)/32; b++ {
+		blk := row[b*18 : b*18+18]
+		d := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+		o := out[b*32 : b*32+32]
+		for i, q := range blk[2:18] {
+			v0, v1 := float32(int(q&0xf)-8)*d, float32(int(q>>4)-8)*d
+			o[i] += wt * v0
+			o[i+16] += wt * v1
 		}
 	}
 }
