@@ -289,6 +289,10 @@ type attnJob struct {
 	esz          int         // bytes an element (F16, F32)
 	rb           int         // bytes of one head's row of keys (and values, when quantized)
 	vdeq         []float32   // per worker, one dequantized value row (quantized caches)
+	// byGroup: one item per KV head, for all the query heads of its group
+	// (a decode step over a quantized cache, whose value rows are then
+	// dequantized once for the group instead of once per query head).
+	byGroup bool
 	q, out       []float32   // n × QDim
 	scores       []float32   // per worker, attnQueries rows of ss
 	spans        []int       // per worker, attnQueries spans
@@ -303,6 +307,10 @@ type attnJob struct {
 func (j *attnJob) do(w, lo, hi int) {
 	hd, cp, es, ss := j.hd, j.cap, j.esz, j.ss
 	for it := lo; it < hi; it++ {
+		if j.byGroup {
+			j.decodeGroup(w, it)
+			continue
+		}
 		tb, h := it/j.nHead, it%j.nHead
 		g := h / j.group
 		t0 := tb * attnQueries
@@ -366,20 +374,9 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 		softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], j.scale)
 		clear(j.out[t*j.qd+h*hd : t*j.qd+(h+1)*hd])
 	}
-	if t1-t0 == 1 {
-		// One query (a decode step): each value row is read once, so
-		// dequantize it as it is added.
-		out, wts := j.out[t0*j.qd+h*hd:t0*j.qd+(h+1)*hd], sc[:last]
-		for p, wt := range wts {
-			addDequantized(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], wt, out)
-		}
-		return
-	}
 	vrow := j.vdeq[w*hd : (w+1)*hd]
 	for p := 0; p < last; p++ {
-		if err := j.k.Dequantize(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow); err != nil {
-			panic(err)
-		}
+		dequantCacheRow(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow)
 		// Position p is seen by the queries at positions ≥ p.
 		for t := max(t0, p-j.pos0); t < t1; t++ {
 			wt := sc[(t-t0)*ss+p]
@@ -391,30 +388,63 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 	}
 }
 
-// addDequantized adds wt·v to out, v the Q8_0 or Q4_0 row, each element
-// dequantized as tensor.Dequantize does (q·d) before it is weighted, so
-// the sums are those of the dequantize-then-add path.
-func addDequantized(typ tensor.Type, row []byte, wt float32, out []float32) {
+// decodeGroup is one item of a decode step's attention over a quantized
+// cache: the query heads of KV head g, each computed as quantized computes
+// it (the same scores, softmax and sums in the same order), with each
+// value row dequantized once for all of them.
+func (j *attnJob) decodeGroup(w, g int) {
+	hd, cp, rb, ss := j.hd, j.cap, j.rb, j.ss
+	last := j.pos0 + 1
+	heads := j.group
+	sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
+	n, _ := tensor.RowBytes(tensor.VecDotType(j.typ), int64(hd))
+	qrb := int(n)
+	qh := j.qh[w*attnQueries*2*hd : w*attnQueries*2*hd+heads*qrb]
+	for i := range heads {
+		h := g*heads + i
+		if err := j.k.QuantizeAct(j.typ, j.q[h*hd:(h+1)*hd], qh[i*qrb:(i+1)*qrb]); err != nil {
+			panic(err) // sizes are fixed at load time; an error here is a bug
+		}
+	}
+	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, heads, hd, sc, ss)
+	out := j.out[g*heads*hd : (g+1)*heads*hd]
+	for i := range heads {
+		softmaxScaled(j.k, sc[i*ss:i*ss+last], j.scale)
+	}
+	clear(out)
+	vrow := j.vdeq[w*hd : (w+1)*hd]
+	for p := 0; p < last; p++ {
+		dequantCacheRow(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow)
+		for i := range heads {
+			wt, o := sc[i*ss+p], out[i*hd:(i+1)*hd]
+			for e, v := range vrow {
+				o[e] += wt * v
+			}
+		}
+	}
+}
+
+// dequantCacheRow expands a Q8_0 or Q4_0 row as tensor.Dequantize does
+// (q·d), without its checks: the sizes are the cache's.
+func dequantCacheRow(typ tensor.Type, row []byte, dst []float32) {
 	if typ == tensor.Q8_0 {
-		for b := 0; b < len(out)/32; b++ {
+		for b := 0; b < len(dst)/32; b++ {
 			blk := row[b*34 : b*34+34]
 			d := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
-			o := out[b*32 : b*32+32]
+			y := dst[b*32 : b*32+32]
 			for i, q := range blk[2:34] {
-				v := float32(int8(q)) * d
-				o[i] += wt * v
+				y[i] = float32(int8(q)) * d
 			}
 		}
 		return
 	}
-	for b := 0; b < len(out)/32; b++ {
+	for b := 0; b < len(dst)/32; b++ {
 		blk := row[b*18 : b*18+18]
 		d := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
-		o := out[b*32 : b*32+32]
+		y := dst[b*32 : b*32+32]
 		for i, q := range blk[2:18] {
-			v0, v1 := float32(int(q&0xf)-8)*d, float32(int(q>>4)-8)*d
-			o[i] += wt * v0
-			o[i+16] += wt * v1
+			y[i] = float32(int(q&0xf)-8) * d
+			y[i+16] = float32(int(q>>4)-8) * d
 		}
 	}
 }
@@ -432,6 +462,12 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
 	}
 	span := pos0 + n
+	if n == 1 && c.quantized() && j.group <= attnQueries {
+		j.byGroup = true
+		s.pool.run(j, cfg.NHeadKV, 1, cfg.NHead*span*cfg.HeadDim*2)
+		*j = attnJob{}
+		return
+	}
 	s.pool.run(j, (n+attnQueries-1)/attnQueries*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)
 	*j = attnJob{}
 }
