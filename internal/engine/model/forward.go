@@ -283,20 +283,20 @@ const attnQueries = 6
 // only on its own weights, so nothing depends on how positions were
 // grouped.
 type attnJob struct {
-	k            tensor.Kernels
-	kc, vt       []byte      // the block's cache
-	typ          tensor.Type // its element type (F16, F32, Q8_0 or Q4_0)
-	esz          int         // bytes an element (F16, F32)
-	rb           int         // bytes of one head's row of keys (and values, when quantized)
-	vdeq         []float32   // per worker, one dequantized value row (quantized caches)
+	k      tensor.Kernels
+	kc, vt []byte      // the block's cache
+	typ    tensor.Type // its element type (F16, F32, Q8_0 or Q4_0)
+	esz    int         // bytes an element (F16, F32)
+	rb     int         // bytes of one head's row of keys (and values, when quantized)
+	vdeq   []float32   // per worker, one dequantized value row (quantized caches)
 	// byGroup: one item per KV head, for all the query heads of its group
 	// (a decode step over a quantized cache, whose value rows are then
 	// dequantized once for the group instead of once per query head).
-	byGroup bool
-	q, out       []float32   // n × QDim
-	scores       []float32   // per worker, attnQueries rows of ss
-	spans        []int       // per worker, attnQueries spans
-	qh           []byte      // per worker, attnQueries queries of one head in fp16 (or Q8_0)
+	byGroup      bool
+	q, out       []float32 // n × QDim
+	scores       []float32 // per worker, attnQueries rows of ss
+	spans        []int     // per worker, attnQueries spans
+	qh           []byte    // per worker, attnQueries queries of one head in fp16 (or Q8_0)
 	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
