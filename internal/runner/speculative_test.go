@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/skulk/skulk/internal/infer"
@@ -31,6 +32,21 @@ func TestSpeculativeRunner(t *testing.T) {
 				t.Errorf("the model drafting for itself: %d of %d drafts accepted", tm.DraftAcceptedN, tm.DraftN)
 			}
 			t.Logf("%s: %d drafted, %d accepted", spec.Mode, tm.DraftN, tm.DraftAcceptedN)
+			// Concurrent tasks draft each with its own cache (the draft
+			// model's weights are shared) and decode each its own text.
+			chans := make([]<-chan infer.Chunk, 3)
+			for i := range chans {
+				ch, err := c.Generate(t.Context(), fmt.Sprintf("spec-%d", i), greedy(prompt, 48))
+				if err != nil {
+					t.Fatal(err)
+				}
+				chans[i] = ch
+			}
+			for i, ch := range chans {
+				if r := collect(t, ch); r.content != want.content {
+					t.Errorf("concurrent task %d: %q, want %q", i, r.content, want.content)
+				}
+			}
 			sampled := greedy(prompt, 16)
 			temp := 0.7
 			sampled.Sampling.Temperature = &temp
