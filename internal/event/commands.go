@@ -28,6 +28,10 @@ type PlaceInstance struct {
 	// CacheType is the KV cache element type ("": the card's, else f16):
 	// f16, f32, q8_0 or q4_0.
 	CacheType string `json:"cache_type,omitempty"`
+	// Speculative ("lookup") and DraftModel override the card's
+	// speculative decoding settings.
+	Speculative string      `json:"speculative,omitempty"`
+	DraftModel  ids.ModelID `json:"draft_model,omitempty"`
 }
 
 // CreateInstance asks the master to create an instance with an explicit

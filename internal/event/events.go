@@ -38,6 +38,10 @@ type InstanceCreated struct {
 	// CacheType is the runners' KV cache element type, stamped at placement
 	// from the request or the card ("": f16).
 	CacheType string `json:"cache_type,omitempty"`
+	// Speculative and DraftModel are the placement's speculative decoding
+	// ("": the card's).
+	Speculative string      `json:"speculative,omitempty"`
+	DraftModel  ids.ModelID `json:"draft_model,omitempty"`
 }
 
 // InstanceDeleted removes an instance and its runners. The master first

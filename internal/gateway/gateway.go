@@ -341,7 +341,8 @@ func (g *Gateway) Place(ctx context.Context, req admin.PlaceRequest) (admin.Plac
 	}
 	id := ids.CommandID(g.cfg.NewID())
 	_, err := g.cfg.Master.Execute(ctx, event.PlaceInstance{ID: id, Model: req.ModelID, MinNodes: uint32(req.MinNodes),
-		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens), CacheType: req.CacheType})
+		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens), CacheType: req.CacheType,
+		Speculative: req.Speculative, DraftModel: ids.ModelID(req.DraftModel)})
 	if err != nil {
 		return admin.PlaceResult{}, err
 	}

@@ -60,3 +60,30 @@ func TestPlaceCacheType(t *testing.T) {
 		prev = got
 	}
 }
+
+// TestPlaceSpeculative: a placement's speculative settings are stamped on
+// the instance; a draft model outside the catalog, the model itself, or one
+// of another vocabulary size is refused as an invalid request.
+func TestPlaceSpeculative(t *testing.T) {
+	s := cluster(t)
+	nodes := []placement.Node{cpuNode(node, 16<<30, 8<<30, 0)}
+	builtin, _ := cards(t)(catalog.BuiltinID)
+	draft, bigger := builtin, builtin
+	draft.ID, bigger.ID, bigger.VocabSize = "draft", "bigger", builtin.VocabSize+1
+	byID := map[ids.ModelID]catalog.Card{catalog.BuiltinID: builtin, "draft": draft, "bigger": bigger}
+	in := inputs{master: node, nodes: nodes, card: func(id ids.ModelID) (catalog.Card, bool) { c, ok := byID[id]; return c, ok }}
+	evs, err := decide(s, event.PlaceInstance{ID: "spec", Model: catalog.BuiltinID, Speculative: "lookup", DraftModel: "draft"}, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := replay(t, s, evs...)
+	if inst := placed.Instances["spec"]; inst.Speculative != "lookup" || inst.DraftModel != "draft" {
+		t.Fatalf("instance %+v, want the speculative settings stamped", inst)
+	}
+	for _, d := range []ids.ModelID{"absent", catalog.BuiltinID, "bigger"} {
+		_, err := decide(s, event.PlaceInstance{ID: "spec-" + ids.CommandID(d), Model: catalog.BuiltinID, DraftModel: d}, in)
+		if infer.ClassOf(err) != infer.ClassInvalid || !strings.Contains(err.Error(), "draft") {
+			t.Errorf("draft model %s: %v, want an invalid request naming the draft", d, err)
+		}
+	}
+}

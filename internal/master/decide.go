@@ -150,6 +150,17 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 		return nil, err
 	}
 	card = card.WithCacheType(c.CacheType)
+	if d := c.DraftModel; d != "" {
+		draft, ok := in.card(d)
+		switch {
+		case !ok:
+			return nil, infer.ParamErrorf("draft_model", "draft model %s is not in the catalog (GET /models lists it)", d)
+		case d == c.Model:
+			return nil, infer.ParamErrorf("draft_model", "a model cannot draft for itself")
+		case draft.VocabSize != 0 && card.VocabSize != 0 && draft.VocabSize != card.VocabSize:
+			return nil, infer.ParamErrorf("draft_model", "draft model %s has %d tokens and %s %d: a draft needs the same vocabulary", d, draft.VocabSize, c.Model, card.VocabSize)
+		}
+	}
 	if t := card.Runtime.KVCacheType; (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && card.HeadDim%32 != 0 {
 		return nil, infer.ParamErrorf("cache_type", "model %s has head_dim %d, not a whole number of the %s cache's 32-element blocks; use f16 or f32", card.ID, card.HeadDim, t)
 	}
@@ -158,7 +169,7 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 		return nil, err
 	}
 	ev := instanceCreated(c.ID.Instance(), c.Model, p, c.ExcludedNodes, 0, in.nowMs)
-	ev.CacheType = card.Runtime.KVCacheType
+	ev.CacheType, ev.Speculative, ev.DraftModel = card.Runtime.KVCacheType, c.Speculative, c.DraftModel
 	return []event.Event{ev}, nil
 }
 
@@ -212,7 +223,7 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 	evs = append(evs, event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteRefused})
 	// The re-placement keeps the instance id: clients and operators follow it.
 	ev := instanceCreated(c.Instance, inst.Model, p, excluded, inst.RefusalHops+1, in.nowMs)
-	ev.CacheType = inst.CacheType
+	ev.CacheType, ev.Speculative, ev.DraftModel = inst.CacheType, inst.Speculative, inst.DraftModel
 	return append(evs, ev), nil
 }
 

@@ -35,6 +35,8 @@ func instanceCreated(s State, e event.InstanceCreated, at ids.Index) (State, err
 		Status:          InstancePending,
 		Runners:         runners,
 		CacheType:       e.CacheType,
+		Speculative:     e.Speculative,
+		DraftModel:      e.DraftModel,
 	})
 	return s, nil
 }
