@@ -11,8 +11,8 @@ import (
 
 	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/api/openai"
-	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/trace"
