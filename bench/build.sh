@@ -36,6 +36,14 @@ if [ ! -x "$build/llamabench" ] || [ "$here/llamabench.c" -nt "$build/llamabench
 		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
 		-Wl,-rpath,"$lib"
 fi
+if [ ! -x "$build/kvref" ] || [ "$here/kvref.c" -nt "$build/kvref" ]; then
+	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+		-I"$inc/include" -I"$inc/ggml/include" \
+		-DLLAMA_LIB_DIR="\"$lib\"" \
+		-o "$build/kvref" "$here/kvref.c" \
+		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
+		-Wl,-rpath,"$lib"
+fi
 if [ ! -x "$build/membw" ] || [ "$here/membw.c" -nt "$build/membw" ]; then
 	gcc -O3 -std=c11 -D_POSIX_C_SOURCE=200809L -march=native -Wall -Wextra -Werror \
 		-o "$build/membw" "$here/membw.c" -lpthread

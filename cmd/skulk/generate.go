@@ -34,6 +34,10 @@ func newGenerateCmd(s stdio) *cobra.Command {
 	asJSON := fs.Bool("json", false, "print one JSON object with tokens, text, seed and speeds")
 	asChat := fs.Bool("chat", false, "render the prompt as a user message through the model's chat template")
 	system := fs.String("system", "", "system message (with --chat)")
+	cacheType := fs.String("cache-type", "", "K/V cache type: f16 (default), f32, q8_0 or q4_0, as llama.cpp's -ctk/-ctv")
+	lookup := fs.Bool("lookup", false, "speculative decoding by prompt lookup (greedy only: --temperature 0)")
+	draftModel := fs.String("draft-model", "", "speculative decoding with this GGUF of the same vocabulary drafting (greedy only)")
+	draftMax := fs.Int("draft-max", 0, "tokens drafted per verification pass (0 = 8)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()
 		if *modelPath == "" {
@@ -51,11 +55,25 @@ func newGenerateCmd(s stdio) *cobra.Command {
 		}
 		sampling := infer.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(cmd, *seed)}
 		params := runner.RequestParams(sampling, rand.Uint64)
-		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels})
+		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, CacheType: *cacheType})
 		if err != nil {
 			return err
 		}
 		defer m.Close()
+		params.DraftMax = *draftMax
+		switch {
+		case *draftModel != "":
+			d, err := engine.Open(*draftModel, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, CacheType: *cacheType})
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if params.Draft, err = engine.NewDraftModel(m, d, m.Config.ContextLength); err != nil {
+				return err
+			}
+		case *lookup:
+			params.Draft = engine.PromptLookup{}
+		}
 		text := *prompt
 		if *asChat {
 			if text, err = chatPrompt(m, *system, *prompt); err != nil {
@@ -95,7 +113,10 @@ func newGenerateCmd(s stdio) *cobra.Command {
 			Seed         uint64  `json:"seed"`
 			Prefill      float64 `json:"prefill_tokens_per_s"`
 			Decode       float64 `json:"decode_tokens_per_s"`
-		}{ids, gen, string(generated), st.FinishReason, params.Sample.Seed, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond()})
+			DraftN       int     `json:"draft_n,omitempty"`
+			DraftAccN    int     `json:"draft_accepted_n,omitempty"`
+		}{ids, gen, string(generated), st.FinishReason, params.Sample.Seed, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond(),
+			st.DraftTokens, st.DraftAccepted})
 	}
 	return c
 }

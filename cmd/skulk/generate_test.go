@@ -23,6 +23,8 @@ type cliGeneration struct {
 	Text         string  `json:"text"`
 	FinishReason string  `json:"finish_reason"`
 	Seed         uint64  `json:"seed"`
+	DraftN       int     `json:"draft_n"`
+	DraftAccN    int     `json:"draft_accepted_n"`
 }
 
 func generateJSON(t *testing.T, args ...string) cliGeneration {
@@ -196,5 +198,24 @@ func TestGenerateSeed(t *testing.T) {
 	b := generateJSON(t, append(args, "--seed", strconv.FormatUint(a.Seed, 10))...)
 	if !slices.Equal(a.Tokens, b.Tokens) || b.Seed != a.Seed {
 		t.Fatalf("seed %d: %v, then %v with --seed %d", a.Seed, a.Tokens, b.Tokens, b.Seed)
+	}
+}
+
+// TestGenerateSpeculative: `skulk generate --temperature 0` gives the same
+// tokens with --lookup and with --draft-model as without, and reports the
+// drafts in --json; a cache type the model cannot hold is a clear error.
+func TestGenerateSpeculative(t *testing.T) {
+	stories := repoFile("testdata", "models", "stories260K.gguf")
+	base := []string{"--model", stories, "--temperature", "0", "--max-tokens", "40",
+		"--prompt", "Lily and Ben went to the park. Lily and Ben went to the park. Lily and"}
+	want := generateJSON(t, base...)
+	for _, extra := range [][]string{{"--lookup"}, {"--draft-model", stories, "--draft-max", "3"}} {
+		got := generateJSON(t, append(slices.Clone(base), extra...)...)
+		if !slices.Equal(got.Tokens, want.Tokens) || got.DraftN == 0 || got.DraftAccN > got.DraftN {
+			t.Errorf("%v: tokens %v (%d drafted, %d accepted), without %v", extra, got.Tokens, got.DraftN, got.DraftAccN, want.Tokens)
+		}
+	}
+	if code, _, errs := runCLI(t, "generate", "--model", stories, "--prompt", "x", "--cache-type", "q8_0"); code == 0 || !bytes.Contains([]byte(errs), []byte("head_dim")) {
+		t.Errorf("--cache-type q8_0 on head_dim 8: exit %d, %s", code, errs)
 	}
 }

@@ -18,6 +18,14 @@ type PlaceRequest struct {
 	MinNodes      int          `json:"min_nodes,omitempty"`      // 0: the planner's choice
 	ContextTokens int          `json:"context_tokens,omitempty"` // 0: the served default
 	ExcludedNodes []ids.NodeID `json:"excluded_nodes,omitempty"`
+	// CacheType is the KV cache element type: f16, f32, q8_0 or q4_0 ("":
+	// the card's runtime.kv_cache_type, else f16).
+	CacheType string `json:"cache_type,omitempty"`
+	// Speculative ("lookup") and DraftModel (a catalog model id of the same
+	// vocabulary) turn on speculative decoding for this placement,
+	// overriding the card's runtime settings.
+	Speculative string `json:"speculative,omitempty"`
+	DraftModel  string `json:"draft_model,omitempty"`
 }
 
 // PlaceResult is an accepted placement. The instance id is the id of the

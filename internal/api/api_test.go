@@ -591,7 +591,11 @@ func TestDecodePlaceRequest(t *testing.T) {
 	if got.ModelID != want.ModelID || got.MinNodes != 1 || got.ContextTokens != 4096 || len(got.ExcludedNodes) != 1 || got.ExcludedNodes[0] != "n-1" {
 		t.Fatalf("got %+v", got)
 	}
-	for _, body := range []string{``, `[]`, `{"model_id":"a"} {}`, `{"model_id":"a","min_nodes":-1}`, `{"model_id":"a","context_tokens":99999999999}`, `{"model_id":""}`, `{"model_id":"a","excluded_nodes":[""]}`} {
+	if got, err := DecodePlaceRequest([]byte(`{"model_id":"a/b","cache_type":"q4_0","speculative":"lookup","draft_model":"c/d"}`)); err != nil ||
+		got.CacheType != "q4_0" || got.Speculative != "lookup" || got.DraftModel != "c/d" {
+		t.Fatalf("cache_type and speculative settings: %+v, %v", got, err)
+	}
+	for _, body := range []string{``, `[]`, `{"model_id":"a"} {}`, `{"model_id":"a","min_nodes":-1}`, `{"model_id":"a","context_tokens":99999999999}`, `{"model_id":""}`, `{"model_id":"a","excluded_nodes":[""]}`, `{"model_id":"a","cache_type":"q5_1"}`, `{"model_id":"a","speculative":"medusa"}`, `{"model_id":"a","draft_model":"Bad Id"}`} {
 		if _, err := DecodePlaceRequest([]byte(body)); err == nil {
 			t.Errorf("accepted %s", body)
 		}

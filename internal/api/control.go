@@ -11,8 +11,10 @@ import (
 
 	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/api/openai"
+	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/trace"
 )
 
@@ -243,6 +245,15 @@ func DecodePlaceRequest(body []byte) (admin.PlaceRequest, error) {
 		return req, infer.ParamErrorf("context_tokens", "context_tokens must be between 0 and %d, got %d", MaxContextTokens, req.ContextTokens)
 	case len(req.ExcludedNodes) > MaxExcludedNodes:
 		return req, infer.ParamErrorf("excluded_nodes", "at most %d excluded nodes are allowed", MaxExcludedNodes)
+	case !placement.KnownKVCacheType(req.CacheType):
+		return req, infer.ParamErrorf("cache_type", "cache_type %s is not a KV cache type; use f16, f32, q8_0 or q4_0", infer.Quote(infer.Clip(req.CacheType)))
+	case req.Speculative != "" && req.Speculative != catalog.SpeculativeLookup:
+		return req, infer.ParamErrorf("speculative", "speculative %s is not a mode; use %q (or name a draft_model)", infer.Quote(infer.Clip(req.Speculative)), catalog.SpeculativeLookup)
+	}
+	if req.DraftModel != "" {
+		if err := ids.ModelID(req.DraftModel).Validate(); err != nil {
+			return req, infer.ParamErrorf("draft_model", "draft_model: %v", err)
+		}
 	}
 	if err := req.ModelID.Validate(); err != nil {
 		return req, infer.ParamErrorf("model_id", "model_id: %v", err)
@@ -269,7 +280,7 @@ func placeDecodeError(err error) error {
 	// encoding/json reports unknown fields only as text.
 	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		field = infer.Clip(strings.Trim(field, `"`))
-		return infer.ParamErrorf(field, "unknown field %s; known fields are model_id, min_nodes, context_tokens, excluded_nodes", infer.Quote(field))
+		return infer.ParamErrorf(field, "unknown field %s; known fields are model_id, min_nodes, context_tokens, excluded_nodes, cache_type, speculative, draft_model", infer.Quote(field))
 	}
 	return infer.Errorf(infer.ClassInvalid, "the request body cannot be decoded: %v", err)
 }

@@ -42,7 +42,7 @@ const (
 var knownCapabilities = []Capability{CapTools, CapReasoning, CapVision, CapEmbeddings}
 
 // KV cache element types a card may ask for (Runtime.KVCacheType).
-var knownKVTypes = []string{"", "f32", "f16"}
+var knownKVTypes = []string{"", placement.KVCacheF32, placement.KVCacheF16, placement.KVCacheQ8_0, placement.KVCacheQ4_0}
 
 // Card describes one model: identity, where its weights come from, and the
 // shape numbers placement sizes memory from. The TOML names are the card
@@ -86,16 +86,38 @@ type Runtime struct {
 	// ServedContext is the context window placed by default (0: the
 	// cluster's served-context default, capped by context_length).
 	ServedContext int `json:"served_context,omitempty" toml:"served_context,omitzero"`
-	// KVCacheType is the KV cache element type: "f32" or "f16" ("": the
-	// engine's default).
+	// KVCacheType is the KV cache element type: "f32", "f16", "q8_0" or
+	// "q4_0" ("": the engine's default, f16). A placement may override it
+	// (its cache_type).
 	KVCacheType string `json:"kv_cache_type,omitempty" toml:"kv_cache_type,omitempty"`
+	// Speculative turns on speculative decoding of greedy requests:
+	// SpeculativeLookup drafts by prompt lookup (no draft model). A
+	// DraftModel drafts instead when set.
+	Speculative string `json:"speculative,omitempty" toml:"speculative,omitempty"`
+	// DraftModel is the id of a catalog model with the same vocabulary that
+	// drafts for this one (installed on the node with it).
+	DraftModel string `json:"draft_model,omitempty" toml:"draft_model,omitempty"`
+	// DraftMax caps the tokens drafted per verification pass (0: 8).
+	DraftMax int `json:"draft_max,omitempty" toml:"draft_max,omitzero"`
 }
+
+// SpeculativeLookup is Runtime.Speculative's prompt-lookup mode.
+const SpeculativeLookup = "lookup"
 
 // KVBytesPerTokenLayer is the K and V cache a runner allocates for one token
 // in one layer, in the card's cache type (placement.KVBytesPerTokenLayer:
 // fp16 unless runtime.kv_cache_type is f32).
 func (c Card) KVBytesPerTokenLayer() int64 {
 	return placement.KVBytesPerTokenLayer(c.KVHeads, c.HeadDim, c.Runtime.KVCacheType)
+}
+
+// WithCacheType is the card with its KV cache type replaced by t (a
+// placement's cache_type); "" keeps the card's.
+func (c Card) WithCacheType(t string) Card {
+	if t != "" {
+		c.Runtime.KVCacheType = t
+	}
+	return c
 }
 
 // KVBytesPerToken is the K and V cache size of one token across all layers.
@@ -151,7 +173,20 @@ func (c Card) Validate() error {
 		}
 	}
 	if !slices.Contains(knownKVTypes, c.Runtime.KVCacheType) {
-		return bad("runtime.kv_cache_type %q (use f32 or f16)", c.Runtime.KVCacheType)
+		return bad("runtime.kv_cache_type %q (use f16, f32, q8_0 or q4_0)", c.Runtime.KVCacheType)
+	}
+	if t := c.Runtime.KVCacheType; (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && c.HeadDim%32 != 0 {
+		return bad("runtime.kv_cache_type %s needs head_dim in whole 32-element blocks, and head_dim is %d (use f16 or f32)", t, c.HeadDim)
+	}
+	switch {
+	case c.Runtime.Speculative != "" && c.Runtime.Speculative != SpeculativeLookup:
+		return bad("runtime.speculative %q (use %q, or name a runtime.draft_model)", c.Runtime.Speculative, SpeculativeLookup)
+	case c.Runtime.DraftModel != "" && !idPattern.MatchString(c.Runtime.DraftModel):
+		return bad("runtime.draft_model %q is not a model id", c.Runtime.DraftModel)
+	case c.Runtime.DraftModel == c.ID:
+		return bad("runtime.draft_model names the model itself")
+	case c.Runtime.DraftMax < 0 || c.Runtime.DraftMax > 64:
+		return bad("runtime.draft_max %d is outside 0..64", c.Runtime.DraftMax)
 	}
 	if c.Runtime.MaxPipelineSplitLayer < 0 || c.Runtime.MaxPipelineSplitLayer > c.Layers {
 		return bad("runtime.max_pipeline_split_layer %d is outside 0..%d", c.Runtime.MaxPipelineSplitLayer, c.Layers)

@@ -31,7 +31,7 @@ func TestCardTOMLRoundTrip(t *testing.T) {
 	c.Builtin = false
 	c.Repo, c.Revision, c.Files = "ggml-org/models", strings.Repeat("ab", 20), []string{"tinyllamas/stories260K.gguf"}
 	c.Capabilities = []Capability{CapTools}
-	c.Runtime = Runtime{ServedContext: 256, KVCacheType: "f16", MaxPipelineSplitLayer: 3}
+	c.Runtime = Runtime{ServedContext: 256, KVCacheType: "f16", MaxPipelineSplitLayer: 3, Speculative: SpeculativeLookup, DraftModel: "other", DraftMax: 4}
 	b, err := EncodeCardTOML(c)
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,9 @@ type Options struct {
 	Kernels string
 	// Range selects a shard; the zero value means the whole model.
 	Range *model.Range
+	// CacheType is the K/V cache element type (model.Options.CacheType):
+	// "" or "f16", "f32", "q8_0", "q4_0".
+	CacheType string
 }
 
 // Model is an open GGUF model: its tokenizer and a loaded shard.
@@ -60,7 +63,7 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 	if opt.Range != nil {
 		r = *opt.Range
 	}
-	s, err := model.Load(f, r, model.Options{Threads: opt.Threads, ExactActivations: opt.ExactActivations, Kernels: opt.Kernels})
+	s, err := model.Load(f, r, model.Options{Threads: opt.Threads, ExactActivations: opt.ExactActivations, Kernels: opt.Kernels, CacheType: opt.CacheType})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,6 +30,14 @@ type GenerateParams struct {
 	// valid until the next step. It must give Forward's logits bit for bit
 	// (the runner batches its tasks' steps this way).
 	Step func(cache *model.Cache, tok int32) ([]float32, error)
+	// Draft, when set, makes the loop speculate (speculate.go): drafted
+	// tokens are verified in one batched forward pass and those the
+	// sampler draws anyway are taken without a step of their own. Only
+	// greedy sampling without a Constraint speculates; the output is the
+	// same as without Draft.
+	Draft Drafter
+	// DraftMax caps the tokens drafted per pass; 0 = DefaultDraftMax.
+	DraftMax int
 }
 
 // Constraint restricts what may be generated; grammar.Constraint is one.
@@ -65,6 +74,9 @@ type Stats struct {
 	FinishReason    string
 	Prefill         time.Duration
 	Decode          time.Duration // from the first sampled token to the last
+	// DraftTokens counts the tokens speculative decoding drafted and
+	// verified; DraftAccepted those of them the sampler drew.
+	DraftTokens, DraftAccepted int
 }
 
 // PrefillTokensPerSecond is the prompt processing rate.
@@ -150,6 +162,13 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	st.Prefill = time.Since(start)
 	logits := res.Logits
 	var history []int32
+	spec := speculation{}
+	if p.Draft != nil && !(p.Sample.Temperature > 0) && p.Constraint == nil {
+		spec = speculation{d: p.Draft, max: p.DraftMax, seq: slices.Clone(prompt)}
+		if spec.max <= 0 {
+			spec.max = DefaultDraftMax
+		}
+	}
 	decodeStart := time.Now()
 	st.FinishReason = FinishLength
 	for st.GeneratedTokens < budget {
@@ -159,6 +178,15 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 		id := sampler.Sample(logits, history)
 		if id == sample.NoToken {
 			return st, ErrNoToken
+		}
+		// With a verified draft pending, a draw equal to its next token
+		// was computed already: its logits are the next row.
+		next, ok, err := spec.take(cache, id)
+		if err != nil {
+			return st, fmt.Errorf("engine: speculative decoding: %w", err)
+		}
+		if ok {
+			st.DraftAccepted++
 		}
 		if st.GeneratedTokens == 0 {
 			decodeStart = time.Now()
@@ -183,6 +211,22 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 		}
 		if st.GeneratedTokens == budget {
 			break
+		}
+		if ok {
+			logits = next
+			continue
+		}
+		if spec.d != nil {
+			spec.seq = append(spec.seq, id)
+			n, rows, err := spec.verify(m.Shard, cache, id, budget-st.GeneratedTokens)
+			if err != nil {
+				return st, fmt.Errorf("engine: speculative decoding: %w", err)
+			}
+			if n > 0 {
+				st.DraftTokens += n
+				logits = rows
+				continue
+			}
 		}
 		if logits, err = step(cache, id); err != nil {
 			return st, fmt.Errorf("engine: decode: %w", err)

@@ -25,6 +25,13 @@ type PlaceInstance struct {
 	MinNodes      uint32        `json:"min_nodes"`      // 0 or 1: prefer one node
 	ExcludedNodes []ids.NodeID  `json:"excluded_nodes"` // per-placement hint (seed PLACE-02)
 	ContextTokens uint32        `json:"context_tokens"` // 0: the served default
+	// CacheType is the KV cache element type ("": the card's, else f16):
+	// f16, f32, q8_0 or q4_0.
+	CacheType string `json:"cache_type,omitempty"`
+	// Speculative ("lookup") and DraftModel override the card's
+	// speculative decoding settings.
+	Speculative string      `json:"speculative,omitempty"`
+	DraftModel  ids.ModelID `json:"draft_model,omitempty"`
 }
 
 // CreateInstance asks the master to create an instance with an explicit

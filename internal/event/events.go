@@ -35,6 +35,13 @@ type InstanceCreated struct {
 	// CreatedAtUnixMs is the master's clock reading, passed in as a value so
 	// that apply never reads a clock.
 	CreatedAtUnixMs int64 `json:"created_at_unix_ms"`
+	// CacheType is the runners' KV cache element type, stamped at placement
+	// from the request or the card ("": f16).
+	CacheType string `json:"cache_type,omitempty"`
+	// Speculative and DraftModel are the placement's speculative decoding
+	// ("": the card's).
+	Speculative string      `json:"speculative,omitempty"`
+	DraftModel  ids.ModelID `json:"draft_model,omitempty"`
 }
 
 // InstanceDeleted removes an instance and its runners. The master first

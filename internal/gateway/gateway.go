@@ -341,7 +341,8 @@ func (g *Gateway) Place(ctx context.Context, req admin.PlaceRequest) (admin.Plac
 	}
 	id := ids.CommandID(g.cfg.NewID())
 	_, err := g.cfg.Master.Execute(ctx, event.PlaceInstance{ID: id, Model: req.ModelID, MinNodes: uint32(req.MinNodes),
-		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens)})
+		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens), CacheType: req.CacheType,
+		Speculative: req.Speculative, DraftModel: ids.ModelID(req.DraftModel)})
 	if err != nil {
 		return admin.PlaceResult{}, err
 	}
@@ -369,7 +370,23 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"model_id": model, "previews": pv}, nil
+	// The same widths with each KV cache type a placement's cache_type may
+	// name: a quantized cache holds 1.9× (q8_0) or 3.6× (q4_0) the context.
+	// A head_dim that is no whole number of their blocks cannot use them.
+	byType := map[string][]placement.Preview{}
+	for _, t := range []string{placement.KVCacheF16, placement.KVCacheQ8_0, placement.KVCacheQ4_0, placement.KVCacheF32} {
+		if (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && card.HeadDim%32 != 0 {
+			continue
+		}
+		if byType[t], err = placement.Previews(master.PlacementModel(card.WithCacheType(t)), nodes); err != nil {
+			return nil, err
+		}
+	}
+	cacheType := card.Runtime.KVCacheType
+	if cacheType == "" {
+		cacheType = placement.KVCacheF16
+	}
+	return map[string]any{"model_id": model, "cache_type": cacheType, "previews": pv, "previews_by_cache_type": byType}, nil
 }
 
 // DeleteInstance tears an instance down.

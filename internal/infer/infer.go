@@ -146,6 +146,14 @@ type Usage struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
+// Timings are a generation's engine counts beyond usage, on its done chunk.
+type Timings struct {
+	// DraftN counts the tokens speculative decoding drafted and verified;
+	// DraftAcceptedN those of them the model's own greedy choice matched.
+	DraftN         int `json:"draft_n"`
+	DraftAcceptedN int `json:"draft_accepted_n"`
+}
+
 // Chunk is one piece of a streamed answer.
 type Chunk struct {
 	Kind         ChunkKind      `json:"kind"`
@@ -159,7 +167,10 @@ type Chunk struct {
 	// end-of-turn token (or anything else) ended it.
 	StopSequence string `json:"stop_sequence,omitempty"`
 	Usage        *Usage `json:"usage,omitempty"`
-	Error        *Error `json:"error,omitempty"`
+	// Timings, on a done chunk, are the generation's speculative decoding
+	// counts when it drafted.
+	Timings *Timings `json:"timings,omitempty"`
+	Error   *Error   `json:"error,omitempty"`
 	// Embeddings are the vectors of an embedding task, on its done chunk
 	// (whose Usage counts the inputs' tokens).
 	Embeddings [][]float32 `json:"embeddings,omitempty"`

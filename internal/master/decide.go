@@ -33,12 +33,14 @@ func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) 
 	case event.PlaceInstance:
 		return decidePlace(s, c, in)
 	case event.CreateInstance:
-		if _, ok := in.card(c.Model); !ok {
+		card, ok := in.card(c.Model)
+		if !ok {
 			return nil, unknownModel(c.Model)
 		}
 		return []event.Event{event.InstanceCreated{
 			Instance: c.ID.Instance(), Model: c.Model, Backend: c.Backend, Placement: c.Placement,
 			Layers: c.Layers, ContextTokens: c.ContextTokens, ExcludedNodes: c.ExcludedNodes, CreatedAtUnixMs: in.nowMs,
+			CacheType: card.Runtime.KVCacheType,
 		}}, nil
 	case event.DeleteInstance:
 		if _, ok := s.Instances[c.Instance]; !ok {
@@ -147,11 +149,28 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 	if err := placement.AdmitModel(card.ID, instancesOf(s, c.Model), in.maxPerModel); err != nil {
 		return nil, err
 	}
+	card = card.WithCacheType(c.CacheType)
+	if d := c.DraftModel; d != "" {
+		draft, ok := in.card(d)
+		switch {
+		case !ok:
+			return nil, infer.ParamErrorf("draft_model", "draft model %s is not in the catalog (GET /models lists it)", d)
+		case d == c.Model:
+			return nil, infer.ParamErrorf("draft_model", "a model cannot draft for itself")
+		case draft.VocabSize != 0 && card.VocabSize != 0 && draft.VocabSize != card.VocabSize:
+			return nil, infer.ParamErrorf("draft_model", "draft model %s has %d tokens and %s %d: a draft needs the same vocabulary", d, draft.VocabSize, c.Model, card.VocabSize)
+		}
+	}
+	if t := card.Runtime.KVCacheType; (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && card.HeadDim%32 != 0 {
+		return nil, infer.ParamErrorf("cache_type", "model %s has head_dim %d, not a whole number of the %s cache's 32-element blocks; use f16 or f32", card.ID, card.HeadDim, t)
+	}
 	p, err := placement.Plan(PlacementModel(card), admitted(s, in, ""), req)
 	if err != nil {
 		return nil, err
 	}
-	return []event.Event{instanceCreated(c.ID.Instance(), c.Model, p, c.ExcludedNodes, 0, in.nowMs)}, nil
+	ev := instanceCreated(c.ID.Instance(), c.Model, p, c.ExcludedNodes, 0, in.nowMs)
+	ev.CacheType, ev.Speculative, ev.DraftModel = card.Runtime.KVCacheType, c.Speculative, c.DraftModel
+	return []event.Event{ev}, nil
 }
 
 func instanceCreated(id ids.InstanceID, model ids.ModelID, p placement.Placement, excluded []ids.NodeID, hops uint8, nowMs int64) event.InstanceCreated {
@@ -191,6 +210,7 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 	evs := finishTasks(s, c.Instance, in.master, "placement refused by "+string(c.Node))
 	// The instance's own ranks are not charged: the re-placement replaces
 	// them in the same batch.
+	card = card.WithCacheType(inst.CacheType)
 	p, err := placement.Widen(PlacementModel(card), admitted(s, in, c.Instance), prev, string(c.Node), int(inst.RefusalHops))
 	if err != nil {
 		var limit *placement.RefusalLimitError
@@ -202,7 +222,9 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 	excluded := append(append([]ids.NodeID(nil), inst.ExcludedNodes...), c.Node)
 	evs = append(evs, event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteRefused})
 	// The re-placement keeps the instance id: clients and operators follow it.
-	return append(evs, instanceCreated(c.Instance, inst.Model, p, excluded, inst.RefusalHops+1, in.nowMs)), nil
+	ev := instanceCreated(c.Instance, inst.Model, p, excluded, inst.RefusalHops+1, in.nowMs)
+	ev.CacheType, ev.Speculative, ev.DraftModel = inst.CacheType, inst.Speculative, inst.DraftModel
+	return append(evs, ev), nil
 }
 
 func truncate(s string) string {
@@ -253,7 +275,7 @@ func Charged(s state.State, nodes []placement.Node, card func(ids.ModelID) (cata
 			bytes := placement.RunnerOverheadBytes
 			if known {
 				r := placement.Rank{Start: int(sh.LayerStart), End: int(sh.LayerEnd), HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead}
-				if b, err := placement.Charge(PlacementModel(c), r, int(inst.ContextTokens)); err == nil {
+				if b, err := placement.Charge(PlacementModel(c.WithCacheType(inst.CacheType)), r, int(inst.ContextTokens)); err == nil {
 					bytes = b
 				}
 			}

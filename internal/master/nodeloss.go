@@ -91,10 +91,13 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 	}
 	lc.Logger.Warn("node is gone; tearing down what ran on it", "lost", n)
 	type replace struct {
-		model    ids.ModelID
-		excluded []ids.NodeID
-		context  uint32
-		ranks    int
+		model     ids.ModelID
+		excluded  []ids.NodeID
+		context   uint32
+		ranks     int
+		cacheType string
+		spec      string
+		draft     ids.ModelID
 	}
 	var again []replace
 	insts := st.InstancesOnNode(n)
@@ -124,7 +127,7 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 		// instance that failed on its own stays failed.
 		if inst.Status != state.InstanceFailed || len(inst.Placement) > 1 {
 			again = append(again, replace{model: inst.Model, excluded: inst.ExcludedNodes, context: inst.ContextTokens,
-				ranks: len(inst.Placement)})
+				ranks: len(inst.Placement), cacheType: inst.CacheType, spec: inst.Speculative, draft: inst.DraftModel})
 		}
 	}
 	report(event.NodeLeft{Node: n, Reason: event.LeaveTimedOut})
@@ -133,10 +136,11 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 		// As wide as before when the survivors allow (a forced split stays
 		// split), else as the planner sees fit.
 		_, err := m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context,
-			MinNodes: uint32(r.ranks)})
+			MinNodes: uint32(r.ranks), CacheType: r.cacheType, Speculative: r.spec, DraftModel: r.draft})
 		if err != nil && r.ranks > 1 {
 			id = ids.CommandID(lc.NewID())
-			_, err = m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context})
+			_, err = m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context, CacheType: r.cacheType,
+				Speculative: r.spec, DraftModel: r.draft})
 		}
 		if err != nil {
 			lc.Logger.Warn("could not re-place an instance of a lost node", "model", r.model, "err", err)

@@ -100,6 +100,20 @@ func TestPreviewsAndCatalog(t *testing.T) {
 	if len(pv.Previews) == 0 || pv.Previews[0].Width != 1 || pv.Previews[0].ContextCeiling != 2048 || pv.Previews[0].MemoryBytes <= 0 {
 		t.Errorf("previews %s", b)
 	}
+	// Per cache type: stories260K's head_dim 8 holds no q8_0/q4_0 block,
+	// so only fp16 and f32 are listed, f32 costing more memory.
+	var byType struct {
+		CacheType string `json:"cache_type"`
+		ByType    map[string][]struct {
+			MemoryBytes     int64 `json:"memory_bytes"`
+			KVBytesPerToken int64 `json:"kv_bytes_per_token"`
+		} `json:"previews_by_cache_type"`
+	}
+	json.Unmarshal(b, &byType)
+	if f16, f32 := byType.ByType["f16"], byType.ByType["f32"]; byType.CacheType != "f16" || len(f16) == 0 || len(f32) == 0 ||
+		f32[0].KVBytesPerToken != 2*f16[0].KVBytesPerToken || byType.ByType["q8_0"] != nil {
+		t.Errorf("previews by cache type %s", b)
+	}
 	if code, b := n.do("GET", "/instance/previews?model_id=nope", nil); code != 404 {
 		t.Errorf("previews of an unknown model: %d %s", code, b)
 	}

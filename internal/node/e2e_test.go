@@ -223,6 +223,11 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("%s: %d %s", c.name, code, truncate(b))
 		}
 	}
+	for _, ct := range []string{"q5_1", "q8_0"} { // q8_0: stories260K's head_dim 8 holds no block
+		if code, b := n.do("POST", "/place_instance", map[string]any{"model_id": "stories260k", "cache_type": ct}); code != 400 || !strings.Contains(string(b), "cache_type") {
+			t.Errorf("cache_type %s: %d %s, want a 400 naming cache_type", ct, code, b)
+		}
+	}
 	if code, b := n.do("POST", "/place_instance", map[string]any{"model_id": "stories260k", "context_tokens": 1 << 22}); code != 400 {
 		t.Errorf("oversized context placement: %d %s", code, b)
 	}

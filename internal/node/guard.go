@@ -19,7 +19,7 @@ func guard(cat func() *catalog.Catalog, budget int64) func(inst state.Instance, 
 			return 0, 0, nil
 		}
 		sh := inst.Placement[rank]
-		pm := master.PlacementModel(card)
+		pm := master.PlacementModel(card.WithCacheType(inst.CacheType))
 		var weights int64
 		for l := sh.LayerStart; l < sh.LayerEnd; l++ {
 			weights += card.LayerBytes[l]

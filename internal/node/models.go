@@ -25,6 +25,7 @@ import (
 	"github.com/skulk/skulk/internal/hub"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/modeladmin"
+	"github.com/skulk/skulk/internal/runner"
 	"github.com/skulk/skulk/internal/worker"
 )
 
@@ -228,18 +229,41 @@ func (m *models) close() {
 // resolve is the worker's Resolve: the model's verified local weights,
 // downloaded first when needed.
 func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading func()) (worker.Model, error) {
-	card, ok := m.card(model)
-	if !ok {
-		return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog (add it on this node: skulk models add)", model)
-	}
-	in, err := m.ensure(ctx, card, downloading)
+	card, path, err := m.weights(ctx, model, downloading)
 	if err != nil {
 		return worker.Model{}, err
 	}
-	if len(in.Paths) == 0 {
-		return worker.Model{}, fmt.Errorf("model %s: the installation in %s lists no files", model, in.Dir)
+	wm := worker.Model{Path: path, ChatTemplate: card.ChatTemplate}
+	rt := card.Runtime
+	switch {
+	case rt.DraftModel != "":
+		// The draft's weights are made local like the model's; the runner
+		// checks at load that it shares the model's vocabulary.
+		_, draft, err := m.weights(ctx, ids.ModelID(rt.DraftModel), downloading)
+		if err != nil {
+			return worker.Model{}, fmt.Errorf("model %s: draft model: %w", model, err)
+		}
+		wm.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeDraft, DraftModelPath: draft, DraftMax: rt.DraftMax}
+	case rt.Speculative == catalog.SpeculativeLookup:
+		wm.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeLookup, DraftMax: rt.DraftMax}
 	}
-	return worker.Model{Path: in.Paths[0], ChatTemplate: card.ChatTemplate}, nil
+	return wm, nil
+}
+
+// weights makes a model's weights local and returns its card and file.
+func (m *models) weights(ctx context.Context, model ids.ModelID, downloading func()) (catalog.Card, string, error) {
+	card, ok := m.card(model)
+	if !ok {
+		return catalog.Card{}, "", fmt.Errorf("model %s is not in this node's catalog (add it on this node: skulk models add)", model)
+	}
+	in, err := m.ensure(ctx, card, downloading)
+	if err != nil {
+		return catalog.Card{}, "", err
+	}
+	if len(in.Paths) == 0 {
+		return catalog.Card{}, "", fmt.Errorf("model %s: the installation in %s lists no files", model, in.Dir)
+	}
+	return card, in.Paths[0], nil
 }
 
 // Start begins the download of card in the background (modeladmin.Downloads).

@@ -31,16 +31,37 @@ func (e Estimate) Fits() bool { return e.Total < e.Available }
 // KVBytesPerTokenLayer is the KV cache one runner allocates for one token of
 // window in one layer: K and V, each n_kv_heads × head_dim elements of the
 // cache's type (cacheType "" or KVCacheF16: 2 bytes, the runner's default;
-// KVCacheF32: 4). Non-positive geometry gives 0 (no KV to size).
+// KVCacheF32: 4; KVCacheQ8_0 and KVCacheQ4_0: 34 and 18 bytes per block of
+// 32 elements of a head, a partial block counted whole). Non-positive
+// geometry gives 0 (no KV to size).
 func KVBytesPerTokenLayer(kvHeads, headDim int, cacheType string) int64 {
 	if kvHeads <= 0 || headDim <= 0 {
 		return 0
 	}
-	elem := int64(2)
-	if cacheType == KVCacheF32 {
-		elem = 4
+	var head int64 // bytes of one head's K (or V) for one token
+	switch cacheType {
+	case KVCacheF32:
+		head = mulSat(4, int64(headDim))
+	case KVCacheQ8_0, KVCacheQ4_0:
+		block := int64(34)
+		if cacheType == KVCacheQ4_0 {
+			block = 18
+		}
+		head = mulSat(block, (int64(headDim)+31)/32)
+	default:
+		head = mulSat(2, int64(headDim))
 	}
-	return mulSat(mulSat(2*elem, int64(kvHeads)), int64(headDim))
+	return mulSat(mulSat(2, int64(kvHeads)), head)
+}
+
+// KnownKVCacheType reports whether t names a KV cache type ("" is the
+// default).
+func KnownKVCacheType(t string) bool {
+	switch t {
+	case "", KVCacheF16, KVCacheF32, KVCacheQ8_0, KVCacheQ4_0:
+		return true
+	}
+	return false
 }
 
 // Need is the memory one runner needs, in parts: the one estimate behind

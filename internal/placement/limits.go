@@ -22,12 +22,17 @@ const (
 	// --max-instances) whatever their charge.
 	RunnerOverheadBytes int64 = 32 << 20
 
-	// KVCacheF16 and KVCacheF32 are the KV cache element types (a card's
-	// runtime.kv_cache_type). The runner's cache is fp16 unless the card
-	// asks for f32 (engine/model Cache), so KVBytesPerTokenLayer charges
-	// 2 bytes an element by default.
-	KVCacheF16 = "f16"
-	KVCacheF32 = "f32"
+	// KVCacheF16, KVCacheF32, KVCacheQ8_0 and KVCacheQ4_0 are the KV cache
+	// element types (a card's runtime.kv_cache_type, a placement's
+	// cache_type; llama.cpp's -ctk/-ctv). The runner's cache is fp16 unless
+	// one asks for another (engine/model Cache), so KVBytesPerTokenLayer
+	// charges 2 bytes an element by default; q8_0 stores 32 elements in 34
+	// bytes and q4_0 in 18, so the same memory holds 1.9× and 3.6× the
+	// context.
+	KVCacheF16  = "f16"
+	KVCacheF32  = "f32"
+	KVCacheQ8_0 = "q8_0"
+	KVCacheQ4_0 = "q4_0"
 
 	// DefaultContext is the served window when a request names none; engines
 	// that reserve their whole window at load would otherwise commit the

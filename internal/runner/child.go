@@ -401,6 +401,7 @@ type loaded struct {
 	context int       // tokens per task, prompt included
 	chat    chatSetup
 	vocab   lazyVocab // the grammar vocabulary, built on the first constrained task
+	spec    speculative
 }
 
 func (l *loaded) close() {
@@ -414,6 +415,7 @@ func (l *loaded) close() {
 		return
 	}
 	l.steps.close()
+	l.spec.close()
 	l.m.Close()
 }
 

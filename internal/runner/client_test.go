@@ -347,6 +347,12 @@ func TestLoadFailures(t *testing.T) {
 		{name: "no_path", spec: LoadSpec{}, reason: "model_path is required"},
 		{name: "shard", spec: LoadSpec{ModelPath: modelPath(t), Start: 0, End: 2, First: true}, reason: "pipeline shards"},
 		{name: "bad_template", spec: LoadSpec{ModelPath: modelPath(t), ChatTemplateOverride: "{% if %}"}, reason: "chat_template_override"},
+		{name: "unknown_cache_type", spec: LoadSpec{ModelPath: modelPath(t), CacheType: "q5_1"}, reason: "kv cache type"},
+		// stories260K's head_dim 8 is not a whole number of 32-element blocks.
+		{name: "cache_type_head_dim", spec: LoadSpec{ModelPath: modelPath(t), CacheType: "q8_0"}, reason: "head_dim"},
+		{name: "speculative_mode", spec: LoadSpec{ModelPath: modelPath(t), Speculative: &SpeculativeSpec{Mode: "eagle"}}, reason: "speculative decoding"},
+		{name: "draft_vocabulary", spec: LoadSpec{ModelPath: modelPath(t), Speculative: &SpeculativeSpec{Mode: SpeculativeDraft,
+			DraftModelPath: filepath.Join(filepath.Dir(modelPath(t)), "llama-2-tiny-random.gguf")}}, reason: "vocabulary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,7 +60,7 @@ func openModel(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	if l, ok, err := openEncoder(spec, kernels, log, warming); ok {
 		return l, err
 	}
-	opt := engine.Options{Threads: spec.Threads, Kernels: kernels}
+	opt := engine.Options{Threads: spec.Threads, Kernels: kernels, CacheType: spec.CacheType}
 	if !whole {
 		opt.Range = &model.Range{Start: spec.Start, End: spec.End, First: true, Last: true}
 	}
@@ -86,6 +86,10 @@ func openModel(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	}
 	warming()
 	if err := warmUp(m); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if l.spec, err = openSpeculative(m, spec, kernels); err != nil {
 		m.Close()
 		return nil, err
 	}

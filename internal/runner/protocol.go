@@ -53,6 +53,23 @@ type LoadSpec struct {
 	// layers: it loads blocks [Start, End) and joins its neighbours through
 	// the node's edge socket.
 	Pipeline *PipelineSpec `json:"pipeline,omitempty"`
+	// CacheType is the K/V cache element type: "" or "f16", "f32", "q8_0",
+	// "q4_0" (llama.cpp's -ctk/-ctv).
+	CacheType string `json:"cache_type,omitempty"`
+	// Speculative sets up speculative decoding of greedy requests; nil:
+	// none.
+	Speculative *SpeculativeSpec `json:"speculative,omitempty"`
+}
+
+// SpeculativeSpec configures speculative decoding (speculative.go).
+type SpeculativeSpec struct {
+	// Mode is SpeculativeLookup (prompt lookup, no draft model) or
+	// SpeculativeDraft (DraftModelPath drafts).
+	Mode           string `json:"mode"`
+	DraftModelPath string `json:"draft_model_path,omitempty"`
+	// DraftMax caps the tokens drafted per verification pass; 0 =
+	// engine.DefaultDraftMax.
+	DraftMax int `json:"draft_max,omitempty"`
 }
 
 // PipelineSpec wires a runner into a pipeline of Ranks stages.

@@ -49,7 +49,7 @@ func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	case spec.Threads < 0 || spec.ContextTokens < 0:
 		return nil, fmt.Errorf("runner: load: threads (%d) and context_tokens (%d) must not be negative", spec.Threads, spec.ContextTokens)
 	}
-	m, err := engine.Open(spec.ModelPath, engine.Options{Threads: spec.Threads, Kernels: kernels,
+	m, err := engine.Open(spec.ModelPath, engine.Options{Threads: spec.Threads, Kernels: kernels, CacheType: spec.CacheType,
 		Range: &model.Range{Start: spec.Start, End: spec.End, First: spec.First, Last: spec.Last}})
 	if err != nil {
 		return nil, fmt.Errorf("runner: load: %w", err)

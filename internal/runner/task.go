@@ -34,7 +34,7 @@ func (t *task) run(ctx context.Context, l *loaded, log *slog.Logger, out chan<- 
 	usage, finish := end.usage, end.finish
 	switch {
 	case err == nil:
-		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, StopSequence: end.stop, Usage: &usage})
+		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, StopSequence: end.stop, Usage: &usage, Timings: end.timings})
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishCancelled, Usage: &usage})
 		finish = infer.FinishCancelled
@@ -114,9 +114,10 @@ func samplingParams(s infer.Sampling, randomSeed func() uint64) sample.Params {
 // ending is how a generation ended: its usage, finish reason and the stop
 // sequence that ended it, if one did.
 type ending struct {
-	usage  infer.Usage
-	finish string
-	stop   string
+	usage   infer.Usage
+	finish  string
+	stop    string
+	timings *infer.Timings // speculative decoding's counts, when it drafted
 }
 
 // generate runs one request to its end and says how it ended (the usage
@@ -172,8 +173,14 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	if con != nil {
 		params.Constraint = con.con
 	}
+	if params.Draft, params.DraftMax, err = l.spec.drafter(m, l.context); err != nil {
+		return end, err
+	}
 	stats, err := m.Generate(ctx, p.prompt, params, st.token)
 	end.usage.CompletionTokens = stats.GeneratedTokens
+	if stats.DraftTokens > 0 {
+		end.timings = &infer.Timings{DraftN: stats.DraftTokens, DraftAcceptedN: stats.DraftAccepted}
+	}
 	if err != nil {
 		return end, err
 	}

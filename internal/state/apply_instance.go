@@ -34,6 +34,9 @@ func instanceCreated(s State, e event.InstanceCreated, at ids.Index) (State, err
 		CreatedIndex:    at,
 		Status:          InstancePending,
 		Runners:         runners,
+		CacheType:       e.CacheType,
+		Speculative:     e.Speculative,
+		DraftModel:      e.DraftModel,
 	})
 	return s, nil
 }

@@ -77,7 +77,10 @@ type Instance struct {
 	CreatedAtUnixMs int64          `json:"created_at_unix_ms"`
 	CreatedIndex    ids.Index      `json:"created_index"`
 	Status          InstanceStatus `json:"status"`
-	Runners         []Runner       `json:"runners"` // index = rank, same length as Placement
+	Runners         []Runner       `json:"runners"`               // index = rank, same length as Placement
+	CacheType       string         `json:"cache_type,omitempty"`  // the KV cache element type ("": f16)
+	Speculative     string         `json:"speculative,omitempty"` // the placement's speculative mode ("": the card's)
+	DraftModel      ids.ModelID    `json:"draft_model,omitempty"` // the placement's draft model ("": the card's)
 }
 
 // Runner is the latest reported runner for one (instance, rank). ID is

@@ -67,9 +67,25 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 		defer cancel()
 		r.Close(cctx)
 	}()
+	switch {
+	case inst.DraftModel != "":
+		// The placement's draft model, made local like the model.
+		d, err := w.cfg.Resolve(ctx, inst.DraftModel, func() { rec.add(id, PhaseDownload, string(inst.DraftModel)) })
+		if err != nil {
+			reason := fmt.Sprintf("weights of the draft model %s are not available: %v", inst.DraftModel, err)
+			failed(PhaseError, reason)
+			status(event.RunnerFailed, reason)
+			exited(true, err.Error())
+			return
+		}
+		model.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeDraft, DraftModelPath: d.Path}
+	case inst.Speculative == runner.SpeculativeLookup:
+		model.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeLookup}
+	}
 	sh := inst.Placement[k.rank]
 	spec := runner.LoadSpec{ModelPath: model.Path, ChatTemplateOverride: model.ChatTemplate, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
-		Last: sh.HoldsHead, Threads: w.cfg.Threads, ContextTokens: int(inst.ContextTokens), Instance: string(k.inst), Rank: k.rank}
+		Last: sh.HoldsHead, Threads: w.cfg.Threads, ContextTokens: int(inst.ContextTokens), Instance: string(k.inst), Rank: k.rank,
+		CacheType: inst.CacheType, Speculative: model.Speculative}
 	rec.add(id, PhaseLoad, fmt.Sprintf("%s layers %d-%d", inst.Model, sh.LayerStart, sh.LayerEnd))
 	if n := len(inst.Placement); n > 1 && w.cfg.Edges != nil {
 		spec.Pipeline = &runner.PipelineSpec{Ranks: n, Socket: w.cfg.Edges(k.inst, inst.Placement),

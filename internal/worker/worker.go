@@ -85,6 +85,9 @@ type Config struct {
 type Model struct {
 	Path         string // the GGUF file
 	ChatTemplate string // overrides the GGUF's template when set
+	// Speculative is the card's speculative decoding (nil: none), its
+	// draft model resolved to a local file.
+	Speculative *runner.SpeculativeSpec
 }
 
 // Worker reconciles runners against the State.

@@ -23,6 +23,7 @@ type arena struct {
 	qh                                []byte    // per worker: attnQueries fp16 queries of one head
 	vrow                              []byte    // one head's value row in the cache's element type
 	vcol                              []float32 // one value element of every row of a ubatch
+	vdeq                              []float32 // per worker: one dequantized value row of a quantized cache
 	pos                               []int     // each row's position in its sequence
 	rope                              ropeTable
 
@@ -61,6 +62,7 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.spans = grow(a.spans, s.pool.n*attnQueries)
 	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
 	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
+	a.vdeq = grow(a.vdeq, s.pool.n*cfg.HeadDim)
 	a.pos = grow(a.pos, m)
 	a.vcol = grow(a.vcol, m)
 	a.rope.half = cfg.RopeDim / 2

@@ -131,18 +131,21 @@ func BenchmarkDecode(b *testing.B) {
 // BenchmarkDecodeLongContext measures single-token steps at positions
 // 2000..2047 (the earlier positions' keys and values are zeros, which cost
 // the attention as much as any others), where attention is a large part of
-// a step, with the default fp16 cache and an F32 one side by side.
+// a step, with the default fp16 cache, an F32 one and the quantized ones
+// side by side (these on the 1b shape: tiny's head_dim 48 is no whole
+// number of their blocks).
 func BenchmarkDecodeLongContext(b *testing.B) {
-	for _, bc := range benchCases()[:2] {
-		for _, kv := range []struct {
-			name string
-			f32  bool
-		}{{"kv=f16", false}, {"kv=f32", true}} {
-			b.Run(bc.name+"/"+kv.name, func(b *testing.B) {
+	for _, bc := range benchCases()[:3] {
+		for _, kv := range []string{"f16", "f32", "q8_0", "q4_0"} {
+			if (kv == "q8_0" || kv == "q4_0") && bc.shape.Name == "tiny" || kv == "f32" && bc.shape.Name != "tiny" {
+				continue
+			}
+			b.Run(bc.name+"/kv="+kv, func(b *testing.B) {
 				path := benchModel(b, bc.shape, bc.typ)
-				s, _ := openShard(b, path, whole, Options{Threads: *benchThreads, F32Cache: kv.f32})
+				s, _ := openShard(b, path, whole, Options{Threads: *benchThreads, CacheType: kv})
 				const ctx, start = 2048, 2000
 				c := s.NewCache(ctx)
+				c.grow(ctx) // positions below start are held without being written
 				c.len = start
 				tok := []int32{1}
 				b.ReportAllocs()

@@ -15,10 +15,14 @@ type Cache struct {
 	// reads both as contiguous rows. Elements are of type typ: fp16 by
 	// default, as llama.cpp's cache (half the memory of float32 per
 	// position, and half the bytes a long-context decode step reads), or
-	// float32 (Options.F32Cache).
+	// float32 (Options.F32Cache). A block-quantized cache (Q8_0, Q4_0:
+	// Options.CacheType) keeps values as [cap × HeadDim] rows like the
+	// keys, since its blocks run along a head's elements, as llama.cpp's
+	// quantized V cache does.
 	k, vt [][]byte
 	typ   tensor.Type
-	esz   int // bytes an element
+	esz   int // bytes an element, for F16 and F32
+	rb    int // bytes of one head's row of HeadDim elements
 	len   int
 	cap   int // positions allocated; grows up to limit as the sequence does
 	limit int // the most positions the cache may hold
@@ -39,6 +43,8 @@ func (s *Shard) NewCache(capacity int) *Cache {
 	if c.typ == tensor.F32 {
 		c.esz = 4
 	}
+	rb, _ := tensor.RowBytes(c.typ, int64(c.hd)) // checked at load (Shard.kvType)
+	c.rb = int(rb)
 	c.k, c.vt = make([][]byte, len(s.layers)), make([][]byte, len(s.layers))
 	c.grow(min(capacity, initialPositions))
 	return c
@@ -67,9 +73,18 @@ func (c *Cache) fit(n int) error {
 // grow reallocates every block's keys and values for capacity positions,
 // keeping the positions held.
 func (c *Cache) grow(capacity int) {
-	es, hd := c.esz, c.hd
+	es, hd, rb, heads := c.esz, c.hd, c.rb, c.kvDim/c.hd
 	for i := range c.k {
-		k := make([]byte, es*capacity*c.kvDim)
+		k := make([]byte, rb*capacity*heads)
+		if c.quantized() {
+			v := make([]byte, rb*capacity*heads)
+			for g := 0; g < heads && c.len > 0; g++ {
+				copy(k[rb*g*capacity:], c.k[i][rb*g*c.cap:rb*(g*c.cap+c.len)])
+				copy(v[rb*g*capacity:], c.vt[i][rb*g*c.cap:rb*(g*c.cap+c.len)])
+			}
+			c.k[i], c.vt[i] = k, v
+			continue
+		}
 		// DotF32Tile reads the values in whole chunks: the last row's last
 		// chunk may reach past the capacity.
 		vt := make([]byte, es*(capacity*c.kvDim+tensor.DotF32TileChunk))
@@ -85,6 +100,9 @@ func (c *Cache) grow(capacity int) {
 	}
 	c.cap = capacity
 }
+
+// quantized reports a block-quantized cache, whose values are kept as rows.
+func (c *Cache) quantized() bool { return c.typ.BlockElems() > 1 }
 
 // Len is the number of positions held.
 func (c *Cache) Len() int { return c.len }
@@ -111,14 +129,20 @@ func (c *Cache) Truncate(n int) error {
 // so both give the same bytes.
 func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []float32) {
 	kc, vt := c.k[i], c.vt[i]
-	es, headDim := c.esz, c.hd
+	es, headDim, rb := c.esz, c.hd, c.rb
 	heads := c.kvDim / headDim
 	for t := 0; t < n; t++ {
 		for g := 0; g < heads; g++ {
 			src := keys[t*c.kvDim+g*headDim : t*c.kvDim+(g+1)*headDim]
-			off := es * (g*c.cap + pos0 + t) * headDim
-			c.convert(k, src, kc[off:off+es*headDim])
+			off := rb * (g*c.cap + pos0 + t)
+			c.convert(k, src, kc[off:off+rb])
+			if c.quantized() {
+				c.convert(k, vals[t*c.kvDim+g*headDim:t*c.kvDim+(g+1)*headDim], vt[off:off+rb])
+			}
 		}
+	}
+	if c.quantized() {
+		return
 	}
 	if n >= storeColumns {
 		col := a.vcol[:n]
@@ -150,13 +174,14 @@ func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []f
 // column at a time.
 const storeColumns = 8
 
-// convert writes x into dst in the cache's element type.
+// convert writes x into dst in the cache's element type, rounded as
+// llama.cpp's CPU backend stores rows into its cache.
 func (c *Cache) convert(k tensor.Kernels, x []float32, dst []byte) {
 	if c.typ == tensor.F32 {
 		copy(dst, tensor.F32Bytes(x))
 		return
 	}
-	if err := k.QuantizeAct(tensor.F16, x, dst); err != nil {
+	if err := k.QuantizeStore(c.typ, x, dst); err != nil {
 		panic(err) // sizes are fixed at load time; an error here is a bug
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"math"
 	"testing"
-
-	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
 // TestCacheGrows: a cache allocates for the positions it holds, not for its
@@ -15,9 +13,12 @@ import (
 // allocated whole from the start. Past the limit is *ErrCacheFull with the
 // cache unchanged.
 func TestCacheGrows(t *testing.T) {
-	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0} {
-		t.Run(typ.String(), func(t *testing.T) {
-			s, _ := openShard(t, smallModel(t, typ), whole, Options{Threads: 2})
+	for _, tc := range modelCaches() {
+		if tc.name == "Q4_K" {
+			continue // the weight type changes nothing here
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openShard(t, tc.model(t), whole, Options{Threads: 2, CacheType: tc.cache})
 			const limit = 1100
 			growing, whole := s.NewCache(limit), s.NewCache(limit)
 			whole.grow(limit)

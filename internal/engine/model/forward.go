@@ -182,6 +182,13 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 			a.rope.rope(kh, t, cfg.RopeNeoX)
 		}
 	}
+	if s.rotK > 0 {
+		rotate(q, s.rotK)
+		rotate(k, s.rotK)
+	}
+	if s.rotV > 0 {
+		rotate(v, s.rotV)
+	}
 	for _, sg := range segs {
 		lo, hi := sg.row, sg.row+sg.n
 		sg.c.store(s.k, a, i, sg.c.len, sg.n, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd])
@@ -198,6 +205,9 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 		}
 	}
 	att, o := a.att[:n*qd], a.o[:n*d]
+	if s.rotV > 0 {
+		rotate(att, s.rotV)
+	}
 	s.matmul(a, att, n, mmPart{ly.o, o})
 	for j := range x {
 		x[j] += o[j]
@@ -273,14 +283,20 @@ const attnQueries = 6
 // only on its own weights, so nothing depends on how positions were
 // grouped.
 type attnJob struct {
-	k            tensor.Kernels
-	kc, vt       []byte      // the block's cache
-	typ          tensor.Type // its element type (F16 or F32)
-	esz          int         // bytes an element
-	q, out       []float32   // n × QDim
-	scores       []float32   // per worker, attnQueries rows of ss
-	spans        []int       // per worker, attnQueries spans
-	qh           []byte      // per worker, attnQueries queries of one head in fp16
+	k      tensor.Kernels
+	kc, vt []byte      // the block's cache
+	typ    tensor.Type // its element type (F16, F32, Q8_0 or Q4_0)
+	esz    int         // bytes an element (F16, F32)
+	rb     int         // bytes of one head's row of keys (and values, when quantized)
+	vdeq   []float32   // per worker, one dequantized value row (quantized caches)
+	// byGroup: one item per KV head, for all the query heads of its group
+	// (a decode step over a quantized cache, whose value rows are then
+	// dequantized once for the group instead of once per query head).
+	byGroup      bool
+	q, out       []float32 // n × QDim
+	scores       []float32 // per worker, attnQueries rows of ss
+	spans        []int     // per worker, attnQueries spans
+	qh           []byte    // per worker, attnQueries queries of one head in fp16 (or Q8_0)
 	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
@@ -291,10 +307,18 @@ type attnJob struct {
 func (j *attnJob) do(w, lo, hi int) {
 	hd, cp, es, ss := j.hd, j.cap, j.esz, j.ss
 	for it := lo; it < hi; it++ {
+		if j.byGroup {
+			j.decodeGroup(w, it)
+			continue
+		}
 		tb, h := it/j.nHead, it%j.nHead
 		g := h / j.group
 		t0 := tb * attnQueries
 		t1 := min(t0+attnQueries, j.n)
+		if j.typ.BlockElems() > 1 {
+			j.quantized(w, h, g, t0, t1)
+			continue
+		}
 		// The last position's keys cover the earlier ones'; the scores
 		// of the later keys for earlier positions are not used.
 		last := j.pos0 + t1
@@ -327,18 +351,123 @@ func (j *attnJob) do(w, lo, hi int) {
 	}
 }
 
+// quantized is one item of attention over a block-quantized cache, as
+// llama.cpp's CPU flash attention computes it over its quantized cache:
+// the queries are rounded to Q8_0 (the keys' vec-dot type) for integer dot
+// products with the keys, and each value row is dequantized and added in
+// float32 with its softmax weight.
+func (j *attnJob) quantized(w, h, g, t0, t1 int) {
+	hd, cp, rb, ss := j.hd, j.cap, j.rb, j.ss
+	last := j.pos0 + t1
+	sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
+	n, _ := tensor.RowBytes(tensor.VecDotType(j.typ), int64(hd)) // Q8_0: fewer bytes than fp16
+	qrb := int(n)
+	qh := j.qh[w*attnQueries*2*hd : w*attnQueries*2*hd+(t1-t0)*qrb]
+	for t := t0; t < t1; t++ {
+		q := j.q[t*j.qd+h*hd : t*j.qd+(h+1)*hd]
+		if err := j.k.QuantizeAct(j.typ, q, qh[(t-t0)*qrb:(t-t0+1)*qrb]); err != nil {
+			panic(err) // sizes are fixed at load time; an error here is a bug
+		}
+	}
+	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, t1-t0, hd, sc, ss)
+	for t := t0; t < t1; t++ {
+		softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], j.scale)
+		clear(j.out[t*j.qd+h*hd : t*j.qd+(h+1)*hd])
+	}
+	vrow := j.vdeq[w*hd : (w+1)*hd]
+	for p := 0; p < last; p++ {
+		dequantCacheRow(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow)
+		// Position p is seen by the queries at positions ≥ p.
+		for t := max(t0, p-j.pos0); t < t1; t++ {
+			wt := sc[(t-t0)*ss+p]
+			out := j.out[t*j.qd+h*hd : t*j.qd+(h+1)*hd]
+			for e, v := range vrow {
+				out[e] += wt * v
+			}
+		}
+	}
+}
+
+// decodeGroup is one item of a decode step's attention over a quantized
+// cache: the query heads of KV head g, each computed as quantized computes
+// it (the same scores, softmax and sums in the same order), with each
+// value row dequantized once for all of them.
+func (j *attnJob) decodeGroup(w, g int) {
+	hd, cp, rb, ss := j.hd, j.cap, j.rb, j.ss
+	last := j.pos0 + 1
+	heads := j.group
+	sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
+	n, _ := tensor.RowBytes(tensor.VecDotType(j.typ), int64(hd))
+	qrb := int(n)
+	qh := j.qh[w*attnQueries*2*hd : w*attnQueries*2*hd+heads*qrb]
+	for i := range heads {
+		h := g*heads + i
+		if err := j.k.QuantizeAct(j.typ, j.q[h*hd:(h+1)*hd], qh[i*qrb:(i+1)*qrb]); err != nil {
+			panic(err) // sizes are fixed at load time; an error here is a bug
+		}
+	}
+	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, heads, hd, sc, ss)
+	out := j.out[g*heads*hd : (g+1)*heads*hd]
+	for i := range heads {
+		softmaxScaled(j.k, sc[i*ss:i*ss+last], j.scale)
+	}
+	clear(out)
+	vrow := j.vdeq[w*hd : (w+1)*hd]
+	for p := 0; p < last; p++ {
+		dequantCacheRow(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow)
+		for i := range heads {
+			wt, o := sc[i*ss+p], out[i*hd:(i+1)*hd]
+			for e, v := range vrow {
+				o[e] += wt * v
+			}
+		}
+	}
+}
+
+// dequantCacheRow expands a Q8_0 or Q4_0 row as tensor.Dequantize does
+// (q·d), without its checks: the sizes are the cache's.
+func dequantCacheRow(typ tensor.Type, row []byte, dst []float32) {
+	if typ == tensor.Q8_0 {
+		for b := 0; b < len(dst)/32; b++ {
+			blk := row[b*34 : b*34+34]
+			d := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+			y := dst[b*32 : b*32+32]
+			for i, q := range blk[2:34] {
+				y[i] = float32(int8(q)) * d
+			}
+		}
+		return
+	}
+	for b := 0; b < len(dst)/32; b++ {
+		blk := row[b*18 : b*18+18]
+		d := tensor.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+		y := dst[b*32 : b*32+32]
+		for i, q := range blk[2:18] {
+			y[i] = float32(int(q&0xf)-8) * d
+			y[i+16] = float32(int(q>>4)-8) * d
+		}
+	}
+}
+
 // attention computes the attention of block i for the n positions from
 // pos0 whose queries are q, after their keys and values were stored in c.
 func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n int) {
 	cfg := s.Config
 	j := &a.at
 	*j = attnJob{
-		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
+		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, rb: c.rb, vdeq: a.vdeq,
+		q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
 		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
 	}
 	span := pos0 + n
+	if n == 1 && c.quantized() && j.group <= attnQueries {
+		j.byGroup = true
+		s.pool.run(j, cfg.NHeadKV, 1, cfg.NHead*span*cfg.HeadDim*2)
+		*j = attnJob{}
+		return
+	}
 	s.pool.run(j, (n+attnQueries-1)/attnQueries*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)
 	*j = attnJob{}
 }

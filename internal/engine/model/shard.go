@@ -32,6 +32,10 @@ type Options struct {
 	// (llama.cpp's default, and ours): twice the memory, the setting of
 	// reference runs made with an F32 cache.
 	F32Cache bool
+	// CacheType is the key/value cache's element type by name, as
+	// llama.cpp's -ctk/-ctv: "" or "f16" (the default), "f32", "q8_0" or
+	// "q4_0". It overrides F32Cache when set.
+	CacheType string
 	// Kernels caps the kernel set (tensor.Capped); "" uses the best the
 	// CPU has.
 	Kernels string
@@ -59,7 +63,10 @@ type Shard struct {
 	ropeFreqs []float32
 	exactActs bool
 	kvType    tensor.Type // the cache's element type: F16, or F32 with Options.F32Cache
-	k         tensor.Kernels
+	// rotK and rotV are the Hadamard chunk sizes keys (with queries) and
+	// values are rotated by before a quantized cache stores them; 0: none.
+	rotK, rotV int
+	k          tensor.Kernels
 	// actRowBytes is the largest row of matmul activations in a vec-dot
 	// type, over every matrix.
 	actRowBytes int
@@ -95,6 +102,15 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if opt.F32Cache {
 		s.kvType = tensor.F32
 	}
+	if opt.CacheType != "" {
+		if s.kvType, err = ParseCacheType(opt.CacheType); err != nil {
+			return nil, err
+		}
+	}
+	if s.kvType.BlockElems() > 1 && cfg.HeadDim%s.kvType.BlockElems() != 0 {
+		return nil, &CacheTypeError{Name: opt.CacheType, Reason: fmt.Sprintf("head_dim %d is not a whole number of %d-element blocks", cfg.HeadDim, s.kvType.BlockElems())}
+	}
+	s.rotK, s.rotV = rotationSizes(cfg.HeadDim, s.kvType.BlockElems() > 1)
 	l := loader{f: f, k: k}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {

@@ -15,10 +15,9 @@ import (
 // lengths) together with Step, in changing company and order, and checks
 // every logit against the same sequence decoded alone with Forward.
 func TestStepBitIdentical(t *testing.T) {
-	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
-		t.Run(typ.String(), func(t *testing.T) {
-			path := smallModel(t, typ)
-			s, _ := openShard(t, path, whole, Options{Threads: 2})
+	for _, tc := range modelCaches() {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _ := openShard(t, tc.model(t), whole, Options{Threads: 2, CacheType: tc.cache})
 			rng := rand.New(rand.NewPCG(11, 12))
 			const seqs, steps = 4, 6
 			prompts := make([][]int32, seqs)
