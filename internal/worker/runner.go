@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -69,8 +70,10 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 	}()
 	switch {
 	case inst.DraftModel != "":
-		// The placement's draft model, made local like the model.
-		d, err := w.cfg.Resolve(ctx, inst.DraftModel, func() { rec.add(id, PhaseDownload, string(inst.DraftModel)) })
+		// The placement's draft model, made local like the model, whole:
+		// every block, the embedding and the head.
+		whole := event.Shard{LayerStart: 0, LayerEnd: math.MaxUint32, HoldsEmbedding: true, HoldsHead: true}
+		d, err := w.cfg.Resolve(ctx, inst.DraftModel, whole, func() { rec.add(id, PhaseDownload, string(inst.DraftModel)) })
 		if err != nil {
 			reason := fmt.Sprintf("weights of the draft model %s are not available: %v", inst.DraftModel, err)
 			failed(PhaseError, reason)
