@@ -1,0 +1,399 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "hsum_amd64.h"
+
+// AVX2 + FMA + F16C dot products of the 2–4-bit types (vecdot_lowbit.go).
+// Each block's integer sums are exact, as in the generic code; only the
+// order of the float accumulation differs. Sizes were checked by the caller
+// (CheckDot), and the activations come from QuantizeAct, whose quants lie in
+// [−127, 127], so VPMADDUBSW never saturates.
+
+DATA lbnib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA lbnib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA lbnib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA lbnib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL lbnib<>(SB), RODATA|NOPTR, $32
+
+DATA lbthree<>+0(SB)/8, $0x0303030303030303
+DATA lbthree<>+8(SB)/8, $0x0303030303030303
+DATA lbthree<>+16(SB)/8, $0x0303030303030303
+DATA lbthree<>+24(SB)/8, $0x0303030303030303
+GLOBL lbthree<>(SB), RODATA|NOPTR, $32
+
+DATA lbfour<>+0(SB)/8, $0x0404040404040404
+DATA lbfour<>+8(SB)/8, $0x0404040404040404
+DATA lbfour<>+16(SB)/8, $0x0404040404040404
+DATA lbfour<>+24(SB)/8, $0x0404040404040404
+GLOBL lbfour<>(SB), RODATA|NOPTR, $32
+
+DATA lbones16<>+0(SB)/8, $0x0001000100010001
+DATA lbones16<>+8(SB)/8, $0x0001000100010001
+DATA lbones16<>+16(SB)/8, $0x0001000100010001
+DATA lbones16<>+24(SB)/8, $0x0001000100010001
+GLOBL lbones16<>(SB), RODATA|NOPTR, $32
+
+DATA lb32w<>+0(SB)/8, $0x0020002000200020
+DATA lb32w<>+8(SB)/8, $0x0020002000200020
+DATA lb32w<>+16(SB)/8, $0x0020002000200020
+DATA lb32w<>+24(SB)/8, $0x0020002000200020
+GLOBL lb32w<>(SB), RODATA|NOPTR, $32
+
+// A broadcast pair of int16 (a, b) spread to a in the low 128-bit lane and
+// b in the high one: the scales of two consecutive 16-element sub-blocks.
+DATA lbpair<>+0(SB)/8, $0x0100010001000100
+DATA lbpair<>+8(SB)/8, $0x0100010001000100
+DATA lbpair<>+16(SB)/8, $0x0302030203020302
+DATA lbpair<>+24(SB)/8, $0x0302030203020302
+GLOBL lbpair<>(SB), RODATA|NOPTR, $32
+
+// The IQ4_NL levels and the doubled E2M1 values, in both 128-bit lanes for
+// VPSHUFB.
+DATA kvnl<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA kvnl<>+8(SB)/8, $0x7159453526190d01
+DATA kvnl<>+16(SB)/8, $0xf6eaddcfbfad9881
+DATA kvnl<>+24(SB)/8, $0x7159453526190d01
+GLOBL kvnl<>(SB), RODATA|NOPTR, $32
+
+DATA kvfp4<>+0(SB)/8, $0x0c08060403020100
+DATA kvfp4<>+8(SB)/8, $0xf4f8fafcfdfeff00
+DATA kvfp4<>+16(SB)/8, $0x0c08060403020100
+DATA kvfp4<>+24(SB)/8, $0xf4f8fafcfdfeff00
+GLOBL kvfp4<>(SB), RODATA|NOPTR, $32
+
+// NLSUM leaves in Y6 the eight int32 lane sums of Σ y·v over 32 elements:
+// 16 index bytes at qo(SI) (element j low nibble, j+16 high), the level
+// table in Y13, activations at yo(DI). The sign of each level moves onto
+// its activation so VPMADDUBSW multiplies |v| ≤ 127 by y.
+#define NLSUM(qo, yo) \
+	VMOVDQU     qo(SI), X4        \
+	VPSRLW      $4, X4, X5        \
+	VINSERTI128 $1, X5, Y4, Y4    \
+	VPAND       Y14, Y4, Y4       \
+	VPSHUFB     Y4, Y13, Y4       \
+	VMOVDQU     yo(DI), Y5        \
+	VPSIGNB     Y4, Y4, Y6        \
+	VPSIGNB     Y4, Y5, Y5        \
+	VPMADDUBSW  Y5, Y6, Y6        \
+	VPMADDWD    Y15, Y6, Y6
+
+// func vecDotIQ4_NLAVX2(row, act []byte, n int) float32
+TEXT ·vecDotIQ4_NLAVX2(SB), NOSPLIT, $0-60
+	MOVQ    row_base+0(FP), SI
+	MOVQ    act_base+24(FP), DI
+	MOVQ    n+48(FP), CX
+	SHRQ    $5, CX
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU lbones16<>(SB), Y15
+	VMOVDQU lbnib<>(SB), Y14
+	VMOVDQU kvnl<>(SB), Y13
+	TESTQ   CX, CX
+	JE      nldone
+
+nlloop:
+	MOVWLZX      (SI), AX
+	MOVWLZX      (DI), BX
+	VMOVD        AX, X2
+	VPINSRW      $1, BX, X2, X2
+	VCVTPH2PS    X2, X2
+	VMOVSHDUP    X2, X3
+	VMULSS       X3, X2, X2
+	VBROADCASTSS X2, Y2
+	NLSUM(2, 2)
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  Y2, Y6, Y0
+	ADDQ         $18, SI
+	ADDQ         $34, DI
+	DECQ         CX
+	JNZ          nlloop
+
+nldone:
+	HSUM8(Y0, X0, X1)
+	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// func vecDotMXFP4AVX2(row, act []byte, n int) float32
+TEXT ·vecDotMXFP4AVX2(SB), NOSPLIT, $0-60
+	MOVQ    row_base+0(FP), SI
+	MOVQ    act_base+24(FP), DI
+	MOVQ    n+48(FP), R11
+	SHRQ    $5, R11
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU lbones16<>(SB), Y15
+	VMOVDQU lbnib<>(SB), Y14
+	VMOVDQU kvfp4<>(SB), Y13
+	TESTQ   R11, R11
+	JE      fp4done
+
+fp4loop:
+	// e8m0Half(e): (e−1)<<23, or 0x00200000<<e for the subnormal e < 2.
+	MOVBLZX      (SI), AX
+	LEAL         -1(AX), BX
+	SHLL         $23, BX
+	MOVL         $0x00200000, DX
+	MOVL         AX, CX
+	SHLL         CX, DX
+	CMPL         AX, $2
+	CMOVLCS      DX, BX
+	VMOVD        BX, X3
+	MOVWLZX      (DI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	VMULSS       X3, X2, X2
+	VBROADCASTSS X2, Y2
+	NLSUM(1, 2)
+	VCVTDQ2PS    Y6, Y6
+	VFMADD231PS  Y2, Y6, Y0
+	ADDQ         $17, SI
+	ADDQ         $34, DI
+	DECQ         R11
+	JNZ          fp4loop
+
+fp4done:
+	HSUM8(Y0, X0, X1)
+	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// XSSUB adds sub-block ib of an IQ4_XS block, its lane sums times its
+// scale ls−32 (ls: nibble lsh of byte lo(SI), bits 2ib..2ib+1 of R12), to
+// the int32 lanes of Y9.
+#define XSSUB(ib, lo, lsh) \
+	MOVBLZX      lo(SI), AX       \
+	SHRL         $lsh, AX         \
+	ANDL         $15, AX          \
+	MOVL         R12, BX          \
+	SHRL         $(2*ib), BX      \
+	ANDL         $3, BX           \
+	SHLL         $4, BX           \
+	ORL          BX, AX           \
+	SUBL         $32, AX          \
+	VMOVD        AX, X7           \
+	VPBROADCASTD X7, Y7           \
+	NLSUM(8+16*ib, 4+32*ib)       \
+	VPMULLD      Y7, Y6, Y6       \
+	VPADDD       Y6, Y9, Y9
+
+// func vecDotIQ4_XSAVX2(row, act []byte, n int) float32
+TEXT ·vecDotIQ4_XSAVX2(SB), NOSPLIT, $0-60
+	MOVQ    row_base+0(FP), SI
+	MOVQ    act_base+24(FP), DI
+	MOVQ    n+48(FP), CX
+	SHRQ    $8, CX
+	VXORPS  Y0, Y0, Y0
+	VMOVDQU lbones16<>(SB), Y15
+	VMOVDQU lbnib<>(SB), Y14
+	VMOVDQU kvnl<>(SB), Y13
+	TESTQ   CX, CX
+	JE      xsdone
+
+xsloop:
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	VMULSS       (DI), X2, X2
+	VBROADCASTSS X2, Y2
+	MOVWLZX      2(SI), R12
+	VPXOR        Y9, Y9, Y9
+	XSSUB(0, 4, 0)
+	XSSUB(1, 4, 4)
+	XSSUB(2, 5, 0)
+	XSSUB(3, 5, 4)
+	XSSUB(4, 6, 0)
+	XSSUB(5, 6, 4)
+	XSSUB(6, 7, 0)
+	XSSUB(7, 7, 4)
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y2, Y9, Y0
+	ADDQ         $136, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JNZ          xsloop
+
+xsdone:
+	HSUM8(Y0, X0, X1)
+	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// K2CHUNK multiplies the 32 two-bit quants at bit pair j of the 32 bytes in
+// Y10 (elements 128h+32j..+31: sub-blocks 8h+2j and 8h+2j+1) by their
+// activations and by the two sub-blocks' int16 scales at soff(SP), and adds
+// the int32 lane sums to Y9. For Q3_K, M (0 or 4 per element, from hmask)
+// is subtracted: q = low bits − M.
+#define K2CHUNK(j, yoff, soff) \
+	VPSRLW       $(2*j), Y10, Y4  \
+	VPAND        Y14, Y4, Y4      \
+	VPMADDUBSW   yoff(DI), Y4, Y4 \
+	VPBROADCASTD soff(SP), Y7     \
+	VPSHUFB      Y13, Y7, Y7      \
+	VPMADDWD     Y7, Y4, Y4       \
+	VPADDD       Y4, Y9, Y9
+
+// func vecDotQ2_KAVX2(row, act []byte, n int) float32
+TEXT ·vecDotQ2_KAVX2(SB), NOSPLIT, $32-60
+	MOVQ    row_base+0(FP), SI
+	MOVQ    act_base+24(FP), DI
+	MOVQ    n+48(FP), CX
+	SHRQ    $8, CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VMOVDQU lbthree<>(SB), Y14
+	VMOVDQU lbpair<>(SB), Y13
+	VMOVDQU lbnib<>(SB), Y12
+	TESTQ   CX, CX
+	JE      q2kdone
+
+q2kloop:
+	// dall = y.d·d into Y2, dmin = y.d·dmin into Y3.
+	MOVL         80(SI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	VBROADCASTSS (DI), X3
+	VMULPS       X2, X3, X2
+	VMOVSHDUP    X2, X3
+	VBROADCASTSS X2, Y2
+	VBROADCASTSS X3, Y3
+	// Scales (low nibbles) as int16 to (SP); mins (high nibbles) times the
+	// 16 bsums into Y1 through dmin.
+	VMOVDQU      (SI), X5
+	VPAND        X12, X5, X6
+	VPMOVZXBW    X6, Y6
+	VMOVDQU      Y6, (SP)
+	VPSRLW       $4, X5, X5
+	VPAND        X12, X5, X5
+	VPMOVZXBW    X5, Y5
+	VPMADDWD     260(DI), Y5, Y5
+	VCVTDQ2PS    Y5, Y5
+	VFMADD231PS  Y3, Y5, Y1
+	VPXOR        Y9, Y9, Y9
+	VMOVDQU      16(SI), Y10
+	K2CHUNK(0, 4, 0)
+	K2CHUNK(1, 36, 4)
+	K2CHUNK(2, 68, 8)
+	K2CHUNK(3, 100, 12)
+	VMOVDQU      48(SI), Y10
+	K2CHUNK(0, 132, 16)
+	K2CHUNK(1, 164, 20)
+	K2CHUNK(2, 196, 24)
+	K2CHUNK(3, 228, 28)
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y2, Y9, Y0
+	ADDQ         $84, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JNZ          q2kloop
+
+q2kdone:
+	VSUBPS     Y1, Y0, Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
+
+// K3CHUNK is K2CHUNK for Q3_K: hmask bit 4h+j (Y11) clear means q = low − 4,
+// so Σ q·y = Σ low·y − Σ 4·y over the elements with the bit clear.
+#define K3CHUNK(j, bit, yoff, soff) \
+	VPSRLW       $(2*j), Y10, Y4  \
+	VPAND        Y14, Y4, Y4      \
+	MOVL         $bit, AX         \
+	VMOVD        AX, X5           \
+	VPBROADCASTB X5, Y5           \
+	VPAND        Y11, Y5, Y5      \
+	VPCMPEQB     Y8, Y5, Y5       \
+	VPAND        Y12, Y5, Y5      \
+	VMOVDQU      yoff(DI), Y6     \
+	VPMADDUBSW   Y6, Y4, Y4       \
+	VPMADDUBSW   Y6, Y5, Y5       \
+	VPSUBW       Y5, Y4, Y4       \
+	VPBROADCASTD soff(SP), Y7     \
+	VPSHUFB      Y13, Y7, Y7      \
+	VPMADDWD     Y7, Y4, Y4       \
+	VPADDD       Y4, Y9, Y9
+
+// func vecDotQ3_KAVX2(row, act []byte, n int) float32
+TEXT ·vecDotQ3_KAVX2(SB), NOSPLIT, $32-60
+	MOVQ    row_base+0(FP), SI
+	MOVQ    act_base+24(FP), DI
+	MOVQ    n+48(FP), CX
+	SHRQ    $8, CX
+	VXORPS  Y0, Y0, Y0
+	VPXOR   Y8, Y8, Y8
+	VMOVDQU lbthree<>(SB), Y14
+	VMOVDQU lbpair<>(SB), Y13
+	VMOVDQU lbfour<>(SB), Y12
+	TESTQ   CX, CX
+	JE      q3kdone
+
+q3kloop:
+	MOVWLZX      108(SI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	VMULSS       (DI), X2, X2
+	VBROADCASTSS X2, Y2
+	// The sixteen 6-bit scales (ggml's kmask unpacking), less 32, as int16
+	// to (SP).
+	MOVL         96(SI), AX
+	MOVL         100(SI), BX
+	MOVL         104(SI), DX
+	MOVL         AX, R8
+	ANDL         $0x0f0f0f0f, R8
+	MOVL         DX, R9
+	ANDL         $0x03030303, R9
+	SHLL         $4, R9
+	ORL          R9, R8
+	MOVL         BX, R9
+	ANDL         $0x0f0f0f0f, R9
+	MOVL         DX, R10
+	SHRL         $2, R10
+	ANDL         $0x03030303, R10
+	SHLL         $4, R10
+	ORL          R10, R9
+	SHLQ         $32, R9
+	ORQ          R9, R8
+	SHRL         $4, AX
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         DX, R10
+	SHRL         $4, R10
+	ANDL         $0x03030303, R10
+	SHLL         $4, R10
+	ORL          R10, AX
+	SHRL         $4, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DX, R10
+	SHRL         $6, R10
+	ANDL         $0x03030303, R10
+	SHLL         $4, R10
+	ORL          R10, BX
+	SHLQ         $32, BX
+	ORQ          BX, AX
+	VMOVQ        R8, X5
+	VPINSRQ      $1, AX, X5, X5
+	VPMOVZXBW    X5, Y5
+	VPSUBW       lb32w<>(SB), Y5, Y5
+	VMOVDQU      Y5, (SP)
+	VMOVDQU      (SI), Y11
+	VPXOR        Y9, Y9, Y9
+	VMOVDQU      32(SI), Y10
+	K3CHUNK(0, 1, 4, 0)
+	K3CHUNK(1, 2, 36, 4)
+	K3CHUNK(2, 4, 68, 8)
+	K3CHUNK(3, 8, 100, 12)
+	VMOVDQU      64(SI), Y10
+	K3CHUNK(0, 16, 132, 16)
+	K3CHUNK(1, 32, 164, 20)
+	K3CHUNK(2, 64, 196, 24)
+	K3CHUNK(3, 128, 228, 28)
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y2, Y9, Y0
+	ADDQ         $110, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JNZ          q3kloop
+
+q3kdone:
+	HSUM8(Y0, X0, X1)
+	VMOVSS     X0, ret+56(FP)
+	VZEROUPPER
+	RET
