@@ -61,11 +61,12 @@ DATA kvfp4<>+16(SB)/8, $0x0c08060403020100
 DATA kvfp4<>+24(SB)/8, $0xf4f8fafcfdfeff00
 GLOBL kvfp4<>(SB), RODATA|NOPTR, $32
 
-// NLSUM leaves in Y6 the eight int32 lane sums of Σ y·v over 32 elements:
-// 16 index bytes at qo(SI) (element j low nibble, j+16 high), the level
-// table in Y13, activations at yo(DI). The sign of each level moves onto
-// its activation so VPMADDUBSW multiplies |v| ≤ 127 by y.
-#define NLSUM(qo, yo) \
+// NLSUM leaves in Y6 the eight int32 lane sums of Σ W·y·v over 32
+// elements: 16 index bytes at qo(SI) (element j low nibble, j+16 high), the
+// level table in Y13, activations at yo(DI), W the int16 weights in WR (ones
+// or a sub-block scale). The sign of each level moves onto its activation so
+// VPMADDUBSW multiplies |v| ≤ 127 by y.
+#define NLSUM(qo, yo, WR) \
 	VMOVDQU     qo(SI), X4        \
 	VPSRLW      $4, X4, X5        \
 	VINSERTI128 $1, X5, Y4, Y4    \
@@ -75,7 +76,21 @@ GLOBL kvfp4<>(SB), RODATA|NOPTR, $32
 	VPSIGNB     Y4, Y4, Y6        \
 	VPSIGNB     Y4, Y5, Y5        \
 	VPMADDUBSW  Y5, Y6, Y6        \
-	VPMADDWD    Y15, Y6, Y6
+	VPMADDWD    WR, Y6, Y6
+
+// NLBLOCK adds the IQ4_NL·Q8_0 block at xo(SI), yo(DI) to ACC.
+#define NLBLOCK(xo, yo, ACC) \
+	MOVWLZX      xo(SI), AX        \
+	MOVWLZX      yo(DI), BX        \
+	VMOVD        AX, X2            \
+	VPINSRW      $1, BX, X2, X2    \
+	VCVTPH2PS    X2, X2            \
+	VMOVSHDUP    X2, X3            \
+	VMULSS       X3, X2, X2        \
+	VBROADCASTSS X2, Y2            \
+	NLSUM(xo+2, yo+2, Y15)         \
+	VCVTDQ2PS    Y6, Y6            \
+	VFMADD231PS  Y2, Y6, ACC
 
 // func vecDotIQ4_NLAVX2(row, act []byte, n int) float32
 TEXT ·vecDotIQ4_NLAVX2(SB), NOSPLIT, $0-60
@@ -84,34 +99,56 @@ TEXT ·vecDotIQ4_NLAVX2(SB), NOSPLIT, $0-60
 	MOVQ    n+48(FP), CX
 	SHRQ    $5, CX
 	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
 	VMOVDQU lbones16<>(SB), Y15
 	VMOVDQU lbnib<>(SB), Y14
 	VMOVDQU kvnl<>(SB), Y13
-	TESTQ   CX, CX
-	JE      nldone
+	MOVQ    CX, DX
+	SHRQ    $1, DX
+	JE      nlone
 
-nlloop:
-	MOVWLZX      (SI), AX
-	MOVWLZX      (DI), BX
-	VMOVD        AX, X2
-	VPINSRW      $1, BX, X2, X2
-	VCVTPH2PS    X2, X2
-	VMOVSHDUP    X2, X3
-	VMULSS       X3, X2, X2
-	VBROADCASTSS X2, Y2
-	NLSUM(2, 2)
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  Y2, Y6, Y0
-	ADDQ         $18, SI
-	ADDQ         $34, DI
-	DECQ         CX
-	JNZ          nlloop
+	// Two blocks per iteration into two accumulators, so consecutive
+	// blocks do not wait on each other's FMA.
+nlpair:
+	NLBLOCK(0, 0, Y0)
+	NLBLOCK(18, 34, Y1)
+	ADDQ $36, SI
+	ADDQ $68, DI
+	DECQ DX
+	JNZ  nlpair
+
+nlone:
+	TESTQ $1, CX
+	JE    nldone
+	NLBLOCK(0, 0, Y0)
 
 nldone:
+	VADDPS     Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
 	RET
+
+// FP4BLOCK adds the MXFP4·Q8_0 block at xo(SI), yo(DI) to ACC. The scale
+// e8m0Half(e) is (e−1)<<23, or 0x00200000<<e for the subnormal e < 2.
+#define FP4BLOCK(xo, yo, ACC) \
+	MOVBLZX      xo(SI), AX        \
+	LEAL         -1(AX), BX        \
+	SHLL         $23, BX           \
+	MOVL         $0x00200000, DX   \
+	MOVL         AX, CX            \
+	SHLL         CX, DX            \
+	CMPL         AX, $2            \
+	CMOVLCS      DX, BX            \
+	VMOVD        BX, X3            \
+	MOVWLZX      yo(DI), AX        \
+	VMOVD        AX, X2            \
+	VCVTPH2PS    X2, X2            \
+	VMULSS       X3, X2, X2        \
+	VBROADCASTSS X2, Y2            \
+	NLSUM(xo+1, yo+2, Y15)         \
+	VCVTDQ2PS    Y6, Y6            \
+	VFMADD231PS  Y2, Y6, ACC
 
 // func vecDotMXFP4AVX2(row, act []byte, n int) float32
 TEXT ·vecDotMXFP4AVX2(SB), NOSPLIT, $0-60
@@ -120,45 +157,37 @@ TEXT ·vecDotMXFP4AVX2(SB), NOSPLIT, $0-60
 	MOVQ    n+48(FP), R11
 	SHRQ    $5, R11
 	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
 	VMOVDQU lbones16<>(SB), Y15
 	VMOVDQU lbnib<>(SB), Y14
 	VMOVDQU kvfp4<>(SB), Y13
-	TESTQ   R11, R11
-	JE      fp4done
+	MOVQ    R11, R10
+	SHRQ    $1, R10
+	JE      fp4one
 
-fp4loop:
-	// e8m0Half(e): (e−1)<<23, or 0x00200000<<e for the subnormal e < 2.
-	MOVBLZX      (SI), AX
-	LEAL         -1(AX), BX
-	SHLL         $23, BX
-	MOVL         $0x00200000, DX
-	MOVL         AX, CX
-	SHLL         CX, DX
-	CMPL         AX, $2
-	CMOVLCS      DX, BX
-	VMOVD        BX, X3
-	MOVWLZX      (DI), AX
-	VMOVD        AX, X2
-	VCVTPH2PS    X2, X2
-	VMULSS       X3, X2, X2
-	VBROADCASTSS X2, Y2
-	NLSUM(1, 2)
-	VCVTDQ2PS    Y6, Y6
-	VFMADD231PS  Y2, Y6, Y0
-	ADDQ         $17, SI
-	ADDQ         $34, DI
-	DECQ         R11
-	JNZ          fp4loop
+fp4pair:
+	FP4BLOCK(0, 0, Y0)
+	FP4BLOCK(17, 34, Y1)
+	ADDQ $34, SI
+	ADDQ $68, DI
+	DECQ R10
+	JNZ  fp4pair
+
+fp4one:
+	TESTQ $1, R11
+	JE    fp4done
+	FP4BLOCK(0, 0, Y0)
 
 fp4done:
+	VADDPS     Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
 	RET
 
 // XSSUB adds sub-block ib of an IQ4_XS block, its lane sums times its
-// scale ls−32 (ls: nibble lsh of byte lo(SI), bits 2ib..2ib+1 of R12), to
-// the int32 lanes of Y9.
+// scale ls−32 (ls: nibble lsh of byte lo(SI), bits 2ib..2ib+1 of R12,
+// broadcast as int16 into the VPMADDWD step), to the int32 lanes of Y9.
 #define XSSUB(ib, lo, lsh) \
 	MOVBLZX      lo(SI), AX       \
 	SHRL         $lsh, AX         \
@@ -170,9 +199,8 @@ fp4done:
 	ORL          BX, AX           \
 	SUBL         $32, AX          \
 	VMOVD        AX, X7           \
-	VPBROADCASTD X7, Y7           \
-	NLSUM(8+16*ib, 4+32*ib)       \
-	VPMULLD      Y7, Y6, Y6       \
+	VPBROADCASTW X7, Y7           \
+	NLSUM(8+16*ib, 4+32*ib, Y7)   \
 	VPADDD       Y6, Y9, Y9
 
 // func vecDotIQ4_XSAVX2(row, act []byte, n int) float32
