@@ -87,5 +87,6 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q4_K] = vecDotQ4_KNEON
 	t.vecDot[Q5_K] = vecDotQ5_KNEON
 	t.vecDot[Q6_K] = vecDotQ6_KNEON
+	setLowbitNEON(t)
 	return t
 }

@@ -74,7 +74,7 @@ func vecDotIQ4_NL(row, act []byte, n int) float32 {
 	for b := 0; b < n/32; b++ {
 		x, y := row[b*18:b*18+18], act[b*34:b*34+34]
 		d := f16At(y, 0) * f16At(x, 0)
-		sumf += d * float32(nlBlockSum(x[2:18], y[2:34], &kvaluesIQ4NL))
+		sumf += float32(d * float32(nlBlockSum(x[2:18], y[2:34], &kvaluesIQ4NL)))
 	}
 	return sumf
 }
@@ -87,7 +87,7 @@ func vecDotIQ4_XS(row, act []byte, n int) float32 {
 		d4d8 := f16At(x, 0) * q8Kd(y)
 		for ib := 0; ib < 8; ib++ {
 			dl := d4d8 * float32(iq4XSScale(x, ib))
-			sumf += dl * float32(nlBlockSum(x[8+16*ib:8+16*ib+16], y[4+32*ib:4+32*ib+32], &kvaluesIQ4NL))
+			sumf += float32(dl * float32(nlBlockSum(x[8+16*ib:8+16*ib+16], y[4+32*ib:4+32*ib+32], &kvaluesIQ4NL)))
 		}
 	}
 	return sumf
@@ -99,7 +99,7 @@ func vecDotMXFP4(row, act []byte, n int) float32 {
 	for b := 0; b < n/32; b++ {
 		x, y := row[b*17:b*17+17], act[b*34:b*34+34]
 		d := f16At(y, 0) * e8m0Half(x[0])
-		sumf += d * float32(nlBlockSum(x[1:17], y[2:34], &kvaluesMXFP4))
+		sumf += float32(d * float32(nlBlockSum(x[1:17], y[2:34], &kvaluesMXFP4)))
 	}
 	return sumf
 }
