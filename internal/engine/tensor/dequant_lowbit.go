@@ -12,11 +12,14 @@ func dequantQ2_K(src []byte, dst []float32) {
 		d, dmin := f16At(blk, 80), f16At(blk, 82)
 		sc, q := blk[0:16], blk[16:80]
 		y := dst[b*QK_K : b*QK_K+QK_K]
-		for i := range y {
-			h, j, l := i/128, i%128/32, i%32
-			s := sc[i/16]
+		for g := 0; g < 16; g++ { // 16-element sub-blocks
+			h, j, l0 := g/8, g%8/2, 16*(g%2)
+			s := sc[g]
 			dl, ml := d*float32(s&0xf), dmin*float32(s>>4)
-			y[i] = float32(dl*float32(q[32*h+l]>>(2*j)&3)) - ml
+			qq, yy := q[32*h+l0:32*h+l0+16], y[16*g:16*g+16]
+			for l := range yy {
+				yy[l] = float32(dl*float32(qq[l]>>(2*j)&3)) - ml
+			}
 		}
 	}
 }
@@ -24,13 +27,18 @@ func dequantQ2_K(src []byte, dst []float32) {
 // q3KValues unpacks the 256 quants of a Q3_K block (−4..3): two low bits
 // from qs as in packK2bit, minus 4 where the hmask bit is clear.
 func q3KValues(hm, qs []byte, a *[QK_K]int8) {
-	for i := range a {
-		h, j, l := i/128, i%128/32, i%32
-		v := int8(qs[32*h+l] >> (2 * j) & 3)
-		if hm[l]&(1<<(4*h+j)) == 0 {
-			v -= 4
+	for h := 0; h < 2; h++ {
+		for j := 0; j < 4; j++ {
+			shift, m := 2*j, byte(1)<<(4*h+j)
+			qq, aa := qs[32*h:32*h+32], a[128*h+32*j:128*h+32*j+32]
+			for l := range aa {
+				v := int8(qq[l] >> shift & 3)
+				if hm[l]&m == 0 {
+					v -= 4
+				}
+				aa[l] = v
+			}
 		}
-		a[i] = v
 	}
 }
 

@@ -21,13 +21,14 @@ func vecDotQ2_K(row, act []byte, n int) float32 {
 		dall := yd * f16At(x, 80)
 		dmin := yd * f16At(x, 82)
 		isum := 0
-		for i := 0; i < QK_K; i += 16 {
-			h, j, l := i/128, i%128/32, i%32
+		for g := 0; g < 16; g++ { // 16-element sub-blocks
+			h, j, l0 := g/8, g%8/2, 16*(g%2)
+			qq, yy := q2[32*h+l0:32*h+l0+16], q8[16*g:16*g+16]
 			isuml := 0
-			for k := 0; k < 16; k++ {
-				isuml += int(int8(q8[i+k])) * int(q2[32*h+l+k]>>(2*j)&3)
+			for k, y := range yy {
+				isuml += int(int8(y)) * int(qq[k]>>(2*j)&3)
 			}
-			isum += int(sc[i/16]&0xf) * isuml
+			isum += int(sc[g]&0xf) * isuml
 		}
 		sumf += float32(dall*float32(isum)) - float32(dmin*float32(summs))
 	}
@@ -45,8 +46,9 @@ func vecDotQ3_K(row, act []byte, n int) float32 {
 		var aux [8]int32
 		for j := 0; j < 16; j++ {
 			s := int32(q3KScale(x[96:108], j))
-			for l := 0; l < 16; l++ {
-				aux[l&7] += s * int32(int16(int8(q8[16*j+l]))*int16(a[16*j+l]))
+			aa, yy := a[16*j:16*j+16], q8[16*j:16*j+16]
+			for l := range aa {
+				aux[l&7] += s * int32(int16(int8(yy[l]))*int16(aa[l]))
 			}
 		}
 		kAccumulate(&sums, f16At(x, 108)*q8Kd(y), &aux)
