@@ -39,6 +39,18 @@ DATA lb32w<>+16(SB)/8, $0x0020002000200020
 DATA lb32w<>+24(SB)/8, $0x0020002000200020
 GLOBL lb32w<>(SB), RODATA|NOPTR, $32
 
+DATA lbones32<>+0(SB)/8, $0x0000000100000001
+DATA lbones32<>+8(SB)/8, $0x0000000100000001
+GLOBL lbones32<>(SB), RODATA|NOPTR, $16
+
+DATA lbtwos32<>+0(SB)/8, $0x0000000200000002
+DATA lbtwos32<>+8(SB)/8, $0x0000000200000002
+GLOBL lbtwos32<>(SB), RODATA|NOPTR, $16
+
+DATA lbsub32<>+0(SB)/8, $0x0020000000200000
+DATA lbsub32<>+8(SB)/8, $0x0020000000200000
+GLOBL lbsub32<>(SB), RODATA|NOPTR, $16
+
 // A broadcast pair of int16 (a, b) spread to a in the low 128-bit lane and
 // b in the high one: the scales of two consecutive 16-element sub-blocks.
 DATA lbpair<>+0(SB)/8, $0x0100010001000100
@@ -92,8 +104,39 @@ GLOBL kvfp4<>(SB), RODATA|NOPTR, $32
 	VCVTDQ2PS    Y6, Y6            \
 	VFMADD231PS  Y2, Y6, ACC
 
+// NLQUAD adds four consecutive blocks (weights bo(SI) bytes apart, Q8_0
+// activations 34 bytes apart) to Y0 and Y1, their four block scales
+// (computed together into 0(SP)) broadcast one by one.
+#define NLQUAD(bo, qo) \
+	VBROADCASTSS 0(SP), Y2           \
+	NLSUM(qo, 2, Y15)                \
+	VCVTDQ2PS    Y6, Y6              \
+	VFMADD231PS  Y2, Y6, Y0          \
+	VBROADCASTSS 4(SP), Y2           \
+	NLSUM(bo+qo, 36, Y15)            \
+	VCVTDQ2PS    Y6, Y6              \
+	VFMADD231PS  Y2, Y6, Y1          \
+	VBROADCASTSS 8(SP), Y2           \
+	NLSUM(2*bo+qo, 70, Y15)          \
+	VCVTDQ2PS    Y6, Y6              \
+	VFMADD231PS  Y2, Y6, Y0          \
+	VBROADCASTSS 12(SP), Y2          \
+	NLSUM(3*bo+qo, 104, Y15)         \
+	VCVTDQ2PS    Y6, Y6              \
+	VFMADD231PS  Y2, Y6, Y1
+
+// YSCALES4 puts the four activation block scales fp16(y.d) (34 bytes
+// apart) as floats into X3.
+#define YSCALES4 \
+	MOVWLZX      (DI), AX            \
+	VMOVD        AX, X3              \
+	VPINSRW      $1, 34(DI), X3, X3  \
+	VPINSRW      $2, 68(DI), X3, X3  \
+	VPINSRW      $3, 102(DI), X3, X3 \
+	VCVTPH2PS    X3, X3
+
 // func vecDotIQ4_NLAVX2(row, act []byte, n int) float32
-TEXT ·vecDotIQ4_NLAVX2(SB), NOSPLIT, $0-60
+TEXT ·vecDotIQ4_NLAVX2(SB), NOSPLIT, $16-60
 	MOVQ    row_base+0(FP), SI
 	MOVQ    act_base+24(FP), DI
 	MOVQ    n+48(FP), CX
@@ -104,23 +147,37 @@ TEXT ·vecDotIQ4_NLAVX2(SB), NOSPLIT, $0-60
 	VMOVDQU lbnib<>(SB), Y14
 	VMOVDQU kvnl<>(SB), Y13
 	MOVQ    CX, DX
-	SHRQ    $1, DX
-	JE      nlone
+	SHRQ    $2, DX
+	JE      nlrest
 
-	// Two blocks per iteration into two accumulators, so consecutive
-	// blocks do not wait on each other's FMA.
-nlpair:
-	NLBLOCK(0, 0, Y0)
-	NLBLOCK(18, 34, Y1)
-	ADDQ $36, SI
-	ADDQ $68, DI
+	// Four blocks per iteration: their scales converted and multiplied
+	// together, alternating between two accumulators.
+nlquad:
+	MOVWLZX     (SI), AX
+	VMOVD       AX, X2
+	VPINSRW     $1, 18(SI), X2, X2
+	VPINSRW     $2, 36(SI), X2, X2
+	VPINSRW     $3, 54(SI), X2, X2
+	VCVTPH2PS   X2, X2
+	YSCALES4
+	VMULPS      X3, X2, X2
+	VMOVUPS     X2, (SP)
+	NLQUAD(18, 2)
+	ADDQ $72, SI
+	ADDQ $136, DI
 	DECQ DX
-	JNZ  nlpair
+	JNZ  nlquad
+
+nlrest:
+	ANDQ $3, CX
+	JE   nldone
 
 nlone:
-	TESTQ $1, CX
-	JE    nldone
 	NLBLOCK(0, 0, Y0)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JNZ  nlone
 
 nldone:
 	VADDPS     Y1, Y0, Y0
@@ -151,7 +208,7 @@ nldone:
 	VFMADD231PS  Y2, Y6, ACC
 
 // func vecDotMXFP4AVX2(row, act []byte, n int) float32
-TEXT ·vecDotMXFP4AVX2(SB), NOSPLIT, $0-60
+TEXT ·vecDotMXFP4AVX2(SB), NOSPLIT, $16-60
 	MOVQ    row_base+0(FP), SI
 	MOVQ    act_base+24(FP), DI
 	MOVQ    n+48(FP), R11
@@ -162,21 +219,43 @@ TEXT ·vecDotMXFP4AVX2(SB), NOSPLIT, $0-60
 	VMOVDQU lbnib<>(SB), Y14
 	VMOVDQU kvfp4<>(SB), Y13
 	MOVQ    R11, R10
-	SHRQ    $1, R10
-	JE      fp4one
+	SHRQ    $2, R10
+	JE      fp4rest
 
-fp4pair:
-	FP4BLOCK(0, 0, Y0)
-	FP4BLOCK(17, 34, Y1)
-	ADDQ $34, SI
-	ADDQ $68, DI
+	// Four blocks per iteration: e8m0Half of the four exponents at once,
+	// (e−1)<<23, or 0x00200000<<e where e < 2.
+fp4quad:
+	MOVBLZX     (SI), AX
+	VMOVD       AX, X2
+	VPINSRB     $4, 17(SI), X2, X2
+	VPINSRB     $8, 34(SI), X2, X2
+	VPINSRB     $12, 51(SI), X2, X2
+	VPSUBD      lbones32<>(SB), X2, X4
+	VPSLLD      $23, X4, X4
+	VMOVDQU     lbsub32<>(SB), X5
+	VPSLLVD     X2, X5, X5
+	VMOVDQU     lbtwos32<>(SB), X6
+	VPCMPGTD    X2, X6, X6
+	VPBLENDVB   X6, X5, X4, X2
+	YSCALES4
+	VMULPS      X3, X2, X2
+	VMOVUPS     X2, (SP)
+	NLQUAD(17, 1)
+	ADDQ $68, SI
+	ADDQ $136, DI
 	DECQ R10
-	JNZ  fp4pair
+	JNZ  fp4quad
+
+fp4rest:
+	ANDQ $3, R11
+	JE   fp4done
 
 fp4one:
-	TESTQ $1, R11
-	JE    fp4done
 	FP4BLOCK(0, 0, Y0)
+	ADDQ $17, SI
+	ADDQ $34, DI
+	DECQ R11
+	JNZ  fp4one
 
 fp4done:
 	VADDPS     Y1, Y0, Y0
