@@ -15,5 +15,5 @@ gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
 	-L"$lib" -l:libggml-base.so -Wl,-rpath,"$lib" -ldl -lm
 # GGML type ids: Q2_K 10, Q3_K 11, IQ4_NL 20, IQ4_XS 23, MXFP4 39.
 for t in q2_k:10 q3_k:11 iq4_nl:20 iq4_xs:23 mxfp4:39; do
-	"$exe" "${t#*:}" 512 8 "$lib/libggml-cpu-x64.so" "$lib/libggml-cpu-haswell.so" "$here/${t%%:*}.bin"
+	"$exe" "${t#*:}" 512 10 "$lib/libggml-cpu-x64.so" "$lib/libggml-cpu-haswell.so" "$here/${t%%:*}.bin"
 done

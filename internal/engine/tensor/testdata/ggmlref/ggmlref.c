@@ -33,10 +33,17 @@ static float gauss(void) { return (float)(sqrt(-2 * log(unif())) * cos(6.2831853
 
 // fill gives each row a different shape, so the quantizers' edge paths run:
 // plain Gaussian rows at several scales, rows with zero, constant, tiny and
-// outlier blocks, and a uniform row.
+// outlier blocks, a uniform row, and blocks whose largest magnitude sits
+// just below or at a power of two (MXFP4's exponent is floor(log2f(amax))).
 static void fill(float *x, int n, int row) {
 	for (int i = 0; i < n; i++) {
 		float v = gauss();
+		if (row % 10 >= 8) {
+			int b = i / 32, k = b % 9 - 4;
+			float top = ldexpf(1.0f - (float)(b % 3) * 0x1p-24f, k);
+			x[i] = i % 32 == 5 ? (row % 10 == 8 ? top : -top) : 0.2f * ldexpf(1.0f, k) * (float)tanh(v);
+			continue;
+		}
 		switch (row % 8) {
 		case 0: x[i] = 0.02f * v; break;
 		case 1: x[i] = 1.5f * v; break;
