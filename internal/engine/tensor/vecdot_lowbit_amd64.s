@@ -7,7 +7,8 @@
 // Each block's integer sums are exact, as in the generic code; only the
 // order of the float accumulation differs. Sizes were checked by the caller
 // (CheckDot), and the activations come from QuantizeAct, whose quants lie in
-// [−127, 127], so VPMADDUBSW never saturates.
+// [−127, 127], so VPMADDUBSW never saturates (and, for Q3_K, Q8_K bsums that
+// are the sums of their quants).
 
 DATA lbnib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
 DATA lbnib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
@@ -26,6 +27,12 @@ DATA lbfour<>+8(SB)/8, $0x0404040404040404
 DATA lbfour<>+16(SB)/8, $0x0404040404040404
 DATA lbfour<>+24(SB)/8, $0x0404040404040404
 GLOBL lbfour<>(SB), RODATA|NOPTR, $32
+
+DATA lbone8<>+0(SB)/8, $0x0101010101010101
+DATA lbone8<>+8(SB)/8, $0x0101010101010101
+DATA lbone8<>+16(SB)/8, $0x0101010101010101
+DATA lbone8<>+24(SB)/8, $0x0101010101010101
+GLOBL lbone8<>(SB), RODATA|NOPTR, $32
 
 DATA lbones16<>+0(SB)/8, $0x0001000100010001
 DATA lbones16<>+8(SB)/8, $0x0001000100010001
@@ -399,21 +406,19 @@ q2kdone:
 	VZEROUPPER
 	RET
 
-// K3CHUNK is K2CHUNK for Q3_K: hmask bit 4h+j (Y11) clear means q = low − 4,
-// so Σ q·y = Σ low·y − Σ 4·y over the elements with the bit clear.
-#define K3CHUNK(j, bit, yoff, soff) \
+// K3CHUNK is K2CHUNK for Q3_K with the quants offset to u = q+4 in 0..7:
+// the two low bits, plus 4 where hmask (Y11) has the chunk's bit (the one
+// set in every byte of Y8, doubled for the next chunk). The block's
+// −4·Σ sc·bsum was subtracted from Y9 beforehand.
+#define K3CHUNK(j, yoff, soff) \
 	VPSRLW       $(2*j), Y10, Y4  \
 	VPAND        Y14, Y4, Y4      \
-	MOVL         $bit, AX         \
-	VMOVD        AX, X5           \
-	VPBROADCASTB X5, Y5           \
-	VPAND        Y11, Y5, Y5      \
+	VPAND        Y11, Y8, Y5      \
 	VPCMPEQB     Y8, Y5, Y5       \
 	VPAND        Y12, Y5, Y5      \
-	VMOVDQU      yoff(DI), Y6     \
-	VPMADDUBSW   Y6, Y4, Y4       \
-	VPMADDUBSW   Y6, Y5, Y5       \
-	VPSUBW       Y5, Y4, Y4       \
+	VPOR         Y5, Y4, Y4       \
+	VPADDB       Y8, Y8, Y8       \
+	VPMADDUBSW   yoff(DI), Y4, Y4 \
 	VPBROADCASTD soff(SP), Y7     \
 	VPSHUFB      Y13, Y7, Y7      \
 	VPMADDWD     Y7, Y4, Y4       \
@@ -426,7 +431,6 @@ TEXT ·vecDotQ3_KAVX2(SB), NOSPLIT, $32-60
 	MOVQ    n+48(FP), CX
 	SHRQ    $8, CX
 	VXORPS  Y0, Y0, Y0
-	VPXOR   Y8, Y8, Y8
 	VMOVDQU lbthree<>(SB), Y14
 	VMOVDQU lbpair<>(SB), Y13
 	VMOVDQU lbfour<>(SB), Y12
@@ -480,18 +484,23 @@ q3kloop:
 	VPMOVZXBW    X5, Y5
 	VPSUBW       lb32w<>(SB), Y5, Y5
 	VMOVDQU      Y5, (SP)
-	VMOVDQU      (SI), Y11
+	// Σ sc·y·q = Σ sc·y·u − 4·Σ sc·bsum, bsum the 16-value activation sums.
+	VPMADDWD     260(DI), Y5, Y6
+	VPSLLD       $2, Y6, Y6
 	VPXOR        Y9, Y9, Y9
+	VPSUBD       Y6, Y9, Y9
+	VMOVDQU      (SI), Y11
+	VMOVDQU      lbone8<>(SB), Y8
 	VMOVDQU      32(SI), Y10
-	K3CHUNK(0, 1, 4, 0)
-	K3CHUNK(1, 2, 36, 4)
-	K3CHUNK(2, 4, 68, 8)
-	K3CHUNK(3, 8, 100, 12)
+	K3CHUNK(0, 4, 0)
+	K3CHUNK(1, 36, 4)
+	K3CHUNK(2, 68, 8)
+	K3CHUNK(3, 100, 12)
 	VMOVDQU      64(SI), Y10
-	K3CHUNK(0, 16, 132, 16)
-	K3CHUNK(1, 32, 164, 20)
-	K3CHUNK(2, 64, 196, 24)
-	K3CHUNK(3, 128, 228, 28)
+	K3CHUNK(0, 132, 16)
+	K3CHUNK(1, 164, 20)
+	K3CHUNK(2, 196, 24)
+	K3CHUNK(3, 228, 28)
 	VCVTDQ2PS    Y9, Y9
 	VFMADD231PS  Y2, Y9, Y0
 	ADDQ         $110, SI
