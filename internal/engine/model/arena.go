@@ -26,10 +26,20 @@ type arena struct {
 	pos                               []int     // each row's position in its sequence
 	rope                              ropeTable
 
+	// Mixture-of-experts buffers (empty for a dense model): router logits
+	// and choices per token, then the n·k (token, expert) pairs grouped by
+	// expert (moeGroups).
+	route, selW, xe, egate, eup, edown []float32
+	sel                                []int32
+	estart, rowOf, epair               []int
+	eact                               []byte
+	etasks                             []expertTask
+
 	mm matmulJob
 	qj quantJob
 	at attnJob
 	rj rowsJob
+	ej expertJob
 }
 
 // grow returns buf resliced to n elements, reallocated if it is too small.
@@ -63,6 +73,20 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
 	a.pos = grow(a.pos, m)
 	a.vcol = grow(a.vcol, m)
+	if mc := cfg.MoE; mc.NExpert > 0 {
+		pairs := m * mc.NExpertUsed
+		a.route = grow(a.route, m*mc.NExpert)
+		a.sel = grow(a.sel, pairs)
+		a.selW = grow(a.selW, pairs)
+		a.estart = grow(a.estart, mc.NExpert+1)
+		a.rowOf = grow(a.rowOf, pairs)
+		a.epair = grow(a.epair, pairs)
+		a.xe = grow(a.xe, pairs*cfg.NEmbd)
+		a.egate = grow(a.egate, pairs*mc.NFF)
+		a.eup = grow(a.eup, pairs*mc.NFF)
+		a.edown = grow(a.edown, pairs*cfg.NEmbd)
+		a.eact = grow(a.eact, pairs*s.actRowBytes)
+	}
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
 )
@@ -43,28 +44,31 @@ type Config struct {
 	RopeScaling   RopeScaling
 	QKNorm        bool // qwen3: RMS-normalise q and k per head before rope
 	QKVBias       bool // qwen2: q, k, v projections have biases
+	MoE           MoE  // mixture-of-experts feed-forward; zero for a dense model
 }
 
 // archTraits are the per-architecture differences.
 type archTraits struct {
 	neox, qkNorm, qkvBias bool
+	moe                   bool
 }
 
 var archs = map[string]archTraits{
-	"llama": {},
-	"qwen2": {neox: true, qkvBias: true},
-	"qwen3": {neox: true, qkNorm: true},
+	"llama":    {},
+	"qwen2":    {neox: true, qkvBias: true},
+	"qwen3":    {neox: true, qkNorm: true},
+	"qwen3moe": {neox: true, qkNorm: true, moe: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
-func SupportedArchs() []string { return []string{"llama", "qwen2", "qwen3"} }
+func SupportedArchs() []string { return []string{"llama", "qwen2", "qwen3", "qwen3moe"} }
 
 // ReadConfig reads the hyperparameters of f.
 func ReadConfig(f *gguf.File) (Config, error) {
 	arch := f.Architecture()
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w %q (supported: llama, qwen2, qwen3)", ErrUnsupportedArch, arch)
+		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
 	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias}
 	key := func(k string) string { return arch + "." + k }
@@ -90,8 +94,19 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	need("block_count", &c.NLayer, 1)
 	need("embedding_length", &c.NEmbd, 1)
-	need("feed_forward_length", &c.NFF, 1)
 	need("attention.head_count", &c.NHead, 1)
+	if tr.moe {
+		// An MoE model's dense width is unused when every block routes.
+		if _, ok := f.Get(key("feed_forward_length")); ok {
+			need("feed_forward_length", &c.NFF, 1)
+		}
+		need("expert_count", &c.MoE.NExpert, 1)
+		need("expert_used_count", &c.MoE.NExpertUsed, 1)
+		need("expert_feed_forward_length", &c.MoE.NFF, 1)
+		c.MoE.Gating, c.MoE.NormTopK = GatingSoftmax, true
+	} else {
+		need("feed_forward_length", &c.NFF, 1)
+	}
 	if err != nil {
 		return Config{}, err
 	}
@@ -163,6 +178,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("model: RMS epsilon %v", c.RMSEps)
 	case !(c.RopeBase > 0):
 		return fmt.Errorf("model: rope base %v", c.RopeBase)
+	case c.MoE.NExpert > 0 && (c.MoE.NExpertUsed > c.MoE.NExpert || c.MoE.NExpert > maxExperts):
+		return fmt.Errorf("model: %d of %d experts per token is not a valid mixture (at most %d experts)",
+			c.MoE.NExpertUsed, c.MoE.NExpert, maxExperts)
 	}
 	return nil
 }

@@ -203,10 +203,15 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 		x[j] += o[j]
 	}
 	s.rows(a, opNorm, h, x, ly.ffnNorm, d, n)
-	gate, up, ffo := a.gate[:n*cfg.NFF], a.up[:n*cfg.NFF], a.ffo[:n*d]
-	s.matmul(a, h, n, mmPart{ly.gate, gate}, mmPart{ly.up, up})
-	s.rows(a, opSwiGLU, gate, up, nil, cfg.NFF, n)
-	s.matmul(a, gate, n, mmPart{ly.down, ffo})
+	ffo := a.ffo[:n*d]
+	if ly.router != nil {
+		s.moeFFN(a, ly, h, n, ffo)
+	} else {
+		gate, up := a.gate[:n*cfg.NFF], a.up[:n*cfg.NFF]
+		s.matmul(a, h, n, mmPart{ly.gate, gate}, mmPart{ly.up, up})
+		s.rows(a, opSwiGLU, gate, up, nil, cfg.NFF, n)
+		s.matmul(a, gate, n, mmPart{ly.down, ffo})
+	}
 	for j := range x {
 		x[j] += ffo[j]
 	}

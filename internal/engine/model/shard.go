@@ -43,7 +43,10 @@ type layer struct {
 	qBias, kBias      []float32
 	vBias             []float32
 	qNorm, kNorm      []float32
-	gate, up, down    *matrix
+	gate, up, down    *matrix // dense FFN; nil in a mixture-of-experts block
+	// Mixture of experts: the router (n_expert × NEmbd) and the experts.
+	router                       *matrix
+	gateExps, upExps, downExps *experts
 }
 
 // Shard is a loaded range of a model's blocks. It is immutable after Load
@@ -184,10 +187,38 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, false)
 	}
 	ly.ffnNorm = v("ffn_norm.weight", c.NEmbd, false)
+	if mc := c.MoE; mc.NExpert > 0 {
+		ly.router = m("ffn_gate_inp.weight", mc.NExpert, c.NEmbd)
+		x := func(name string, rows, cols int) *experts {
+			if err != nil {
+				return nil
+			}
+			var e *experts
+			e, err = l.experts(p+name, mc.NExpert, rows, cols)
+			return e
+		}
+		ly.gateExps = x("ffn_gate_exps.weight", mc.NFF, c.NEmbd)
+		ly.upExps = x("ffn_up_exps.weight", mc.NFF, c.NEmbd)
+		ly.downExps = x("ffn_down_exps.weight", c.NEmbd, mc.NFF)
+		if err == nil && !sameVecDot(ly.gateExps.all.typ, ly.upExps.all.typ) {
+			err = fmt.Errorf("model: block %d: expert gate %s and up %s tensors need different activations, which this engine does not support",
+				b, ly.gateExps.all.typ, ly.upExps.all.typ)
+		}
+		return ly, err
+	}
 	ly.gate = m("ffn_gate.weight", c.NFF, c.NEmbd)
 	ly.up = m("ffn_up.weight", c.NFF, c.NEmbd)
 	ly.down = m("ffn_down.weight", c.NEmbd, c.NFF)
 	return ly, err
+}
+
+// sameVecDot says whether weights of types a and b take their activations
+// in the same form.
+func sameVecDot(a, b tensor.Type) bool {
+	if a == tensor.F32 || b == tensor.F32 {
+		return a == b
+	}
+	return tensor.VecDotType(a) == tensor.VecDotType(b)
 }
 
 // Close stops the shard's worker goroutines.
@@ -201,7 +232,12 @@ func (s *Shard) Kernels() string { return s.k.Name() }
 func (s *Shard) matrices() []*matrix {
 	ms := []*matrix{s.embd, s.output}
 	for _, l := range s.layers {
-		ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down)
+		ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router)
+		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps} {
+			if e != nil {
+				ms = append(ms, &e.all)
+			}
+		}
 	}
 	return ms
 }
@@ -231,8 +267,13 @@ func (s *Shard) WeightBytes() int64 {
 		add(s.output)
 	}
 	for _, l := range s.layers {
-		for _, m := range []*matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
+		for _, m := range []*matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router} {
 			add(m)
+		}
+		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps} {
+			if e != nil {
+				add(&e.all)
+			}
 		}
 	}
 	return n

@@ -40,6 +40,10 @@ type Shape struct {
 	RopeBase float32
 	Tied     bool
 	CtxLen   int
+	// Mixture of experts (qwen3moe): NExpert experts of width NFFExp, of
+	// which NExpertUsed run per token; NFF is then only the header's dense
+	// width.
+	NExpert, NExpertUsed, NFFExp int
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -49,6 +53,21 @@ func Shapes() map[string]Shape {
 		"tiny": {Name: "tiny", Arch: "llama", NEmbd: 288, NLayer: 6, NHead: 6, NHeadKV: 6, NFF: 768, NVocab: 32000, RopeBase: 10000, Tied: true, CtxLen: 2048},
 		"1b":   {Name: "1b", Arch: "llama", NEmbd: 2048, NLayer: 16, NHead: 32, NHeadKV: 8, NFF: 8192, NVocab: 32000, RopeBase: 500000, Tied: true, CtxLen: 8192},
 		"3b":   {Name: "3b", Arch: "llama", NEmbd: 3072, NLayer: 28, NHead: 24, NHeadKV: 8, NFF: 8192, NVocab: 32000, RopeBase: 500000, Tied: true, CtxLen: 8192},
+		// A Qwen3-30B-A3B-like mixture (48 layers, 128 experts of which 8
+		// run, head_dim 128) scaled down in width and expert count so that
+		// it fits and runs here: about 3.5 GB in Q4_K_M.
+		"moe-30b-a3b-mini": {Name: "moe-30b-a3b-mini", Arch: "qwen3moe", NEmbd: 1024, NLayer: 48, NHead: 16, NHeadKV: 4, HeadDim: 128,
+			NFF: 3072, NVocab: 32000, RopeBase: 1e6, CtxLen: 8192, NExpert: 64, NExpertUsed: 8, NFFExp: 512},
+	}
+}
+
+// ArchShapes are the small models `skulk dev synth --arch A` writes when no
+// shape is named: a few MB each, hidden sizes of 256 so K-quants apply, with
+// the features of the architecture.
+func ArchShapes() map[string]Shape {
+	return map[string]Shape{
+		"qwen3moe": {Name: "qwen3moe-tiny", Arch: "qwen3moe", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
+			NFF: 768, NVocab: 1024, RopeBase: 1e6, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256},
 	}
 }
 
@@ -76,12 +95,17 @@ func Fallback(t tensor.Type, cols int) tensor.Type {
 // stored as typ (norms stay F32), with weights drawn from rng. The writer holds
 // every tensor's bytes; WriteFile streams them instead.
 func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
+	return BuildMix(s, Uniform(typ), rng)
+}
+
+// BuildMix is Build with each matrix's type chosen by mix.
+func BuildMix(s Shape, mix Mix, rng *rand.Rand) (*gguf.Writer, error) {
 	s, err := s.normalize()
 	if err != nil {
 		return nil, err
 	}
-	w := header(s, typ)
-	for _, t := range plan(s, typ, rng) {
+	w := header(s, mix.FileType)
+	for _, t := range plan(s, mix, rng) {
 		data, err := t.data()
 		if err != nil {
 			return nil, err
@@ -94,18 +118,23 @@ func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
 // WriteFile writes the same file as Build(s, typ, rng).WriteFile(path), but
 // generates and writes one tensor at a time, so a billion-parameter model
 // needs the memory of its largest tensor rather than of the whole file.
-func WriteFile(path string, s Shape, typ tensor.Type, rng *rand.Rand) (err error) {
+func WriteFile(path string, s Shape, typ tensor.Type, rng *rand.Rand) error {
+	return WriteFileMix(path, s, Uniform(typ), rng)
+}
+
+// WriteFileMix is WriteFile with each matrix's type chosen by mix.
+func WriteFileMix(path string, s Shape, mix Mix, rng *rand.Rand) (err error) {
 	s, err = s.normalize()
 	if err != nil {
 		return err
 	}
-	ts := plan(s, typ, rng)
+	ts := plan(s, mix, rng)
 	// The header (metadata and tensor infos) does not depend on the tensors'
 	// values, so gguf.Writer can write it from tensors that all alias one
 	// zeroed buffer; its data section is then replaced by the real bytes.
 	// gguf.Writer lays the data out as each tensor followed by padding to the
 	// alignment, which is what the loop below reproduces.
-	w := header(s, typ)
+	w := header(s, mix.FileType)
 	var maxSize, dataLen int64
 	for _, t := range ts {
 		maxSize = max(maxSize, t.size)
@@ -199,6 +228,12 @@ func (s Shape) normalize() (Shape, error) {
 	if s.NHead%s.NHeadKV != 0 || s.HeadDim%2 != 0 {
 		return s, fmt.Errorf("synth: %d heads / %d KV heads / head dim %d is not a valid shape", s.NHead, s.NHeadKV, s.HeadDim)
 	}
+	if s.NExpert > 0 && (s.NExpertUsed <= 0 || s.NExpertUsed > s.NExpert || s.NFFExp <= 0) {
+		return s, fmt.Errorf("synth: %d of %d experts of width %d is not a valid mixture", s.NExpertUsed, s.NExpert, s.NFFExp)
+	}
+	if moeArch(s.Arch) != (s.NExpert > 0) {
+		return s, fmt.Errorf("synth: %s with %d experts: qwen3moe needs experts, the dense architectures none", s.Arch, s.NExpert)
+	}
 	if s.NVocab < 259 {
 		return s, fmt.Errorf("synth: vocabulary of %d is smaller than the 259 special and byte tokens", s.NVocab)
 	}
@@ -224,6 +259,11 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	w.Set(a+".rope.freq_base", s.RopeBase)
 	w.Set(a+".attention.layer_norm_rms_epsilon", float32(1e-5))
 	w.Set(a+".vocab_size", uint32(s.NVocab))
+	if s.NExpert > 0 {
+		w.Set(a+".expert_count", uint32(s.NExpert))
+		w.Set(a+".expert_used_count", uint32(s.NExpertUsed))
+		w.Set(a+".expert_feed_forward_length", uint32(s.NFFExp))
+	}
 	addVocab(w, s.NVocab)
 	return w
 }
@@ -235,27 +275,33 @@ type tensorSpec struct {
 	name       string
 	typ        tensor.Type
 	rows, cols int
+	experts    int // > 0: a 3-D expert tensor of experts matrices of rows × cols
 	size       int64
 	seed       uint64
 }
 
 func (t tensorSpec) dims() []uint64 {
-	if t.rows == 0 {
+	switch {
+	case t.rows == 0:
 		return []uint64{uint64(t.cols)}
+	case t.experts > 0:
+		return []uint64{uint64(t.cols), uint64(t.rows / t.experts), uint64(t.experts)}
 	}
 	return []uint64{uint64(t.cols), uint64(t.rows)}
 }
 
+func moeArch(arch string) bool { return arch == "qwen3moe" }
+
 // plan lists the model's tensors in file order, drawing one seed per tensor
 // from rng.
-func plan(s Shape, typ tensor.Type, rng *rand.Rand) []tensorSpec {
+func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 	var ts []tensorSpec
-	add := func(name string, t tensor.Type, rows, cols int) {
+	add := func(name string, t tensor.Type, rows, cols, experts int) {
 		size, _ := tensor.RowBytes(t, int64(max(rows, 1))*int64(cols))
-		ts = append(ts, tensorSpec{name: name, typ: t, rows: rows, cols: cols, size: size, seed: rng.Uint64()})
+		ts = append(ts, tensorSpec{name: name, typ: t, rows: rows, cols: cols, experts: experts, size: size, seed: rng.Uint64()})
 	}
-	mat := func(name string, rows, cols int) { add(name, Fallback(typ, cols), rows, cols) }
-	norm := func(name string, n int) { add(name, tensor.F32, 0, n) }
+	mat := func(name string, rows, cols int) { add(name, Fallback(mix.typeOf(name), cols), rows, cols, 0) }
+	norm := func(name string, n int) { add(name, tensor.F32, 0, n, 0) }
 	qd, kvd := s.NHead*s.HeadDim, s.NHeadKV*s.HeadDim
 	mat("token_embd.weight", s.NVocab, s.NEmbd)
 	for l := 0; l < s.NLayer; l++ {
@@ -265,11 +311,22 @@ func plan(s Shape, typ tensor.Type, rng *rand.Rand) []tensorSpec {
 		mat(p+"attn_k.weight", kvd, s.NEmbd)
 		mat(p+"attn_v.weight", kvd, s.NEmbd)
 		mat(p+"attn_output.weight", s.NEmbd, qd)
-		if s.Arch == "qwen3" {
+		if s.Arch == "qwen3" || s.Arch == "qwen3moe" {
 			norm(p+"attn_q_norm.weight", s.HeadDim)
 			norm(p+"attn_k_norm.weight", s.HeadDim)
 		}
 		norm(p+"ffn_norm.weight", s.NEmbd)
+		if s.NExpert > 0 {
+			// llama.cpp's quantizer leaves the router in F32.
+			add(p+"ffn_gate_inp.weight", tensor.F32, s.NExpert, s.NEmbd, 0)
+			exps := func(name string, rows, cols int) {
+				add(name, Fallback(mix.typeOf(name), cols), s.NExpert*rows, cols, s.NExpert)
+			}
+			exps(p+"ffn_gate_exps.weight", s.NFFExp, s.NEmbd)
+			exps(p+"ffn_up_exps.weight", s.NFFExp, s.NEmbd)
+			exps(p+"ffn_down_exps.weight", s.NEmbd, s.NFFExp)
+			continue
+		}
 		mat(p+"ffn_gate.weight", s.NFF, s.NEmbd)
 		mat(p+"ffn_up.weight", s.NFF, s.NEmbd)
 		mat(p+"ffn_down.weight", s.NEmbd, s.NFF)
