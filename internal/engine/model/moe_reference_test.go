@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/skulk/skulk/internal/engine/synth"
@@ -70,5 +71,41 @@ func TestSyntheticMoEReferences(t *testing.T) {
 			e, _ := openShard(t, path, whole, Options{Threads: 2, ExactActivations: true, F32Cache: true})
 			t.Logf("exact activations vs llama.cpp on the dequantized copy: %s", checkAgainst(t, e, ref.Dequant.Prompts, ref.Tolerance.Dequant))
 		})
+	}
+}
+
+func TestTopK(t *testing.T) {
+	for _, c := range []struct {
+		p    []float32
+		k    int
+		want []int32
+	}{
+		{[]float32{0.1, 0.5, 0.2, 0.2}, 2, []int32{1, 2}},
+		{[]float32{0.1, 0.5, 0.2, 0.2}, 3, []int32{1, 2, 3}},
+		{[]float32{0.4, 0.1, 0.4, 0.1}, 1, []int32{0}},
+		{[]float32{1, 2, 3, 4, 5}, 5, []int32{4, 3, 2, 1, 0}},
+		{[]float32{3, 1, 2}, 2, []int32{0, 2}},
+	} {
+		got := make([]int32, c.k)
+		topK(c.p, got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("topK(%v, %d) = %v, want %v", c.p, c.k, got, c.want)
+		}
+	}
+}
+
+func TestMoEGroups(t *testing.T) {
+	// Three tokens, two experts each, of four experts; expert 1 unused.
+	sel := []int32{2, 0, 0, 3, 2, 3}
+	start, rowOf, pair := make([]int, 5), make([]int, 6), make([]int, 6)
+	moeGroups(sel, 4, start, rowOf, pair)
+	if want := []int{0, 2, 2, 4, 6}; !slices.Equal(start, want) {
+		t.Fatalf("start %v, want %v", start, want)
+	}
+	for i, e := range sel {
+		r := rowOf[i]
+		if r < start[e] || r >= start[e+1] || pair[r] != i {
+			t.Errorf("pair %d (expert %d) at row %d; expert rows [%d, %d), pair there %d", i, e, r, start[e], start[e+1], pair[r])
+		}
 	}
 }

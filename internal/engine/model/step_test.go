@@ -15,9 +15,9 @@ import (
 // lengths) together with Step, in changing company and order, and checks
 // every logit against the same sequence decoded alone with Forward.
 func TestStepBitIdentical(t *testing.T) {
-	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
-		t.Run(typ.String(), func(t *testing.T) {
-			path := smallModel(t, typ)
+	for _, m := range smallCases() {
+		t.Run(m.name, func(t *testing.T) {
+			path := m.file(t)
 			s, _ := openShard(t, path, whole, Options{Threads: 2})
 			rng := rand.New(rand.NewPCG(11, 12))
 			const seqs, steps = 4, 6
