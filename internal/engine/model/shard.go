@@ -45,7 +45,7 @@ type layer struct {
 	qNorm, kNorm      []float32
 	gate, up, down    *matrix // dense FFN; nil in a mixture-of-experts block
 	// Mixture of experts: the router (n_expert × NEmbd) and the experts.
-	router                       *matrix
+	router                     *matrix
 	gateExps, upExps, downExps *experts
 }
 
