@@ -55,7 +55,7 @@ func newDevSynthCmd(s stdio) *cobra.Command {
 			return &exitError{code: 2, err: fmt.Errorf("--shape %q: known shapes are %s", *shapeName, strings.Join(names, ", "))}
 		}
 		if archDefault != (shape.NExpert > 0) {
-			return &exitError{code: 2, err: fmt.Errorf("--shape %q does not fit --arch %s: mixture-of-experts shapes go with qwen3moe", *shapeName, *arch)}
+			return &exitError{code: 2, err: fmt.Errorf("--shape %q does not fit --arch %s: mixture-of-experts shapes go with the MoE architectures", *shapeName, *arch)}
 		}
 		typ, ok := tensor.ParseType(strings.ToUpper(*typName))
 		if !ok || !typ.Supported() {

@@ -37,6 +37,10 @@ func TestBitIdentical(t *testing.T) {
 		// writes (3 blocks, 2 of 8 experts).
 		{"synth-qwen3moe-q4_k", synthModel(t, synth.ArchShapes()["qwen3moe"], tensor.Q4_K),
 			randomPrompts(5, 1024, 1, 9, 40)},
+		// glm4moe: a leading dense block, shared experts, a skipped
+		// next-token-prediction block after the trunk.
+		{"synth-glm4moe-q8_0", synthModel(t, synth.ArchShapes()["glm4moe"], tensor.Q8_0),
+			randomPrompts(6, 1024, 1, 9, 40)},
 	}
 	for _, c := range cases {
 		want := make([][]int32, len(c.prompts))

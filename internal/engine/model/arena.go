@@ -30,6 +30,8 @@ type arena struct {
 	// and choices per token, then the n·k (token, expert) pairs grouped by
 	// expert (moeGroups).
 	route, selW, xe, egate, eup, edown []float32
+	shared                             []float32 // the shared experts' output
+	routeSc                            []float32 // one token's biased router scores
 	sel                                []int32
 	estart, rowOf, epair               []int
 	eact                               []byte
@@ -63,8 +65,9 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.v = grow(a.v, m*cfg.KVDim())
 	a.att = grow(a.att, m*cfg.QDim())
 	a.o = grow(a.o, m*cfg.NEmbd)
-	a.gate = grow(a.gate, m*cfg.NFF)
-	a.up = grow(a.up, m*cfg.NFF)
+	ff := max(cfg.NFF, cfg.MoE.NShared*cfg.MoE.NFF)
+	a.gate = grow(a.gate, m*ff)
+	a.up = grow(a.up, m*ff)
 	a.ffo = grow(a.ffo, m*cfg.NEmbd)
 	a.act = grow(a.act, m*s.actRowBytes)
 	a.scores = grow(a.scores, s.pool.n*attnQueries*tensor.DotF32TilePad(capacity))
@@ -76,6 +79,7 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	if mc := cfg.MoE; mc.NExpert > 0 {
 		pairs := m * mc.NExpertUsed
 		a.route = grow(a.route, m*mc.NExpert)
+		a.routeSc = grow(a.routeSc, mc.NExpert)
 		a.sel = grow(a.sel, pairs)
 		a.selW = grow(a.selW, pairs)
 		a.estart = grow(a.estart, mc.NExpert+1)
@@ -86,6 +90,7 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 		a.eup = grow(a.eup, pairs*mc.NFF)
 		a.edown = grow(a.edown, pairs*cfg.NEmbd)
 		a.eact = grow(a.eact, pairs*s.actRowBytes)
+		a.shared = grow(a.shared, m*cfg.NEmbd)
 	}
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)

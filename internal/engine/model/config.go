@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
@@ -45,12 +46,19 @@ type Config struct {
 	QKNorm        bool // qwen3: RMS-normalise q and k per head before rope
 	QKVBias       bool // qwen2: q, k, v projections have biases
 	MoE           MoE  // mixture-of-experts feed-forward; zero for a dense model
+	// GLM is glm4moe's block layout: optional q/k/v biases and q/k norms,
+	// the FFN norm stored as post_attention_norm.
+	GLM bool
 }
 
 // archTraits are the per-architecture differences.
 type archTraits struct {
 	neox, qkNorm, qkvBias bool
 	moe                   bool
+	// glm4moe: q/k/v biases and q/k norms where the file has them, the
+	// FFN norm named post_attention_norm, sigmoid routing by default,
+	// shared experts.
+	glm bool
 }
 
 var archs = map[string]archTraits{
@@ -58,10 +66,11 @@ var archs = map[string]archTraits{
 	"qwen2":    {neox: true, qkvBias: true},
 	"qwen3":    {neox: true, qkNorm: true},
 	"qwen3moe": {neox: true, qkNorm: true, moe: true},
+	"glm4moe":  {neox: true, moe: true, glm: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
-func SupportedArchs() []string { return []string{"llama", "qwen2", "qwen3", "qwen3moe"} }
+func SupportedArchs() []string { return []string{"llama", "qwen2", "qwen3", "qwen3moe", "glm4moe"} }
 
 // ReadConfig reads the hyperparameters of f.
 func ReadConfig(f *gguf.File) (Config, error) {
@@ -70,7 +79,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm}
 	key := func(k string) string { return arch + "." + k }
 	var err error
 	need := func(k string, dst *int, min int) {
@@ -96,14 +105,9 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	need("embedding_length", &c.NEmbd, 1)
 	need("attention.head_count", &c.NHead, 1)
 	if tr.moe {
-		// An MoE model's dense width is unused when every block routes.
-		if _, ok := f.Get(key("feed_forward_length")); ok {
-			need("feed_forward_length", &c.NFF, 1)
+		if e := c.readMoE(f, tr, need, &err); e != nil {
+			err = e
 		}
-		need("expert_count", &c.MoE.NExpert, 1)
-		need("expert_used_count", &c.MoE.NExpertUsed, 1)
-		need("expert_feed_forward_length", &c.MoE.NFF, 1)
-		c.MoE.Gating, c.MoE.NormTopK = GatingSoftmax, true
 	} else {
 		need("feed_forward_length", &c.NFF, 1)
 	}
@@ -168,6 +172,63 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	return c, c.validate()
 }
 
+// readMoE reads the mixture-of-experts metadata of an MoE architecture, as
+// llama.cpp's loader reads it for that architecture.
+// need is ReadConfig's reader of integer keys, which records its first
+// failure in *errp.
+func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, int), errp *error) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	// An MoE model's dense width is only used by its leading dense blocks.
+	if _, ok := f.Get(key("feed_forward_length")); ok {
+		need("feed_forward_length", &c.NFF, 1)
+	}
+	need("expert_count", &c.MoE.NExpert, 1)
+	need("expert_used_count", &c.MoE.NExpertUsed, 1)
+	need("expert_feed_forward_length", &c.MoE.NFF, 1)
+	if !tr.glm {
+		// qwen3moe: softmax over the experts, the chosen weights
+		// renormalised (llama.cpp hard-wires both).
+		c.MoE.Gating, c.MoE.NormTopK = GatingSoftmax, true
+		return *errp
+	}
+	need("expert_shared_count", &c.MoE.NShared, 0)
+	if _, ok := f.Get(key("leading_dense_block_count")); ok {
+		need("leading_dense_block_count", &c.MoE.LeadingDense, 0)
+	}
+	if _, ok := f.Get(key("nextn_predict_layers")); ok {
+		// The multi-token-prediction blocks after the trunk are not run.
+		need("nextn_predict_layers", &c.MoE.NextN, 0)
+	}
+	if *errp != nil {
+		return *errp
+	}
+	c.NLayer -= c.MoE.NextN
+	c.MoE.Gating = GatingSigmoid
+	if g, ok := f.Uint(key("expert_gating_func")); ok && g != 0 {
+		switch g {
+		case 1:
+			c.MoE.Gating = GatingSoftmax
+		case 2:
+			c.MoE.Gating = GatingSigmoid
+		default:
+			return fmt.Errorf("model: %s = %d is not a gating function this engine supports (1 softmax, 2 sigmoid)", key("expert_gating_func"), g)
+		}
+	}
+	if b, ok := f.Bool(key("expert_weights_norm")); ok {
+		c.MoE.NormTopK = b
+	}
+	if s, ok := f.Float(key("expert_weights_scale")); ok {
+		c.MoE.Scale = float32(s)
+	}
+	if g, ok := f.Uint(key("expert_group_count")); ok && g > 1 {
+		return fmt.Errorf("model: %s = %d: grouped expert selection is not supported", key("expert_group_count"), g)
+	}
+	if secs, ok := f.Int32s(key("rope.dimension_sections")); ok && slices.ContainsFunc(secs, func(v int32) bool { return v != 0 }) {
+		return fmt.Errorf("model: %s: multi-section (M-RoPE) rotary positions are not supported", key("rope.dimension_sections"))
+	}
+	return nil
+}
+
 func (c Config) validate() error {
 	switch {
 	case c.NHead%c.NHeadKV != 0:
@@ -178,6 +239,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("model: RMS epsilon %v", c.RMSEps)
 	case !(c.RopeBase > 0):
 		return fmt.Errorf("model: rope base %v", c.RopeBase)
+	case c.NLayer < 1:
+		return fmt.Errorf("model: no blocks besides the %d next-token-prediction ones", c.MoE.NextN)
+	case c.MoE.LeadingDense > 0 && c.NFF == 0:
+		return fmt.Errorf("model: %d leading dense blocks but no feed_forward_length", c.MoE.LeadingDense)
 	case c.MoE.NExpert > 0 && (c.MoE.NExpertUsed > c.MoE.NExpert || c.MoE.NExpert > maxExperts):
 		return fmt.Errorf("model: %d of %d experts per token is not a valid mixture (at most %d experts)",
 			c.MoE.NExpertUsed, c.MoE.NExpert, maxExperts)

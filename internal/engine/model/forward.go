@@ -207,14 +207,21 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 	if ly.router != nil {
 		s.moeFFN(a, ly, h, n, ffo)
 	} else {
-		gate, up := a.gate[:n*cfg.NFF], a.up[:n*cfg.NFF]
-		s.matmul(a, h, n, mmPart{ly.gate, gate}, mmPart{ly.up, up})
-		s.rows(a, opSwiGLU, gate, up, nil, cfg.NFF, n)
-		s.matmul(a, gate, n, mmPart{ly.down, ffo})
+		s.denseFFN(a, ly, h, n, ffo)
 	}
 	for j := range x {
 		x[j] += ffo[j]
 	}
+}
+
+// denseFFN writes the SwiGLU feed-forward output of ly's gate, up and down
+// matrices over the n rows h into out.
+func (s *Shard) denseFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
+	w := ly.gate.rows
+	gate, up := a.gate[:n*w], a.up[:n*w]
+	s.matmul(a, h, n, mmPart{ly.gate, gate}, mmPart{ly.up, up})
+	s.rows(a, opSwiGLU, gate, up, nil, w, n)
+	s.matmul(a, gate, n, mmPart{ly.down, out})
 }
 
 func addBias(x, b []float32) {

@@ -27,7 +27,19 @@ type MoE struct {
 	Gating      Gating
 	NormTopK    bool    // divide the selected weights by their sum
 	Scale       float32 // multiply the weights by this; 0 means 1
+	// NShared experts of width NFF run on every token (as one FFN of
+	// width NShared·NFF), added to the routed ones' output.
+	NShared int
+	// LeadingDense is the number of first blocks with a dense FFN of
+	// Config.NFF instead of experts.
+	LeadingDense int
+	// NextN is the number of multi-token-prediction blocks stored after
+	// the trunk (block_count includes them); they are not run.
+	NextN int
 }
+
+// moeBlock says whether block b routes its FFN through experts.
+func (c Config) moeBlock(b int) bool { return c.MoE.NExpert > 0 && b >= c.MoE.LeadingDense }
 
 // maxExperts is llama.cpp's LLAMA_MAX_EXPERTS.
 const maxExperts = 1024
@@ -52,7 +64,10 @@ func (x *experts) expert(e int) matrix {
 // NExpert, turned into probabilities in place) and writes the chosen ids and
 // their weights into sel and w (n × NExpertUsed, in llama.cpp's order: by
 // probability, descending).
-func (s *Shard) route(logits []float32, n int, sel []int32, w []float32) {
+//
+// A selection bias (glm4moe's exp_probs_b) shifts which experts are chosen
+// but not their weights; sc is scratch for the biased scores.
+func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, sc []float32) {
 	mc := s.Config.MoE
 	ne, k := mc.NExpert, mc.NExpertUsed
 	for t := 0; t < n; t++ {
@@ -66,7 +81,14 @@ func (s *Shard) route(logits []float32, n int, sel []int32, w []float32) {
 			softmaxScaled(s.k, p, 1)
 		}
 		ids := sel[t*k : (t+1)*k]
-		topK(p, ids)
+		if bias != nil {
+			for i, v := range p {
+				sc[i] = v + bias[i]
+			}
+			topK(sc[:ne], ids)
+		} else {
+			topK(p, ids)
+		}
 		ws := w[t*k : (t+1)*k]
 		for i, e := range ids {
 			ws[i] = p[e]
@@ -148,7 +170,7 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 	logits := a.route[:n*mc.NExpert]
 	s.matmul(a, h, n, mmPart{ly.router, logits})
 	sel, w := a.sel[:n*k], a.selW[:n*k]
-	s.route(logits, n, sel, w)
+	s.route(logits, ly.routerBias, n, sel, w, a.routeSc)
 	rows := n * k
 	start, rowOf, pair := a.estart[:mc.NExpert+1], a.rowOf[:rows], a.epair[:rows]
 	moeGroups(sel, mc.NExpert, start, rowOf, pair)
@@ -180,6 +202,15 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 			for j, v := range src {
 				o[j] += v * wt
 			}
+		}
+	}
+	if ly.gate != nil {
+		// Shared experts see every token; llama.cpp adds their output to
+		// the routed experts' sum.
+		sh := a.shared[:n*d]
+		s.denseFFN(a, ly, h, n, sh)
+		for j := range out[:n*d] {
+			out[j] += sh[j]
 		}
 	}
 }

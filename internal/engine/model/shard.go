@@ -43,9 +43,13 @@ type layer struct {
 	qBias, kBias      []float32
 	vBias             []float32
 	qNorm, kNorm      []float32
-	gate, up, down    *matrix // dense FFN; nil in a mixture-of-experts block
-	// Mixture of experts: the router (n_expert × NEmbd) and the experts.
+	// The dense FFN; in a mixture-of-experts block, the shared experts
+	// (nil without).
+	gate, up, down *matrix
+	// Mixture of experts: the router (n_expert × NEmbd), its selection
+	// bias (glm4moe), and the experts.
 	router                     *matrix
+	routerBias                 []float32
 	gateExps, upExps, downExps *experts
 }
 
@@ -182,13 +186,22 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 	ly.qBias = v("attn_q.bias", c.QDim(), !c.QKVBias)
 	ly.kBias = v("attn_k.bias", c.KVDim(), !c.QKVBias)
 	ly.vBias = v("attn_v.bias", c.KVDim(), !c.QKVBias)
-	if c.QKNorm {
+	switch {
+	case c.QKNorm:
 		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, false)
 		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, false)
+	case c.GLM:
+		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, true)
+		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, true)
 	}
-	ly.ffnNorm = v("ffn_norm.weight", c.NEmbd, false)
-	if mc := c.MoE; mc.NExpert > 0 {
+	if c.GLM {
+		ly.ffnNorm = v("post_attention_norm.weight", c.NEmbd, false)
+	} else {
+		ly.ffnNorm = v("ffn_norm.weight", c.NEmbd, false)
+	}
+	if mc := c.MoE; c.moeBlock(b) {
 		ly.router = m("ffn_gate_inp.weight", mc.NExpert, c.NEmbd)
+		ly.routerBias = v("exp_probs_b.bias", mc.NExpert, !c.GLM)
 		x := func(name string, rows, cols int) *experts {
 			if err != nil {
 				return nil
@@ -203,6 +216,11 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 		if err == nil && !sameVecDot(ly.gateExps.all.typ, ly.upExps.all.typ) {
 			err = fmt.Errorf("model: block %d: expert gate %s and up %s tensors need different activations, which this engine does not support",
 				b, ly.gateExps.all.typ, ly.upExps.all.typ)
+		}
+		if w := mc.NShared * mc.NFF; w > 0 {
+			ly.gate = m("ffn_gate_shexp.weight", w, c.NEmbd)
+			ly.up = m("ffn_up_shexp.weight", w, c.NEmbd)
+			ly.down = m("ffn_down_shexp.weight", c.NEmbd, w)
 		}
 		return ly, err
 	}

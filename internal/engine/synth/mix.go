@@ -45,10 +45,11 @@ func (m Mix) typeOf(name string) tensor.Type {
 func Shipped(arch string) (Mix, bool) {
 	q4km := Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
 		{"attn_v.weight", tensor.Q6_K}, {"ffn_down_exps.weight", tensor.Q6_K}, {"ffn_down.weight", tensor.Q6_K},
+		{"ffn_down_shexp.weight", tensor.Q6_K},
 		{"output.weight", tensor.Q6_K},
 	}}
 	switch arch {
-	case "qwen3moe":
+	case "qwen3moe", "glm4moe":
 		return q4km, true
 	}
 	return Mix{}, false

@@ -44,6 +44,11 @@ type Shape struct {
 	// which NExpertUsed run per token; NFF is then only the header's dense
 	// width.
 	NExpert, NExpertUsed, NFFExp int
+	// glm4moe: NShared shared experts, LeadingDense first blocks with a
+	// dense FFN, NextN multi-token-prediction blocks after the trunk
+	// (counted in block_count, not in NLayer), RopeDim rotated dimensions
+	// per head (0 = HeadDim).
+	NShared, LeadingDense, NextN, RopeDim int
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -68,6 +73,13 @@ func ArchShapes() map[string]Shape {
 	return map[string]Shape{
 		"qwen3moe": {Name: "qwen3moe-tiny", Arch: "qwen3moe", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
 			NFF: 768, NVocab: 1024, RopeBase: 1e6, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256},
+		// GLM-4.5's layout: a leading dense block, then blocks of 8 routed
+		// experts (2 per token, sigmoid gating with a selection bias) plus
+		// a shared one; q/k/v biases, q/k norms, half the head rotated; one
+		// next-token-prediction block after the trunk.
+		"glm4moe": {Name: "glm4moe-tiny", Arch: "glm4moe", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
+			NFF: 512, NVocab: 1024, RopeBase: 1e6, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256,
+			NShared: 1, LeadingDense: 1, NextN: 1, RopeDim: 32},
 	}
 }
 
@@ -222,6 +234,15 @@ func (s Shape) normalize() (Shape, error) {
 	if s.HeadDim == 0 {
 		s.HeadDim = s.NEmbd / s.NHead
 	}
+	if s.RopeDim == 0 {
+		s.RopeDim = s.HeadDim
+	}
+	if s.RopeDim > s.HeadDim || s.RopeDim%2 != 0 {
+		return s, fmt.Errorf("synth: rope dimension %d does not fit head dimension %d", s.RopeDim, s.HeadDim)
+	}
+	if s.Arch != "glm4moe" && (s.NShared > 0 || s.LeadingDense > 0 || s.NextN > 0) {
+		return s, fmt.Errorf("synth: shared experts, leading dense blocks and next-token-prediction blocks are glm4moe's")
+	}
 	if s.NHeadKV == 0 {
 		s.NHeadKV = s.NHead
 	}
@@ -232,7 +253,7 @@ func (s Shape) normalize() (Shape, error) {
 		return s, fmt.Errorf("synth: %d of %d experts of width %d is not a valid mixture", s.NExpertUsed, s.NExpert, s.NFFExp)
 	}
 	if moeArch(s.Arch) != (s.NExpert > 0) {
-		return s, fmt.Errorf("synth: %s with %d experts: qwen3moe needs experts, the dense architectures none", s.Arch, s.NExpert)
+		return s, fmt.Errorf("synth: %s with %d experts: the MoE architectures need experts, the dense ones none", s.Arch, s.NExpert)
 	}
 	if s.NVocab < 259 {
 		return s, fmt.Errorf("synth: vocabulary of %d is smaller than the 259 special and byte tokens", s.NVocab)
@@ -247,7 +268,7 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	w.Set("general.architecture", a)
 	w.Set("general.name", "skulk-synth-"+s.Name)
 	w.Set("general.file_type", uint32(fileType(typ)))
-	w.Set(a+".block_count", uint32(s.NLayer))
+	w.Set(a+".block_count", uint32(s.NLayer+s.NextN))
 	w.Set(a+".context_length", uint32(s.CtxLen))
 	w.Set(a+".embedding_length", uint32(s.NEmbd))
 	w.Set(a+".feed_forward_length", uint32(s.NFF))
@@ -255,7 +276,7 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	w.Set(a+".attention.head_count_kv", uint32(s.NHeadKV))
 	w.Set(a+".attention.key_length", uint32(s.HeadDim))
 	w.Set(a+".attention.value_length", uint32(s.HeadDim))
-	w.Set(a+".rope.dimension_count", uint32(s.HeadDim))
+	w.Set(a+".rope.dimension_count", uint32(s.RopeDim))
 	w.Set(a+".rope.freq_base", s.RopeBase)
 	w.Set(a+".attention.layer_norm_rms_epsilon", float32(1e-5))
 	w.Set(a+".vocab_size", uint32(s.NVocab))
@@ -263,6 +284,16 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 		w.Set(a+".expert_count", uint32(s.NExpert))
 		w.Set(a+".expert_used_count", uint32(s.NExpertUsed))
 		w.Set(a+".expert_feed_forward_length", uint32(s.NFFExp))
+	}
+	if a == "glm4moe" {
+		// GLM-4.5's routing: sigmoid scores, the chosen weights
+		// renormalised and scaled by 2.5.
+		w.Set(a+".expert_shared_count", uint32(s.NShared))
+		w.Set(a+".leading_dense_block_count", uint32(s.LeadingDense))
+		w.Set(a+".expert_weights_scale", float32(2.5))
+		w.Set(a+".expert_weights_norm", true)
+		w.Set(a+".expert_gating_func", uint32(2))
+		w.Set(a+".nextn_predict_layers", uint32(s.NextN))
 	}
 	addVocab(w, s.NVocab)
 	return w
@@ -274,6 +305,7 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 type tensorSpec struct {
 	name       string
 	typ        tensor.Type
+	bias       bool // a vector of values near 0 rather than near 1
 	rows, cols int
 	experts    int // > 0: a 3-D expert tensor of experts matrices of rows × cols
 	size       int64
@@ -290,7 +322,7 @@ func (t tensorSpec) dims() []uint64 {
 	return []uint64{uint64(t.cols), uint64(t.rows)}
 }
 
-func moeArch(arch string) bool { return arch == "qwen3moe" }
+func moeArch(arch string) bool { return arch == "qwen3moe" || arch == "glm4moe" }
 
 // plan lists the model's tensors in file order, drawing one seed per tensor
 // from rng.
@@ -302,34 +334,64 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 	}
 	mat := func(name string, rows, cols int) { add(name, Fallback(mix.typeOf(name), cols), rows, cols, 0) }
 	norm := func(name string, n int) { add(name, tensor.F32, 0, n, 0) }
+	bias := func(name string, n int) {
+		add(name, tensor.F32, 0, n, 0)
+		ts[len(ts)-1].bias = true
+	}
 	qd, kvd := s.NHead*s.HeadDim, s.NHeadKV*s.HeadDim
+	glm := s.Arch == "glm4moe"
 	mat("token_embd.weight", s.NVocab, s.NEmbd)
-	for l := 0; l < s.NLayer; l++ {
+	for l := 0; l < s.NLayer+s.NextN; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		norm(p+"attn_norm.weight", s.NEmbd)
 		mat(p+"attn_q.weight", qd, s.NEmbd)
 		mat(p+"attn_k.weight", kvd, s.NEmbd)
 		mat(p+"attn_v.weight", kvd, s.NEmbd)
+		if glm {
+			bias(p+"attn_q.bias", qd)
+			bias(p+"attn_k.bias", kvd)
+			bias(p+"attn_v.bias", kvd)
+		}
 		mat(p+"attn_output.weight", s.NEmbd, qd)
-		if s.Arch == "qwen3" || s.Arch == "qwen3moe" {
+		if s.Arch == "qwen3" || s.Arch == "qwen3moe" || glm {
 			norm(p+"attn_q_norm.weight", s.HeadDim)
 			norm(p+"attn_k_norm.weight", s.HeadDim)
 		}
-		norm(p+"ffn_norm.weight", s.NEmbd)
-		if s.NExpert > 0 {
+		if glm {
+			norm(p+"post_attention_norm.weight", s.NEmbd)
+		} else {
+			norm(p+"ffn_norm.weight", s.NEmbd)
+		}
+		if s.NExpert > 0 && l >= s.LeadingDense {
 			// llama.cpp's quantizer leaves the router in F32.
 			add(p+"ffn_gate_inp.weight", tensor.F32, s.NExpert, s.NEmbd, 0)
+			if glm {
+				bias(p+"exp_probs_b.bias", s.NExpert)
+			}
 			exps := func(name string, rows, cols int) {
 				add(name, Fallback(mix.typeOf(name), cols), s.NExpert*rows, cols, s.NExpert)
 			}
 			exps(p+"ffn_gate_exps.weight", s.NFFExp, s.NEmbd)
 			exps(p+"ffn_up_exps.weight", s.NFFExp, s.NEmbd)
 			exps(p+"ffn_down_exps.weight", s.NEmbd, s.NFFExp)
-			continue
+			if w := s.NShared * s.NFFExp; w > 0 {
+				mat(p+"ffn_gate_shexp.weight", w, s.NEmbd)
+				mat(p+"ffn_up_shexp.weight", w, s.NEmbd)
+				mat(p+"ffn_down_shexp.weight", s.NEmbd, w)
+			}
+		} else {
+			mat(p+"ffn_gate.weight", s.NFF, s.NEmbd)
+			mat(p+"ffn_up.weight", s.NFF, s.NEmbd)
+			mat(p+"ffn_down.weight", s.NEmbd, s.NFF)
 		}
-		mat(p+"ffn_gate.weight", s.NFF, s.NEmbd)
-		mat(p+"ffn_up.weight", s.NFF, s.NEmbd)
-		mat(p+"ffn_down.weight", s.NEmbd, s.NFF)
+		if l >= s.NLayer {
+			// A next-token-prediction block: the engine skips it, as
+			// llama.cpp does unless asked to draft with it.
+			mat(p+"nextn.eh_proj.weight", s.NEmbd, 2*s.NEmbd)
+			norm(p+"nextn.enorm.weight", s.NEmbd)
+			norm(p+"nextn.hnorm.weight", s.NEmbd)
+			norm(p+"nextn.shared_head_norm.weight", s.NEmbd)
+		}
 	}
 	norm("output_norm.weight", s.NEmbd)
 	if !s.Tied {
@@ -349,7 +411,9 @@ func (t tensorSpec) data() ([]byte, error) {
 	if t.rows == 0 {
 		x := randn(rand.New(rand.NewPCG(t.seed, 0)), t.cols, 0.1)
 		for i := range x {
-			x[i] += 1
+			if !t.bias {
+				x[i]++
+			}
 		}
 		return tensor.Quantize(tensor.F32, x)
 	}
