@@ -22,8 +22,10 @@ type Cache struct {
 	len   int
 	cap   int // positions allocated; grows up to limit as the sequence does
 	limit int // the most positions the cache may hold
-	kvDim int
+	kvDim int // keys a position: KV heads × hd
+	vDim  int // values a position: KV heads × hdv
 	hd    int
+	hdv   int
 	ar    arena
 }
 
@@ -35,7 +37,8 @@ const initialPositions = 256
 
 // NewCache returns an empty cache for up to capacity positions.
 func (s *Shard) NewCache(capacity int) *Cache {
-	c := &Cache{limit: capacity, kvDim: s.Config.KVDim(), hd: s.Config.HeadDim, typ: s.kvType, esz: 2}
+	cfg := s.Config
+	c := &Cache{limit: capacity, kvDim: cfg.KVDim(), vDim: cfg.VDim(), hd: cfg.HeadDim, hdv: cfg.vHead(), typ: s.kvType, esz: 2}
 	if c.typ == tensor.F32 {
 		c.esz = 4
 	}
@@ -72,12 +75,12 @@ func (c *Cache) grow(capacity int) {
 		k := make([]byte, es*capacity*c.kvDim)
 		// DotF32Tile reads the values in whole chunks: the last row's last
 		// chunk may reach past the capacity.
-		vt := make([]byte, es*(capacity*c.kvDim+tensor.DotF32TileChunk))
+		vt := make([]byte, es*(capacity*c.vDim+tensor.DotF32TileChunk))
 		if c.len > 0 {
 			for g := 0; g < c.kvDim/hd; g++ {
 				copy(k[es*g*capacity*hd:], c.k[i][es*g*c.cap*hd:es*(g*c.cap+c.len)*hd])
 			}
-			for r := 0; r < c.kvDim; r++ {
+			for r := 0; r < c.vDim; r++ {
 				copy(vt[es*r*capacity:], c.vt[i][es*r*c.cap:es*(r*c.cap+c.len)])
 			}
 		}
@@ -111,7 +114,7 @@ func (c *Cache) Truncate(n int) error {
 // so both give the same bytes.
 func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []float32) {
 	kc, vt := c.k[i], c.vt[i]
-	es, headDim := c.esz, c.hd
+	es, headDim, hdv := c.esz, c.hd, c.hdv
 	heads := c.kvDim / headDim
 	for t := 0; t < n; t++ {
 		for g := 0; g < heads; g++ {
@@ -123,23 +126,23 @@ func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []f
 	if n >= storeColumns {
 		col := a.vcol[:n]
 		for g := 0; g < heads; g++ {
-			for e := 0; e < headDim; e++ {
+			for e := 0; e < hdv; e++ {
 				for t := range col {
-					col[t] = vals[t*c.kvDim+g*headDim+e]
+					col[t] = vals[t*c.vDim+g*hdv+e]
 				}
-				off := es * ((g*headDim+e)*c.cap + pos0)
+				off := es * ((g*hdv+e)*c.cap + pos0)
 				c.convert(k, col, vt[off:off+es*n])
 			}
 		}
 		return
 	}
-	row := a.vrow[:es*headDim]
+	row := a.vrow[:es*hdv]
 	for t := 0; t < n; t++ {
 		pos := pos0 + t
 		for g := 0; g < heads; g++ {
-			c.convert(k, vals[t*c.kvDim+g*headDim:t*c.kvDim+(g+1)*headDim], row)
-			base := g * headDim * c.cap
-			for e := 0; e < headDim; e++ {
+			c.convert(k, vals[t*c.vDim+g*hdv:t*c.vDim+(g+1)*hdv], row)
+			base := g * hdv * c.cap
+			for e := 0; e < hdv; e++ {
 				copy(vt[es*(base+e*c.cap+pos):], row[es*e:es*e+es])
 			}
 		}

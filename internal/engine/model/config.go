@@ -34,7 +34,8 @@ type Config struct {
 	NEmbd         int
 	NHead         int
 	NHeadKV       int
-	HeadDim       int // per-head width of q and k
+	HeadDim       int // per-head width of q and k (in the cache)
+	VHeadDim      int // per-head width of v in the cache; HeadDim but for MLA
 	NFF           int
 	NVocab        int
 	ContextLength int
@@ -46,6 +47,8 @@ type Config struct {
 	QKNorm        bool // qwen3: RMS-normalise q and k per head before rope
 	QKVBias       bool // qwen2: q, k, v projections have biases
 	MoE           MoE  // mixture-of-experts feed-forward; zero for a dense model
+	MLA           MLA  // multi-head latent attention (deepseek2); zero otherwise
+	AttnScale     float32 // the attention scores' factor; 0 = 1/√HeadDim
 	// GLM is glm4moe's block layout: optional q/k/v biases and q/k norms,
 	// the FFN norm stored as post_attention_norm.
 	GLM bool
@@ -250,6 +253,25 @@ func (c Config) validate() error {
 	return nil
 }
 
-// QDim is the width of the concatenated query heads; KVDim of K or V.
-func (c Config) QDim() int  { return c.NHead * c.HeadDim }
-func (c Config) KVDim() int { return c.NHeadKV * c.HeadDim }
+// QDim is the width of the concatenated query heads; KVDim of K; VDim of
+// V; AttnDim of the attention output (one V row per query head).
+func (c Config) QDim() int    { return c.NHead * c.HeadDim }
+func (c Config) KVDim() int   { return c.NHeadKV * c.HeadDim }
+func (c Config) VDim() int    { return c.NHeadKV * c.vHead() }
+func (c Config) AttnDim() int { return c.NHead * c.vHead() }
+
+func (c Config) vHead() int {
+	if c.VHeadDim > 0 {
+		return c.VHeadDim
+	}
+	return c.HeadDim
+}
+
+// attnScale is the factor of the attention scores: 1/√HeadDim, or what
+// the architecture sets (MLA: 1/√ of the uncompressed key width).
+func (c Config) attnScale() float32 {
+	if c.AttnScale != 0 {
+		return c.AttnScale
+	}
+	return float32(1 / math.Sqrt(float64(c.HeadDim)))
+}

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -186,18 +185,19 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 		lo, hi := sg.row, sg.row+sg.n
 		sg.c.store(s.k, a, i, sg.c.len, sg.n, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd])
 	}
+	ad := cfg.AttnDim()
 	if lastOnly {
 		c, skip := segs[0].c, n-1
 		x, q, n = x[skip*d:], q[skip*qd:], 1
 		h = h[:d]
-		s.attention(a, c, i, c.len+skip, q, a.att[:qd], 1)
+		s.attention(a, c, i, c.len+skip, q, a.att[:ad], 1)
 	} else {
 		for _, sg := range segs {
 			lo, hi := sg.row, sg.row+sg.n
-			s.attention(a, sg.c, i, sg.c.len, q[lo*qd:hi*qd], a.att[lo*qd:hi*qd], sg.n)
+			s.attention(a, sg.c, i, sg.c.len, q[lo*qd:hi*qd], a.att[lo*ad:hi*ad], sg.n)
 		}
 	}
-	att, o := a.att[:n*qd], a.o[:n*d]
+	att, o := a.att[:n*ad], a.o[:n*d]
 	s.matmul(a, att, n, mmPart{ly.o, o})
 	for j := range x {
 		x[j] += o[j]
@@ -289,13 +289,14 @@ type attnJob struct {
 	kc, vt       []byte      // the block's cache
 	typ          tensor.Type // its element type (F16 or F32)
 	esz          int         // bytes an element
-	q, out       []float32   // n × QDim
+	q, out       []float32   // n × QDim, n × AttnDim
 	scores       []float32   // per worker, attnQueries rows of ss
 	spans        []int       // per worker, attnQueries spans
 	qh           []byte      // per worker, attnQueries queries of one head in fp16
 	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
+	hdv, od      int // value head width, output row width
 	ss           int // score row stride: the capacity padded as DotF32Tile reads rows
 	scale        float32
 }
@@ -334,8 +335,9 @@ func (j *attnJob) do(w, lo, hi int) {
 		}
 		// Row e of the transposed values holds element e of every
 		// position; the weights stay float32.
-		vals := j.vt[es*g*hd*cp : es*(g*hd*cp+(hd-1)*cp+tensor.DotF32TilePad(last))]
-		j.k.DotF32Tile(j.typ, vals, es*cp, hd, sc, ss, spans, j.out[t0*j.qd+h*hd:], j.qd)
+		hdv := j.hdv
+		vals := j.vt[es*g*hdv*cp : es*(g*hdv*cp+(hdv-1)*cp+tensor.DotF32TilePad(last))]
+		j.k.DotF32Tile(j.typ, vals, es*cp, hdv, sc, ss, spans, j.out[t0*j.od+h*hdv:], j.od)
 	}
 }
 
@@ -347,8 +349,8 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 	*j = attnJob{
 		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
-		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
-		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
+		hd: cfg.HeadDim, qd: cfg.QDim(), hdv: cfg.vHead(), od: cfg.AttnDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
+		scale: cfg.attnScale(),
 	}
 	span := pos0 + n
 	s.pool.run(j, (n+attnQueries-1)/attnQueries*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)
