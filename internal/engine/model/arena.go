@@ -32,10 +32,17 @@ type arena struct {
 	route, selW, xe, egate, eup, edown []float32
 	shared                             []float32 // the shared experts' output
 	routeSc                            []float32 // one token's biased router scores
-	sel                                []int32
-	estart, rowOf, epair               []int
-	eact                               []byte
-	etasks                             []expertTask
+
+	// Latent attention buffers (empty without MLA): the full queries, the
+	// query latent, the key/value latent with the rotated key, per-head
+	// grouped inputs and outputs of attn_k_b / attn_v_b, the expanded
+	// attention output.
+	mq, mqa, mkv, mx, my, mo []float32
+	mstart                   []int
+	sel                      []int32
+	estart, rowOf, epair     []int
+	eact                     []byte
+	etasks                   []expertTask
 
 	mm matmulJob
 	qj quantJob
@@ -76,10 +83,26 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.vrow = grow(a.vrow, 4*cfg.vHead())
 	a.pos = grow(a.pos, m)
 	a.vcol = grow(a.vcol, m)
+	grouped := 0 // rows an expert matmul may group
+	if ml := cfg.MLA; ml.KVLoraRank > 0 {
+		nh := cfg.NHead
+		a.mq = grow(a.mq, m*nh*ml.KeyLen)
+		a.mqa = grow(a.mqa, m*ml.QLoraRank)
+		a.mkv = grow(a.mkv, m*(ml.KVLoraRank+ml.RopeDim))
+		a.mx = grow(a.mx, m*nh*max(ml.nope(), ml.KVLoraRank))
+		a.my = grow(a.my, m*nh*max(ml.KVLoraRank, ml.ValueLen))
+		a.mo = grow(a.mo, m*nh*ml.ValueLen)
+		a.mstart = grow(a.mstart, nh+1)
+		grouped = m * nh
+	}
+	if mc := cfg.MoE; mc.NExpert > 0 {
+		grouped = max(grouped, m*mc.NExpertUsed)
+	}
+	a.eact = grow(a.eact, grouped*s.actRowBytes)
 	if mc := cfg.MoE; mc.NExpert > 0 {
 		pairs := m * mc.NExpertUsed
 		a.route = grow(a.route, m*mc.NExpert)
-		a.routeSc = grow(a.routeSc, mc.NExpert)
+		a.routeSc = grow(a.routeSc, 2*mc.NExpert)
 		a.sel = grow(a.sel, pairs)
 		a.selW = grow(a.selW, pairs)
 		a.estart = grow(a.estart, mc.NExpert+1)
@@ -89,7 +112,6 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 		a.egate = grow(a.egate, pairs*mc.NFF)
 		a.eup = grow(a.eup, pairs*mc.NFF)
 		a.edown = grow(a.edown, pairs*cfg.NEmbd)
-		a.eact = grow(a.eact, pairs*s.actRowBytes)
 		a.shared = grow(a.shared, m*cfg.NEmbd)
 	}
 	a.rope.half = cfg.RopeDim / 2

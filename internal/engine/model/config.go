@@ -44,10 +44,10 @@ type Config struct {
 	RopeDim       int  // rotated dimensions per head (≤ HeadDim)
 	RopeNeoX      bool // pairs (i, i+RopeDim/2) instead of (2i, 2i+1)
 	RopeScaling   RopeScaling
-	QKNorm        bool // qwen3: RMS-normalise q and k per head before rope
-	QKVBias       bool // qwen2: q, k, v projections have biases
-	MoE           MoE  // mixture-of-experts feed-forward; zero for a dense model
-	MLA           MLA  // multi-head latent attention (deepseek2); zero otherwise
+	QKNorm        bool    // qwen3: RMS-normalise q and k per head before rope
+	QKVBias       bool    // qwen2: q, k, v projections have biases
+	MoE           MoE     // mixture-of-experts feed-forward; zero for a dense model
+	MLA           MLA     // multi-head latent attention (deepseek2); zero otherwise
 	AttnScale     float32 // the attention scores' factor; 0 = 1/√HeadDim
 	// GLM is glm4moe's block layout: optional q/k/v biases and q/k norms,
 	// the FFN norm stored as post_attention_norm.
@@ -62,18 +62,24 @@ type archTraits struct {
 	// FFN norm named post_attention_norm, sigmoid routing by default,
 	// shared experts.
 	glm bool
+	// deepseek2: multi-head latent attention, softmax routing by default,
+	// shared experts, grouped expert selection.
+	mla bool
 }
 
 var archs = map[string]archTraits{
-	"llama":    {},
-	"qwen2":    {neox: true, qkvBias: true},
-	"qwen3":    {neox: true, qkNorm: true},
-	"qwen3moe": {neox: true, qkNorm: true, moe: true},
-	"glm4moe":  {neox: true, moe: true, glm: true},
+	"llama":     {},
+	"qwen2":     {neox: true, qkvBias: true},
+	"qwen3":     {neox: true, qkNorm: true},
+	"qwen3moe":  {neox: true, qkNorm: true, moe: true},
+	"glm4moe":   {neox: true, moe: true, glm: true},
+	"deepseek2": {moe: true, mla: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
-func SupportedArchs() []string { return []string{"llama", "qwen2", "qwen3", "qwen3moe", "glm4moe"} }
+func SupportedArchs() []string {
+	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "glm4moe", "deepseek2"}
+}
 
 // ReadConfig reads the hyperparameters of f.
 func ReadConfig(f *gguf.File) (Config, error) {
@@ -125,11 +131,17 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if _, ok := f.Get(key("attention.key_length")); ok {
 		need("attention.key_length", &c.HeadDim, 1)
 	}
-	if v, ok := f.Uint(key("attention.value_length")); ok && int(v) != c.HeadDim {
+	if tr.mla {
+		if err := c.readMLA(f); err != nil {
+			return Config{}, err
+		}
+	} else if v, ok := f.Uint(key("attention.value_length")); ok && int(v) != c.HeadDim {
 		return Config{}, fmt.Errorf("model: value_length %d differs from key_length %d, which this engine does not support", v, c.HeadDim)
 	}
-	c.RopeDim = c.HeadDim
-	if _, ok := f.Get(key("rope.dimension_count")); ok {
+	if c.RopeDim == 0 {
+		c.RopeDim = c.HeadDim
+	}
+	if _, ok := f.Get(key("rope.dimension_count")); ok && !tr.mla {
 		need("rope.dimension_count", &c.RopeDim, 2)
 	}
 	c.ContextLength = 2048
@@ -188,7 +200,7 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 	need("expert_count", &c.MoE.NExpert, 1)
 	need("expert_used_count", &c.MoE.NExpertUsed, 1)
 	need("expert_feed_forward_length", &c.MoE.NFF, 1)
-	if !tr.glm {
+	if !tr.glm && !tr.mla {
 		// qwen3moe: softmax over the experts, the chosen weights
 		// renormalised (llama.cpp hard-wires both).
 		c.MoE.Gating, c.MoE.NormTopK = GatingSoftmax, true
@@ -206,7 +218,11 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 		return *errp
 	}
 	c.NLayer -= c.MoE.NextN
-	c.MoE.Gating = GatingSigmoid
+	c.MoE.Gating = GatingSigmoid // glm4moe's default
+	if tr.mla {
+		// DeepSeek V2 files name no gating function: softmax.
+		c.MoE.Gating = GatingSoftmax
+	}
 	if g, ok := f.Uint(key("expert_gating_func")); ok && g != 0 {
 		switch g {
 		case 1:
@@ -224,11 +240,47 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 		c.MoE.Scale = float32(s)
 	}
 	if g, ok := f.Uint(key("expert_group_count")); ok && g > 1 {
-		return fmt.Errorf("model: %s = %d: grouped expert selection is not supported", key("expert_group_count"), g)
+		u, _ := f.Uint(key("expert_group_used_count"))
+		if g >= uint64(c.MoE.NExpert) || uint64(c.MoE.NExpert)%g != 0 || u < 1 || u >= g {
+			return fmt.Errorf("model: %d expert groups of which %d are used does not divide %d experts", g, u, c.MoE.NExpert)
+		}
+		c.MoE.NGroup, c.MoE.NGroupUsed = int(g), int(u)
 	}
 	if secs, ok := f.Int32s(key("rope.dimension_sections")); ok && slices.ContainsFunc(secs, func(v int32) bool { return v != 0 }) {
 		return fmt.Errorf("model: %s: multi-section (M-RoPE) rotary positions are not supported", key("rope.dimension_sections"))
 	}
+	return nil
+}
+
+// readMLA reads deepseek2's latent attention geometry. The cache holds
+// one key head of KVLoraRank+RopeDim values and one value head of
+// KVLoraRank values per position.
+func (c *Config) readMLA(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	get := func(k string, dst *int) bool {
+		v, ok := f.Uint(key(k))
+		if ok && v > 0 && v < 1<<20 {
+			*dst = int(v)
+		}
+		return ok
+	}
+	m := &c.MLA
+	get("attention.q_lora_rank", &m.QLoraRank)
+	if !get("attention.kv_lora_rank", &m.KVLoraRank) || m.KVLoraRank == 0 {
+		return fmt.Errorf("model: missing metadata %s", key("attention.kv_lora_rank"))
+	}
+	if !get("attention.key_length_mla", &m.KeyLen) || !get("attention.value_length_mla", &m.ValueLen) {
+		return fmt.Errorf("model: %s has no %s: a file with the older combined attn_kv_b tensor; convert it again with a current llama.cpp",
+			c.Arch, key("attention.key_length_mla"))
+	}
+	if !get("rope.dimension_count", &m.RopeDim) || m.RopeDim == 0 || m.RopeDim >= m.KeyLen || m.RopeDim%2 != 0 {
+		return fmt.Errorf("model: %s = %d does not fit the key width %d", key("rope.dimension_count"), m.RopeDim, m.KeyLen)
+	}
+	c.NHeadKV = 1
+	c.HeadDim = m.KVLoraRank + m.RopeDim
+	c.VHeadDim = m.KVLoraRank
+	c.RopeDim = m.RopeDim
+	c.AttnScale = float32(1 / math.Sqrt(float64(m.KeyLen)))
 	return nil
 }
 

@@ -157,10 +157,56 @@ type seg struct {
 func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly bool) {
 	cfg := s.Config
 	ly := &s.layers[i]
-	d, hd, kvd, qd := cfg.NEmbd, cfg.HeadDim, cfg.KVDim(), cfg.QDim()
+	d, kvd, vd, qd := cfg.NEmbd, cfg.KVDim(), cfg.VDim(), cfg.QDim()
 	h := a.h[:n*d]
-	q, k, v := a.q[:n*qd], a.k[:n*kvd], a.v[:n*kvd]
+	q, k, v := a.q[:n*qd], a.k[:n*kvd], a.v[:n*vd]
 	s.rows(a, opNorm, h, x, ly.attnNorm, d, n)
+	if ly.mla.kvA != nil {
+		s.mlaQKV(a, ly, h, n, q, k, v)
+	} else {
+		s.qkv(a, ly, h, n, q, k, v)
+	}
+	for _, sg := range segs {
+		lo, hi := sg.row, sg.row+sg.n
+		sg.c.store(s.k, a, i, sg.c.len, sg.n, k[lo*kvd:hi*kvd], v[lo*vd:hi*vd])
+	}
+	ad := cfg.AttnDim()
+	if lastOnly {
+		c, skip := segs[0].c, n-1
+		x, q, n = x[skip*d:], q[skip*qd:], 1
+		h = h[:d]
+		s.attention(a, c, i, c.len+skip, q, a.att[:ad], 1)
+	} else {
+		for _, sg := range segs {
+			lo, hi := sg.row, sg.row+sg.n
+			s.attention(a, sg.c, i, sg.c.len, q[lo*qd:hi*qd], a.att[lo*ad:hi*ad], sg.n)
+		}
+	}
+	att, o := a.att[:n*ad], a.o[:n*d]
+	if ly.mla.vB != nil {
+		att = s.mlaOut(a, ly, att, n)
+	}
+	s.matmul(a, att, n, mmPart{ly.o, o})
+	for j := range x {
+		x[j] += o[j]
+	}
+	s.rows(a, opNorm, h, x, ly.ffnNorm, d, n)
+	ffo := a.ffo[:n*d]
+	if ly.router != nil {
+		s.moeFFN(a, ly, h, n, ffo)
+	} else {
+		s.denseFFN(a, ly, h, n, ffo)
+	}
+	for j := range x {
+		x[j] += ffo[j]
+	}
+}
+
+// qkv computes the rows' queries, keys and values with their biases, q/k
+// norms and rotary positions.
+func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) {
+	cfg := s.Config
+	hd, kvd, qd := cfg.HeadDim, cfg.KVDim(), cfg.QDim()
 	s.matmul(a, h, n, mmPart{ly.q, q}, mmPart{ly.k, k}, mmPart{ly.v, v})
 	for t := 0; t < n; t++ {
 		addBias(q[t*qd:(t+1)*qd], ly.qBias)
@@ -180,37 +226,6 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 			}
 			a.rope.rope(kh, t, cfg.RopeNeoX)
 		}
-	}
-	for _, sg := range segs {
-		lo, hi := sg.row, sg.row+sg.n
-		sg.c.store(s.k, a, i, sg.c.len, sg.n, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd])
-	}
-	ad := cfg.AttnDim()
-	if lastOnly {
-		c, skip := segs[0].c, n-1
-		x, q, n = x[skip*d:], q[skip*qd:], 1
-		h = h[:d]
-		s.attention(a, c, i, c.len+skip, q, a.att[:ad], 1)
-	} else {
-		for _, sg := range segs {
-			lo, hi := sg.row, sg.row+sg.n
-			s.attention(a, sg.c, i, sg.c.len, q[lo*qd:hi*qd], a.att[lo*ad:hi*ad], sg.n)
-		}
-	}
-	att, o := a.att[:n*ad], a.o[:n*d]
-	s.matmul(a, att, n, mmPart{ly.o, o})
-	for j := range x {
-		x[j] += o[j]
-	}
-	s.rows(a, opNorm, h, x, ly.ffnNorm, d, n)
-	ffo := a.ffo[:n*d]
-	if ly.router != nil {
-		s.moeFFN(a, ly, h, n, ffo)
-	} else {
-		s.denseFFN(a, ly, h, n, ffo)
-	}
-	for j := range x {
-		x[j] += ffo[j]
 	}
 }
 

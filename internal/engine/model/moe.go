@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"slices"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -36,6 +37,10 @@ type MoE struct {
 	// NextN is the number of multi-token-prediction blocks stored after
 	// the trunk (block_count includes them); they are not run.
 	NextN int
+	// Grouped selection (DeepSeek V3): the experts form NGroup groups;
+	// only the NGroupUsed groups with the best sum of their top two
+	// scores compete.
+	NGroup, NGroupUsed int
 }
 
 // moeBlock says whether block b routes its FFN through experts.
@@ -81,14 +86,20 @@ func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, s
 			softmaxScaled(s.k, p, 1)
 		}
 		ids := sel[t*k : (t+1)*k]
-		if bias != nil {
-			for i, v := range p {
-				sc[i] = v + bias[i]
+		score := p
+		if bias != nil || mc.NGroup > 1 {
+			score = sc[:ne]
+			copy(score, p)
+			if bias != nil {
+				for i, b := range bias {
+					score[i] += b
+				}
 			}
-			topK(sc[:ne], ids)
-		} else {
-			topK(p, ids)
+			if mc.NGroup > 1 {
+				maskGroups(score, mc.NGroup, mc.NGroupUsed, sc[ne:])
+			}
 		}
+		topK(score, ids)
 		ws := w[t*k : (t+1)*k]
 		for i, e := range ids {
 			ws[i] = p[e]
@@ -108,6 +119,34 @@ func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, s
 		if mc.Scale != 0 && mc.Scale != 1 {
 			for i := range ws {
 				ws[i] *= mc.Scale
+			}
+		}
+	}
+}
+
+// maskGroups sets the scores of every expert outside the used best groups
+// to −Inf: a group's score is the sum of its two best experts' (llama.cpp's
+// grouped selection, DeepSeek V3's). scratch holds at least groups
+// values.
+func maskGroups(score []float32, groups, used int, scratch []float32) {
+	per := len(score) / groups
+	gs := scratch[:groups]
+	var top2 [2]int32
+	for g := range gs {
+		topK(score[g*per:(g+1)*per], top2[:])
+		gs[g] = float32(float64(score[g*per+int(top2[0])]) + float64(score[g*per+int(top2[1])]))
+	}
+	var keepBuf [16]int32
+	keep := keepBuf[:0]
+	if used > len(keepBuf) {
+		keep = make([]int32, 0, used)
+	}
+	keep = keep[:used]
+	topK(gs, keep)
+	for g := range gs {
+		if !slices.Contains(keep, int32(g)) {
+			for i := g * per; i < (g+1)*per; i++ {
+				score[i] = float32(math.Inf(-1))
 			}
 		}
 	}

@@ -51,6 +51,7 @@ type layer struct {
 	router                     *matrix
 	routerBias                 []float32
 	gateExps, upExps, downExps *experts
+	mla                        mlaLayer
 }
 
 // Shard is a loaded range of a model's blocks. It is immutable after Load
@@ -179,10 +180,34 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 		return out
 	}
 	ly.attnNorm = v("attn_norm.weight", c.NEmbd, false)
-	ly.q = m("attn_q.weight", c.QDim(), c.NEmbd)
-	ly.k = m("attn_k.weight", c.KVDim(), c.NEmbd)
-	ly.v = m("attn_v.weight", c.KVDim(), c.NEmbd)
-	ly.o = m("attn_output.weight", c.NEmbd, c.QDim())
+	x := func(name string, n, rows, cols int) *experts {
+		if err != nil {
+			return nil
+		}
+		var e *experts
+		e, err = l.experts(p+name, n, rows, cols)
+		return e
+	}
+	if ml := c.MLA; ml.KVLoraRank > 0 {
+		qw := c.NHead * ml.KeyLen
+		if ml.QLoraRank > 0 {
+			ly.mla.qA = m("attn_q_a.weight", ml.QLoraRank, c.NEmbd)
+			ly.mla.qANorm = v("attn_q_a_norm.weight", ml.QLoraRank, false)
+			ly.mla.qB = m("attn_q_b.weight", qw, ml.QLoraRank)
+		} else {
+			ly.q = m("attn_q.weight", qw, c.NEmbd)
+		}
+		ly.mla.kvA = m("attn_kv_a_mqa.weight", ml.KVLoraRank+ml.RopeDim, c.NEmbd)
+		ly.mla.kvANorm = v("attn_kv_a_norm.weight", ml.KVLoraRank, false)
+		ly.mla.kB = x("attn_k_b.weight", c.NHead, ml.KVLoraRank, ml.nope())
+		ly.mla.vB = x("attn_v_b.weight", c.NHead, ml.ValueLen, ml.KVLoraRank)
+		ly.o = m("attn_output.weight", c.NEmbd, c.NHead*ml.ValueLen)
+	} else {
+		ly.q = m("attn_q.weight", c.QDim(), c.NEmbd)
+		ly.k = m("attn_k.weight", c.KVDim(), c.NEmbd)
+		ly.v = m("attn_v.weight", c.KVDim(), c.NEmbd)
+		ly.o = m("attn_output.weight", c.NEmbd, c.QDim())
+	}
 	ly.qBias = v("attn_q.bias", c.QDim(), !c.QKVBias)
 	ly.kBias = v("attn_k.bias", c.KVDim(), !c.QKVBias)
 	ly.vBias = v("attn_v.bias", c.KVDim(), !c.QKVBias)
@@ -202,17 +227,9 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 	if mc := c.MoE; c.moeBlock(b) {
 		ly.router = m("ffn_gate_inp.weight", mc.NExpert, c.NEmbd)
 		ly.routerBias = v("exp_probs_b.bias", mc.NExpert, !c.GLM)
-		x := func(name string, rows, cols int) *experts {
-			if err != nil {
-				return nil
-			}
-			var e *experts
-			e, err = l.experts(p+name, mc.NExpert, rows, cols)
-			return e
-		}
-		ly.gateExps = x("ffn_gate_exps.weight", mc.NFF, c.NEmbd)
-		ly.upExps = x("ffn_up_exps.weight", mc.NFF, c.NEmbd)
-		ly.downExps = x("ffn_down_exps.weight", c.NEmbd, mc.NFF)
+		ly.gateExps = x("ffn_gate_exps.weight", mc.NExpert, mc.NFF, c.NEmbd)
+		ly.upExps = x("ffn_up_exps.weight", mc.NExpert, mc.NFF, c.NEmbd)
+		ly.downExps = x("ffn_down_exps.weight", mc.NExpert, c.NEmbd, mc.NFF)
 		if err == nil && !sameVecDot(ly.gateExps.all.typ, ly.upExps.all.typ) {
 			err = fmt.Errorf("model: block %d: expert gate %s and up %s tensors need different activations, which this engine does not support",
 				b, ly.gateExps.all.typ, ly.upExps.all.typ)
@@ -250,8 +267,8 @@ func (s *Shard) Kernels() string { return s.k.Name() }
 func (s *Shard) matrices() []*matrix {
 	ms := []*matrix{s.embd, s.output}
 	for _, l := range s.layers {
-		ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router)
-		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps} {
+		ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router, l.mla.qA, l.mla.qB, l.mla.kvA)
+		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps, l.mla.kB, l.mla.vB} {
 			if e != nil {
 				ms = append(ms, &e.all)
 			}
@@ -285,10 +302,10 @@ func (s *Shard) WeightBytes() int64 {
 		add(s.output)
 	}
 	for _, l := range s.layers {
-		for _, m := range []*matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router} {
+		for _, m := range []*matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router, l.mla.qA, l.mla.qB, l.mla.kvA} {
 			add(m)
 		}
-		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps} {
+		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps, l.mla.kB, l.mla.vB} {
 			if e != nil {
 				add(&e.all)
 			}

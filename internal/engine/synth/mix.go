@@ -49,7 +49,7 @@ func Shipped(arch string) (Mix, bool) {
 		{"output.weight", tensor.Q6_K},
 	}}
 	switch arch {
-	case "qwen3moe", "glm4moe":
+	case "qwen3moe", "glm4moe", "deepseek2":
 		return q4km, true
 	}
 	return Mix{}, false

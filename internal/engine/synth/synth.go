@@ -49,6 +49,11 @@ type Shape struct {
 	// (counted in block_count, not in NLayer), RopeDim rotated dimensions
 	// per head (0 = HeadDim).
 	NShared, LeadingDense, NextN, RopeDim int
+	// deepseek2's latent attention: query and key/value latent ranks,
+	// the per-head key (unrotated + RopeDim rotated) and value widths;
+	// grouped expert selection.
+	QLoraRank, KVLoraRank, KeyLenMLA, ValueLenMLA int
+	NGroup, NGroupUsed                            int
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -80,6 +85,15 @@ func ArchShapes() map[string]Shape {
 		"glm4moe": {Name: "glm4moe-tiny", Arch: "glm4moe", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
 			NFF: 512, NVocab: 1024, RopeBase: 1e6, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256,
 			NShared: 1, LeadingDense: 1, NextN: 1, RopeDim: 32},
+		// DeepSeek V3's layout: latent attention (a query latent, a shared
+		// key/value latent, per-head absorbed key and expanded value), a
+		// leading dense block, sigmoid routing with a selection bias over
+		// groups of experts, a shared expert, one next-token-prediction
+		// block.
+		"deepseek2": {Name: "deepseek2-tiny", Arch: "deepseek2", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 1, HeadDim: 320,
+			NFF: 512, NVocab: 1024, RopeBase: 10000, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256,
+			NShared: 1, LeadingDense: 1, NextN: 1, RopeDim: 64,
+			QLoraRank: 256, KVLoraRank: 256, KeyLenMLA: 128, ValueLenMLA: 64, NGroup: 4, NGroupUsed: 2},
 	}
 }
 
@@ -240,8 +254,13 @@ func (s Shape) normalize() (Shape, error) {
 	if s.RopeDim > s.HeadDim || s.RopeDim%2 != 0 {
 		return s, fmt.Errorf("synth: rope dimension %d does not fit head dimension %d", s.RopeDim, s.HeadDim)
 	}
-	if s.Arch != "glm4moe" && (s.NShared > 0 || s.LeadingDense > 0 || s.NextN > 0) {
-		return s, fmt.Errorf("synth: shared experts, leading dense blocks and next-token-prediction blocks are glm4moe's")
+	if s.Arch != "glm4moe" && s.Arch != "deepseek2" && (s.NShared > 0 || s.LeadingDense > 0 || s.NextN > 0) {
+		return s, fmt.Errorf("synth: shared experts, leading dense blocks and next-token-prediction blocks are glm4moe's and deepseek2's")
+	}
+	if s.Arch == "deepseek2" {
+		if s.KVLoraRank <= 0 || s.KeyLenMLA <= s.RopeDim || s.ValueLenMLA <= 0 || s.NHeadKV != 1 || s.HeadDim != s.KVLoraRank+s.RopeDim {
+			return s, fmt.Errorf("synth: deepseek2 needs a key/value latent, key and value widths, one KV head of latent+rope width")
+		}
 	}
 	if s.NHeadKV == 0 {
 		s.NHeadKV = s.NHead
@@ -275,7 +294,9 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	w.Set(a+".attention.head_count", uint32(s.NHead))
 	w.Set(a+".attention.head_count_kv", uint32(s.NHeadKV))
 	w.Set(a+".attention.key_length", uint32(s.HeadDim))
-	w.Set(a+".attention.value_length", uint32(s.HeadDim))
+	if a != "deepseek2" {
+		w.Set(a+".attention.value_length", uint32(s.HeadDim))
+	}
 	w.Set(a+".rope.dimension_count", uint32(s.RopeDim))
 	w.Set(a+".rope.freq_base", s.RopeBase)
 	w.Set(a+".attention.layer_norm_rms_epsilon", float32(1e-5))
@@ -285,7 +306,18 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 		w.Set(a+".expert_used_count", uint32(s.NExpertUsed))
 		w.Set(a+".expert_feed_forward_length", uint32(s.NFFExp))
 	}
-	if a == "glm4moe" {
+	if a == "deepseek2" {
+		w.Set(a+".attention.value_length", uint32(s.KVLoraRank))
+		if s.QLoraRank > 0 {
+			w.Set(a+".attention.q_lora_rank", uint32(s.QLoraRank))
+		}
+		w.Set(a+".attention.kv_lora_rank", uint32(s.KVLoraRank))
+		w.Set(a+".attention.key_length_mla", uint32(s.KeyLenMLA))
+		w.Set(a+".attention.value_length_mla", uint32(s.ValueLenMLA))
+		w.Set(a+".expert_group_count", uint32(s.NGroup))
+		w.Set(a+".expert_group_used_count", uint32(s.NGroupUsed))
+	}
+	if a == "glm4moe" || a == "deepseek2" {
 		// GLM-4.5's routing: sigmoid scores, the chosen weights
 		// renormalised and scaled by 2.5.
 		w.Set(a+".expert_shared_count", uint32(s.NShared))
@@ -322,7 +354,7 @@ func (t tensorSpec) dims() []uint64 {
 	return []uint64{uint64(t.cols), uint64(t.rows)}
 }
 
-func moeArch(arch string) bool { return arch == "qwen3moe" || arch == "glm4moe" }
+func moeArch(arch string) bool { return arch == "qwen3moe" || arch == "glm4moe" || arch == "deepseek2" }
 
 // plan lists the model's tensors in file order, drawing one seed per tensor
 // from rng.
@@ -344,15 +376,35 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 	for l := 0; l < s.NLayer+s.NextN; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		norm(p+"attn_norm.weight", s.NEmbd)
-		mat(p+"attn_q.weight", qd, s.NEmbd)
-		mat(p+"attn_k.weight", kvd, s.NEmbd)
-		mat(p+"attn_v.weight", kvd, s.NEmbd)
+		exps := func(name string, n, rows, cols int) {
+			add(name, Fallback(mix.typeOf(name), cols), n*rows, cols, n)
+		}
+		if s.Arch == "deepseek2" {
+			if s.QLoraRank > 0 {
+				mat(p+"attn_q_a.weight", s.QLoraRank, s.NEmbd)
+				norm(p+"attn_q_a_norm.weight", s.QLoraRank)
+				mat(p+"attn_q_b.weight", s.NHead*s.KeyLenMLA, s.QLoraRank)
+			} else {
+				mat(p+"attn_q.weight", s.NHead*s.KeyLenMLA, s.NEmbd)
+			}
+			mat(p+"attn_kv_a_mqa.weight", s.KVLoraRank+s.RopeDim, s.NEmbd)
+			norm(p+"attn_kv_a_norm.weight", s.KVLoraRank)
+			exps(p+"attn_k_b.weight", s.NHead, s.KVLoraRank, s.KeyLenMLA-s.RopeDim)
+			exps(p+"attn_v_b.weight", s.NHead, s.ValueLenMLA, s.KVLoraRank)
+			mat(p+"attn_output.weight", s.NEmbd, s.NHead*s.ValueLenMLA)
+		} else {
+			mat(p+"attn_q.weight", qd, s.NEmbd)
+			mat(p+"attn_k.weight", kvd, s.NEmbd)
+			mat(p+"attn_v.weight", kvd, s.NEmbd)
+		}
 		if glm {
 			bias(p+"attn_q.bias", qd)
 			bias(p+"attn_k.bias", kvd)
 			bias(p+"attn_v.bias", kvd)
 		}
-		mat(p+"attn_output.weight", s.NEmbd, qd)
+		if s.Arch != "deepseek2" {
+			mat(p+"attn_output.weight", s.NEmbd, qd)
+		}
 		if s.Arch == "qwen3" || s.Arch == "qwen3moe" || glm {
 			norm(p+"attn_q_norm.weight", s.HeadDim)
 			norm(p+"attn_k_norm.weight", s.HeadDim)
@@ -365,15 +417,12 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 		if s.NExpert > 0 && l >= s.LeadingDense {
 			// llama.cpp's quantizer leaves the router in F32.
 			add(p+"ffn_gate_inp.weight", tensor.F32, s.NExpert, s.NEmbd, 0)
-			if glm {
+			if glm || s.Arch == "deepseek2" {
 				bias(p+"exp_probs_b.bias", s.NExpert)
 			}
-			exps := func(name string, rows, cols int) {
-				add(name, Fallback(mix.typeOf(name), cols), s.NExpert*rows, cols, s.NExpert)
-			}
-			exps(p+"ffn_gate_exps.weight", s.NFFExp, s.NEmbd)
-			exps(p+"ffn_up_exps.weight", s.NFFExp, s.NEmbd)
-			exps(p+"ffn_down_exps.weight", s.NEmbd, s.NFFExp)
+			exps(p+"ffn_gate_exps.weight", s.NExpert, s.NFFExp, s.NEmbd)
+			exps(p+"ffn_up_exps.weight", s.NExpert, s.NFFExp, s.NEmbd)
+			exps(p+"ffn_down_exps.weight", s.NExpert, s.NEmbd, s.NFFExp)
 			if w := s.NShared * s.NFFExp; w > 0 {
 				mat(p+"ffn_gate_shexp.weight", w, s.NEmbd)
 				mat(p+"ffn_up_shexp.weight", w, s.NEmbd)
