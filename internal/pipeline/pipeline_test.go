@@ -41,6 +41,9 @@ func TestBitIdentical(t *testing.T) {
 		// next-token-prediction block after the trunk.
 		{"synth-glm4moe-q8_0", synthModel(t, synth.ArchShapes()["glm4moe"], tensor.Q8_0),
 			randomPrompts(6, 1024, 1, 9, 40)},
+		// deepseek2: latent attention, grouped expert selection.
+		{"synth-deepseek2-q8_0", synthModel(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0),
+			randomPrompts(7, 1024, 1, 9, 40)},
 	}
 	for _, c := range cases {
 		want := make([][]int32, len(c.prompts))

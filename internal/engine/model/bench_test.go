@@ -227,7 +227,9 @@ func smallCases() []smallCase {
 	for _, typ := range []tensor.Type{tensor.Q8_0, tensor.Q4_K} {
 		cs = append(cs, smallCase{"qwen3moe-" + typ.String(), func(t *testing.T) string { return smallMoE(t, typ) }})
 	}
-	cs = append(cs, smallCase{"glm4moe-Q8_0", func(t *testing.T) string { return synthFile(t, synth.ArchShapes()["glm4moe"], tensor.Q8_0) }})
+	for _, arch := range []string{"glm4moe", "deepseek2"} {
+		cs = append(cs, smallCase{arch + "-Q8_0", func(t *testing.T) string { return synthFile(t, synth.ArchShapes()[arch], tensor.Q8_0) }})
+	}
 	return cs
 }
 
