@@ -21,9 +21,14 @@ var ErrUnsupportedArch = errors.New("unsupported model architecture")
 
 // RopeScaling is how rotary positions are stretched past the trained context.
 type RopeScaling struct {
-	Type    string  // "", "none", "linear" (llama3 scaling arrives as the rope_freqs tensor)
-	Factor  float32 // linear: positions are divided by Factor
+	Type    string  // "", "none", "linear", "yarn" (llama3 scaling arrives as the rope_freqs tensor)
+	Factor  float32 // linear, yarn: positions are divided by Factor
 	OrigCtx int
+	// YaRN (as llama.cpp computes it): LogMul is the file's
+	// yarn_log_multiplier (deepseek2: divided by 0.1 as llama.cpp's
+	// loader does), AttnFactor rope.scaling.attn_factor (1 when absent),
+	// BetaFast/BetaSlow the correction range (32 and 1).
+	LogMul, AttnFactor, BetaFast, BetaSlow float32
 }
 
 // Config is every hyperparameter the forward pass needs, read from GGUF
@@ -169,14 +174,33 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if oc, ok := f.Uint(key("rope.scaling.original_context_length")); ok && oc < 1<<24 {
 		c.RopeScaling.OrigCtx = int(oc)
 	}
-	switch c.RopeScaling.Type {
+	rs := &c.RopeScaling
+	rs.AttnFactor, rs.BetaFast, rs.BetaSlow = 1, 32, 1
+	if v, ok := f.Float(key("rope.scaling.attn_factor")); ok {
+		rs.AttnFactor = float32(v)
+	}
+	switch rs.Type {
 	case "", "none":
 	case "linear":
-		if !(c.RopeScaling.Factor > 0) {
-			return Config{}, fmt.Errorf("model: linear rope scaling with factor %v", c.RopeScaling.Factor)
+		if !(rs.Factor > 0) {
+			return Config{}, fmt.Errorf("model: linear rope scaling with factor %v", rs.Factor)
+		}
+	case "yarn":
+		if !(rs.Factor > 0) {
+			return Config{}, fmt.Errorf("model: yarn rope scaling with factor %v", rs.Factor)
+		}
+		if rs.OrigCtx == 0 {
+			rs.OrigCtx = c.ContextLength
+		}
+		if v, ok := f.Float(key("rope.scaling.yarn_log_multiplier")); ok && tr.mla {
+			// Only deepseek2's loader reads it, undoing the converter's 0.1.
+			rs.LogMul = float32(v) / 0.1
 		}
 	default:
-		return Config{}, fmt.Errorf("model: rope scaling %q is not supported (supported: none, linear, llama3 rope_freqs)", c.RopeScaling.Type)
+		return Config{}, fmt.Errorf("model: rope scaling %q is not supported (supported: none, linear, yarn, llama3 rope_freqs)", rs.Type)
+	}
+	if tr.mla {
+		c.AttnScale = c.mlaAttnScale()
 	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()
@@ -280,8 +304,47 @@ func (c *Config) readMLA(f *gguf.File) error {
 	c.HeadDim = m.KVLoraRank + m.RopeDim
 	c.VHeadDim = m.KVLoraRank
 	c.RopeDim = m.RopeDim
-	c.AttnScale = float32(1 / math.Sqrt(float64(m.KeyLen)))
 	return nil
+}
+
+// logf is C's logf as far as the result goes (log of a float, rounded).
+func logf(x float32) float32 { return float32(math.Log(float64(x))) }
+
+// yarn returns YaRN's frequency scale and the attention factor llama.cpp
+// passes to its rope (cparams.yarn_attn_factor), in its float32 steps.
+func (c Config) yarn() (freqScale, attnFactor float32) {
+	rs := c.RopeScaling
+	if rs.Type != "yarn" {
+		return 1, rs.AttnFactor
+	}
+	freqScale = 1 / rs.Factor
+	factor := 1 / freqScale
+	mscale := func(scale, m float32) float32 {
+		if scale <= 1 {
+			return 1
+		}
+		return float32(0.1*m*logf(scale)) + 1
+	}
+	if rs.LogMul != 0 {
+		m := float32(1)
+		if c.MLA.KVLoraRank > 0 && rs.LogMul != 1 {
+			m = rs.LogMul
+		}
+		attnFactor = mscale(factor, m) / mscale(factor, rs.LogMul)
+	} else {
+		attnFactor = mscale(factor, 1)
+	}
+	attnFactor *= 1 / (1 + float32(0.1*logf(factor)))
+	return freqScale, attnFactor * rs.AttnFactor
+}
+
+// mlaAttnScale is deepseek2's attention factor: 1/√KeyLen times the square
+// of YaRN's magnitude correction, as its graph pre-scales it.
+func (c Config) mlaAttnScale() float32 {
+	freqScale, attnFactor := c.yarn()
+	org := attnFactor * (1 + float32(0.1*logf(1/freqScale)))
+	ms := org * (1 + float32(0.1*c.RopeScaling.LogMul*logf(1/freqScale)))
+	return float32(ms*ms) / float32(math.Sqrt(float64(c.MLA.KeyLen)))
 }
 
 func (c Config) validate() error {

@@ -54,6 +54,11 @@ type Shape struct {
 	// grouped expert selection.
 	QLoraRank, KVLoraRank, KeyLenMLA, ValueLenMLA int
 	NGroup, NGroupUsed                            int
+	// YaRN rotary scaling (DeepSeek V3's): the factor, the original
+	// context and the file's yarn_log_multiplier; 0 = none.
+	YarnFactor  float32
+	YarnOrigCtx int
+	YarnLogMul  float32
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -93,7 +98,8 @@ func ArchShapes() map[string]Shape {
 		"deepseek2": {Name: "deepseek2-tiny", Arch: "deepseek2", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 1, HeadDim: 320,
 			NFF: 512, NVocab: 1024, RopeBase: 10000, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256,
 			NShared: 1, LeadingDense: 1, NextN: 1, RopeDim: 64,
-			QLoraRank: 256, KVLoraRank: 256, KeyLenMLA: 128, ValueLenMLA: 64, NGroup: 4, NGroupUsed: 2},
+			QLoraRank: 256, KVLoraRank: 256, KeyLenMLA: 128, ValueLenMLA: 64, NGroup: 4, NGroupUsed: 2,
+			YarnFactor: 40, YarnOrigCtx: 128, YarnLogMul: 0.1},
 	}
 }
 
@@ -305,6 +311,14 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 		w.Set(a+".expert_count", uint32(s.NExpert))
 		w.Set(a+".expert_used_count", uint32(s.NExpertUsed))
 		w.Set(a+".expert_feed_forward_length", uint32(s.NFFExp))
+	}
+	if s.YarnFactor > 0 {
+		w.Set(a+".rope.scaling.type", "yarn")
+		w.Set(a+".rope.scaling.factor", s.YarnFactor)
+		w.Set(a+".rope.scaling.original_context_length", uint32(s.YarnOrigCtx))
+		if s.YarnLogMul != 0 {
+			w.Set(a+".rope.scaling.yarn_log_multiplier", s.YarnLogMul)
+		}
 	}
 	if a == "deepseek2" {
 		w.Set(a+".attention.value_length", uint32(s.KVLoraRank))
