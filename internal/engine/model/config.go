@@ -1,9 +1,8 @@
 // Package model runs decoder-only transformer models of the llama family
 // (llama, qwen2, qwen3) and the mixture-of-experts families (qwen3moe,
 // glm4moe, deepseek2 with latent attention) from GGUF files, whole or as a
-// shard: a contiguous
-// range of blocks plus, on the first shard, the token embedding and, on the
-// last, the output norm and head. The same code serves a model on one node
+// shard: a contiguous range of blocks plus, on the first shard, the token
+// embedding and, on the last, the output norm and head. The same code serves a model on one node
 // and one pipeline stage of a model spread over many.
 package model
 
