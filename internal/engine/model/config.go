@@ -266,7 +266,8 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 	}
 	if g, ok := f.Uint(key("expert_group_count")); ok && g > 1 {
 		u, _ := f.Uint(key("expert_group_used_count"))
-		if g >= uint64(c.MoE.NExpert) || uint64(c.MoE.NExpert)%g != 0 || u < 1 || u >= g {
+		// A group's score is its two best experts': groups hold two or more.
+		if 2*g > uint64(c.MoE.NExpert) || uint64(c.MoE.NExpert)%g != 0 || u < 1 || u >= g {
 			return fmt.Errorf("model: %d expert groups of which %d are used does not divide %d experts", g, u, c.MoE.NExpert)
 		}
 		c.MoE.NGroup, c.MoE.NGroupUsed = int(g), int(u)

@@ -70,7 +70,7 @@ func (x *experts) expert(e int) matrix {
 // their weights into sel and w (n × NExpertUsed, in llama.cpp's order: by
 // probability, descending).
 //
-// A selection bias (glm4moe's exp_probs_b) shifts which experts are chosen
+// A selection bias (exp_probs_b: glm4moe, DeepSeek V3) shifts which experts are chosen
 // but not their weights; sc is scratch for the biased scores.
 func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, sc []float32) {
 	mc := s.Config.MoE
