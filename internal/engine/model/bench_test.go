@@ -81,12 +81,17 @@ func benchCases() []benchCase {
 	shapes := synth.Shapes()
 	small := shapes["1b"]
 	small.Name, small.NLayer = "1b-4L", 4
+	moe := shapes["moe-30b-a3b-mini"]
+	moe.Name, moe.NLayer = "moe-2L", 2
 	cs := []benchCase{
 		{"tiny-f32", shapes["tiny"], tensor.F32},
 		{"tiny-q8_0", shapes["tiny"], tensor.Q8_0},
 		{"1b-4L-q8_0", small, tensor.Q8_0},
 		{"1b-4L-q4_k", small, tensor.Q4_K},
 		{"1b-4L-f16", small, tensor.F16},
+		// Qwen3-30B-A3B-like experts (8 of 64 run): a decode step reads an
+		// eighth of the expert weights.
+		{"moe-2L-q8_0", moe, tensor.Q8_0},
 	}
 	if *benchFull {
 		cs = append(cs, benchCase{"1b-q8_0", shapes["1b"], tensor.Q8_0})
