@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -59,6 +60,11 @@ func TestSyntheticMoEReferences(t *testing.T) {
 			}
 			readJSON(t, filepath.Join(repoRoot(), "testdata", "synthetic", "synth-"+arch+".json"), &ref)
 			path, sum := archModel(t, arch)
+			if sum != ref.Model.SHA256 && runtime.GOARCH != "amd64" {
+				// Go may fuse multiply-adds on other architectures, so the
+				// synthesizer's quantized bytes can differ there.
+				t.Skipf("synth wrote a model with sha256 %s on %s; the reference was made from the amd64 bytes %s", sum, runtime.GOARCH, ref.Model.SHA256)
+			}
 			if sum != ref.Model.SHA256 {
 				t.Fatalf("synth wrote a model with sha256 %s; the reference was made from %s (%s): "+
 					"rerun bench/synthref.sh %s if the generator changed on purpose", sum, ref.Model.SHA256, ref.Model.Command, arch)
