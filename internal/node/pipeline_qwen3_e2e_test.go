@@ -26,7 +26,27 @@ func TestPipelineQwen3AcrossNodes(t *testing.T) {
 	if err := synth.WriteFile(src, qwen3Shape, tensor.Q8_0, rand.New(rand.NewPCG(5, 6))); err != nil {
 		t.Fatal(err)
 	}
-	const id = "qwen3-q8_0"
+	splitEqualsWhole(t, src, "qwen3-q8_0")
+}
+
+// TestPipelineMoEAcrossNodes: the same for a mixture-of-experts model, the
+// small qwen3moe `skulk dev synth --arch qwen3moe` writes (Q4_K_M).
+func TestPipelineMoEAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the multi-node cluster test")
+	}
+	src := filepath.Join(t.TempDir(), "qwen3moe.gguf")
+	mix, _ := synth.Shipped("qwen3moe")
+	if err := synth.WriteFileMix(src, synth.ArchShapes()["qwen3moe"], mix, rand.New(rand.NewPCG(5, 6))); err != nil {
+		t.Fatal(err)
+	}
+	splitEqualsWhole(t, src, "qwen3moe-q4_k_m")
+}
+
+// splitEqualsWhole imports src as id on a two-node cluster, places it whole
+// and then split across both nodes, and compares 64 greedy tokens.
+func splitEqualsWhole(t *testing.T, src, id string) {
+	t.Helper()
 	nodes := importedPair(t, src, id)
 	complete := func(n *clusterNode) (string, int) {
 		t.Helper()
@@ -78,5 +98,5 @@ func TestPipelineQwen3AcrossNodes(t *testing.T) {
 			t.Fatalf("through node %d, split: %d tokens %q; whole: %d tokens %q", i, gotTokens, got, tokens, want)
 		}
 	}
-	t.Logf("%d greedy tokens of the synthesized qwen3 equal across the split and on one node", tokens)
+	t.Logf("%d greedy tokens of %s equal across the split and on one node", tokens, id)
 }
