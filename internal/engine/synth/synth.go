@@ -70,7 +70,7 @@ func Shapes() map[string]Shape {
 		"3b":   {Name: "3b", Arch: "llama", NEmbd: 3072, NLayer: 28, NHead: 24, NHeadKV: 8, NFF: 8192, NVocab: 32000, RopeBase: 500000, Tied: true, CtxLen: 8192},
 		// A Qwen3-30B-A3B-like mixture (48 layers, 128 experts of which 8
 		// run, head_dim 128) scaled down in width and expert count so that
-		// it fits and runs here: about 3.5 GB in Q4_K_M.
+		// it fits and runs here: about 3.3 GB in Q4_K_M.
 		"moe-30b-a3b-mini": {Name: "moe-30b-a3b-mini", Arch: "qwen3moe", NEmbd: 1024, NLayer: 48, NHead: 16, NHeadKV: 4, HeadDim: 128,
 			NFF: 3072, NVocab: 32000, RopeBase: 1e6, CtxLen: 8192, NExpert: 64, NExpertUsed: 8, NFFExp: 512},
 	}
