@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds bench/build/llamabench (and bench/build/membw) against the prebuilt
+# Builds bench/build/llamabench, bench/build/kvref, bench/build/synthref and bench/build/membw against the prebuilt
 # llama.cpp that bench/package-lock.json pins. node-llama-cpp ships the
 # shared libraries but not the headers; the headers come from the llama.cpp
 # source bundle in the same package, so they match the libraries exactly.
@@ -41,6 +41,14 @@ if [ ! -x "$build/kvref" ] || [ "$here/kvref.c" -nt "$build/kvref" ]; then
 		-I"$inc/include" -I"$inc/ggml/include" \
 		-DLLAMA_LIB_DIR="\"$lib\"" \
 		-o "$build/kvref" "$here/kvref.c" \
+		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
+		-Wl,-rpath,"$lib"
+fi
+if [ ! -x "$build/synthref" ] || [ "$here/synthref.c" -nt "$build/synthref" ]; then
+	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+		-I"$inc/include" -I"$inc/ggml/include" \
+		-DLLAMA_LIB_DIR="\"$lib\"" \
+		-o "$build/synthref" "$here/synthref.c" \
 		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
 		-Wl,-rpath,"$lib"
 fi

@@ -17,7 +17,8 @@ import (
 
 func newDevSynthCmd(s stdio) *cobra.Command {
 	c := &cobra.Command{Use: "synth --out FILE", Short: "Write a random-weight GGUF model with a real shape",
-		Example: "  skulk dev synth --shape tiny --type Q8_0 --out /tmp/tiny.gguf", Args: noArgs}
+		Example: "  skulk dev synth --shape tiny --type Q8_0 --out /tmp/tiny.gguf\n" +
+			"  skulk dev synth --arch qwen3moe --out /tmp/moe.gguf   # a small MoE in the types its real files ship", Args: noArgs}
 	fs := c.Flags()
 	shapes := synth.Shapes()
 	names := make([]string, 0, len(shapes))
@@ -26,8 +27,10 @@ func newDevSynthCmd(s stdio) *cobra.Command {
 	}
 	sort.Strings(names)
 	arch := fs.String("arch", "llama", "architecture: "+strings.Join(model.SupportedArchs(), ", "))
-	shapeName := fs.String("shape", "tiny", "named shape: "+strings.Join(names, ", "))
-	typName := fs.String("type", "Q8_0", "matrix type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4); norms stay F32")
+	shapeName := fs.String("shape", "tiny", "named shape: "+strings.Join(names, ", ")+
+		" (default for a mixture-of-experts --arch: a small model of that architecture)")
+	typName := fs.String("type", "Q8_0", "matrix type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4); norms stay F32 "+
+		"(default for a mixture-of-experts --arch: the mix its real files ship, Q4_K_M)")
 	out := fs.String("out", "", "GGUF file to write")
 	seed := fs.Uint64("seed", 1, "seed of the random weights (the same flags give the same bytes)")
 	// Overrides of the named shape, so tests can write a model small enough
@@ -40,16 +43,27 @@ func newDevSynthCmd(s stdio) *cobra.Command {
 	vocab := fs.Int("vocab", 0, "override: vocabulary size (at least 259)")
 	ctxLen := fs.Int("ctx", 0, "override: trained context length")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
+		if !slices.Contains(model.SupportedArchs(), *arch) {
+			return &exitError{code: 2, err: fmt.Errorf("--arch %q: supported are %s", *arch, strings.Join(model.SupportedArchs(), ", "))}
+		}
 		shape, ok := shapes[*shapeName]
+		archShape, archDefault := synth.ArchShapes()[*arch]
+		if archDefault && !fs.Changed("shape") {
+			shape, ok = archShape, true
+		}
 		if !ok {
 			return &exitError{code: 2, err: fmt.Errorf("--shape %q: known shapes are %s", *shapeName, strings.Join(names, ", "))}
+		}
+		if archDefault != (shape.NExpert > 0) {
+			return &exitError{code: 2, err: fmt.Errorf("--shape %q does not fit --arch %s: mixture-of-experts shapes go with the MoE architectures", *shapeName, *arch)}
 		}
 		typ, ok := tensor.ParseType(strings.ToUpper(*typName))
 		if !ok || !typ.Supported() {
 			return &exitError{code: 2, err: fmt.Errorf("--type %q is not a supported tensor type", *typName)}
 		}
-		if !slices.Contains(model.SupportedArchs(), *arch) {
-			return &exitError{code: 2, err: fmt.Errorf("--arch %q: supported are %s", *arch, strings.Join(model.SupportedArchs(), ", "))}
+		mix := synth.Uniform(typ)
+		if shipped, ok := synth.Shipped(*arch); ok && !fs.Changed("type") {
+			mix = shipped
 		}
 		if *out == "" {
 			return &exitError{code: 2, err: fmt.Errorf("--out is required")}
@@ -67,11 +81,15 @@ func newDevSynthCmd(s stdio) *cobra.Command {
 			shape.NHeadKV = shape.NHead
 		}
 		start := time.Now()
-		if err := synth.WriteFile(*out, shape, typ, rand.New(rand.NewPCG(*seed, 0))); err != nil {
+		if err := synth.WriteFileMix(*out, shape, mix, rand.New(rand.NewPCG(*seed, 0))); err != nil {
 			return err
 		}
-		fmt.Fprintf(s.err, "wrote %s (%s %s, %d layers × %d wide, vocab %d) in %.1fs\n",
-			*out, shape.Name, typ, shape.NLayer, shape.NEmbd, shape.NVocab, time.Since(start).Seconds())
+		experts := ""
+		if shape.NExpert > 0 {
+			experts = fmt.Sprintf(", %d of %d experts", shape.NExpertUsed, shape.NExpert)
+		}
+		fmt.Fprintf(s.err, "wrote %s (%s %s, %d layers × %d wide%s, vocab %d) in %.1fs\n",
+			*out, shape.Name, mix.Name, shape.NLayer, shape.NEmbd, experts, shape.NVocab, time.Since(start).Seconds())
 		return nil
 	}
 	return c

@@ -56,12 +56,16 @@ type Card struct {
 	Revision string   `json:"source_revision,omitempty" toml:"source_revision,omitempty"`     // immutable commit hash
 	Builtin  bool     `json:"builtin,omitempty" toml:"-"`
 
-	Arch           string  `json:"architecture" toml:"architecture"`
-	Layers         int     `json:"layers" toml:"layers"`
-	HiddenSize     int     `json:"hidden_size" toml:"hidden_size"`
-	Heads          int     `json:"heads" toml:"heads,omitzero"`
-	KVHeads        int     `json:"kv_heads" toml:"kv_heads"`
-	HeadDim        int     `json:"head_dim" toml:"head_dim"`
+	Arch       string `json:"architecture" toml:"architecture"`
+	Layers     int    `json:"layers" toml:"layers"`
+	HiddenSize int    `json:"hidden_size" toml:"hidden_size"`
+	Heads      int    `json:"heads" toml:"heads,omitzero"`
+	KVHeads    int    `json:"kv_heads" toml:"kv_heads"`
+	HeadDim    int    `json:"head_dim" toml:"head_dim"`
+	// ValueDim is the cached value width per KV head where it differs from
+	// HeadDim's key width: multi-head latent attention caches a latent of
+	// ValueDim values and HeadDim keys (the latent plus the rotated key).
+	ValueDim       int     `json:"value_dim,omitempty" toml:"value_dim,omitzero"`
 	VocabSize      int     `json:"vocab_size" toml:"vocab_size,omitzero"`
 	ContextLength  int     `json:"context_length" toml:"context_length"`
 	StorageBytes   int64   `json:"storage_bytes" toml:"storage_bytes"`
@@ -108,7 +112,13 @@ const SpeculativeLookup = "lookup"
 // in one layer, in the card's cache type (placement.KVBytesPerTokenLayer:
 // fp16 unless runtime.kv_cache_type is f32).
 func (c Card) KVBytesPerTokenLayer() int64 {
-	return placement.KVBytesPerTokenLayer(c.KVHeads, c.HeadDim, c.Runtime.KVCacheType)
+	k := placement.KVBytesPerTokenLayer(c.KVHeads, c.HeadDim, c.Runtime.KVCacheType)
+	if c.ValueDim > 0 && c.ValueDim != c.HeadDim {
+		// KVBytesPerTokenLayer counts K and V of one width: half of it
+		// is K; V is half of the same at the value width.
+		return k/2 + placement.KVBytesPerTokenLayer(c.KVHeads, c.ValueDim, c.Runtime.KVCacheType)/2
+	}
+	return k
 }
 
 // WithCacheType is the card with its KV cache type replaced by t (a
@@ -155,6 +165,8 @@ func (c Card) Validate() error {
 		return bad("%d layers with %d layer sizes", c.Layers, len(c.LayerBytes))
 	case c.KVHeads <= 0 || c.HeadDim <= 0 || c.HiddenSize <= 0:
 		return bad("shape is incomplete (hidden_size, kv_heads and head_dim must be positive)")
+	case c.ValueDim < 0:
+		return bad("value_dim %d is negative", c.ValueDim)
 	case c.ContextLength <= 0:
 		return bad("context length %d", c.ContextLength)
 	case c.StorageBytes < 0 || c.EmbeddingBytes < 0 || c.HeadBytes < 0:
@@ -175,8 +187,13 @@ func (c Card) Validate() error {
 	if !slices.Contains(knownKVTypes, c.Runtime.KVCacheType) {
 		return bad("runtime.kv_cache_type %q (use f16, f32, q8_0 or q4_0)", c.Runtime.KVCacheType)
 	}
-	if t := c.Runtime.KVCacheType; (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && c.HeadDim%32 != 0 {
-		return bad("runtime.kv_cache_type %s needs head_dim in whole 32-element blocks, and head_dim is %d (use f16 or f32)", t, c.HeadDim)
+	if t := c.Runtime.KVCacheType; t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0 {
+		switch {
+		case c.HeadDim%32 != 0:
+			return bad("runtime.kv_cache_type %s needs head_dim in whole 32-element blocks, and head_dim is %d (use f16 or f32)", t, c.HeadDim)
+		case c.ValueDim%32 != 0:
+			return bad("runtime.kv_cache_type %s needs value_dim in whole 32-element blocks, and value_dim is %d (use f16 or f32)", t, c.ValueDim)
+		}
 	}
 	switch {
 	case c.Runtime.Speculative != "" && c.Runtime.Speculative != SpeculativeLookup:

@@ -37,6 +37,9 @@ func CardFromHeaders(id string, parts []*gguf.File) (Card, error) {
 		LayerBytes: make([]int64, cfg.NLayer), Tasks: []string{"text-generation"},
 		CompatibleBackends: []string{"native-cpu"},
 	}
+	if cfg.VHeadDim > 0 && cfg.VHeadDim != cfg.HeadDim {
+		c.ValueDim = cfg.VHeadDim // latent attention's cache
+	}
 	if name, ok := f.String("general.name"); ok {
 		c.Name = name
 	}

@@ -372,10 +372,11 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 	}
 	// The same widths with each KV cache type a placement's cache_type may
 	// name: a quantized cache holds 1.9× (q8_0) or 3.6× (q4_0) the context.
-	// A head_dim that is no whole number of their blocks cannot use them.
+	// A head_dim (or value_dim) that is no whole number of their blocks
+	// cannot use them.
 	byType := map[string][]placement.Preview{}
 	for _, t := range []string{placement.KVCacheF16, placement.KVCacheQ8_0, placement.KVCacheQ4_0, placement.KVCacheF32} {
-		if (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && card.HeadDim%32 != 0 {
+		if (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && (card.HeadDim%32 != 0 || card.ValueDim%32 != 0) {
 			continue
 		}
 		if byType[t], err = placement.Previews(master.PlacementModel(card.WithCacheType(t)), nodes); err != nil {

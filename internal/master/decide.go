@@ -161,8 +161,13 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 			return nil, infer.ParamErrorf("draft_model", "draft model %s has %d tokens and %s %d: a draft needs the same vocabulary", d, draft.VocabSize, c.Model, card.VocabSize)
 		}
 	}
-	if t := card.Runtime.KVCacheType; (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && card.HeadDim%32 != 0 {
-		return nil, infer.ParamErrorf("cache_type", "model %s has head_dim %d, not a whole number of the %s cache's 32-element blocks; use f16 or f32", card.ID, card.HeadDim, t)
+	if t := card.Runtime.KVCacheType; t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0 {
+		switch {
+		case card.HeadDim%32 != 0:
+			return nil, infer.ParamErrorf("cache_type", "model %s has head_dim %d, not a whole number of the %s cache's 32-element blocks; use f16 or f32", card.ID, card.HeadDim, t)
+		case card.ValueDim%32 != 0:
+			return nil, infer.ParamErrorf("cache_type", "model %s has value_dim %d, not a whole number of the %s cache's 32-element blocks; use f16 or f32", card.ID, card.ValueDim, t)
+		}
 	}
 	p, err := placement.Plan(PlacementModel(card), admitted(s, in, ""), req)
 	if err != nil {

@@ -27,7 +27,29 @@ func TestPipelineQwen3AcrossNodes(t *testing.T) {
 	if err := synth.WriteFile(src, qwen3Shape, tensor.Q8_0, rand.New(rand.NewPCG(5, 6))); err != nil {
 		t.Fatal(err)
 	}
-	const id = "qwen3-q8_0"
+	splitEqualsWhole(t, src, "qwen3-q8_0")
+}
+
+// TestPipelineMoEAcrossNodes: the same for a mixture-of-experts model, the
+// small qwen3moe `skulk dev synth --arch qwen3moe` writes (Q4_K_M).
+func TestPipelineMoEAcrossNodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the multi-node cluster test")
+	}
+	src := filepath.Join(t.TempDir(), "qwen3moe.gguf")
+	mix, _ := synth.Shipped("qwen3moe")
+	if err := synth.WriteFileMix(src, synth.ArchShapes()["qwen3moe"], mix, rand.New(rand.NewPCG(5, 6))); err != nil {
+		t.Fatal(err)
+	}
+	splitEqualsWhole(t, src, "qwen3moe-q4_k_m")
+}
+
+// splitEqualsWhole imports src as id on a three-node cluster, places it
+// whole on one node and then split two and three ways, and compares 64
+// greedy tokens through every node's API (for the 2-way split, one of
+// them holds no stage).
+func splitEqualsWhole(t *testing.T, src, id string) {
+	t.Helper()
 	nodes := importedCluster(t, src, id, 3)
 	complete := func(n *clusterNode) (string, int) {
 		t.Helper()
@@ -87,5 +109,5 @@ func TestPipelineQwen3AcrossNodes(t *testing.T) {
 			n.waitStatus(split, "gone")
 		}
 	}
-	t.Logf("%d greedy tokens of the synthesized qwen3 equal across 2- and 3-way splits and on one node", tokens)
+	t.Logf("%d greedy tokens of %s equal across 2- and 3-way splits and on one node", tokens, id)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
@@ -32,6 +33,17 @@ func TestBitIdentical(t *testing.T) {
 			randomPrompts(3, qwen3Shape.NVocab, 1, 7, 30, 300)}, // 300 tokens: two chunks of the default 256
 		{"synth-qwen3-q8_0-2L", testFile(t, "synthetic/synth-qwen3-q8_0.gguf"),
 			randomPrompts(4, 1024, 5, 17)},
+		// Mixture of experts: the shape `skulk dev synth --arch qwen3moe`
+		// writes (3 blocks, 2 of 8 experts).
+		{"synth-qwen3moe-q4_k", synthModel(t, synth.ArchShapes()["qwen3moe"], tensor.Q4_K),
+			randomPrompts(5, 1024, 1, 9, 40)},
+		// glm4moe: a leading dense block, shared experts, a skipped
+		// next-token-prediction block after the trunk.
+		{"synth-glm4moe-q8_0", synthModel(t, synth.ArchShapes()["glm4moe"], tensor.Q8_0),
+			randomPrompts(6, 1024, 1, 9, 40)},
+		// deepseek2: latent attention, grouped expert selection.
+		{"synth-deepseek2-q8_0", synthModel(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0),
+			randomPrompts(7, 1024, 1, 9, 40)},
 	}
 	for _, c := range cases {
 		want := make([][]int32, len(c.prompts))

@@ -27,10 +27,29 @@ type arena struct {
 	pos                               []int     // each row's position in its sequence
 	rope                              ropeTable
 
+	// Mixture-of-experts buffers (empty for a dense model): router logits
+	// and choices per token, then the n·k (token, expert) pairs grouped by
+	// expert (moeGroups).
+	route, selW, xe, egate, eup, edown []float32
+	shared                             []float32 // the shared experts' output
+	routeSc                            []float32 // one token's biased router scores
+
+	// Latent attention buffers (empty without MLA): the full queries, the
+	// query latent, the key/value latent with the rotated key, per-head
+	// grouped inputs and outputs of attn_k_b / attn_v_b, the expanded
+	// attention output.
+	mq, mqa, mkv, mx, my, mo []float32
+	mstart                   []int
+	sel                      []int32
+	estart, rowOf, epair     []int
+	eact                     []byte
+	etasks                   []expertTask
+
 	mm matmulJob
 	qj quantJob
 	at attnJob
 	rj rowsJob
+	ej expertJob
 }
 
 // grow returns buf resliced to n elements, reallocated if it is too small.
@@ -51,20 +70,52 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.h = grow(a.h, m*cfg.NEmbd)
 	a.q = grow(a.q, m*cfg.QDim())
 	a.k = grow(a.k, m*cfg.KVDim())
-	a.v = grow(a.v, m*cfg.KVDim())
-	a.att = grow(a.att, m*cfg.QDim())
+	a.v = grow(a.v, m*cfg.VDim())
+	a.att = grow(a.att, m*cfg.AttnDim())
 	a.o = grow(a.o, m*cfg.NEmbd)
-	a.gate = grow(a.gate, m*cfg.NFF)
-	a.up = grow(a.up, m*cfg.NFF)
+	ff := max(cfg.NFF, cfg.MoE.NShared*cfg.MoE.NFF)
+	a.gate = grow(a.gate, m*ff)
+	a.up = grow(a.up, m*ff)
 	a.ffo = grow(a.ffo, m*cfg.NEmbd)
 	a.act = grow(a.act, m*s.actRowBytes)
 	a.scores = grow(a.scores, s.pool.n*attnQueries*tensor.DotF32TilePad(capacity))
 	a.spans = grow(a.spans, s.pool.n*attnQueries)
 	a.qh = grow(a.qh, s.pool.n*attnQueries*2*cfg.HeadDim)
-	a.vrow = grow(a.vrow, 4*cfg.HeadDim)
-	a.vdeq = grow(a.vdeq, s.pool.n*cfg.HeadDim)
+	a.vrow = grow(a.vrow, 4*cfg.vHead())
+	a.vdeq = grow(a.vdeq, s.pool.n*cfg.vHead())
 	a.pos = grow(a.pos, m)
 	a.vcol = grow(a.vcol, m)
+	grouped := 0 // rows an expert matmul may group
+	if ml := cfg.MLA; ml.KVLoraRank > 0 {
+		nh := cfg.NHead
+		a.mq = grow(a.mq, m*nh*ml.KeyLen)
+		a.mqa = grow(a.mqa, m*ml.QLoraRank)
+		a.mkv = grow(a.mkv, m*(ml.KVLoraRank+ml.RopeDim))
+		a.mx = grow(a.mx, m*nh*max(ml.nope(), ml.KVLoraRank))
+		a.my = grow(a.my, m*nh*max(ml.KVLoraRank, ml.ValueLen))
+		a.mo = grow(a.mo, m*nh*ml.ValueLen)
+		a.mstart = grow(a.mstart, nh+1)
+		grouped = m * nh
+	}
+	if mc := cfg.MoE; mc.NExpert > 0 {
+		grouped = max(grouped, m*mc.NExpertUsed)
+	}
+	a.eact = grow(a.eact, grouped*s.actRowBytes)
+	if mc := cfg.MoE; mc.NExpert > 0 {
+		pairs := m * mc.NExpertUsed
+		a.route = grow(a.route, m*mc.NExpert)
+		a.routeSc = grow(a.routeSc, 2*mc.NExpert)
+		a.sel = grow(a.sel, pairs)
+		a.selW = grow(a.selW, pairs)
+		a.estart = grow(a.estart, mc.NExpert+1)
+		a.rowOf = grow(a.rowOf, pairs)
+		a.epair = grow(a.epair, pairs)
+		a.xe = grow(a.xe, pairs*cfg.NEmbd)
+		a.egate = grow(a.egate, pairs*mc.NFF)
+		a.eup = grow(a.eup, pairs*mc.NFF)
+		a.edown = grow(a.edown, pairs*cfg.NEmbd)
+		a.shared = grow(a.shared, m*cfg.NEmbd)
+	}
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)

@@ -81,12 +81,17 @@ func benchCases() []benchCase {
 	shapes := synth.Shapes()
 	small := shapes["1b"]
 	small.Name, small.NLayer = "1b-4L", 4
+	moe := shapes["moe-30b-a3b-mini"]
+	moe.Name, moe.NLayer = "moe-2L", 2
 	cs := []benchCase{
 		{"tiny-f32", shapes["tiny"], tensor.F32},
 		{"tiny-q8_0", shapes["tiny"], tensor.Q8_0},
 		{"1b-4L-q8_0", small, tensor.Q8_0},
 		{"1b-4L-q4_k", small, tensor.Q4_K},
 		{"1b-4L-f16", small, tensor.F16},
+		// Qwen3-30B-A3B-like experts (8 of 64 run): a decode step reads an
+		// eighth of the expert weights.
+		{"moe-2L-q8_0", moe, tensor.Q8_0},
 	}
 	if *benchFull {
 		cs = append(cs, benchCase{"1b-q8_0", shapes["1b"], tensor.Q8_0})
@@ -209,14 +214,41 @@ func smallModel(t *testing.T, typ tensor.Type) string {
 		NFF: 256, NVocab: 300, RopeBase: 10000, CtxLen: 2048}, typ)
 }
 
+// smallMoE is a small qwen3moe model: 8 experts, 2 per token.
+func smallMoE(t *testing.T, typ tensor.Type) string {
+	return synthFile(t, synth.Shape{Name: "small-moe", Arch: "qwen3moe", NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, HeadDim: 64,
+		NFF: 512, NVocab: 300, RopeBase: 1e6, CtxLen: 2048, NExpert: 8, NExpertUsed: 2, NFFExp: 256}, typ)
+}
+
+// smallCase is one small model the bit-identity tests run.
+type smallCase struct {
+	name string
+	file func(*testing.T) string
+}
+
+// smallCases are the dense model in three types and the MoE one in two.
+func smallCases() []smallCase {
+	var cs []smallCase
+	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
+		cs = append(cs, smallCase{typ.String(), func(t *testing.T) string { return smallModel(t, typ) }})
+	}
+	for _, typ := range []tensor.Type{tensor.Q8_0, tensor.Q4_K} {
+		cs = append(cs, smallCase{"qwen3moe-" + typ.String(), func(t *testing.T) string { return smallMoE(t, typ) }})
+	}
+	for _, arch := range []string{"glm4moe", "deepseek2"} {
+		cs = append(cs, smallCase{arch + "-Q8_0", func(t *testing.T) string { return synthFile(t, synth.ArchShapes()[arch], tensor.Q8_0) }})
+	}
+	return cs
+}
+
 // TestDecodeAllocs checks that a decode step allocates nothing once the
 // cache has seen a batch, with the best kernels and with the generic ones
 // (what a CPU without SIMD kernels runs).
 func TestDecodeAllocs(t *testing.T) {
-	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
+	for _, m := range smallCases() {
 		for _, k := range []tensor.Kernels{tensor.Best(), tensor.Generic()} {
-			t.Run(typ.String()+"/"+k.Name(), func(t *testing.T) {
-				s, _ := openShard(t, smallModel(t, typ), whole, Options{Threads: 2})
+			t.Run(m.name+"/"+k.Name(), func(t *testing.T) {
+				s, _ := openShard(t, m.file(t), whole, Options{Threads: 2})
 				s.k = k
 				c := s.NewCache(256)
 				if _, err := s.Forward(c, Batch{Tokens: []int32{1, 2, 3}}); err != nil {
@@ -240,9 +272,9 @@ func TestDecodeAllocs(t *testing.T) {
 // on how the sequence was cut into batches (one batch past the ubatch size,
 // several batches, single tokens) or on the thread count.
 func TestBatchSplitBitIdentical(t *testing.T) {
-	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0, tensor.Q4_K} {
-		t.Run(typ.String(), func(t *testing.T) {
-			path := smallModel(t, typ)
+	for _, m := range smallCases() {
+		t.Run(m.name, func(t *testing.T) {
+			path := m.file(t)
 			n := ubatch + 37
 			rng := rand.New(rand.NewPCG(5, 6))
 			prompt := make([]int32, n)

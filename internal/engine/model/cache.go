@@ -16,18 +16,22 @@ type Cache struct {
 	// default, as llama.cpp's cache (half the memory of float32 per
 	// position, and half the bytes a long-context decode step reads), or
 	// float32 (Options.F32Cache). A block-quantized cache (Q8_0, Q4_0:
-	// Options.CacheType) keeps values as [cap × HeadDim] rows like the
-	// keys, since its blocks run along a head's elements, as llama.cpp's
-	// quantized V cache does.
+	// Options.CacheType) keeps values as [cap × hdv] rows like the keys,
+	// since its blocks run along a head's elements, as llama.cpp's
+	// quantized V cache does. Values are hdv wide, keys hd: they differ
+	// under latent attention (MLA).
 	k, vt [][]byte
 	typ   tensor.Type
 	esz   int // bytes an element, for F16 and F32
-	rb    int // bytes of one head's row of HeadDim elements
+	rb    int // bytes of one head's row of hd key elements
+	rbv   int // bytes of one head's row of hdv value elements
 	len   int
 	cap   int // positions allocated; grows up to limit as the sequence does
 	limit int // the most positions the cache may hold
-	kvDim int
+	kvDim int // keys a position: KV heads × hd
+	vDim  int // values a position: KV heads × hdv
 	hd    int
+	hdv   int
 	ar    arena
 }
 
@@ -39,12 +43,14 @@ const initialPositions = 256
 
 // NewCache returns an empty cache for up to capacity positions.
 func (s *Shard) NewCache(capacity int) *Cache {
-	c := &Cache{limit: capacity, kvDim: s.Config.KVDim(), hd: s.Config.HeadDim, typ: s.kvType, esz: 2}
+	cfg := s.Config
+	c := &Cache{limit: capacity, kvDim: cfg.KVDim(), vDim: cfg.VDim(), hd: cfg.HeadDim, hdv: cfg.vHead(), typ: s.kvType, esz: 2}
 	if c.typ == tensor.F32 {
 		c.esz = 4
 	}
 	rb, _ := tensor.RowBytes(c.typ, int64(c.hd)) // checked at load (Shard.kvType)
-	c.rb = int(rb)
+	rbv, _ := tensor.RowBytes(c.typ, int64(c.hdv))
+	c.rb, c.rbv = int(rb), int(rbv)
 	c.k, c.vt = make([][]byte, len(s.layers)), make([][]byte, len(s.layers))
 	c.grow(min(capacity, initialPositions))
 	return c
@@ -73,26 +79,26 @@ func (c *Cache) fit(n int) error {
 // grow reallocates every block's keys and values for capacity positions,
 // keeping the positions held.
 func (c *Cache) grow(capacity int) {
-	es, hd, rb, heads := c.esz, c.hd, c.rb, c.kvDim/c.hd
+	es, hd, rb, rbv, heads := c.esz, c.hd, c.rb, c.rbv, c.kvDim/c.hd
 	for i := range c.k {
 		k := make([]byte, rb*capacity*heads)
 		if c.quantized() {
-			v := make([]byte, rb*capacity*heads)
+			v := make([]byte, rbv*capacity*heads)
 			for g := 0; g < heads && c.len > 0; g++ {
 				copy(k[rb*g*capacity:], c.k[i][rb*g*c.cap:rb*(g*c.cap+c.len)])
-				copy(v[rb*g*capacity:], c.vt[i][rb*g*c.cap:rb*(g*c.cap+c.len)])
+				copy(v[rbv*g*capacity:], c.vt[i][rbv*g*c.cap:rbv*(g*c.cap+c.len)])
 			}
 			c.k[i], c.vt[i] = k, v
 			continue
 		}
 		// DotF32Tile reads the values in whole chunks: the last row's last
 		// chunk may reach past the capacity.
-		vt := make([]byte, es*(capacity*c.kvDim+tensor.DotF32TileChunk))
+		vt := make([]byte, es*(capacity*c.vDim+tensor.DotF32TileChunk))
 		if c.len > 0 {
 			for g := 0; g < c.kvDim/hd; g++ {
 				copy(k[es*g*capacity*hd:], c.k[i][es*g*c.cap*hd:es*(g*c.cap+c.len)*hd])
 			}
-			for r := 0; r < c.kvDim; r++ {
+			for r := 0; r < c.vDim; r++ {
 				copy(vt[es*r*capacity:], c.vt[i][es*r*c.cap:es*(r*c.cap+c.len)])
 			}
 		}
@@ -119,9 +125,9 @@ func (c *Cache) Truncate(n int) error {
 	return nil
 }
 
-// store writes the keys and values of n new positions (rows of KVDim) of
-// local block i at positions pos0..., in the cache's element type, using the
-// arena's scratch. A key row is contiguous in the cache and converted in
+// store writes the keys and values of n new positions (rows of KVDim and
+// VDim) of local block i at positions pos0..., in the cache's element type,
+// using the arena's scratch. A key row is contiguous in the cache and converted in
 // one kernel call. Values go into the transposed layout: for a batch, each
 // element's column of n positions is gathered and converted in one call
 // into its contiguous run; for a few positions, each value row is
@@ -129,7 +135,7 @@ func (c *Cache) Truncate(n int) error {
 // so both give the same bytes.
 func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []float32) {
 	kc, vt := c.k[i], c.vt[i]
-	es, headDim, rb := c.esz, c.hd, c.rb
+	es, headDim, hdv, rb, rbv := c.esz, c.hd, c.hdv, c.rb, c.rbv
 	heads := c.kvDim / headDim
 	for t := 0; t < n; t++ {
 		for g := 0; g < heads; g++ {
@@ -137,7 +143,8 @@ func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []f
 			off := rb * (g*c.cap + pos0 + t)
 			c.convert(k, src, kc[off:off+rb])
 			if c.quantized() {
-				c.convert(k, vals[t*c.kvDim+g*headDim:t*c.kvDim+(g+1)*headDim], vt[off:off+rb])
+				voff := rbv * (g*c.cap + pos0 + t)
+				c.convert(k, vals[t*c.vDim+g*hdv:t*c.vDim+(g+1)*hdv], vt[voff:voff+rbv])
 			}
 		}
 	}
@@ -147,23 +154,23 @@ func (c *Cache) store(k tensor.Kernels, a *arena, i, pos0, n int, keys, vals []f
 	if n >= storeColumns {
 		col := a.vcol[:n]
 		for g := 0; g < heads; g++ {
-			for e := 0; e < headDim; e++ {
+			for e := 0; e < hdv; e++ {
 				for t := range col {
-					col[t] = vals[t*c.kvDim+g*headDim+e]
+					col[t] = vals[t*c.vDim+g*hdv+e]
 				}
-				off := es * ((g*headDim+e)*c.cap + pos0)
+				off := es * ((g*hdv+e)*c.cap + pos0)
 				c.convert(k, col, vt[off:off+es*n])
 			}
 		}
 		return
 	}
-	row := a.vrow[:es*headDim]
+	row := a.vrow[:es*hdv]
 	for t := 0; t < n; t++ {
 		pos := pos0 + t
 		for g := 0; g < heads; g++ {
-			c.convert(k, vals[t*c.kvDim+g*headDim:t*c.kvDim+(g+1)*headDim], row)
-			base := g * headDim * c.cap
-			for e := 0; e < headDim; e++ {
+			c.convert(k, vals[t*c.vDim+g*hdv:t*c.vDim+(g+1)*hdv], row)
+			base := g * hdv * c.cap
+			for e := 0; e < hdv; e++ {
 				copy(vt[es*(base+e*c.cap+pos):], row[es*e:es*e+es])
 			}
 		}

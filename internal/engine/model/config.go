@@ -1,7 +1,8 @@
 // Package model runs decoder-only transformer models of the llama family
-// (llama, qwen2, qwen3) from GGUF files, whole or as a shard: a contiguous
-// range of blocks plus, on the first shard, the token embedding and, on the
-// last, the output norm and head. The same code serves a model on one node
+// (llama, qwen2, qwen3) and the mixture-of-experts families (qwen3moe,
+// glm4moe, deepseek2 with latent attention) from GGUF files, whole or as a
+// shard: a contiguous range of blocks plus, on the first shard, the token
+// embedding and, on the last, the output norm and head. The same code serves a model on one node
 // and one pipeline stage of a model spread over many.
 package model
 
@@ -9,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/skulk/skulk/internal/engine/gguf"
 )
@@ -19,9 +22,14 @@ var ErrUnsupportedArch = errors.New("unsupported model architecture")
 
 // RopeScaling is how rotary positions are stretched past the trained context.
 type RopeScaling struct {
-	Type    string  // "", "none", "linear" (llama3 scaling arrives as the rope_freqs tensor)
-	Factor  float32 // linear: positions are divided by Factor
+	Type    string  // "", "none", "linear", "yarn" (llama3 scaling arrives as the rope_freqs tensor)
+	Factor  float32 // linear, yarn: positions are divided by Factor
 	OrigCtx int
+	// YaRN (as llama.cpp computes it): LogMul is the file's
+	// yarn_log_multiplier (deepseek2: divided by 0.1 as llama.cpp's
+	// loader does), AttnFactor rope.scaling.attn_factor (1 when absent),
+	// BetaFast/BetaSlow the correction range (32 and 1).
+	LogMul, AttnFactor, BetaFast, BetaSlow float32
 }
 
 // Config is every hyperparameter the forward pass needs, read from GGUF
@@ -32,7 +40,8 @@ type Config struct {
 	NEmbd         int
 	NHead         int
 	NHeadKV       int
-	HeadDim       int // per-head width of q and k
+	HeadDim       int // per-head width of q and k (in the cache)
+	VHeadDim      int // per-head width of v in the cache; HeadDim but for MLA
 	NFF           int
 	NVocab        int
 	ContextLength int
@@ -41,32 +50,51 @@ type Config struct {
 	RopeDim       int  // rotated dimensions per head (≤ HeadDim)
 	RopeNeoX      bool // pairs (i, i+RopeDim/2) instead of (2i, 2i+1)
 	RopeScaling   RopeScaling
-	QKNorm        bool // qwen3: RMS-normalise q and k per head before rope
-	QKVBias       bool // qwen2: q, k, v projections have biases
+	QKNorm        bool    // qwen3: RMS-normalise q and k per head before rope
+	QKVBias       bool    // qwen2: q, k, v projections have biases
+	MoE           MoE     // mixture-of-experts feed-forward; zero for a dense model
+	MLA           MLA     // multi-head latent attention (deepseek2); zero otherwise
+	AttnScale     float32 // the attention scores' factor; 0 = 1/√HeadDim
+	// GLM is glm4moe's block layout: optional q/k/v biases and q/k norms,
+	// the FFN norm stored as post_attention_norm.
+	GLM bool
 }
 
 // archTraits are the per-architecture differences.
 type archTraits struct {
 	neox, qkNorm, qkvBias bool
+	moe                   bool
+	// glm4moe: q/k/v biases and q/k norms where the file has them, the
+	// FFN norm named post_attention_norm, sigmoid routing by default,
+	// shared experts.
+	glm bool
+	// deepseek2: multi-head latent attention, softmax routing by default,
+	// shared experts, grouped expert selection.
+	mla bool
 }
 
 var archs = map[string]archTraits{
-	"llama": {},
-	"qwen2": {neox: true, qkvBias: true},
-	"qwen3": {neox: true, qkNorm: true},
+	"llama":     {},
+	"qwen2":     {neox: true, qkvBias: true},
+	"qwen3":     {neox: true, qkNorm: true},
+	"qwen3moe":  {neox: true, qkNorm: true, moe: true},
+	"glm4moe":   {neox: true, moe: true, glm: true},
+	"deepseek2": {moe: true, mla: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
-func SupportedArchs() []string { return []string{"llama", "qwen2", "qwen3"} }
+func SupportedArchs() []string {
+	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "glm4moe", "deepseek2"}
+}
 
 // ReadConfig reads the hyperparameters of f.
 func ReadConfig(f *gguf.File) (Config, error) {
 	arch := f.Architecture()
 	tr, ok := archs[arch]
 	if !ok {
-		return Config{}, fmt.Errorf("%w %q (supported: llama, qwen2, qwen3)", ErrUnsupportedArch, arch)
+		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm}
 	key := func(k string) string { return arch + "." + k }
 	var err error
 	need := func(k string, dst *int, min int) {
@@ -90,8 +118,14 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	need("block_count", &c.NLayer, 1)
 	need("embedding_length", &c.NEmbd, 1)
-	need("feed_forward_length", &c.NFF, 1)
 	need("attention.head_count", &c.NHead, 1)
+	if tr.moe {
+		if e := c.readMoE(f, tr, need, &err); e != nil {
+			err = e
+		}
+	} else {
+		need("feed_forward_length", &c.NFF, 1)
+	}
 	if err != nil {
 		return Config{}, err
 	}
@@ -103,11 +137,17 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if _, ok := f.Get(key("attention.key_length")); ok {
 		need("attention.key_length", &c.HeadDim, 1)
 	}
-	if v, ok := f.Uint(key("attention.value_length")); ok && int(v) != c.HeadDim {
+	if tr.mla {
+		if err := c.readMLA(f); err != nil {
+			return Config{}, err
+		}
+	} else if v, ok := f.Uint(key("attention.value_length")); ok && int(v) != c.HeadDim {
 		return Config{}, fmt.Errorf("model: value_length %d differs from key_length %d, which this engine does not support", v, c.HeadDim)
 	}
-	c.RopeDim = c.HeadDim
-	if _, ok := f.Get(key("rope.dimension_count")); ok {
+	if c.RopeDim == 0 {
+		c.RopeDim = c.HeadDim
+	}
+	if _, ok := f.Get(key("rope.dimension_count")); ok && !tr.mla {
 		need("rope.dimension_count", &c.RopeDim, 2)
 	}
 	c.ContextLength = 2048
@@ -135,14 +175,33 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if oc, ok := f.Uint(key("rope.scaling.original_context_length")); ok && oc < 1<<24 {
 		c.RopeScaling.OrigCtx = int(oc)
 	}
-	switch c.RopeScaling.Type {
+	rs := &c.RopeScaling
+	rs.AttnFactor, rs.BetaFast, rs.BetaSlow = 1, 32, 1
+	if v, ok := f.Float(key("rope.scaling.attn_factor")); ok {
+		rs.AttnFactor = float32(v)
+	}
+	switch rs.Type {
 	case "", "none":
 	case "linear":
-		if !(c.RopeScaling.Factor > 0) {
-			return Config{}, fmt.Errorf("model: linear rope scaling with factor %v", c.RopeScaling.Factor)
+		if !(rs.Factor > 0) {
+			return Config{}, fmt.Errorf("model: linear rope scaling with factor %v", rs.Factor)
+		}
+	case "yarn":
+		if !(rs.Factor > 0) {
+			return Config{}, fmt.Errorf("model: yarn rope scaling with factor %v", rs.Factor)
+		}
+		if rs.OrigCtx == 0 {
+			rs.OrigCtx = c.ContextLength
+		}
+		if v, ok := f.Float(key("rope.scaling.yarn_log_multiplier")); ok && tr.mla {
+			// Only deepseek2's loader reads it, undoing the converter's 0.1.
+			rs.LogMul = float32(v) / 0.1
 		}
 	default:
-		return Config{}, fmt.Errorf("model: rope scaling %q is not supported (supported: none, linear, llama3 rope_freqs)", c.RopeScaling.Type)
+		return Config{}, fmt.Errorf("model: rope scaling %q is not supported (supported: none, linear, yarn, llama3 rope_freqs)", rs.Type)
+	}
+	if tr.mla {
+		c.AttnScale = c.mlaAttnScale()
 	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()
@@ -151,6 +210,143 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		c.NVocab = int(v)
 	}
 	return c, c.validate()
+}
+
+// readMoE reads the mixture-of-experts metadata of an MoE architecture, as
+// llama.cpp's loader reads it for that architecture.
+// need is ReadConfig's reader of integer keys, which records its first
+// failure in *errp.
+func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, int), errp *error) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	// An MoE model's dense width is only used by its leading dense blocks.
+	if _, ok := f.Get(key("feed_forward_length")); ok {
+		need("feed_forward_length", &c.NFF, 1)
+	}
+	need("expert_count", &c.MoE.NExpert, 1)
+	need("expert_used_count", &c.MoE.NExpertUsed, 1)
+	need("expert_feed_forward_length", &c.MoE.NFF, 1)
+	if !tr.glm && !tr.mla {
+		// qwen3moe: softmax over the experts, the chosen weights
+		// renormalised (llama.cpp hard-wires both).
+		c.MoE.Gating, c.MoE.NormTopK = GatingSoftmax, true
+		return *errp
+	}
+	need("expert_shared_count", &c.MoE.NShared, 0)
+	if _, ok := f.Get(key("leading_dense_block_count")); ok {
+		need("leading_dense_block_count", &c.MoE.LeadingDense, 0)
+	}
+	if _, ok := f.Get(key("nextn_predict_layers")); ok {
+		// The multi-token-prediction blocks after the trunk are not run.
+		need("nextn_predict_layers", &c.MoE.NextN, 0)
+	}
+	if *errp != nil {
+		return *errp
+	}
+	c.NLayer -= c.MoE.NextN
+	c.MoE.Gating = GatingSigmoid // glm4moe's default
+	if tr.mla {
+		// DeepSeek V2 files name no gating function: softmax.
+		c.MoE.Gating = GatingSoftmax
+	}
+	if g, ok := f.Uint(key("expert_gating_func")); ok && g != 0 {
+		switch g {
+		case 1:
+			c.MoE.Gating = GatingSoftmax
+		case 2:
+			c.MoE.Gating = GatingSigmoid
+		default:
+			return fmt.Errorf("model: %s = %d is not a gating function this engine supports (1 softmax, 2 sigmoid)", key("expert_gating_func"), g)
+		}
+	}
+	if b, ok := f.Bool(key("expert_weights_norm")); ok {
+		c.MoE.NormTopK = b
+	}
+	if s, ok := f.Float(key("expert_weights_scale")); ok {
+		c.MoE.Scale = float32(s)
+	}
+	if g, ok := f.Uint(key("expert_group_count")); ok && g > 1 {
+		u, _ := f.Uint(key("expert_group_used_count"))
+		// A group's score is its two best experts': groups hold two or more.
+		if 2*g > uint64(c.MoE.NExpert) || uint64(c.MoE.NExpert)%g != 0 || u < 1 || u >= g {
+			return fmt.Errorf("model: %d expert groups of which %d are used does not divide %d experts", g, u, c.MoE.NExpert)
+		}
+		c.MoE.NGroup, c.MoE.NGroupUsed = int(g), int(u)
+	}
+	if secs, ok := f.Int32s(key("rope.dimension_sections")); ok && slices.ContainsFunc(secs, func(v int32) bool { return v != 0 }) {
+		return fmt.Errorf("model: %s: multi-section (M-RoPE) rotary positions are not supported", key("rope.dimension_sections"))
+	}
+	return nil
+}
+
+// readMLA reads deepseek2's latent attention geometry. The cache holds
+// one key head of KVLoraRank+RopeDim values and one value head of
+// KVLoraRank values per position.
+func (c *Config) readMLA(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	get := func(k string, dst *int) bool {
+		v, ok := f.Uint(key(k))
+		if ok && v > 0 && v < 1<<20 {
+			*dst = int(v)
+		}
+		return ok
+	}
+	m := &c.MLA
+	get("attention.q_lora_rank", &m.QLoraRank)
+	if !get("attention.kv_lora_rank", &m.KVLoraRank) || m.KVLoraRank == 0 {
+		return fmt.Errorf("model: missing metadata %s", key("attention.kv_lora_rank"))
+	}
+	if !get("attention.key_length_mla", &m.KeyLen) || !get("attention.value_length_mla", &m.ValueLen) {
+		return fmt.Errorf("model: %s has no %s: a file with the older combined attn_kv_b tensor; convert it again with a current llama.cpp",
+			c.Arch, key("attention.key_length_mla"))
+	}
+	if !get("rope.dimension_count", &m.RopeDim) || m.RopeDim == 0 || m.RopeDim >= m.KeyLen || m.RopeDim%2 != 0 {
+		return fmt.Errorf("model: %s = %d does not fit the key width %d", key("rope.dimension_count"), m.RopeDim, m.KeyLen)
+	}
+	c.NHeadKV = 1
+	c.HeadDim = m.KVLoraRank + m.RopeDim
+	c.VHeadDim = m.KVLoraRank
+	c.RopeDim = m.RopeDim
+	return nil
+}
+
+// logf is C's logf as far as the result goes (log of a float, rounded).
+func logf(x float32) float32 { return float32(math.Log(float64(x))) }
+
+// yarn returns YaRN's frequency scale and the attention factor llama.cpp
+// passes to its rope (cparams.yarn_attn_factor), in its float32 steps.
+func (c Config) yarn() (freqScale, attnFactor float32) {
+	rs := c.RopeScaling
+	if rs.Type != "yarn" {
+		return 1, rs.AttnFactor
+	}
+	freqScale = 1 / rs.Factor
+	factor := 1 / freqScale
+	mscale := func(scale, m float32) float32 {
+		if scale <= 1 {
+			return 1
+		}
+		return float32(0.1*m*logf(scale)) + 1
+	}
+	if rs.LogMul != 0 {
+		m := float32(1)
+		if c.MLA.KVLoraRank > 0 && rs.LogMul != 1 {
+			m = rs.LogMul
+		}
+		attnFactor = mscale(factor, m) / mscale(factor, rs.LogMul)
+	} else {
+		attnFactor = mscale(factor, 1)
+	}
+	attnFactor *= 1 / (1 + float32(0.1*logf(factor)))
+	return freqScale, attnFactor * rs.AttnFactor
+}
+
+// mlaAttnScale is deepseek2's attention factor: 1/√KeyLen times the square
+// of YaRN's magnitude correction, as its graph pre-scales it.
+func (c Config) mlaAttnScale() float32 {
+	freqScale, attnFactor := c.yarn()
+	org := attnFactor * (1 + float32(0.1*logf(1/freqScale)))
+	ms := org * (1 + float32(0.1*c.RopeScaling.LogMul*logf(1/freqScale)))
+	return float32(ms*ms) / float32(math.Sqrt(float64(c.MLA.KeyLen)))
 }
 
 func (c Config) validate() error {
@@ -163,10 +359,36 @@ func (c Config) validate() error {
 		return fmt.Errorf("model: RMS epsilon %v", c.RMSEps)
 	case !(c.RopeBase > 0):
 		return fmt.Errorf("model: rope base %v", c.RopeBase)
+	case c.NLayer < 1:
+		return fmt.Errorf("model: no blocks besides the %d next-token-prediction ones", c.MoE.NextN)
+	case c.MoE.LeadingDense > 0 && c.NFF == 0:
+		return fmt.Errorf("model: %d leading dense blocks but no feed_forward_length", c.MoE.LeadingDense)
+	case c.MoE.NExpert > 0 && (c.MoE.NExpertUsed > c.MoE.NExpert || c.MoE.NExpert > maxExperts):
+		return fmt.Errorf("model: %d of %d experts per token is not a valid mixture (at most %d experts)",
+			c.MoE.NExpertUsed, c.MoE.NExpert, maxExperts)
 	}
 	return nil
 }
 
-// QDim is the width of the concatenated query heads; KVDim of K or V.
-func (c Config) QDim() int  { return c.NHead * c.HeadDim }
-func (c Config) KVDim() int { return c.NHeadKV * c.HeadDim }
+// QDim is the width of the concatenated query heads; KVDim of K; VDim of
+// V; AttnDim of the attention output (one V row per query head).
+func (c Config) QDim() int    { return c.NHead * c.HeadDim }
+func (c Config) KVDim() int   { return c.NHeadKV * c.HeadDim }
+func (c Config) VDim() int    { return c.NHeadKV * c.vHead() }
+func (c Config) AttnDim() int { return c.NHead * c.vHead() }
+
+func (c Config) vHead() int {
+	if c.VHeadDim > 0 {
+		return c.VHeadDim
+	}
+	return c.HeadDim
+}
+
+// attnScale is the factor of the attention scores: 1/√HeadDim, or what
+// the architecture sets (MLA: 1/√ of the uncompressed key width).
+func (c Config) attnScale() float32 {
+	if c.AttnScale != 0 {
+		return c.AttnScale
+	}
+	return float32(1 / math.Sqrt(float64(c.HeadDim)))
+}

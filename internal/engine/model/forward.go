@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -158,10 +157,66 @@ type seg struct {
 func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly bool) {
 	cfg := s.Config
 	ly := &s.layers[i]
-	d, hd, kvd, qd := cfg.NEmbd, cfg.HeadDim, cfg.KVDim(), cfg.QDim()
+	d, kvd, vd, qd := cfg.NEmbd, cfg.KVDim(), cfg.VDim(), cfg.QDim()
 	h := a.h[:n*d]
-	q, k, v := a.q[:n*qd], a.k[:n*kvd], a.v[:n*kvd]
+	q, k, v := a.q[:n*qd], a.k[:n*kvd], a.v[:n*vd]
 	s.rows(a, opNorm, h, x, ly.attnNorm, d, n)
+	if ly.mla.kvA != nil {
+		s.mlaQKV(a, ly, h, n, q, k, v)
+	} else {
+		s.qkv(a, ly, h, n, q, k, v)
+	}
+	if s.rotK > 0 {
+		rotate(q, s.rotK)
+		rotate(k, s.rotK)
+	}
+	if s.rotV > 0 {
+		rotate(v, s.rotV)
+	}
+	for _, sg := range segs {
+		lo, hi := sg.row, sg.row+sg.n
+		sg.c.store(s.k, a, i, sg.c.len, sg.n, k[lo*kvd:hi*kvd], v[lo*vd:hi*vd])
+	}
+	ad := cfg.AttnDim()
+	if lastOnly {
+		c, skip := segs[0].c, n-1
+		x, q, n = x[skip*d:], q[skip*qd:], 1
+		h = h[:d]
+		s.attention(a, c, i, c.len+skip, q, a.att[:ad], 1)
+	} else {
+		for _, sg := range segs {
+			lo, hi := sg.row, sg.row+sg.n
+			s.attention(a, sg.c, i, sg.c.len, q[lo*qd:hi*qd], a.att[lo*ad:hi*ad], sg.n)
+		}
+	}
+	att, o := a.att[:n*ad], a.o[:n*d]
+	if s.rotV > 0 {
+		rotate(att, s.rotV)
+	}
+	if ly.mla.vB != nil {
+		att = s.mlaOut(a, ly, att, n)
+	}
+	s.matmul(a, att, n, mmPart{ly.o, o})
+	for j := range x {
+		x[j] += o[j]
+	}
+	s.rows(a, opNorm, h, x, ly.ffnNorm, d, n)
+	ffo := a.ffo[:n*d]
+	if ly.router != nil {
+		s.moeFFN(a, ly, h, n, ffo)
+	} else {
+		s.denseFFN(a, ly, h, n, ffo)
+	}
+	for j := range x {
+		x[j] += ffo[j]
+	}
+}
+
+// qkv computes the rows' queries, keys and values with their biases, q/k
+// norms and rotary positions.
+func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) {
+	cfg := s.Config
+	hd, kvd, qd := cfg.HeadDim, cfg.KVDim(), cfg.QDim()
 	s.matmul(a, h, n, mmPart{ly.q, q}, mmPart{ly.k, k}, mmPart{ly.v, v})
 	for t := 0; t < n; t++ {
 		addBias(q[t*qd:(t+1)*qd], ly.qBias)
@@ -182,44 +237,16 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 			a.rope.rope(kh, t, cfg.RopeNeoX)
 		}
 	}
-	if s.rotK > 0 {
-		rotate(q, s.rotK)
-		rotate(k, s.rotK)
-	}
-	if s.rotV > 0 {
-		rotate(v, s.rotV)
-	}
-	for _, sg := range segs {
-		lo, hi := sg.row, sg.row+sg.n
-		sg.c.store(s.k, a, i, sg.c.len, sg.n, k[lo*kvd:hi*kvd], v[lo*kvd:hi*kvd])
-	}
-	if lastOnly {
-		c, skip := segs[0].c, n-1
-		x, q, n = x[skip*d:], q[skip*qd:], 1
-		h = h[:d]
-		s.attention(a, c, i, c.len+skip, q, a.att[:qd], 1)
-	} else {
-		for _, sg := range segs {
-			lo, hi := sg.row, sg.row+sg.n
-			s.attention(a, sg.c, i, sg.c.len, q[lo*qd:hi*qd], a.att[lo*qd:hi*qd], sg.n)
-		}
-	}
-	att, o := a.att[:n*qd], a.o[:n*d]
-	if s.rotV > 0 {
-		rotate(att, s.rotV)
-	}
-	s.matmul(a, att, n, mmPart{ly.o, o})
-	for j := range x {
-		x[j] += o[j]
-	}
-	s.rows(a, opNorm, h, x, ly.ffnNorm, d, n)
-	gate, up, ffo := a.gate[:n*cfg.NFF], a.up[:n*cfg.NFF], a.ffo[:n*d]
+}
+
+// denseFFN writes the SwiGLU feed-forward output of ly's gate, up and down
+// matrices over the n rows h into out.
+func (s *Shard) denseFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
+	w := ly.gate.rows
+	gate, up := a.gate[:n*w], a.up[:n*w]
 	s.matmul(a, h, n, mmPart{ly.gate, gate}, mmPart{ly.up, up})
-	s.rows(a, opSwiGLU, gate, up, nil, cfg.NFF, n)
-	s.matmul(a, gate, n, mmPart{ly.down, ffo})
-	for j := range x {
-		x[j] += ffo[j]
-	}
+	s.rows(a, opSwiGLU, gate, up, nil, w, n)
+	s.matmul(a, gate, n, mmPart{ly.down, out})
 }
 
 func addBias(x, b []float32) {
@@ -287,19 +314,21 @@ type attnJob struct {
 	kc, vt []byte      // the block's cache
 	typ    tensor.Type // its element type (F16, F32, Q8_0 or Q4_0)
 	esz    int         // bytes an element (F16, F32)
-	rb     int         // bytes of one head's row of keys (and values, when quantized)
+	rb     int         // bytes of one head's row of keys
+	rbv    int         // bytes of one head's row of values, when quantized
 	vdeq   []float32   // per worker, one dequantized value row (quantized caches)
 	// byGroup: one item per KV head, for all the query heads of its group
 	// (a decode step over a quantized cache, whose value rows are then
 	// dequantized once for the group instead of once per query head).
 	byGroup      bool
-	q, out       []float32 // n × QDim
+	q, out       []float32 // n × QDim, n × AttnDim
 	scores       []float32 // per worker, attnQueries rows of ss
 	spans        []int     // per worker, attnQueries spans
 	qh           []byte    // per worker, attnQueries queries of one head in fp16 (or Q8_0)
 	pos0, n      int
 	nHead, group int
 	hd, qd, cap  int
+	hdv, od      int // value head width, output row width
 	ss           int // score row stride: the capacity padded as DotF32Tile reads rows
 	scale        float32
 }
@@ -346,8 +375,9 @@ func (j *attnJob) do(w, lo, hi int) {
 		}
 		// Row e of the transposed values holds element e of every
 		// position; the weights stay float32.
-		vals := j.vt[es*g*hd*cp : es*(g*hd*cp+(hd-1)*cp+tensor.DotF32TilePad(last))]
-		j.k.DotF32Tile(j.typ, vals, es*cp, hd, sc, ss, spans, j.out[t0*j.qd+h*hd:], j.qd)
+		hdv := j.hdv
+		vals := j.vt[es*g*hdv*cp : es*(g*hdv*cp+(hdv-1)*cp+tensor.DotF32TilePad(last))]
+		j.k.DotF32Tile(j.typ, vals, es*cp, hdv, sc, ss, spans, j.out[t0*j.od+h*hdv:], j.od)
 	}
 }
 
@@ -357,7 +387,7 @@ func (j *attnJob) do(w, lo, hi int) {
 // products with the keys, and each value row is dequantized and added in
 // float32 with its softmax weight.
 func (j *attnJob) quantized(w, h, g, t0, t1 int) {
-	hd, cp, rb, ss := j.hd, j.cap, j.rb, j.ss
+	hd, hdv, cp, rb, rbv, ss := j.hd, j.hdv, j.cap, j.rb, j.rbv, j.ss
 	last := j.pos0 + t1
 	sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
 	n, _ := tensor.RowBytes(tensor.VecDotType(j.typ), int64(hd)) // Q8_0: fewer bytes than fp16
@@ -372,15 +402,15 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, t1-t0, hd, sc, ss)
 	for t := t0; t < t1; t++ {
 		softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], j.scale)
-		clear(j.out[t*j.qd+h*hd : t*j.qd+(h+1)*hd])
+		clear(j.out[t*j.od+h*hdv : t*j.od+(h+1)*hdv])
 	}
-	vrow := j.vdeq[w*hd : (w+1)*hd]
+	vrow := j.vdeq[w*hdv : (w+1)*hdv]
 	for p := 0; p < last; p++ {
-		dequantCacheRow(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow)
+		dequantCacheRow(j.typ, j.vt[rbv*(g*cp+p):rbv*(g*cp+p+1)], vrow)
 		// Position p is seen by the queries at positions ≥ p.
 		for t := max(t0, p-j.pos0); t < t1; t++ {
 			wt := sc[(t-t0)*ss+p]
-			out := j.out[t*j.qd+h*hd : t*j.qd+(h+1)*hd]
+			out := j.out[t*j.od+h*hdv : t*j.od+(h+1)*hdv]
 			for e, v := range vrow {
 				out[e] += wt * v
 			}
@@ -393,7 +423,7 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 // it (the same scores, softmax and sums in the same order), with each
 // value row dequantized once for all of them.
 func (j *attnJob) decodeGroup(w, g int) {
-	hd, cp, rb, ss := j.hd, j.cap, j.rb, j.ss
+	hd, hdv, cp, rb, rbv, ss := j.hd, j.hdv, j.cap, j.rb, j.rbv, j.ss
 	last := j.pos0 + 1
 	heads := j.group
 	sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
@@ -407,16 +437,16 @@ func (j *attnJob) decodeGroup(w, g int) {
 		}
 	}
 	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, heads, hd, sc, ss)
-	out := j.out[g*heads*hd : (g+1)*heads*hd]
+	out := j.out[g*heads*hdv : (g+1)*heads*hdv]
 	for i := range heads {
 		softmaxScaled(j.k, sc[i*ss:i*ss+last], j.scale)
 	}
 	clear(out)
-	vrow := j.vdeq[w*hd : (w+1)*hd]
+	vrow := j.vdeq[w*hdv : (w+1)*hdv]
 	for p := 0; p < last; p++ {
-		dequantCacheRow(j.typ, j.vt[rb*(g*cp+p):rb*(g*cp+p+1)], vrow)
+		dequantCacheRow(j.typ, j.vt[rbv*(g*cp+p):rbv*(g*cp+p+1)], vrow)
 		for i := range heads {
-			wt, o := sc[i*ss+p], out[i*hd:(i+1)*hd]
+			wt, o := sc[i*ss+p], out[i*hdv:(i+1)*hdv]
 			for e, v := range vrow {
 				o[e] += wt * v
 			}
@@ -455,11 +485,11 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 	cfg := s.Config
 	j := &a.at
 	*j = attnJob{
-		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, rb: c.rb, vdeq: a.vdeq,
+		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, rb: c.rb, rbv: c.rbv, vdeq: a.vdeq,
 		q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
-		hd: cfg.HeadDim, qd: cfg.QDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
-		scale: float32(1 / math.Sqrt(float64(cfg.HeadDim))),
+		hd: cfg.HeadDim, qd: cfg.QDim(), hdv: cfg.vHead(), od: cfg.AttnDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
+		scale: cfg.attnScale(),
 	}
 	span := pos0 + n
 	if n == 1 && c.quantized() && j.group <= attnQueries {

@@ -47,6 +47,16 @@ func (s *Shard) ropeTable(t *ropeTable, pos []int) {
 	if c.RopeScaling.Type == "linear" {
 		freqScale = 1 / c.RopeScaling.Factor
 	}
+	yarn := c.RopeScaling.Type == "yarn"
+	var mscale, lo, hi float32
+	if yarn {
+		// ggml's rope_yarn: each pair's angle blends interpolation and
+		// extrapolation along the correction ramp, and cos and sin carry
+		// the magnitude correction.
+		freqScale, mscale = c.yarn()
+		mscale *= 1 + float32(0.1*logf(1/freqScale))
+		lo, hi = yarnCorrDims(c.RopeDim, c.RopeScaling.OrigCtx, c.RopeBase, c.RopeScaling.BetaFast, c.RopeScaling.BetaSlow)
+	}
 	for i, p := range pos {
 		theta := float32(p)
 		for j := 0; j < half; j++ {
@@ -54,12 +64,33 @@ func (s *Shard) ropeTable(t *ropeTable, pos []int) {
 			if s.ropeFreqs != nil {
 				th /= s.ropeFreqs[j]
 			}
+			if yarn {
+				interp := float32(freqScale * th)
+				y := (float32(j) - lo) / max(0.001, hi-lo)
+				mix := 1 - min(1, max(0, y))
+				th = float32(interp*(1-mix)) + float32(th*mix)
+				t.cos[i*half+j] = float32(math.Cos(float64(th))) * mscale
+				t.sin[i*half+j] = float32(math.Sin(float64(th))) * mscale
+				theta *= thetaScale
+				continue
+			}
 			th *= freqScale
 			t.cos[i*half+j] = float32(math.Cos(float64(th)))
 			t.sin[i*half+j] = float32(math.Sin(float64(th)))
 			theta *= thetaScale
 		}
 	}
+}
+
+// yarnCorrDims is ggml_rope_yarn_corr_dims: the pairs between which YaRN
+// ramps from extrapolation to interpolation.
+func yarnCorrDims(nDims, origCtx int, base, betaFast, betaSlow float32) (lo, hi float32) {
+	dim := func(beta float32) float32 {
+		return float32(nDims) * logf(float32(origCtx)/(beta*2*float32(math.Pi))) / (2 * logf(base))
+	}
+	lo = max(0, float32(math.Floor(float64(dim(betaFast)))))
+	hi = min(float32(nDims-1), float32(math.Ceil(float64(dim(betaSlow)))))
+	return lo, hi
 }
 
 // rope rotates one head vector of token i in place.

@@ -112,24 +112,29 @@ type modelCache struct {
 }
 
 // modelCaches are the weight and cache types the step and cache tests run
-// over: the default fp16 cache with three weight types, and the quantized
-// caches on a model whose head_dim (64) is a whole number of their blocks
-// and of llama.cpp's rotation.
+// over: the small models of smallCases (dense and MoE) with the default
+// fp16 cache, and the quantized caches on models whose head widths are a
+// whole number of their blocks and of llama.cpp's rotation: a dense one of
+// head_dim 64, the MoE one, and latent attention (deepseek2, whose keys
+// and values differ in width), with an f32 cache too.
 func modelCaches() []modelCache {
-	weights := func(typ tensor.Type) func(*testing.T) string {
-		return func(t *testing.T) string { return smallModel(t, typ) }
+	var cs []modelCache
+	for _, m := range smallCases() {
+		cs = append(cs, modelCache{m.name, m.file, ""})
 	}
 	wide := func(t *testing.T) string {
 		return synthFile(t, synth.Shape{Name: "small-hd64", Arch: "llama", NEmbd: 128, NLayer: 2, NHead: 2, NHeadKV: 1,
 			NFF: 256, NVocab: 300, RopeBase: 10000, CtxLen: 2048}, tensor.Q8_0)
 	}
-	return []modelCache{
-		{"F32", weights(tensor.F32), ""},
-		{"Q8_0", weights(tensor.Q8_0), ""},
-		{"Q4_K", weights(tensor.Q4_K), ""},
-		{"Q8_0/kv-q8_0", wide, "q8_0"},
-		{"Q8_0/kv-q4_0", wide, "q4_0"},
-	}
+	moe := func(t *testing.T) string { return smallMoE(t, tensor.Q8_0) }
+	mla := func(t *testing.T) string { return synthFile(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0) }
+	return append(cs,
+		modelCache{"Q8_0/kv-q8_0", wide, "q8_0"},
+		modelCache{"Q8_0/kv-q4_0", wide, "q4_0"},
+		modelCache{"qwen3moe-Q8_0/kv-q4_0", moe, "q4_0"},
+		modelCache{"deepseek2-Q8_0/kv-q8_0", mla, "q8_0"},
+		modelCache{"deepseek2-Q8_0/kv-f32", mla, "f32"},
+	)
 }
 
 // TestCacheTypeErrors: a cache type the engine does not know, or one

@@ -47,7 +47,15 @@ type layer struct {
 	qBias, kBias      []float32
 	vBias             []float32
 	qNorm, kNorm      []float32
-	gate, up, down    *matrix
+	// The dense FFN; in a mixture-of-experts block, the shared experts
+	// (nil without).
+	gate, up, down *matrix
+	// Mixture of experts: the router (n_expert × NEmbd), its selection
+	// bias (glm4moe), and the experts.
+	router                     *matrix
+	routerBias                 []float32
+	gateExps, upExps, downExps *experts
+	mla                        mlaLayer
 }
 
 // Shard is a loaded range of a model's blocks. It is immutable after Load
@@ -107,10 +115,19 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 			return nil, err
 		}
 	}
-	if s.kvType.BlockElems() > 1 && cfg.HeadDim%s.kvType.BlockElems() != 0 {
-		return nil, &CacheTypeError{Name: opt.CacheType, Reason: fmt.Sprintf("head_dim %d is not a whole number of %d-element blocks", cfg.HeadDim, s.kvType.BlockElems())}
+	if be := s.kvType.BlockElems(); be > 1 {
+		// Keys and values are quantized along a head's elements: both
+		// widths (they differ under latent attention) must be whole blocks.
+		switch {
+		case cfg.HeadDim%be != 0:
+			return nil, &CacheTypeError{Name: opt.CacheType, Reason: fmt.Sprintf("head_dim %d is not a whole number of %d-element blocks", cfg.HeadDim, be)}
+		case cfg.vHead()%be != 0:
+			return nil, &CacheTypeError{Name: opt.CacheType, Reason: fmt.Sprintf("value head width %d is not a whole number of %d-element blocks", cfg.vHead(), be)}
+		}
 	}
-	s.rotK, s.rotV = rotationSizes(cfg.HeadDim, s.kvType.BlockElems() > 1)
+	quantized := s.kvType.BlockElems() > 1
+	s.rotK, _ = rotationSizes(cfg.HeadDim, quantized)
+	_, s.rotV = rotationSizes(cfg.vHead(), quantized)
 	l := loader{f: f, k: k}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {
@@ -188,22 +205,80 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 		return out
 	}
 	ly.attnNorm = v("attn_norm.weight", c.NEmbd, false)
-	ly.q = m("attn_q.weight", c.QDim(), c.NEmbd)
-	ly.k = m("attn_k.weight", c.KVDim(), c.NEmbd)
-	ly.v = m("attn_v.weight", c.KVDim(), c.NEmbd)
-	ly.o = m("attn_output.weight", c.NEmbd, c.QDim())
+	x := func(name string, n, rows, cols int) *experts {
+		if err != nil {
+			return nil
+		}
+		var e *experts
+		e, err = l.experts(p+name, n, rows, cols)
+		return e
+	}
+	if ml := c.MLA; ml.KVLoraRank > 0 {
+		qw := c.NHead * ml.KeyLen
+		if ml.QLoraRank > 0 {
+			ly.mla.qA = m("attn_q_a.weight", ml.QLoraRank, c.NEmbd)
+			ly.mla.qANorm = v("attn_q_a_norm.weight", ml.QLoraRank, false)
+			ly.mla.qB = m("attn_q_b.weight", qw, ml.QLoraRank)
+		} else {
+			ly.q = m("attn_q.weight", qw, c.NEmbd)
+		}
+		ly.mla.kvA = m("attn_kv_a_mqa.weight", ml.KVLoraRank+ml.RopeDim, c.NEmbd)
+		ly.mla.kvANorm = v("attn_kv_a_norm.weight", ml.KVLoraRank, false)
+		ly.mla.kB = x("attn_k_b.weight", c.NHead, ml.KVLoraRank, ml.nope())
+		ly.mla.vB = x("attn_v_b.weight", c.NHead, ml.ValueLen, ml.KVLoraRank)
+		ly.o = m("attn_output.weight", c.NEmbd, c.NHead*ml.ValueLen)
+	} else {
+		ly.q = m("attn_q.weight", c.QDim(), c.NEmbd)
+		ly.k = m("attn_k.weight", c.KVDim(), c.NEmbd)
+		ly.v = m("attn_v.weight", c.KVDim(), c.NEmbd)
+		ly.o = m("attn_output.weight", c.NEmbd, c.QDim())
+	}
 	ly.qBias = v("attn_q.bias", c.QDim(), !c.QKVBias)
 	ly.kBias = v("attn_k.bias", c.KVDim(), !c.QKVBias)
 	ly.vBias = v("attn_v.bias", c.KVDim(), !c.QKVBias)
-	if c.QKNorm {
+	switch {
+	case c.QKNorm:
 		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, false)
 		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, false)
+	case c.GLM:
+		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, true)
+		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, true)
 	}
-	ly.ffnNorm = v("ffn_norm.weight", c.NEmbd, false)
+	if c.GLM {
+		ly.ffnNorm = v("post_attention_norm.weight", c.NEmbd, false)
+	} else {
+		ly.ffnNorm = v("ffn_norm.weight", c.NEmbd, false)
+	}
+	if mc := c.MoE; c.moeBlock(b) {
+		ly.router = m("ffn_gate_inp.weight", mc.NExpert, c.NEmbd)
+		ly.routerBias = v("exp_probs_b.bias", mc.NExpert, !c.GLM)
+		ly.gateExps = x("ffn_gate_exps.weight", mc.NExpert, mc.NFF, c.NEmbd)
+		ly.upExps = x("ffn_up_exps.weight", mc.NExpert, mc.NFF, c.NEmbd)
+		ly.downExps = x("ffn_down_exps.weight", mc.NExpert, c.NEmbd, mc.NFF)
+		if err == nil && !sameVecDot(ly.gateExps.all.typ, ly.upExps.all.typ) {
+			err = fmt.Errorf("model: block %d: expert gate %s and up %s tensors need different activations, which this engine does not support",
+				b, ly.gateExps.all.typ, ly.upExps.all.typ)
+		}
+		if w := mc.NShared * mc.NFF; w > 0 {
+			ly.gate = m("ffn_gate_shexp.weight", w, c.NEmbd)
+			ly.up = m("ffn_up_shexp.weight", w, c.NEmbd)
+			ly.down = m("ffn_down_shexp.weight", c.NEmbd, w)
+		}
+		return ly, err
+	}
 	ly.gate = m("ffn_gate.weight", c.NFF, c.NEmbd)
 	ly.up = m("ffn_up.weight", c.NFF, c.NEmbd)
 	ly.down = m("ffn_down.weight", c.NEmbd, c.NFF)
 	return ly, err
+}
+
+// sameVecDot says whether weights of types a and b take their activations
+// in the same form.
+func sameVecDot(a, b tensor.Type) bool {
+	if a == tensor.F32 || b == tensor.F32 {
+		return a == b
+	}
+	return tensor.VecDotType(a) == tensor.VecDotType(b)
 }
 
 // Close stops the shard's worker goroutines.
@@ -217,7 +292,12 @@ func (s *Shard) Kernels() string { return s.k.Name() }
 func (s *Shard) matrices() []*matrix {
 	ms := []*matrix{s.embd, s.output}
 	for _, l := range s.layers {
-		ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down)
+		ms = append(ms, l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router, l.mla.qA, l.mla.qB, l.mla.kvA)
+		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps, l.mla.kB, l.mla.vB} {
+			if e != nil {
+				ms = append(ms, &e.all)
+			}
+		}
 	}
 	return ms
 }
@@ -247,8 +327,13 @@ func (s *Shard) WeightBytes() int64 {
 		add(s.output)
 	}
 	for _, l := range s.layers {
-		for _, m := range []*matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down} {
+		for _, m := range []*matrix{l.q, l.k, l.v, l.o, l.gate, l.up, l.down, l.router, l.mla.qA, l.mla.qB, l.mla.kvA} {
 			add(m)
+		}
+		for _, e := range []*experts{l.gateExps, l.upExps, l.downExps, l.mla.kB, l.mla.vB} {
+			if e != nil {
+				add(&e.all)
+			}
 		}
 	}
 	return n

@@ -87,6 +87,10 @@ func TestShardSplitBitIdentical(t *testing.T) {
 			NFF: 256, NVocab: 300, RopeBase: 10000, CtxLen: 256}, tensor.Q8_0),
 		"synth-qwen3-q4_k": synthFile(t, synth.Shape{Name: "q3", Arch: "qwen3", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2,
 			HeadDim: 64, NFF: 512, NVocab: 300, RopeBase: 1e6, Tied: true, CtxLen: 256}, tensor.Q4_K),
+		"synth-qwen3moe-q4_k": synthFile(t, synth.Shape{Name: "q3moe", Arch: "qwen3moe", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2,
+			HeadDim: 64, NFF: 512, NVocab: 300, RopeBase: 1e6, CtxLen: 256, NExpert: 8, NExpertUsed: 3, NFFExp: 256}, tensor.Q4_K),
+		"synth-glm4moe-q8_0":   synthFile(t, synth.ArchShapes()["glm4moe"], tensor.Q8_0),
+		"synth-deepseek2-q8_0": synthFile(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0),
 	}
 	prompt := []int32{1, 45, 267, 89, 12, 200, 7}
 	for name, path := range models {

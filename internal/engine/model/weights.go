@@ -48,6 +48,27 @@ func (l loader) matrix(name string, rows, cols int) (*matrix, error) {
 	return &matrix{name: name, typ: ti.Type, rows: rows, cols: cols, rowBytes: int(rb), data: data}, nil
 }
 
+// experts loads name as n expert matrices of rows × cols (GGML dims
+// [cols, rows, n]).
+func (l loader) experts(name string, n, rows, cols int) (*experts, error) {
+	ti, ok := l.f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("model: missing tensor %s", name)
+	}
+	if len(ti.Dims) != 3 || ti.Dims[0] != uint64(cols) || ti.Dims[1] != uint64(rows) || ti.Dims[2] != uint64(n) {
+		return nil, fmt.Errorf("model: tensor %s has shape %v, want [%d %d %d]", name, ti.Dims, cols, rows, n)
+	}
+	if !ti.Type.Supported() {
+		return nil, fmt.Errorf("model: tensor %s: %w: %s", name, gguf.ErrUnsupported, ti.Type)
+	}
+	data, err := l.f.TensorData(name)
+	if err != nil {
+		return nil, err
+	}
+	rb, _ := tensor.RowBytes(ti.Type, int64(cols))
+	return &experts{all: matrix{name: name, typ: ti.Type, rows: n * rows, cols: cols, rowBytes: int(rb), data: data}, n: n, rows: rows}, nil
+}
+
 // vector loads a 1-D tensor of n elements and dequantizes it to F32.
 func (l loader) vector(name string, n int) ([]float32, error) {
 	ti, ok := l.f.Tensor(name)

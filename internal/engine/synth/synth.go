@@ -40,6 +40,25 @@ type Shape struct {
 	RopeBase float32
 	Tied     bool
 	CtxLen   int
+	// Mixture of experts (qwen3moe): NExpert experts of width NFFExp, of
+	// which NExpertUsed run per token; NFF is then only the header's dense
+	// width.
+	NExpert, NExpertUsed, NFFExp int
+	// glm4moe: NShared shared experts, LeadingDense first blocks with a
+	// dense FFN, NextN multi-token-prediction blocks after the trunk
+	// (counted in block_count, not in NLayer), RopeDim rotated dimensions
+	// per head (0 = HeadDim).
+	NShared, LeadingDense, NextN, RopeDim int
+	// deepseek2's latent attention: query and key/value latent ranks,
+	// the per-head key (unrotated + RopeDim rotated) and value widths;
+	// grouped expert selection.
+	QLoraRank, KVLoraRank, KeyLenMLA, ValueLenMLA int
+	NGroup, NGroupUsed                            int
+	// YaRN rotary scaling (DeepSeek V3's): the factor, the original
+	// context and the file's yarn_log_multiplier; 0 = none.
+	YarnFactor  float32
+	YarnOrigCtx int
+	YarnLogMul  float32
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -49,6 +68,38 @@ func Shapes() map[string]Shape {
 		"tiny": {Name: "tiny", Arch: "llama", NEmbd: 288, NLayer: 6, NHead: 6, NHeadKV: 6, NFF: 768, NVocab: 32000, RopeBase: 10000, Tied: true, CtxLen: 2048},
 		"1b":   {Name: "1b", Arch: "llama", NEmbd: 2048, NLayer: 16, NHead: 32, NHeadKV: 8, NFF: 8192, NVocab: 32000, RopeBase: 500000, Tied: true, CtxLen: 8192},
 		"3b":   {Name: "3b", Arch: "llama", NEmbd: 3072, NLayer: 28, NHead: 24, NHeadKV: 8, NFF: 8192, NVocab: 32000, RopeBase: 500000, Tied: true, CtxLen: 8192},
+		// A Qwen3-30B-A3B-like mixture (48 layers, 128 experts of which 8
+		// run, head_dim 128) scaled down in width and expert count so that
+		// it fits and runs here: about 3.3 GB in Q4_K_M.
+		"moe-30b-a3b-mini": {Name: "moe-30b-a3b-mini", Arch: "qwen3moe", NEmbd: 1024, NLayer: 48, NHead: 16, NHeadKV: 4, HeadDim: 128,
+			NFF: 3072, NVocab: 32000, RopeBase: 1e6, CtxLen: 8192, NExpert: 64, NExpertUsed: 8, NFFExp: 512},
+	}
+}
+
+// ArchShapes are the small models `skulk dev synth --arch A` writes when no
+// shape is named: a few MB each, hidden sizes of 256 so K-quants apply, with
+// the features of the architecture.
+func ArchShapes() map[string]Shape {
+	return map[string]Shape{
+		"qwen3moe": {Name: "qwen3moe-tiny", Arch: "qwen3moe", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
+			NFF: 768, NVocab: 1024, RopeBase: 1e6, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256},
+		// GLM-4.5's layout: a leading dense block, then blocks of 8 routed
+		// experts (2 per token, sigmoid gating with a selection bias) plus
+		// a shared one; q/k/v biases, q/k norms, half the head rotated; one
+		// next-token-prediction block after the trunk.
+		"glm4moe": {Name: "glm4moe-tiny", Arch: "glm4moe", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
+			NFF: 512, NVocab: 1024, RopeBase: 1e6, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256,
+			NShared: 1, LeadingDense: 1, NextN: 1, RopeDim: 32},
+		// DeepSeek V3's layout: latent attention (a query latent, a shared
+		// key/value latent, per-head absorbed key and expanded value), a
+		// leading dense block, sigmoid routing with a selection bias over
+		// groups of experts, a shared expert, one next-token-prediction
+		// block.
+		"deepseek2": {Name: "deepseek2-tiny", Arch: "deepseek2", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 1, HeadDim: 320,
+			NFF: 512, NVocab: 1024, RopeBase: 10000, CtxLen: 512, NExpert: 8, NExpertUsed: 2, NFFExp: 256,
+			NShared: 1, LeadingDense: 1, NextN: 1, RopeDim: 64,
+			QLoraRank: 256, KVLoraRank: 256, KeyLenMLA: 128, ValueLenMLA: 64, NGroup: 4, NGroupUsed: 2,
+			YarnFactor: 40, YarnOrigCtx: 128, YarnLogMul: 0.1},
 	}
 }
 
@@ -80,12 +131,17 @@ func Fallback(t tensor.Type, cols int) tensor.Type {
 // stored as typ (norms stay F32), with weights drawn from rng. The writer holds
 // every tensor's bytes; WriteFile streams them instead.
 func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
+	return BuildMix(s, Uniform(typ), rng)
+}
+
+// BuildMix is Build with each matrix's type chosen by mix.
+func BuildMix(s Shape, mix Mix, rng *rand.Rand) (*gguf.Writer, error) {
 	s, err := s.normalize()
 	if err != nil {
 		return nil, err
 	}
-	w := header(s, typ)
-	for _, t := range plan(s, typ, rng) {
+	w := header(s, mix.FileType)
+	for _, t := range plan(s, mix, rng) {
 		data, err := t.data()
 		if err != nil {
 			return nil, err
@@ -98,18 +154,23 @@ func Build(s Shape, typ tensor.Type, rng *rand.Rand) (*gguf.Writer, error) {
 // WriteFile writes the same file as Build(s, typ, rng).WriteFile(path), but
 // generates and writes one tensor at a time, so a billion-parameter model
 // needs the memory of its largest tensor rather than of the whole file.
-func WriteFile(path string, s Shape, typ tensor.Type, rng *rand.Rand) (err error) {
+func WriteFile(path string, s Shape, typ tensor.Type, rng *rand.Rand) error {
+	return WriteFileMix(path, s, Uniform(typ), rng)
+}
+
+// WriteFileMix is WriteFile with each matrix's type chosen by mix.
+func WriteFileMix(path string, s Shape, mix Mix, rng *rand.Rand) (err error) {
 	s, err = s.normalize()
 	if err != nil {
 		return err
 	}
-	ts := plan(s, typ, rng)
+	ts := plan(s, mix, rng)
 	// The header (metadata and tensor infos) does not depend on the tensors'
 	// values, so gguf.Writer can write it from tensors that all alias one
 	// zeroed buffer; its data section is then replaced by the real bytes.
 	// gguf.Writer lays the data out as each tensor followed by padding to the
 	// alignment, which is what the loop below reproduces.
-	w := header(s, typ)
+	w := header(s, mix.FileType)
 	var maxSize, dataLen int64
 	for _, t := range ts {
 		maxSize = max(maxSize, t.size)
@@ -197,11 +258,31 @@ func (s Shape) normalize() (Shape, error) {
 	if s.HeadDim == 0 {
 		s.HeadDim = s.NEmbd / s.NHead
 	}
+	if s.RopeDim == 0 {
+		s.RopeDim = s.HeadDim
+	}
+	if s.RopeDim > s.HeadDim || s.RopeDim%2 != 0 {
+		return s, fmt.Errorf("synth: rope dimension %d does not fit head dimension %d", s.RopeDim, s.HeadDim)
+	}
+	if s.Arch != "glm4moe" && s.Arch != "deepseek2" && (s.NShared > 0 || s.LeadingDense > 0 || s.NextN > 0) {
+		return s, fmt.Errorf("synth: shared experts, leading dense blocks and next-token-prediction blocks are glm4moe's and deepseek2's")
+	}
+	if s.Arch == "deepseek2" {
+		if s.KVLoraRank <= 0 || s.KeyLenMLA <= s.RopeDim || s.ValueLenMLA <= 0 || s.NHeadKV != 1 || s.HeadDim != s.KVLoraRank+s.RopeDim {
+			return s, fmt.Errorf("synth: deepseek2 needs a key/value latent, key and value widths, one KV head of latent+rope width")
+		}
+	}
 	if s.NHeadKV == 0 {
 		s.NHeadKV = s.NHead
 	}
 	if s.NHead%s.NHeadKV != 0 || s.HeadDim%2 != 0 {
 		return s, fmt.Errorf("synth: %d heads / %d KV heads / head dim %d is not a valid shape", s.NHead, s.NHeadKV, s.HeadDim)
+	}
+	if s.NExpert > 0 && (s.NExpertUsed <= 0 || s.NExpertUsed > s.NExpert || s.NFFExp <= 0) {
+		return s, fmt.Errorf("synth: %d of %d experts of width %d is not a valid mixture", s.NExpertUsed, s.NExpert, s.NFFExp)
+	}
+	if moeArch(s.Arch) != (s.NExpert > 0) {
+		return s, fmt.Errorf("synth: %s with %d experts: the MoE architectures need experts, the dense ones none", s.Arch, s.NExpert)
 	}
 	if s.NVocab < 259 {
 		return s, fmt.Errorf("synth: vocabulary of %d is smaller than the 259 special and byte tokens", s.NVocab)
@@ -216,18 +297,54 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	w.Set("general.architecture", a)
 	w.Set("general.name", "skulk-synth-"+s.Name)
 	w.Set("general.file_type", uint32(fileType(typ)))
-	w.Set(a+".block_count", uint32(s.NLayer))
+	w.Set(a+".block_count", uint32(s.NLayer+s.NextN))
 	w.Set(a+".context_length", uint32(s.CtxLen))
 	w.Set(a+".embedding_length", uint32(s.NEmbd))
 	w.Set(a+".feed_forward_length", uint32(s.NFF))
 	w.Set(a+".attention.head_count", uint32(s.NHead))
 	w.Set(a+".attention.head_count_kv", uint32(s.NHeadKV))
 	w.Set(a+".attention.key_length", uint32(s.HeadDim))
-	w.Set(a+".attention.value_length", uint32(s.HeadDim))
-	w.Set(a+".rope.dimension_count", uint32(s.HeadDim))
+	if a != "deepseek2" {
+		w.Set(a+".attention.value_length", uint32(s.HeadDim))
+	}
+	w.Set(a+".rope.dimension_count", uint32(s.RopeDim))
 	w.Set(a+".rope.freq_base", s.RopeBase)
 	w.Set(a+".attention.layer_norm_rms_epsilon", float32(1e-5))
 	w.Set(a+".vocab_size", uint32(s.NVocab))
+	if s.NExpert > 0 {
+		w.Set(a+".expert_count", uint32(s.NExpert))
+		w.Set(a+".expert_used_count", uint32(s.NExpertUsed))
+		w.Set(a+".expert_feed_forward_length", uint32(s.NFFExp))
+	}
+	if s.YarnFactor > 0 {
+		w.Set(a+".rope.scaling.type", "yarn")
+		w.Set(a+".rope.scaling.factor", s.YarnFactor)
+		w.Set(a+".rope.scaling.original_context_length", uint32(s.YarnOrigCtx))
+		if s.YarnLogMul != 0 {
+			w.Set(a+".rope.scaling.yarn_log_multiplier", s.YarnLogMul)
+		}
+	}
+	if a == "deepseek2" {
+		w.Set(a+".attention.value_length", uint32(s.KVLoraRank))
+		if s.QLoraRank > 0 {
+			w.Set(a+".attention.q_lora_rank", uint32(s.QLoraRank))
+		}
+		w.Set(a+".attention.kv_lora_rank", uint32(s.KVLoraRank))
+		w.Set(a+".attention.key_length_mla", uint32(s.KeyLenMLA))
+		w.Set(a+".attention.value_length_mla", uint32(s.ValueLenMLA))
+		w.Set(a+".expert_group_count", uint32(s.NGroup))
+		w.Set(a+".expert_group_used_count", uint32(s.NGroupUsed))
+	}
+	if a == "glm4moe" || a == "deepseek2" {
+		// GLM-4.5's routing: sigmoid scores, the chosen weights
+		// renormalised and scaled by 2.5.
+		w.Set(a+".expert_shared_count", uint32(s.NShared))
+		w.Set(a+".leading_dense_block_count", uint32(s.LeadingDense))
+		w.Set(a+".expert_weights_scale", float32(2.5))
+		w.Set(a+".expert_weights_norm", true)
+		w.Set(a+".expert_gating_func", uint32(2))
+		w.Set(a+".nextn_predict_layers", uint32(s.NextN))
+	}
 	addVocab(w, s.NVocab)
 	return w
 }
@@ -238,45 +355,110 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 type tensorSpec struct {
 	name       string
 	typ        tensor.Type
+	bias       bool // a vector of values near 0 rather than near 1
 	rows, cols int
+	experts    int // > 0: a 3-D expert tensor of experts matrices of rows × cols
 	size       int64
 	seed       uint64
 }
 
 func (t tensorSpec) dims() []uint64 {
-	if t.rows == 0 {
+	switch {
+	case t.rows == 0:
 		return []uint64{uint64(t.cols)}
+	case t.experts > 0:
+		return []uint64{uint64(t.cols), uint64(t.rows / t.experts), uint64(t.experts)}
 	}
 	return []uint64{uint64(t.cols), uint64(t.rows)}
 }
 
+func moeArch(arch string) bool { return arch == "qwen3moe" || arch == "glm4moe" || arch == "deepseek2" }
+
 // plan lists the model's tensors in file order, drawing one seed per tensor
 // from rng.
-func plan(s Shape, typ tensor.Type, rng *rand.Rand) []tensorSpec {
+func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 	var ts []tensorSpec
-	add := func(name string, t tensor.Type, rows, cols int) {
+	add := func(name string, t tensor.Type, rows, cols, experts int) {
 		size, _ := tensor.RowBytes(t, int64(max(rows, 1))*int64(cols))
-		ts = append(ts, tensorSpec{name: name, typ: t, rows: rows, cols: cols, size: size, seed: rng.Uint64()})
+		ts = append(ts, tensorSpec{name: name, typ: t, rows: rows, cols: cols, experts: experts, size: size, seed: rng.Uint64()})
 	}
-	mat := func(name string, rows, cols int) { add(name, Fallback(typ, cols), rows, cols) }
-	norm := func(name string, n int) { add(name, tensor.F32, 0, n) }
+	mat := func(name string, rows, cols int) { add(name, Fallback(mix.typeOf(name), cols), rows, cols, 0) }
+	norm := func(name string, n int) { add(name, tensor.F32, 0, n, 0) }
+	bias := func(name string, n int) {
+		add(name, tensor.F32, 0, n, 0)
+		ts[len(ts)-1].bias = true
+	}
 	qd, kvd := s.NHead*s.HeadDim, s.NHeadKV*s.HeadDim
+	glm := s.Arch == "glm4moe"
 	mat("token_embd.weight", s.NVocab, s.NEmbd)
-	for l := 0; l < s.NLayer; l++ {
+	for l := 0; l < s.NLayer+s.NextN; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
 		norm(p+"attn_norm.weight", s.NEmbd)
-		mat(p+"attn_q.weight", qd, s.NEmbd)
-		mat(p+"attn_k.weight", kvd, s.NEmbd)
-		mat(p+"attn_v.weight", kvd, s.NEmbd)
-		mat(p+"attn_output.weight", s.NEmbd, qd)
-		if s.Arch == "qwen3" {
+		exps := func(name string, n, rows, cols int) {
+			add(name, Fallback(mix.typeOf(name), cols), n*rows, cols, n)
+		}
+		if s.Arch == "deepseek2" {
+			if s.QLoraRank > 0 {
+				mat(p+"attn_q_a.weight", s.QLoraRank, s.NEmbd)
+				norm(p+"attn_q_a_norm.weight", s.QLoraRank)
+				mat(p+"attn_q_b.weight", s.NHead*s.KeyLenMLA, s.QLoraRank)
+			} else {
+				mat(p+"attn_q.weight", s.NHead*s.KeyLenMLA, s.NEmbd)
+			}
+			mat(p+"attn_kv_a_mqa.weight", s.KVLoraRank+s.RopeDim, s.NEmbd)
+			norm(p+"attn_kv_a_norm.weight", s.KVLoraRank)
+			exps(p+"attn_k_b.weight", s.NHead, s.KVLoraRank, s.KeyLenMLA-s.RopeDim)
+			exps(p+"attn_v_b.weight", s.NHead, s.ValueLenMLA, s.KVLoraRank)
+			mat(p+"attn_output.weight", s.NEmbd, s.NHead*s.ValueLenMLA)
+		} else {
+			mat(p+"attn_q.weight", qd, s.NEmbd)
+			mat(p+"attn_k.weight", kvd, s.NEmbd)
+			mat(p+"attn_v.weight", kvd, s.NEmbd)
+		}
+		if glm {
+			bias(p+"attn_q.bias", qd)
+			bias(p+"attn_k.bias", kvd)
+			bias(p+"attn_v.bias", kvd)
+		}
+		if s.Arch != "deepseek2" {
+			mat(p+"attn_output.weight", s.NEmbd, qd)
+		}
+		if s.Arch == "qwen3" || s.Arch == "qwen3moe" || glm {
 			norm(p+"attn_q_norm.weight", s.HeadDim)
 			norm(p+"attn_k_norm.weight", s.HeadDim)
 		}
-		norm(p+"ffn_norm.weight", s.NEmbd)
-		mat(p+"ffn_gate.weight", s.NFF, s.NEmbd)
-		mat(p+"ffn_up.weight", s.NFF, s.NEmbd)
-		mat(p+"ffn_down.weight", s.NEmbd, s.NFF)
+		if glm {
+			norm(p+"post_attention_norm.weight", s.NEmbd)
+		} else {
+			norm(p+"ffn_norm.weight", s.NEmbd)
+		}
+		if s.NExpert > 0 && l >= s.LeadingDense {
+			// llama.cpp's quantizer leaves the router in F32.
+			add(p+"ffn_gate_inp.weight", tensor.F32, s.NExpert, s.NEmbd, 0)
+			if glm || s.Arch == "deepseek2" {
+				bias(p+"exp_probs_b.bias", s.NExpert)
+			}
+			exps(p+"ffn_gate_exps.weight", s.NExpert, s.NFFExp, s.NEmbd)
+			exps(p+"ffn_up_exps.weight", s.NExpert, s.NFFExp, s.NEmbd)
+			exps(p+"ffn_down_exps.weight", s.NExpert, s.NEmbd, s.NFFExp)
+			if w := s.NShared * s.NFFExp; w > 0 {
+				mat(p+"ffn_gate_shexp.weight", w, s.NEmbd)
+				mat(p+"ffn_up_shexp.weight", w, s.NEmbd)
+				mat(p+"ffn_down_shexp.weight", s.NEmbd, w)
+			}
+		} else {
+			mat(p+"ffn_gate.weight", s.NFF, s.NEmbd)
+			mat(p+"ffn_up.weight", s.NFF, s.NEmbd)
+			mat(p+"ffn_down.weight", s.NEmbd, s.NFF)
+		}
+		if l >= s.NLayer {
+			// A next-token-prediction block: the engine skips it, as
+			// llama.cpp does unless asked to draft with it.
+			mat(p+"nextn.eh_proj.weight", s.NEmbd, 2*s.NEmbd)
+			norm(p+"nextn.enorm.weight", s.NEmbd)
+			norm(p+"nextn.hnorm.weight", s.NEmbd)
+			norm(p+"nextn.shared_head_norm.weight", s.NEmbd)
+		}
 	}
 	norm("output_norm.weight", s.NEmbd)
 	if !s.Tied {
@@ -296,7 +478,9 @@ func (t tensorSpec) data() ([]byte, error) {
 	if t.rows == 0 {
 		x := randn(rand.New(rand.NewPCG(t.seed, 0)), t.cols, 0.1)
 		for i := range x {
-			x[i] += 1
+			if !t.bias {
+				x[i]++
+			}
 		}
 		return tensor.Quantize(tensor.F32, x)
 	}

@@ -1,0 +1,22 @@
+#!/bin/sh
+# synthref.sh writes llama.cpp's reference outputs (format synthref/1) for
+# the synthetic model `skulk dev synth --arch ARCH` writes, into
+# testdata/synthetic/synth-ARCH.json. The model itself is not committed:
+# the same command rebuilds it byte for byte, and the reference records its
+# sha256, which the tests check before comparing.
+#
+# usage: bench/synthref.sh ARCH
+set -eu
+[ $# -eq 1 ] || { echo "usage: $0 ARCH" >&2; exit 2; }
+arch=$1
+here=$(cd "$(dirname "$0")" && pwd)
+"$here/build.sh"
+(cd "$here/.." && go build -o "$here/build/skulk" ./cmd/skulk)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+model="$tmp/synth-$arch.gguf"
+"$here/build/skulk" dev synth --arch "$arch" --out "$model"
+sha=$(sha256sum "$model" | cut -d' ' -f1)
+"$here/build/synthref" -m "$model" -sha256 "$sha" -cmd "skulk dev synth --arch $arch --out synth-$arch.gguf" \
+	-desc "skulk dev synth --arch $arch: random weights, the types real $arch files ship" \
+	>"$here/../testdata/synthetic/synth-$arch.json"

@@ -1,0 +1,355 @@
+package model
+
+import (
+	"math"
+	"slices"
+
+	"github.com/skulk/skulk/internal/engine/tensor"
+)
+
+// Gating is how a router turns its logits into expert probabilities.
+type Gating uint8
+
+const (
+	GatingSoftmax Gating = iota + 1 // qwen3moe, deepseek2 v2
+	GatingSigmoid                   // glm4moe, deepseek2 v3
+)
+
+// MoE is the mixture-of-experts shape of a model's feed-forward blocks:
+// each token's hidden state is routed to NExpertUsed of NExpert expert FFNs
+// of width NFF, whose outputs are summed with the router's weights. It
+// follows llama.cpp's build_moe_ffn: probabilities from the router logits,
+// top-k of them (lowest id first among equals), optionally renormalised to
+// sum to one, then scaled.
+type MoE struct {
+	NExpert     int
+	NExpertUsed int
+	NFF         int // width of one expert's FFN
+	Gating      Gating
+	NormTopK    bool    // divide the selected weights by their sum
+	Scale       float32 // multiply the weights by this; 0 means 1
+	// NShared experts of width NFF run on every token (as one FFN of
+	// width NShared·NFF), added to the routed ones' output.
+	NShared int
+	// LeadingDense is the number of first blocks with a dense FFN of
+	// Config.NFF instead of experts.
+	LeadingDense int
+	// NextN is the number of multi-token-prediction blocks stored after
+	// the trunk (block_count includes them); they are not run.
+	NextN int
+	// Grouped selection (DeepSeek V3): the experts form NGroup groups;
+	// only the NGroupUsed groups with the best sum of their top two
+	// scores compete.
+	NGroup, NGroupUsed int
+}
+
+// moeBlock says whether block b routes its FFN through experts.
+func (c Config) moeBlock(b int) bool { return c.MoE.NExpert > 0 && b >= c.MoE.LeadingDense }
+
+// maxExperts is llama.cpp's LLAMA_MAX_EXPERTS.
+const maxExperts = 1024
+
+// experts is a 3-D expert tensor: n matrices of rows × cols, one after the
+// other in the file, each in the layout of a 2-D matrix.
+type experts struct {
+	all  matrix // n·rows rows: expert e holds rows [e·rows, (e+1)·rows)
+	n    int
+	rows int
+}
+
+// expert returns expert e as a matrix aliasing the file's data.
+func (x *experts) expert(e int) matrix {
+	m := x.all
+	m.rows = x.rows
+	m.data = x.all.data[e*x.rows*m.rowBytes : (e+1)*x.rows*m.rowBytes]
+	return m
+}
+
+// route selects each of n tokens' experts from the router logits (n ×
+// NExpert, turned into probabilities in place) and writes the chosen ids and
+// their weights into sel and w (n × NExpertUsed, in llama.cpp's order: by
+// probability, descending).
+//
+// A selection bias (exp_probs_b: glm4moe, DeepSeek V3) shifts which experts are chosen
+// but not their weights; sc is scratch for the biased scores.
+func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, sc []float32) {
+	mc := s.Config.MoE
+	ne, k := mc.NExpert, mc.NExpertUsed
+	for t := 0; t < n; t++ {
+		p := logits[t*ne : (t+1)*ne]
+		switch mc.Gating {
+		case GatingSigmoid:
+			for i, v := range p {
+				p[i] = 1 / (1 + float32(math.Exp(float64(-v))))
+			}
+		default:
+			softmaxScaled(s.k, p, 1)
+		}
+		ids := sel[t*k : (t+1)*k]
+		score := p
+		if bias != nil || mc.NGroup > 1 {
+			score = sc[:ne]
+			copy(score, p)
+			if bias != nil {
+				for i, b := range bias {
+					score[i] += b
+				}
+			}
+			if mc.NGroup > 1 {
+				maskGroups(score, mc.NGroup, mc.NGroupUsed, sc[ne:])
+			}
+		}
+		topK(score, ids)
+		ws := w[t*k : (t+1)*k]
+		for i, e := range ids {
+			ws[i] = p[e]
+		}
+		if mc.NormTopK {
+			// ggml_sum_rows sums in double; the sum is clamped to the
+			// smallest normal fp16 against a division by zero.
+			var sum float64
+			for _, v := range ws {
+				sum += float64(v)
+			}
+			d := max(float32(sum), 6.103515625e-5)
+			for i := range ws {
+				ws[i] /= d
+			}
+		}
+		if mc.Scale != 0 && mc.Scale != 1 {
+			for i := range ws {
+				ws[i] *= mc.Scale
+			}
+		}
+	}
+}
+
+// maskGroups sets the scores of every expert outside the used best groups
+// to −Inf: a group's score is the sum of its two best experts' (llama.cpp's
+// grouped selection, DeepSeek V3's). scratch holds at least groups
+// values.
+func maskGroups(score []float32, groups, used int, scratch []float32) {
+	per := len(score) / groups
+	gs := scratch[:groups]
+	var top2 [2]int32
+	for g := range gs {
+		topK(score[g*per:(g+1)*per], top2[:])
+		gs[g] = float32(float64(score[g*per+int(top2[0])]) + float64(score[g*per+int(top2[1])]))
+	}
+	var keepBuf [16]int32
+	keep := keepBuf[:0]
+	if used > len(keepBuf) {
+		keep = make([]int32, 0, used)
+	}
+	keep = keep[:used]
+	topK(gs, keep)
+	for g := range gs {
+		if !slices.Contains(keep, int32(g)) {
+			for i := g * per; i < (g+1)*per; i++ {
+				score[i] = float32(math.Inf(-1))
+			}
+		}
+	}
+}
+
+// topK writes the indices of the len(ids) largest values of p into ids,
+// largest first, the lower index first among equal values.
+func topK(p []float32, ids []int32) {
+	n := 0
+	for i, v := range p {
+		// Insertion into the sorted prefix: k is small (≤ 16 in the
+		// models this runs) and p a few hundred values.
+		if n == len(ids) && !(v > p[ids[n-1]]) {
+			continue
+		}
+		j := min(n, len(ids)-1)
+		for j > 0 && v > p[ids[j-1]] {
+			ids[j] = ids[j-1]
+			j--
+		}
+		ids[j] = int32(i)
+		n = min(n+1, len(ids))
+	}
+}
+
+// moeGroups orders the n·k (token, slot) pairs of a batch by expert, so that
+// each expert's rows are adjacent: row r of the grouped buffers is pair
+// pair[r], and pair i = t·k+slot is row rowOf[i]. start[e] is expert e's
+// first row (start has NExpert+1 entries).
+func moeGroups(sel []int32, nExpert int, start, rowOf, pair []int) {
+	clear(start)
+	for _, e := range sel {
+		start[e+1]++
+	}
+	for e := 0; e < nExpert; e++ {
+		start[e+1] += start[e]
+	}
+	next := start[:nExpert] // advanced as rows are placed, then restored
+	for i, e := range sel {
+		r := next[e]
+		next[e]++
+		rowOf[i] = r
+		pair[r] = i
+	}
+	// next[e] now holds the end of expert e, which is the start of e+1:
+	// shift back.
+	copy(start[1:], next)
+	start[0] = 0
+}
+
+// moeFFN computes the mixture-of-experts feed-forward output of the n
+// normalised rows h into out (n × NEmbd). Each expert's weights are read
+// once for all the batch's tokens routed to it; a decode step reads only the
+// selected experts. Every output element is one VecDot of a weight row and
+// its token's activations, so it depends on nothing but the token.
+func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
+	cfg := s.Config
+	mc := cfg.MoE
+	d, k, nff := cfg.NEmbd, mc.NExpertUsed, mc.NFF
+	logits := a.route[:n*mc.NExpert]
+	s.matmul(a, h, n, mmPart{ly.router, logits})
+	sel, w := a.sel[:n*k], a.selW[:n*k]
+	s.route(logits, ly.routerBias, n, sel, w, a.routeSc)
+	rows := n * k
+	start, rowOf, pair := a.estart[:mc.NExpert+1], a.rowOf[:rows], a.epair[:rows]
+	moeGroups(sel, mc.NExpert, start, rowOf, pair)
+	// The grouped rows: each pair's token's activations, then its expert's
+	// gate, up and down outputs.
+	xe := a.xe[:rows*d]
+	for r, i := range pair {
+		t := i / k
+		copy(xe[r*d:(r+1)*d], h[t*d:(t+1)*d])
+	}
+	gate, up, down := a.egate[:rows*nff], a.eup[:rows*nff], a.edown[:rows*d]
+	s.expertMatmul(a, xe, d, start, ly.gateExps, gate, ly.upExps, up)
+	s.rows(a, opSwiGLU, gate, up, nil, nff, rows)
+	s.expertMatmul(a, gate, nff, start, ly.downExps, down, nil, nil)
+	// llama.cpp weights each expert's output (one rounding) and sums the
+	// experts in selection order.
+	for t := 0; t < n; t++ {
+		o := out[t*d : (t+1)*d]
+		for slot := 0; slot < k; slot++ {
+			r := rowOf[t*k+slot]
+			wt := w[t*k+slot]
+			src := down[r*d : (r+1)*d]
+			if slot == 0 {
+				for j, v := range src {
+					o[j] = v * wt
+				}
+				continue
+			}
+			for j, v := range src {
+				o[j] += v * wt
+			}
+		}
+	}
+	if ly.gate != nil {
+		// Shared experts see every token; llama.cpp adds their output to
+		// the routed experts' sum.
+		sh := a.shared[:n*d]
+		s.denseFFN(a, ly, h, n, sh)
+		for j := range out[:n*d] {
+			out[j] += sh[j]
+		}
+	}
+}
+
+// expertTask is one item of an expert matmul: weight rows [r0, r1) of
+// matrix m of expert e against the grouped activation rows [t0, t1).
+type expertTask struct {
+	e, m   int
+	r0, r1 int
+	t0, t1 int
+}
+
+// expertJob multiplies each expert's grouped activation rows by one or two
+// of its matrices (gate and up read the same activations).
+type expertJob struct {
+	k      tensor.Kernels
+	mats   [2]*experts
+	outs   [2][]float32
+	tasks  []expertTask
+	x      []float32 // F32 activations (dotF32)
+	cols   int
+	act    []byte
+	ab     int
+	dotF32 bool
+}
+
+func (j *expertJob) do(_, lo, hi int) {
+	for it := lo; it < hi; it++ {
+		tk := j.tasks[it]
+		ex := j.mats[tk.m]
+		m := ex.expert(tk.e)
+		out := j.outs[tk.m]
+		if j.dotF32 {
+			for t := tk.t0; t < tk.t1; t++ {
+				xt := j.x[t*j.cols : (t+1)*j.cols]
+				o := out[t*m.rows:]
+				for r := tk.r0; r < tk.r1; r++ {
+					o[r] = j.k.DotF32(m.typ, m.row(r), xt)
+				}
+			}
+			continue
+		}
+		j.k.VecDotTile(m.typ, m.data[tk.r0*m.rowBytes:tk.r1*m.rowBytes], m.rowBytes, tk.r1-tk.r0,
+			j.act[tk.t0*j.ab:tk.t1*j.ab], j.ab, tk.t1-tk.t0, m.cols, out[tk.t0*m.rows+tk.r0:], m.rows)
+	}
+}
+
+// expertMatmul computes, for every expert e and grouped row r in [start[e],
+// start[e+1]), out[r] = x[r]·(expert e of m)ᵀ, and likewise for m2 into
+// out2 when m2 is not nil (it must read the same activations as m). The
+// activations are rounded to the weights' vec-dot type as in matmul.
+func (s *Shard) expertMatmul(a *arena, x []float32, cols int, start []int, m *experts, out []float32, m2 *experts, out2 []float32) {
+	rows := start[len(start)-1]
+	j := &a.ej
+	*j = expertJob{k: s.k, x: x, cols: cols, tasks: a.etasks[:0]}
+	j.mats[0], j.outs[0] = m, out
+	nm := 1
+	if m2 != nil {
+		j.mats[1], j.outs[1] = m2, out2
+		nm = 2
+	}
+	mat := &m.all
+	j.dotF32 = s.usesDotF32(mat)
+	switch {
+	case j.dotF32:
+	case mat.typ == tensor.F32:
+		j.ab, j.act = 4*cols, tensor.F32Bytes(x[:rows*cols])
+	default:
+		at := tensor.VecDotType(mat.typ)
+		ab, _ := tensor.RowBytes(at, int64(cols))
+		j.ab = int(ab)
+		j.act = a.eact[:rows*j.ab]
+		q := &a.qj
+		*q = quantJob{k: s.k, typ: mat.typ, x: x, cols: cols, act: j.act, ab: j.ab}
+		s.pool.run(q, rows, 8, rows*cols)
+		*q = quantJob{}
+	}
+	work := 0
+	for e := 0; e+1 < len(start); e++ {
+		t0, t1 := start[e], start[e+1]
+		if t0 == t1 {
+			continue
+		}
+		for mi := 0; mi < nm; mi++ {
+			ex := j.mats[mi]
+			em := ex.expert(e)
+			tokTile, rc := 1, s.decodeRowChunk(&em)
+			if t1-t0 > 1 {
+				tokTile = prefillTokens
+				rc = min(max(tileBytes/em.rowBytes&^3, 4), maxTileRows)
+			}
+			for tt := t0; tt < t1; tt += tokTile {
+				for r := 0; r < ex.rows; r += rc {
+					j.tasks = append(j.tasks, expertTask{e: e, m: mi, r0: r, r1: min(r+rc, ex.rows), t0: tt, t1: min(tt+tokTile, t1)})
+				}
+			}
+			work += ex.rows * cols * (t1 - t0)
+		}
+	}
+	a.etasks = j.tasks[:0] // keep the grown backing array
+	s.pool.run(j, len(j.tasks), 1, work)
+	*j = expertJob{}
+}

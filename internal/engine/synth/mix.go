@@ -1,0 +1,56 @@
+package synth
+
+import (
+	"strings"
+
+	"github.com/skulk/skulk/internal/engine/tensor"
+)
+
+// Mix assigns each weight matrix of a synthetic model its tensor type, as a
+// llama.cpp quantization preset does: Base, unless the name ends with one
+// of Over's suffixes (the first that matches wins). Norms stay F32 and a
+// router (ffn_gate_inp) F32 whatever the mix, as llama.cpp's quantizer
+// leaves them.
+type Mix struct {
+	Name     string
+	Base     tensor.Type
+	Over     []MixRule
+	FileType tensor.Type // the type general.file_type names
+}
+
+// MixRule gives the matrices whose names end with Suffix type Type.
+type MixRule struct {
+	Suffix string
+	Type   tensor.Type
+}
+
+// Uniform is the mix that stores every matrix as t.
+func Uniform(t tensor.Type) Mix { return Mix{Name: t.String(), Base: t, FileType: t} }
+
+func (m Mix) typeOf(name string) tensor.Type {
+	for _, r := range m.Over {
+		if strings.HasSuffix(name, r.Suffix) {
+			return r.Type
+		}
+	}
+	return m.Base
+}
+
+// Shipped is the mix the real files of arch are most often downloaded in,
+// which `skulk dev synth --arch A` uses when no --type is given. For the
+// MoE families that is Q4_K_M: Q4_K, with Q6_K for the value projections,
+// the down projections and the output head. (Many big-model files use Q3_K,
+// IQ4_XS or, for gpt-oss experts, MXFP4: this table is where an
+// architecture switches to them once the engine has their kernels.)
+func Shipped(arch string) (Mix, bool) {
+	q4km := Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
+		{"attn_v.weight", tensor.Q6_K}, {"ffn_down_exps.weight", tensor.Q6_K}, {"ffn_down.weight", tensor.Q6_K},
+		{"ffn_down_shexp.weight", tensor.Q6_K},
+		{"output.weight", tensor.Q6_K},
+	}}
+	switch arch {
+	case "qwen3moe", "glm4moe", "deepseek2":
+		return q4km, true
+	}
+	return Mix{}, false
+}
