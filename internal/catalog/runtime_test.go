@@ -15,6 +15,9 @@ func TestRuntimeKVAndSpeculative(t *testing.T) {
 	}
 	wide := base
 	wide.HeadDim = 64
+	latent, latent48 := wide, wide // latent attention: values narrower than keys
+	latent.HeadDim, latent.ValueDim = 320, 256
+	latent48.ValueDim = 48
 	tests := []struct {
 		name    string
 		card    Card
@@ -24,6 +27,8 @@ func TestRuntimeKVAndSpeculative(t *testing.T) {
 		{"q8_0", wide, Runtime{KVCacheType: "q8_0"}, ""},
 		{"q4_0", wide, Runtime{KVCacheType: "q4_0"}, ""},
 		{"q8_0_head_dim_8", base, Runtime{KVCacheType: "q8_0"}, "head_dim"},
+		{"q4_0_latent", latent, Runtime{KVCacheType: "q4_0"}, ""},
+		{"q8_0_value_dim_48", latent48, Runtime{KVCacheType: "q8_0"}, "value_dim"},
 		{"unknown_type", wide, Runtime{KVCacheType: "q5_1"}, "use f16, f32, q8_0 or q4_0"},
 		{"lookup", base, Runtime{Speculative: "lookup", DraftMax: 16}, ""},
 		{"draft_model", base, Runtime{DraftModel: "tiny-draft"}, ""},

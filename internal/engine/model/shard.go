@@ -125,9 +125,11 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 			return nil, &CacheTypeError{Name: opt.CacheType, Reason: fmt.Sprintf("value head width %d is not a whole number of %d-element blocks", cfg.vHead(), be)}
 		}
 	}
-	quantized := s.kvType.BlockElems() > 1
-	s.rotK, _ = rotationSizes(cfg.HeadDim, quantized)
-	_, s.rotV = rotationSizes(cfg.vHead(), quantized)
+	// llama.cpp stores latent attention's cache (deepseek2) unrotated: its
+	// q8_0/q4_0 runs on that model match an unrotated cache to the last
+	// bit at one position (testdata/synthetic/kvref-synth-deepseek2-*).
+	quantized := s.kvType.BlockElems() > 1 && cfg.MLA.KVLoraRank == 0
+	s.rotK, s.rotV = rotationSizes(cfg.HeadDim, quantized)
 	l := loader{f: f, k: k}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {
