@@ -29,6 +29,12 @@ type GenerateParams struct {
 	// valid until the next step. It must give Forward's logits bit for bit
 	// (the runner batches its tasks' steps this way).
 	Step func(cache *model.Cache, tok int32) ([]float32, error)
+	// Prefill, when set, runs the prompt instead of a new cache and one
+	// Forward: it returns the sequence's cache, holding the prompt, of at
+	// most capacity positions, and the logits after the prompt. It must
+	// give Forward's logits bit for bit (the runner reads prompts in
+	// chunks between other sequences' steps, and reuses cached prefixes).
+	Prefill func(prompt []int32, capacity int) (*model.Cache, []float32, error)
 }
 
 // Constraint restricts what may be generated; grammar.Constraint is one.
@@ -135,7 +141,14 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 			return r.Logits, err
 		}
 	}
-	cache := m.Shard.NewCache(len(prompt) + budget)
+	prefill := p.Prefill
+	if prefill == nil {
+		prefill = func(prompt []int32, capacity int) (*model.Cache, []float32, error) {
+			c := m.Shard.NewCache(capacity)
+			r, err := m.Shard.Forward(c, model.Batch{Tokens: prompt})
+			return c, r.Logits, err
+		}
+	}
 	sampler := sample.New(p.Sample, m.Config.NVocab)
 	if p.Constraint != nil {
 		sampler.SetConstraint(p.Constraint)
@@ -143,12 +156,11 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	text := textStream{tok: m.Tok}
 
 	start := time.Now()
-	res, err := m.Shard.Forward(cache, model.Batch{Tokens: prompt})
+	cache, logits, err := prefill(prompt, len(prompt)+budget)
 	if err != nil {
 		return st, fmt.Errorf("engine: prefill: %w", err)
 	}
 	st.Prefill = time.Since(start)
-	logits := res.Logits
 	var history []int32
 	decodeStart := time.Now()
 	st.FinishReason = FinishLength

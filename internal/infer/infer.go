@@ -144,6 +144,41 @@ type TopLogprob struct {
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// CachedTokens of the prompt's were served from the runner's prefix
+	// cache instead of being evaluated.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// Timings are the generation's counts and times, on the done chunk.
+	Timings *Timings `json:"timings,omitempty"`
+}
+
+// Timings are one generation's token counts and times, in llama-server's
+// names and units: the prompt tokens evaluated (cached ones apart) and the
+// time to read them, the tokens generated and the time from the first to
+// the last.
+type Timings struct {
+	CacheN              int     `json:"cache_n"`
+	PromptN             int     `json:"prompt_n"`
+	PromptMs            float64 `json:"prompt_ms"`
+	PromptPerTokenMs    float64 `json:"prompt_per_token_ms"`
+	PromptPerSecond     float64 `json:"prompt_per_second"`
+	PredictedN          int     `json:"predicted_n"`
+	PredictedMs         float64 `json:"predicted_ms"`
+	PredictedPerTokenMs float64 `json:"predicted_per_token_ms"`
+	PredictedPerSecond  float64 `json:"predicted_per_second"`
+}
+
+// NewTimings fills the rates of n tokens in ms milliseconds.
+func NewTimings(cacheN, promptN int, promptMs float64, predictedN int, predictedMs float64) *Timings {
+	per := func(n int, ms float64) (perToken, perSecond float64) {
+		if n <= 0 || ms <= 0 {
+			return 0, 0
+		}
+		return ms / float64(n), 1000 * float64(n) / ms
+	}
+	t := &Timings{CacheN: cacheN, PromptN: promptN, PromptMs: promptMs, PredictedN: predictedN, PredictedMs: predictedMs}
+	t.PromptPerTokenMs, t.PromptPerSecond = per(promptN, promptMs)
+	t.PredictedPerTokenMs, t.PredictedPerSecond = per(predictedN, predictedMs)
+	return t
 }
 
 // Chunk is one piece of a streamed answer.

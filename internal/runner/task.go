@@ -151,28 +151,34 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	// that opens with it (Anthropic's message_start) can carry it.
 	toClient(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
 	st := newStreamer(m.Tok, p, p.structured.sampling(req.Sampling), emit)
-	// The decode steps go through the stepper, in one batch with the other
-	// tasks' steps. The task takes its seat at its first step, so that the
-	// others' steps do not wait on its prefill.
-	var dec *decoder
+	// The prompt and the decode steps go through the batcher, in steps
+	// with the other tasks' sequences.
+	var seq *sequence
 	defer func() {
-		if dec != nil {
-			dec.leave()
+		if seq != nil {
+			l.steps.finish(seq)
 		}
 	}()
 	params := p.params
 	params.Context = l.context
-	params.Step = func(c *model.Cache, tok int32) ([]float32, error) {
-		if dec == nil {
-			dec = l.steps.join(m.Config.NVocab)
+	params.Prefill = func(prompt []int32, capacity int) (*model.Cache, []float32, error) {
+		var err error
+		seq, err = l.steps.prefill(ctx, prompt, capacity)
+		if err != nil {
+			return nil, nil, err
 		}
-		return dec.step(c, tok)
+		end.usage.CachedTokens = seq.reused
+		return nil, seq.logits, nil
+	}
+	params.Step = func(_ *model.Cache, tok int32) ([]float32, error) {
+		return l.steps.step(ctx, seq, tok)
 	}
 	if con != nil {
 		params.Constraint = con.con
 	}
 	stats, err := m.Generate(ctx, p.prompt, params, st.token)
 	end.usage.CompletionTokens = stats.GeneratedTokens
+	end.usage.Timings = timingsOf(stats, end.usage.CachedTokens)
 	if err != nil {
 		return end, err
 	}
@@ -191,6 +197,13 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	}
 	end.finish, err = con.finish(finish)
 	return end, err
+}
+
+// timingsOf is a generation's timings: cached prompt tokens are not
+// evaluated, so not counted in prompt_n.
+func timingsOf(s engine.Stats, cached int) *infer.Timings {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return infer.NewTimings(cached, s.PromptTokens-cached, ms(s.Prefill), s.GeneratedTokens, ms(s.Decode))
 }
 
 // prepared is a request turned into tokens and settings.
