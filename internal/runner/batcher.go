@@ -59,9 +59,11 @@ type batcher struct {
 	msgs  chan batchMsg
 	stop  context.CancelFunc
 	done  chan struct{}
-	// onStep, when set (tests, benchmarks), is called by run with each
-	// step's rows per live sequence.
-	onStep func(rows []int)
+	// onStep, when set (tests, benchmarks), is called by run with what
+	// each live sequence asked of a step and the rows it got.
+	onStep func(wants []want, rows []int)
+	// store is the prefix cache, run's alone (tests read it after close).
+	store prefixStore
 }
 
 type batchKind uint8
@@ -95,9 +97,10 @@ type sequence struct {
 	closed   bool
 }
 
-func newBatcher(shard *model.Shard, cfg batchConfig, onStep func([]int)) *batcher {
+func newBatcher(shard *model.Shard, cfg batchConfig, onStep func([]want, []int)) *batcher {
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &batcher{shard: shard, cfg: cfg, msgs: make(chan batchMsg), stop: cancel, done: make(chan struct{}), onStep: onStep}
+	b := &batcher{shard: shard, cfg: cfg, msgs: make(chan batchMsg), stop: cancel, done: make(chan struct{}), onStep: onStep,
+		store: prefixStore{limit: cfg.prefixBytes}}
 	go b.run(ctx)
 	return b
 }
@@ -165,7 +168,6 @@ func (b *batcher) run(ctx context.Context) {
 	defer close(b.done)
 	var (
 		live   []*sequence
-		store  = prefixStore{limit: b.cfg.prefixBytes}
 		st     model.Steps
 		gather = time.NewTimer(b.cfg.gather)
 		armed  bool // gather runs: work is waiting for company
@@ -204,7 +206,7 @@ func (b *batcher) run(ctx context.Context) {
 				}
 				return
 			case m := <-b.msgs:
-				live = b.handle(m, live, &store)
+				live = b.handle(m, live, &b.store)
 			case <-deadline:
 				armed, fired = false, true
 			}
@@ -273,7 +275,7 @@ func (b *batcher) reuse(s *sequence, live []*sequence, store *prefixStore) {
 func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want) {
 	rows := planStep(wants, b.cfg.budget, b.cfg.chunk)
 	if b.onStep != nil {
-		b.onStep(rows)
+		b.onStep(wants, rows)
 	}
 	var (
 		caches []*model.Cache

@@ -17,6 +17,8 @@ type prefixStore struct {
 	size    int64
 	tick    uint64
 	entries []*prefixEntry
+	// evictions counts entries dropped for room (tests).
+	evictions int
 }
 
 type prefixEntry struct {
@@ -92,4 +94,5 @@ func (p *prefixStore) evict() {
 	}
 	p.size -= p.entries[i].bytes
 	p.entries = slices.Delete(p.entries, i, i+1)
+	p.evictions++
 }
