@@ -116,7 +116,8 @@ type Usage struct {
 	TotalTokens         int                 `json:"total_tokens"`
 }
 
-// InputTokensDetails breaks input tokens down; Skulk reports no cache hits.
+// InputTokensDetails breaks input tokens down: CachedTokens came from the
+// runner's prefix cache.
 type InputTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }

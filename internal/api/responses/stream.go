@@ -380,6 +380,7 @@ func (b *Builder) done(out []Event, c infer.Chunk) []Event {
 	u := Usage{}
 	if c.Usage != nil {
 		u.InputTokens, u.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		u.InputTokensDetails.CachedTokens = c.Usage.CachedTokens
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 	}
 	b.resp.Usage = &u
