@@ -287,3 +287,33 @@ func TestPrefixCacheNeverServesAnotherSequence(t *testing.T) {
 	}
 	t.Logf("%d sequences, %d hits, %d evictions, %d entries (%d bytes) kept", len(history), hits, b.store.evictions, len(b.store.entries), b.store.size)
 }
+
+// TestPrefixHitSameTextAsMiss runs a two-turn exchange on two runner
+// processes, one with the prefix cache and one without: the second turn
+// (the first's prompt and answer, and more) is a cache hit on the first
+// and a miss on the second, and both answer it with the same text.
+func TestPrefixHitSameTextAsMiss(t *testing.T) {
+	hit := loadedClient(t, LoadSpec{})
+	miss := loadedClient(t, LoadSpec{}, "-prefix-cache-mb", "0")
+	rng := rand.New(rand.NewPCG(9, 10))
+	first := storyPrompt(rng, 300)
+	var texts [2]string
+	for i, c := range []*Client{hit, miss} {
+		r1 := generateAll(t, c, "turn1", greedy(first, 32))
+		second := first + r1.content + " " + storyPrompt(rng, 40)
+		r2 := generateAll(t, c, "turn2", greedy(second, 48))
+		u := r2.last.Usage
+		if r2.last.Kind != "done" || u == nil || u.Timings == nil {
+			t.Fatalf("runner %d turn 2 ended with %+v", i, r2.last)
+		}
+		if cached := u.CachedTokens; (i == 0) != (cached >= r1.last.Usage.PromptTokens-1) || (i == 1 && cached != 0) || u.Timings.CacheN != cached || u.Timings.PromptN != u.PromptTokens-cached {
+			t.Fatalf("runner %d (prefix cache %v): turn 2 usage %+v, timings %+v", i, i == 0, u, u.Timings)
+		}
+		texts[i] = r2.content
+		rng = rand.New(rand.NewPCG(9, 10)) // the same words for the other runner
+		first = storyPrompt(rng, 300)
+	}
+	if texts[0] != texts[1] {
+		t.Fatalf("a prefix cache hit answers %q, a miss %q", texts[0], texts[1])
+	}
+}
