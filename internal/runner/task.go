@@ -122,7 +122,7 @@ type ending struct {
 // counts what was done on errors too). Chunks other than the last go to emit.
 // The loop is the engine's (engine.Model.Generate, which `skulk generate`
 // runs too); the runner adds its protocol around it: the prompt-size chunk,
-// the grammar of structured output, the stepper's batched decode steps, and
+// the grammar of structured output, the batcher's chunked prefill, prefix cache and batched decode steps, and
 // the streamer's stop sequences, reasoning and tool-call parsing and logprobs.
 func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (ending, error) {
 	var end ending
