@@ -76,6 +76,22 @@ func TestChatSecondTurnReportsCachedTokens(t *testing.T) {
 		t.Fatalf("anthropic turn 2 usage %+v: want cache reads, and with input_tokens the whole prompt", r3.Usage)
 	}
 
+	var r4 struct {
+		Usage struct {
+			InputTokensDetails struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"input_tokens_details"`
+		}
+		Timings *timings
+	}
+	code, b = n.do("POST", "/v1/responses", map[string]any{"model": "stories260k", "max_output_tokens": 4, "temperature": 0, "input": turn2})
+	if err := json.Unmarshal(b, &r4); code != 200 || err != nil {
+		t.Fatalf("responses turn 2: %d %s (%v)", code, b, err)
+	}
+	if r4.Usage.InputTokensDetails.CachedTokens == 0 || r4.Timings == nil || r4.Timings.CacheN != r4.Usage.InputTokensDetails.CachedTokens {
+		t.Fatalf("responses turn 2: %s: want cached_tokens and timings agreeing", b)
+	}
+
 	code, b = n.do("GET", "/metrics", nil)
 	if code != 200 || !strings.Contains(string(b), `skulk_cached_prompt_tokens_total{model="stories260k"}`) {
 		t.Fatalf("metrics: %d, no skulk_cached_prompt_tokens_total for stories260k", code)

@@ -58,6 +58,9 @@ type Response struct {
 	Truncation         string             `json:"truncation"`
 	Usage              *Usage             `json:"usage"`
 	User               string             `json:"user,omitempty"`
+	// Timings are llama-server's extension field: the runner's prompt
+	// and decode counts and times.
+	Timings *infer.Timings `json:"timings,omitempty"`
 }
 
 // ResponseError says why a response failed.
