@@ -212,9 +212,8 @@ func (b *batcher) run(ctx context.Context) {
 			}
 			continue
 		}
-		if armed && !gather.Stop() {
-			<-gather.C
-		}
+		// Stop leaves no stale tick to receive (Go 1.23 timers).
+		gather.Stop()
 		armed, fired = false, false
 		b.stepOnce(&st, live, wants)
 	}
