@@ -153,7 +153,8 @@ type Engine struct {
 	// window holds.
 	Slots int
 	// PrefixCacheMB (SKULK_PREFIX_CACHE_MB) bounds each runner's prefix
-	// cache; nil leaves the runner's default, 0 keeps none.
+	// cache; nil leaves the runner's default (the KV memory placement
+	// admitted for its window), 0 keeps none.
 	PrefixCacheMB *int
 }
 

@@ -22,8 +22,10 @@ const (
 	// DefaultStepBudget is the most rows (decode steps plus prompt tokens)
 	// one step computes: one ubatch of the engine.
 	DefaultStepBudget = 512
-	// DefaultPrefixCacheMB bounds the prefix cache of a runner.
-	DefaultPrefixCacheMB = 1024
+	// AutoPrefixCache (the flag's default) bounds a runner's prefix cache
+	// by the KV memory placement admitted for its window, as much again as
+	// one full window's cache.
+	AutoPrefixCache = -1
 )
 
 // errBatcherStopped answers work asked of a batcher whose model is closing.

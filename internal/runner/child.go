@@ -25,7 +25,7 @@ type serving struct {
 	kernels  string // the engine's kernel cap (--kernels)
 	slots    int    // tasks generated at once
 	explicit bool   // slots was set (else DefaultSlots, as far as the window holds them)
-	prefixMB int    // the prefix cache's bound; 0 keeps none
+	prefixMB int    // the prefix cache's bound in MiB; 0 keeps none, AutoPrefixCache the window's KV
 	chunk    int    // prompt tokens a step reads of one sequence; 0 reads prompts whole
 }
 
@@ -39,7 +39,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	fs := flag.NewFlagSet("skulk runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	slots := fs.Int("slots", DefaultSlots, "tasks generated at once; more wait in order")
-	prefixMB := fs.Int("prefix-cache-mb", DefaultPrefixCacheMB, "MiB of finished sequences' KV cache kept for prompts that start the same way; 0 keeps none")
+	prefixMB := fs.Int("prefix-cache-mb", AutoPrefixCache, "MiB of finished sequences' KV cache kept for prompts that start the same way; 0 keeps none, -1 as much as the window's KV cache")
 	chunk := fs.Int("prefill-chunk", DefaultPrefillChunk, "prompt tokens read per step between running sequences' decode steps; 0 reads a prompt whole, stalling them")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	kernels := fs.String("kernels", "", "cap the engine's kernel set: generic, avx2 or neon (a node passes its SKULK_KERNELS); empty uses the best the CPU has")
@@ -52,8 +52,8 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	switch {
 	case *slots < 1:
 		return fmt.Errorf("runner: --slots must be at least 1, got %d", *slots)
-	case *prefixMB < 0:
-		return fmt.Errorf("runner: --prefix-cache-mb must not be negative, got %d", *prefixMB)
+	case *prefixMB < AutoPrefixCache:
+		return fmt.Errorf("runner: --prefix-cache-mb must be -1 (the window's KV), 0 (none) or a number of MiB, got %d", *prefixMB)
 	case *chunk < 0 || *chunk > DefaultStepBudget:
 		return fmt.Errorf("runner: --prefill-chunk must be between 0 and %d, got %d", DefaultStepBudget, *chunk)
 	}

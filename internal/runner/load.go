@@ -95,7 +95,7 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		return nil, err
 	}
 	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk,
-		prefixBytes: int64(opts.prefixMB) << 20}, nil)
+		prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)
 	return l, nil
 }
 

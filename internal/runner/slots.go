@@ -41,3 +41,13 @@ func checkSlots(slots, context int, kvPerToken int64) error {
 		"but the placement admitted %d tokens (%d bytes); use at most %d slots (SKULK_SLOTS) or place with a larger context_tokens",
 		slots, slots, slotTokens, need, need*kvPerToken, kvPerToken, context, int64(context)*kvPerToken, max(context/slotTokens, 1))
 }
+
+// prefixBytes is the prefix cache's bound: mb MiB, or with AutoPrefixCache
+// the KV memory placement admitted for the window (context tokens), which
+// a runner's live sequences share too.
+func prefixBytes(mb, context int, kvPerToken int64) int64 {
+	if mb == AutoPrefixCache {
+		return int64(context) * kvPerToken
+	}
+	return int64(mb) << 20
+}

@@ -38,3 +38,15 @@ func TestSlotsForDefault(t *testing.T) {
 		t.Error("16 explicit slots in a 2048-token window were admitted")
 	}
 }
+
+func TestPrefixBytes(t *testing.T) {
+	if got := prefixBytes(AutoPrefixCache, 32768, 32768); got != 1<<30 {
+		t.Errorf("the automatic bound of a 32768-token window at 32 KiB a token: %d, want 1 GiB", got)
+	}
+	if got := prefixBytes(0, 32768, 32768); got != 0 {
+		t.Errorf("0 MiB: %d", got)
+	}
+	if got := prefixBytes(256, 2048, 640); got != 256<<20 {
+		t.Errorf("256 MiB: %d", got)
+	}
+}
