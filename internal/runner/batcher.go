@@ -175,6 +175,7 @@ func (b *batcher) run(ctx context.Context) {
 		armed  bool // gather runs: work is waiting for company
 		fired  bool // it ran out: step with the company there is
 		wants  []want
+		took   time.Duration // the last step's time
 	)
 	gather.Stop()
 	for {
@@ -192,7 +193,10 @@ func (b *batcher) run(ctx context.Context) {
 		}
 		if working == 0 || (waiting > 0 && !fired) {
 			if working > 0 && !armed {
-				gather.Reset(b.cfg.gather)
+				// A sequence that misses a step waits a whole step for
+				// the next: on a slow or busy machine the wait for its
+				// company grows with the steps.
+				gather.Reset(max(b.cfg.gather, took/8))
 				armed = true
 			}
 			var deadline <-chan time.Time
@@ -217,7 +221,9 @@ func (b *batcher) run(ctx context.Context) {
 		// Stop leaves no stale tick to receive (Go 1.23 timers).
 		gather.Stop()
 		armed, fired = false, false
+		t0 := time.Now()
 		b.stepOnce(&st, live, wants)
+		took = time.Since(t0)
 	}
 }
 

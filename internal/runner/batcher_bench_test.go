@@ -120,14 +120,14 @@ func BenchmarkServeStreams(b *testing.B) {
 
 // BenchmarkLongPromptITL: four streams decode while a 2048-token prompt
 // arrives; the p99 of their inter-token gaps while it is read, against
-// their p99 before it came, with the prompt read in 256-token chunks
-// between their steps and read whole (the streams wait for it).
+// their p99 before it came, with the prompt read in 256- and 64-token
+// chunks between their steps and read whole (the streams wait for it).
 func BenchmarkLongPromptITL(b *testing.B) {
 	sh := benchShard(b)
 	for _, c := range []struct {
 		name  string
 		chunk int
-	}{{"chunked", DefaultPrefillChunk}, {"whole", 0}} {
+	}{{"chunk=256", DefaultPrefillChunk}, {"chunk=64", 64}, {"whole", 0}} {
 		b.Run(c.name, func(b *testing.B) {
 			bt := newBatcher(sh, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: c.chunk}, nil)
 			defer bt.close()
