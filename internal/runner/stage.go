@@ -146,6 +146,8 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 	case req.Sampling.Logprobs || req.Sampling.TopLogprobs > 0:
 		return end, infer.ParamErrorf("logprobs", "logprobs are not supported yet for a model split across nodes")
 	}
+	start := time.Now()
+	var first, last time.Time // the first and last tokens' arrivals, for the timings
 	seq, err := l.stage.stage.Submit(ctx, pipeline.Request{Prompt: p.prompt, MaxTokens: p.params.MaxTokens, Sample: p.params.Sample, Context: l.context})
 	if err != nil {
 		return end, l.stage.err(ctx, err)
@@ -167,6 +169,9 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 			return end, l.stage.err(ctx, err)
 		}
 		end.usage.CompletionTokens++
+		if last = time.Now(); first.IsZero() {
+			first = last
+		}
 		if err := st.token(engine.Token{ID: tok, Text: text.Push(tok)}); err != nil {
 			if !errors.Is(err, engine.ErrStop) {
 				return end, err
@@ -186,6 +191,11 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 		finish = infer.FinishToolCalls
 	}
 	end.finish = finish
+	if first.IsZero() {
+		first, last = time.Now(), time.Now()
+	}
+	end.usage.Timings = timingsOf(engine.Stats{PromptTokens: len(p.prompt), GeneratedTokens: end.usage.CompletionTokens,
+		Prefill: first.Sub(start), Decode: last.Sub(first)}, 0)
 	return end, nil
 }
 

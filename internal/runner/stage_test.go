@@ -92,8 +92,9 @@ func TestPipelineRunners(t *testing.T) {
 			if r.last.Kind != infer.ChunkDone || r.last.FinishReason != infer.FinishLength {
 				t.Fatalf("last chunk %+v", r.last)
 			}
-			if u := r.last.Usage; u == nil || u.PromptTokens != promptTokens || u.CompletionTokens != n {
-				t.Fatalf("usage %+v", u)
+			if u := r.last.Usage; u == nil || u.PromptTokens != promptTokens || u.CompletionTokens != n ||
+				u.Timings == nil || u.Timings.PromptN != promptTokens || u.Timings.PredictedN != n || u.Timings.PromptMs <= 0 {
+				t.Fatalf("usage %+v", r.last.Usage)
 			}
 			// Stop strings end the text as on one runner.
 			req := greedy(prompt, n)
