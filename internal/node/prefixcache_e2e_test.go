@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestChatSecondTurnReportsCachedTokens: a chat's second turn resends the
@@ -96,4 +97,22 @@ func TestChatSecondTurnReportsCachedTokens(t *testing.T) {
 	if code != 200 || !strings.Contains(string(b), `skulk_cached_prompt_tokens_total{model="stories260k"}`) {
 		t.Fatalf("metrics: %d, no skulk_cached_prompt_tokens_total for stories260k", code)
 	}
+}
+
+// TestTooManySlotsRefused: a node whose SKULK_SLOTS exceeds what the
+// window placement admitted can hold at 256 tokens a slot gets runners that
+// refuse to load and say the arithmetic, in the State.
+func TestTooManySlotsRefused(t *testing.T) {
+	n := startNode(t, t.TempDir(), "SKULK_SLOTS=64")
+	n.place()
+	want := "64 slots need at least 64 × 256 = 16384 tokens of KV cache"
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, b := n.do("GET", "/state", nil); strings.Contains(string(b), want) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, b := n.do("GET", "/state", nil)
+	t.Fatalf("the State never said %q:\n%s", want, b)
 }
