@@ -30,10 +30,11 @@ type GenerateParams struct {
 	// (the runner batches its tasks' steps this way).
 	Step func(cache *model.Cache, tok int32) ([]float32, error)
 	// Prefill, when set, runs the prompt instead of a new cache and one
-	// Forward: it returns the sequence's cache, holding the prompt, of at
-	// most capacity positions, and the logits after the prompt. It must
-	// give Forward's logits bit for bit (the runner reads prompts in
-	// chunks between other sequences' steps, and reuses cached prefixes).
+	// Forward: it returns the cache Step is given (the sequence's, holding
+	// the prompt, of at most capacity positions; nil for a Step that keeps
+	// its own) and the logits after the prompt. It must give Forward's
+	// logits bit for bit (the runner reads prompts in chunks between other
+	// sequences' steps, and reuses cached prefixes).
 	Prefill func(prompt []int32, capacity int) (*model.Cache, []float32, error)
 }
 
