@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -28,26 +29,46 @@ func newPsCmd(s stdio) *cobra.Command {
 			for _, w := range st.persistenceWarnings() {
 				fmt.Fprintln(s.err, w)
 			}
-			ids := make([]string, 0, len(st.Instances))
-			for id := range st.Instances {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "INSTANCE\tMODEL\tSTATUS\tCONTEXT\tPLACEMENT")
-			for _, id := range ids {
-				in := st.Instances[id]
-				var ranks []string
-				for _, p := range in.Placement {
-					ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", p.Node, p.LayerStart, p.LayerEnd))
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, in.Status, in.ContextTokens, strings.Join(ranks, " "))
-			}
-			return tw.Flush()
+			return renderPs(s.out, st)
 		},
 	}
 	addHostFlag(c, &host)
 	return c
+}
+
+// renderPs writes the instances table: a row per instance and, under a
+// split one, a row per rank with its node, runner status and layers.
+func renderPs(w io.Writer, st clusterState) error {
+	ids := make([]string, 0, len(st.Instances))
+	for id := range st.Instances {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INSTANCE\tMODEL\tSTATUS\tCONTEXT\tPLACEMENT")
+	for _, id := range ids {
+		in := st.Instances[id]
+		var ranks []string
+		for _, p := range in.Placement {
+			ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", p.Node, p.LayerStart, p.LayerEnd))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, in.Status, in.ContextTokens, strings.Join(ranks, " "))
+		if len(in.Placement) < 2 {
+			continue
+		}
+		for r, p := range in.Placement {
+			status, reason := "pending", ""
+			if r < len(in.Runners) {
+				status, reason = in.Runners[r].Status, in.Runners[r].Reason
+			}
+			layers := fmt.Sprintf("layers [%d, %d)", p.LayerStart, p.LayerEnd)
+			if reason != "" {
+				layers += ": " + reason
+			}
+			fmt.Fprintf(tw, "  rank %d\t%s\t%s\t\t%s\n", r, p.Node, status, layers)
+		}
+	}
+	return tw.Flush()
 }
 
 func newStopCmd(s stdio) *cobra.Command {

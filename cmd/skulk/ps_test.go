@@ -3,6 +3,8 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -37,5 +39,36 @@ func TestPsWarnsOfPersistence(t *testing.T) {
 				t.Fatalf("warnings %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestPsRanks: `skulk ps` lists every rank of a split instance under it
+// (node, runner status, layers and a runner's reason) and none under a
+// whole one; the table is testdata/ps.golden (-update rewrites it).
+func TestPsRanks(t *testing.T) {
+	state := `{"instances":{
+		"b2c4e6a8d0f1":{"model":"stories260k","status":"pending","context_tokens":512,
+			"placement":[{"node":"node-a","layer_start":0,"layer_end":3},{"node":"node-b","layer_start":3,"layer_end":5},{"node":"node-c","layer_start":5,"layer_end":6}],
+			"runners":[{"id":"r1","status":"ready","reason":""},{"id":"r2","status":"loading","reason":""},{"id":"","status":"failed","reason":"load failed: link out: the other end of the link did not connect in time"}]},
+		"a1b3c5d7e9f0":{"model":"qwen3:0.6b","status":"ready","context_tokens":4096,
+			"placement":[{"node":"node-a","layer_start":0,"layer_end":28}],"runners":[{"id":"r0","status":"running","reason":""}]}}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(state)) }))
+	defer srv.Close()
+	code, out, errs := runCLI(t, "ps", "--host", srv.URL)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	golden := filepath.Join("testdata", "ps.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(want) {
+		t.Errorf("skulk ps:\n%s\nwant (%s):\n%s", out, golden, want)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -38,6 +39,11 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 	fs.Func("memory-budget", "cap the memory placement may count on this node to `BYTES` (or 8GiB, 512MiB; SKULK_MEMORY_BUDGET; default the machine's)", func(v string) error {
 		b, err := config.ParseBytes(v)
 		cfg.MemoryBudget = b
+		return err
+	})
+	fs.Func("group-connect-timeout", "how long `D` (e.g. 90s, 5m) a model split across nodes may take to load every rank and connect every edge before the master places it again (SKULK_GROUP_CONNECT_TIMEOUT; default 2m)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		cfg.GroupConnectTimeout = d
 		return err
 	})
 	fs.BoolVar(&cfg.APIOpen, "api-open", cfg.APIOpen, "serve API clients on every address without a key when none is set (SKULK_API_OPEN=1; warned at start)")

@@ -29,6 +29,8 @@ import (
 //	block       one delta, then waits for cancellation and reports ctx.Err()
 //	            on cancelled
 //	panic       Generate panics
+//	gpt-oss     a fixed harmony-format generation run through the real
+//	            output parser (harmony_test.go)
 //
 // Any other model has no ready instance: Generate returns a not_found
 // error that says how to place it, as the node's Backend does. Every
@@ -58,6 +60,8 @@ func (b *testBackend) Generate(ctx context.Context, req infer.Request) (<-chan i
 	switch req.Model {
 	case "echo":
 		script = echo(req)
+	case "gpt-oss":
+		script = harmonyScript(req)
 	case "fail-first":
 		script = []infer.Chunk{{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassUnavailable, "the instance is loading; retry shortly")}}
 	case "fail-after":

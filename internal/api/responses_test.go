@@ -233,7 +233,7 @@ func TestResponsesStreamReasoningAndFunctionCall(t *testing.T) {
 	if got := eventNames(evs); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events\n got %v\nwant %v", got, want)
 	}
-	if got := f.lastRequest().TemplateKwargs; !reflect.DeepEqual(got, map[string]any{"enable_thinking": true}) {
+	if got := f.lastRequest().TemplateKwargs; !reflect.DeepEqual(got, map[string]any{"enable_thinking": true, "reasoning_effort": "medium"}) {
 		t.Errorf("template kwargs %v", got)
 	}
 	if evs[4].str("delta") != "thinking" || !strings.Contains(evs[3].raw, `"part":{"type":"reasoning_text","text":""}`) {

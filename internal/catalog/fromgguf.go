@@ -85,7 +85,8 @@ func capabilitiesFromTemplate(t string) []Capability {
 	if strings.Contains(t, "tools") {
 		caps = append(caps, CapTools)
 	}
-	if strings.Contains(t, "<think>") || strings.Contains(t, "reasoning_content") {
+	// gpt-oss's harmony template reasons in its analysis channel.
+	if strings.Contains(t, "<think>") || strings.Contains(t, "reasoning_content") || strings.Contains(t, "<|channel|>analysis") {
 		caps = append(caps, CapReasoning)
 	}
 	return caps

@@ -43,6 +43,9 @@ type ManifestEntry struct {
 	SHA256    string `json:"sha256"`
 	ModTimeNs int64  `json:"mtime_ns"`
 	Inode     uint64 `json:"inode"`
+	// Tensors are the file's per-tensor sums (a GGUF file), which members
+	// serving a stage's tensors to other nodes need; nil until computed.
+	Tensors *TensorSums `json:"tensors,omitempty"`
 }
 
 // Installation is an artifact directory and what its sidecar says.
@@ -174,6 +177,11 @@ func DecodeSidecar(b []byte) (Sidecar, error) {
 		}
 		if e.Size < 0 || len(e.SHA256) != 64 {
 			return Sidecar{}, fmt.Errorf("manifest[%d] (%s): bad size or sha256", i, e.Path)
+		}
+		if e.Tensors != nil {
+			if err := e.Tensors.Validate(e.Size); err != nil {
+				return Sidecar{}, fmt.Errorf("manifest[%d] (%s): %w", i, e.Path, err)
+			}
 		}
 	}
 	return sc, nil

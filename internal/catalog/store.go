@@ -252,7 +252,7 @@ func (s *Store) Publish(c Card, staged string, sums map[string]string) (Installa
 		return Installation{}, fmt.Errorf("catalog: model %s has no files to publish", c.ID)
 	}
 	sc := Sidecar{Version: SidecarVersion, Card: c}
-	for _, name := range c.Files {
+	for i, name := range c.Files {
 		p := filepath.Join(staged, filepath.FromSlash(name))
 		f, err := os.Open(p)
 		if err != nil {
@@ -269,7 +269,15 @@ func (s *Store) Publish(c Card, staged string, sums map[string]string) (Installa
 			return Installation{}, fmt.Errorf("catalog: publish %s: no verified sha256 for %s", c.ID, name)
 		}
 		st := statOf(fi)
-		sc.Manifest = append(sc.Manifest, ManifestEntry{Path: name, Size: st.size, SHA256: sum, ModTimeNs: st.mtimeNs, Inode: st.inode})
+		me := ManifestEntry{Path: name, Size: st.size, SHA256: sum, ModTimeNs: st.mtimeNs, Inode: st.inode}
+		if i == 0 && isGGUF(name) {
+			// Recorded once here, so members can serve a stage's tensors;
+			// a file that does not parse gets them lazily (or never).
+			if ts, err := ComputeTensorSums(context.Background(), p); err == nil && ts.Validate(st.size) == nil {
+				me.Tensors = ts
+			}
+		}
+		sc.Manifest = append(sc.Manifest, me)
 		if err := syncDir(filepath.Dir(p)); err != nil {
 			return Installation{}, err
 		}

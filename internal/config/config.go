@@ -37,6 +37,10 @@ const (
 	DefaultHTTPIdleTimeout   = 120 * time.Second
 	DefaultMaxConnsPerClient = 64
 
+	// DefaultGroupConnectTimeout bounds how long a split instance may take
+	// to come up (master.DefaultGroupConnectTimeout).
+	DefaultGroupConnectTimeout = 120 * time.Second
+
 	// DefaultLogFreeFloor is the event log's free-space floor on a large
 	// disk (internal/eventlog.DefaultFreeSpaceFloor, restated because this
 	// package imports only the standard library).
@@ -83,6 +87,13 @@ type Node struct {
 	// MemoryBudget (--memory-budget, SKULK_MEMORY_BUDGET) caps the memory
 	// placement may count on this node, in bytes; 0 means the machine's.
 	MemoryBudget int64
+
+	// GroupConnectTimeout (--group-connect-timeout,
+	// SKULK_GROUP_CONNECT_TIMEOUT) is how long a split instance may take to
+	// load every rank and connect every edge before the master (this node,
+	// while it is master) tears it down and places it again; 0 means
+	// DefaultGroupConnectTimeout.
+	GroupConnectTimeout time.Duration
 
 	// Cluster.
 	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
@@ -221,10 +232,10 @@ func (n Node) String() string {
 	if kernels == "" {
 		kernels = "best"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d log_free_floor=%s",
+	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d group_connect_timeout=%s log_free_floor=%s",
 		n.Home, n.APIAddr, n.APIOpen, n.MetricsPublic, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
 		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, orDefault(n.ModelsDir), orDefault(n.CustomModelCardsDir), orDefault(n.HubEndpoint), hfToken, kernels,
-		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MemoryBudget, n.logFreeFloor())
+		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MemoryBudget, n.GroupConnectTimeout, n.logFreeFloor())
 }
 
 // logFreeFloor shows the free-space floor setting.
@@ -272,7 +283,7 @@ func FromEnv(getenv func(string) string) Node {
 	for _, e := range []struct {
 		name string
 		d    *time.Duration
-	}{{"SKULK_HTTP_BODY_TIMEOUT", &n.HTTPBodyTimeout}, {"SKULK_HTTP_IDLE_TIMEOUT", &n.HTTPIdleTimeout}} {
+	}{{"SKULK_HTTP_BODY_TIMEOUT", &n.HTTPBodyTimeout}, {"SKULK_HTTP_IDLE_TIMEOUT", &n.HTTPIdleTimeout}, {"SKULK_GROUP_CONNECT_TIMEOUT", &n.GroupConnectTimeout}} {
 		if v := getenv(e.name); v != "" {
 			var err error
 			if *e.d, err = time.ParseDuration(v); err != nil {
@@ -391,6 +402,9 @@ func (n Node) Validate() error {
 	}
 	if n.HTTPBodyTimeout < 0 || n.HTTPIdleTimeout < 0 {
 		return fmt.Errorf("config: SKULK_HTTP_BODY_TIMEOUT (%s) and SKULK_HTTP_IDLE_TIMEOUT (%s) must not be negative (0 turns the bound off)", n.HTTPBodyTimeout, n.HTTPIdleTimeout)
+	}
+	if n.GroupConnectTimeout < 0 {
+		return fmt.Errorf("config: --group-connect-timeout (SKULK_GROUP_CONNECT_TIMEOUT) must not be negative (0: %s)", DefaultGroupConnectTimeout)
 	}
 	if n.MemoryBudget < 0 {
 		return fmt.Errorf("config: --memory-budget (SKULK_MEMORY_BUDGET) must not be negative (0: the machine's memory)")

@@ -331,3 +331,18 @@ func TestLogFreeFloorFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupConnectTimeoutFromEnv: SKULK_GROUP_CONNECT_TIMEOUT is a
+// duration; a bad one says so, a negative one fails validation.
+func TestGroupConnectTimeoutFromEnv(t *testing.T) {
+	n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_GROUP_CONNECT_TIMEOUT": "90s"}))
+	if n.GroupConnectTimeout != 90*time.Second || n.Validate() != nil {
+		t.Fatalf("timeout %s, %v", n.GroupConnectTimeout, n.Validate())
+	}
+	if err := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_GROUP_CONNECT_TIMEOUT": "soon"})).Validate(); err == nil || !strings.Contains(err.Error(), "SKULK_GROUP_CONNECT_TIMEOUT") {
+		t.Fatalf("a bad timeout: %v", err)
+	}
+	if err := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_GROUP_CONNECT_TIMEOUT": "-1s"})).Validate(); err == nil || !strings.Contains(err.Error(), "group-connect-timeout") {
+		t.Fatalf("a negative timeout: %v", err)
+	}
+}

@@ -71,11 +71,12 @@ const (
 	FailureOutOfMemory   FailureCategory = "out_of_memory"  // refused or killed for memory
 	FailureNodeLost      FailureCategory = "node_lost"      // a rank's node left
 	FailureDownload      FailureCategory = "download"       // weights could not be fetched
+	FailureGroupConnect  FailureCategory = "group_connect"  // a split instance's ranks did not all load and link in time
 )
 
 func (c FailureCategory) validate() error {
 	return enum(c, FailureCrashLoop, FailureWedged, FailureUnresponsive,
-		FailureModelRejected, FailureOutOfMemory, FailureNodeLost, FailureDownload)
+		FailureModelRejected, FailureOutOfMemory, FailureNodeLost, FailureDownload, FailureGroupConnect)
 }
 
 // LeaveReason says why a node left the cluster.

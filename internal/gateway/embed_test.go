@@ -17,6 +17,7 @@ import (
 	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -150,7 +151,7 @@ func cluster(t *testing.T) (*Gateway, string) {
 			}
 			return clientRunner{c}, nil
 		},
-		Resolve: func(ctx context.Context, id ids.ModelID, _ func()) (worker.Model, error) {
+		Resolve: func(ctx context.Context, id ids.ModelID, _ event.Shard, _ func()) (worker.Model, error) {
 			p, ok := paths[id]
 			if !ok {
 				return worker.Model{}, fmt.Errorf("no weights for %s", id)

@@ -3,6 +3,9 @@ package master
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -248,5 +251,90 @@ func TestDegradedLogHeals(t *testing.T) {
 	}
 	if state.Hash(replayed) != state.Hash(before) || len(replayed.Instances) != 3 {
 		t.Fatalf("after the restart: %d instances, hash equal %v", len(replayed.Instances), state.Hash(replayed) == state.Hash(before))
+	}
+}
+
+// TestGroupConnectReplaces: a split instance whose edge does not connect
+// within the deadline is failed with the edge named in the failure
+// history, deleted, and placed again without the node its sending rank
+// could not reach; a ready split instance is left alone.
+func TestGroupConnectReplaces(t *testing.T) {
+	testkit.NoLeaks(t)
+	ctx := context.Background()
+	nodes := []ids.NodeID{node, "node-b", "node-c"}
+	h := start(t, t.TempDir(), func(c *Config) {
+		c.Now = time.Now
+		c.Nodes = func() []placement.Node {
+			var out []placement.Node
+			for _, n := range nodes {
+				out = append(out, placement.Node{ID: string(n), TotalBytes: 16 << 30, AvailableBytes: 8 << 30, Backends: []string{"native-cpu"}})
+			}
+			return out
+		}
+	})
+	src := event.Source{Role: event.RoleMaster, Node: node}
+	for _, n := range nodes[1:] {
+		if err := h.m.Report(ctx, src, event.NodeJoined{Node: n, AtUnixMs: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := h.m.Execute(ctx, event.PlaceInstance{ID: "place-1", Model: catalog.BuiltinID, MinNodes: 2, ExcludedNodes: []ids.NodeID{"node-c"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := evs[0].Event.(event.InstanceCreated).Placement
+	if len(placed) != 2 {
+		t.Fatalf("placement %+v", placed)
+	}
+	// Rank 0 loads; its edge to rank 1's node never connects.
+	if err := h.m.Report(ctx, event.Source{Role: event.RoleWorker, Node: placed[0].Node}, event.RunnerStatusUpdated{Runner: "r0", Instance: "place-1",
+		Rank: 0, Node: placed[0].Node, Status: event.RunnerLoading}); err != nil {
+		t.Fatal(err)
+	}
+	gctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		GroupConnect{Self: node, Timeout: 500 * time.Millisecond, NewID: func() string { return "place-" + time.Now().Format("150405.000000000") },
+			Now: time.Now, Logger: slog.New(slog.DiscardHandler),
+			Link: func(_ ids.NodeID, inst ids.InstanceID, link int) (string, string) {
+				if link == 0 {
+					return "waiting", "timeout: no recent network activity"
+				}
+				return "", ""
+			}}.Run(gctx, h.m)
+	}()
+	defer func() { stop(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := mustState(t, h.m)
+		if _, gone := st.Instances["place-1"]; gone || len(st.Instances) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("not re-placed: %+v", st.Instances)
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if len(st.Failures) != 1 || st.Failures[0].Instance != "place-1" || st.Failures[0].Category != event.FailureGroupConnect {
+			t.Fatalf("failures %+v", st.Failures)
+		}
+		d := st.Failures[0].Detail
+		for _, want := range []string{"rank 0 (node " + string(placed[0].Node), "loading", "edge 0 (rank 0 on " + string(placed[0].Node), "waiting: timeout",
+			"edge 1 (rank 1 on " + string(placed[1].Node), "never started"} {
+			if !strings.Contains(d, want) {
+				t.Errorf("failure detail %q lacks %q", d, want)
+			}
+		}
+		for id, inst := range st.Instances {
+			if !slices.Contains(inst.ExcludedNodes, placed[1].Node) {
+				t.Errorf("%s excludes %v, not the unreachable %s", id, inst.ExcludedNodes, placed[1].Node)
+			}
+			for _, sh := range inst.Placement {
+				if sh.Node == placed[1].Node || sh.Node == "node-c" {
+					t.Errorf("%s placed on %s: %+v", id, sh.Node, inst.Placement)
+				}
+			}
+		}
+		break
 	}
 }

@@ -72,8 +72,11 @@ type Config struct {
 	Hub     *hub.Client
 	// Catalog returns the current catalog; Refresh rebuilds it now, after
 	// the cards on disk changed.
-	Catalog   func() *catalog.Catalog
-	Refresh   func()
+	Catalog func() *catalog.Catalog
+	Refresh func()
+	// Imported, when set, hears of each model imported here, so the State
+	// can say this node has it (members fetch stages' tensors from it).
+	Imported  func(card catalog.Card)
 	Downloads Downloads
 	// ClusterDownloads returns the download readings every node gossips
 	// (telemetry), by model id then node; nil when there is no cluster.
@@ -214,6 +217,9 @@ func (m *Service) ImportModel(ctx context.Context, req admin.ImportModelRequest)
 		return nil, err
 	}
 	m.cfg.Refresh()
+	if m.cfg.Imported != nil {
+		m.cfg.Imported(card)
+	}
 	return map[string]any{"model_id": card.ID, "card": card}, nil
 }
 

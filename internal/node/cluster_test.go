@@ -65,16 +65,25 @@ func startClusterNode(t *testing.T, home string, gossip string, peers []string, 
 }
 
 // importedPair starts a 2-node loopback cluster and imports the GGUF file
-// src as model id on both nodes (a pipeline needs the file on every stage's
-// node).
+// src as model id on both nodes.
 func importedPair(t *testing.T, src, id string) []*clusterNode {
 	t.Helper()
-	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	return importedCluster(t, src, id, 2)
+}
+
+// importedCluster starts an n-node loopback cluster and imports the GGUF
+// file src as model id on every node.
+func importedCluster(t *testing.T, src, id string, n int) []*clusterNode {
+	t.Helper()
+	var gossip []string
+	for range n {
+		gossip = append(gossip, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	}
 	var nodes []*clusterNode
 	for i := range gossip {
 		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip, "SKULK_IMPORT_DIRS="+filepath.Dir(src)))
 	}
-	converged(t, nodes, 2, 30*time.Second)
+	converged(t, nodes, n, 30*time.Second)
 	for i, n := range nodes {
 		if code, b := n.do("POST", "/models/import", map[string]any{"path": src, "id": id}); code != 200 {
 			t.Fatalf("import on node %d: %d %s", i, code, b)

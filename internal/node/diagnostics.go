@@ -76,9 +76,11 @@ type ClusterDiagnostics struct {
 	VersionStatus string            `json:"versionStatus"` // ok or mismatch
 	Nodes         []NodeDiagnostics `json:"nodes"`
 	Refused       []Refusal         `json:"refused"`
+	// Edges lists every edge of every split instance (edgestats.go).
+	Edges []EdgeDiagnostics `json:"edges"`
 }
 
-func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, own *persistence) func(ctx context.Context) (any, error) {
+func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, own *persistence, edges func() *edges) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
 		positions := map[ids.NodeID]election.Position{}
 		persist := map[ids.NodeID]persistReading{}
@@ -94,12 +96,16 @@ func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, o
 		}
 		positions[self] = ctl.Position()
 		persist[self] = own.reading()
-		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all()}
+		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all(),
+			Edges: []EdgeDiagnostics{}}
 		live := map[ids.NodeID]bool{self: true}
 		for _, n := range p.members() {
 			live[n] = true
 		}
 		if st, err := ctl.State(ctx); err == nil {
+			if e := edges(); e != nil {
+				doc.Edges = edgeDiagnostics(st, e.links(p))
+			}
 			doc.Term = st.Term
 			if doc.MasterNodeID == "" {
 				doc.MasterNodeID = st.Master

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
@@ -28,8 +29,18 @@ type edges struct {
 	dial   func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error)
 
 	mu     sync.Mutex
-	placed map[string][]ids.NodeID // instance → node of each rank
+	placed map[string]placedRanks // by instance
 }
+
+// placedRanks is where an instance's ranks are, and when the worker said so.
+type placedRanks struct {
+	nodes []ids.NodeID // by rank
+	at    time.Time
+}
+
+// forgetAfter is how old a placement must be before forget may drop it: a
+// view of the State read before the worker placed it must not.
+const forgetAfter = 30 * time.Second
 
 // openEdges listens on the edge socket under home.
 func openEdges(home string, self ids.NodeID, dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error), log *slog.Logger) (*edges, net.Listener, error) {
@@ -54,7 +65,7 @@ func openEdges(home string, self ids.NodeID, dial func(ctx context.Context, node
 	if err != nil {
 		return nil, nil, fmt.Errorf("node: edge socket %s: %w", sock, err)
 	}
-	e := &edges{self: self, socket: sock, dial: dial, placed: map[string][]ids.NodeID{}}
+	e := &edges{self: self, socket: sock, dial: dial, placed: map[string]placedRanks{}}
 	e.relay = &pipeline.Relay{Route: e.route, Logger: log}
 	return e, ln, nil
 }
@@ -67,15 +78,27 @@ func (e *edges) socketFor(inst ids.InstanceID, placement []event.Shard) string {
 		nodes[i] = sh.Node
 	}
 	e.mu.Lock()
-	e.placed[string(inst)] = nodes
+	e.placed[string(inst)] = placedRanks{nodes: nodes, at: time.Now()}
 	e.mu.Unlock()
 	return e.socket
 }
 
+// forget drops the ranks of the instances keep rejects.
+func (e *edges) forget(keep func(ids.InstanceID) bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for inst, p := range e.placed {
+		if !keep(ids.InstanceID(inst)) && time.Since(p.at) > forgetAfter {
+			delete(e.placed, inst)
+		}
+	}
+}
+
 func (e *edges) route(instance string, link, ranks int) (func(ctx context.Context) (io.ReadWriteCloser, error), error) {
 	e.mu.Lock()
-	nodes, ok := e.placed[instance]
+	p, ok := e.placed[instance]
 	e.mu.Unlock()
+	nodes := p.nodes
 	if !ok || len(nodes) != ranks {
 		return nil, fmt.Errorf("instance %s has no pipeline of %d ranks on this node", instance, ranks)
 	}

@@ -110,7 +110,8 @@ type models struct {
 	cat      atomic.Pointer[catalog.Catalog] // the current catalog; reads never write
 	publish  atomic.Pointer[func(key string, value []byte) error]
 	report   atomic.Pointer[func(ctx context.Context, ev event.Event) error]
-	rebuilds sync.Mutex // serializes rebuilds; guards lastErrs
+	peer     atomic.Pointer[peerFetch] // set once the cluster is up
+	rebuilds sync.Mutex                // serializes rebuilds; guards lastErrs
 	lastErrs string
 
 	mu        sync.Mutex                            // guards the fields below

@@ -218,17 +218,20 @@ func (n *fabric) buildServices() error {
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
 		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
-		Resolve: n.mods.resolve,
+		Resolve: n.mods.resolveStage,
 		Guard:   guard(n.mods.catalog, n.cfg.MemoryBudget),
 		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.socketFor(inst, placement) },
-		Logger:  log.With("component", "worker"),
+		// A stage waits for its links past the master's deadline: the
+		// master, which can say which edge failed, decides.
+		EdgeConnectTimeout: n.groupConnectTimeout() + edgeWaitSlack,
+		Logger:             log.With("component", "worker"),
 	})
 	n.remote = &gateway.Remote{}
 	n.onClose(n.remote.Wait)
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
 		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval), n.persist),
-		Diagnostics: diagnostics(n.id, positioned{n.ctl, n.persist}, &n.peers, &n.refused, n.persist)})
+		Diagnostics: diagnostics(n.id, positioned{n.ctl, n.persist}, &n.peers, &n.refused, n.persist, func() *edges { return n.edges })})
 	return nil
 }
 
@@ -251,6 +254,7 @@ func (n *fabric) openListeners() error {
 		return err
 	}
 	n.edges = edges
+	edges.relay.Wait = n.groupConnectTimeout() + edgeWaitSlack
 	ectx, stopEdges := context.WithCancel(context.Background())
 	go edges.relay.Serve(ectx, eln)
 	n.onClose(func() { stopEdges(); eln.Close() })
@@ -263,6 +267,7 @@ func (n *fabric) openListeners() error {
 			transport.ALPNData:      serveStreams(n.serveData),
 			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
 			transport.ALPNEdge:      serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) { n.edges.serveEdge(ctx, c, s) }),
+			transport.ALPNTensors:   serveStreams(n.serveTensors),
 		},
 	})
 	if err != nil {
@@ -270,7 +275,7 @@ func (n *fabric) openListeners() error {
 	}
 	n.ep = ep
 	n.onClose(func() { ep.Close() })
-	n.remote.Dial = n.peers.dial(ep, transport.ALPNData)
+	n.remote.Dial = n.peers.dialLive(n.peers.dial(ep, transport.ALPNData))
 	ln, err := net.Listen("tcp", n.cfg.APIAddr)
 	if err != nil {
 		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", n.cfg.APIAddr, err)
@@ -317,9 +322,18 @@ func (n *fabric) joinCluster() error {
 	n.onClose(func() { mem.Close() })
 	n.peers.m.Store(mem)
 	n.ctl.Dial = n.peers.dial(n.ep, transport.ALPNControl)
-	n.ctl.OnMaster = master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now,
-		Logger: n.log.With("component", "lifecycle")}.Run
+	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now,
+		Logger: n.log.With("component", "lifecycle")}
+	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers),
+		NewID: newID, Now: time.Now, Logger: n.log.With("component", "lifecycle")}
+	n.ctl.OnMaster = func(ctx context.Context, m *master.Master) {
+		var wg sync.WaitGroup
+		wg.Go(func() { loss.Run(ctx, m) })
+		group.Run(ctx, m)
+		wg.Wait()
+	}
 	n.mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) }, n.reportAsWorker)
+	n.mods.attachPeers(n.peers.dial(n.ep, transport.ALPNTensors), tensorSources(n.id, n.ctl.State, n.peers.members))
 	return nil
 }
 
@@ -377,7 +391,7 @@ func (n *fabric) buildAPI() error {
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
-		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Downloads: n.mods,
+		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, Downloads: n.mods,
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
 	n.srv = &http.Server{
@@ -428,6 +442,10 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("telemetry", func() error { publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, log); return nil })
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("persistence", func() error { n.persist.run(ctx, n.mem.Publish); return nil })
+	run("edges", func() error {
+		n.edges.publishEdges(ctx, n.mem, n.ctl.State, log.With("component", "edges"))
+		return nil
+	})
 	run("election", func() error { return elect.Run(ctx) })
 	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
@@ -540,6 +558,18 @@ func loadNodeID(home string) (ids.NodeID, error) {
 		return "", fmt.Errorf("node: write %s: %w", p, err)
 	}
 	return id, nil
+}
+
+// edgeWaitSlack is how much longer than the group-connect deadline a
+// stage and the relay wait for a link.
+const edgeWaitSlack = 15 * time.Second
+
+// groupConnectTimeout is --group-connect-timeout, or its default.
+func (n *fabric) groupConnectTimeout() time.Duration {
+	if n.cfg.GroupConnectTimeout > 0 {
+		return n.cfg.GroupConnectTimeout
+	}
+	return master.DefaultGroupConnectTimeout
 }
 
 func newID() string {

@@ -115,6 +115,27 @@ func runnerPid(t *testing.T, n *netNode, inst string) int {
 	return 0
 }
 
+// runnersOf counts n's runners of inst in its node diagnostics.
+func runnersOf(t *testing.T, n *netNode, inst string) int {
+	t.Helper()
+	code, b := n.do("GET", "/v1/diagnostics/node", nil)
+	var doc struct {
+		Runners []struct {
+			Instance string `json:"instance"`
+		} `json:"runners"`
+	}
+	if code != 200 || json.Unmarshal(b, &doc) != nil {
+		t.Fatalf("node diagnostics of %s: %d %s", n.host.Name(), code, b)
+	}
+	count := 0
+	for _, r := range doc.Runners {
+		if r.Instance == inst {
+			count++
+		}
+	}
+	return count
+}
+
 // checkSplitChat: greedy chat, a streamed chat and a stop sequence through
 // api give the single-node text.
 func checkSplitChat(t *testing.T, api *netNode, what string) {
@@ -222,8 +243,10 @@ func promptRequest(prompt string, stream bool) map[string]any {
 
 // TestNetnsPipeline: stories260K split over 3 and then 2 network hosts,
 // served through a fourth node (the master) that holds no stage: greedy,
-// streamed and stopped text equal one node's; 8 concurrent streams each
-// get their text alone; a killed runner, a partitioned stage node and a
+// streamed and stopped text equal one node's, and so do the answers with
+// logprobs, a JSON schema and a forced tool call; 8 concurrent streams each
+// get their text alone; a killed runner, a partitioned stage node (the last
+// rank's, and rank 0's, from which the API node streams the answer) and a
 // killed stage node end the request in flight with an error within 5 s,
 // and the model serves again after.
 func TestNetnsPipeline(t *testing.T) {
@@ -241,6 +264,33 @@ func TestNetnsPipeline(t *testing.T) {
 	api, stages := byID(nodes, master)
 	of := func(id string) *netNode { n, _ := byID(nodes, id); return n }
 
+	// The model placed whole answers the structured-output, logprobs and
+	// stop requests: what each split below must answer too.
+	whole, _ := placeSplit(t, api, map[string]any{"min_nodes": 1, "excluded_nodes": []string{master}})
+	cases := sameAnswerCases()
+	wholeAnswers := make([]string, len(cases))
+	for i, c := range cases {
+		wholeAnswers[i] = chatAnswer(t, api, c.body)
+	}
+	if code, b := api.do("DELETE", "/instance/"+whole, nil); code != 200 {
+		t.Fatalf("delete %s: %d %s", whole, code, b)
+	}
+	sameAnswers := func(what string) {
+		t.Helper()
+		for i, c := range cases {
+			if got := chatAnswer(t, api, c.body); got != wholeAnswers[i] {
+				t.Fatalf("%s: %s:\n split %s\n whole %s", what, c.name, got, wholeAnswers[i])
+			}
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for api.instances()[whole].Model != "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the whole instance %s is still there 30 s after its deletion", whole)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// Three stages on the three followers.
 	start := time.Now()
 	inst, ranks := placeSplit(t, api, map[string]any{"min_nodes": 3, "excluded_nodes": []string{master}})
@@ -254,6 +304,7 @@ func TestNetnsPipeline(t *testing.T) {
 		}
 	}
 	checkSplitChat(t, api, "3 stages")
+	sameAnswers("3 stages")
 
 	// 8 concurrent streams each get the text they get alone.
 	alone := make([]string, len(concurrentPrompts))
@@ -300,7 +351,7 @@ func TestNetnsPipeline(t *testing.T) {
 	// instance down (its ranks' runners, failing to link, may have tripped
 	// the crash breaker meanwhile) and places it again on the survivors;
 	// otherwise its runners restart. Either way the model serves again.
-	deadline := time.Now().Add(60 * time.Second)
+	deadline = time.Now().Add(60 * time.Second)
 	for len(api.instances()) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("no instance of the model 60 s after the partition healed: the split instance was not re-placed")
@@ -308,6 +359,52 @@ func TestNetnsPipeline(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Logf("after the partition healed: served again in %v", chatEventually(t, api, "after the partition", 60*time.Second))
+
+	// Cut rank 0's node off mid-generation: the API node, which streams
+	// the answer from it, must not wait for the data stream's own timeout
+	// (its QUIC pings take tens of seconds): the stream closes when the
+	// membership declares the node gone. The instance is placed again on
+	// the survivors.
+	// (The instance placed again after the partition may be whole: place
+	// a fresh split.)
+	for id := range api.instances() {
+		if code, b := api.do("DELETE", "/instance/"+id, nil); code != 200 {
+			t.Fatalf("delete %s: %d %s", id, code, b)
+		}
+	}
+	inst, ranks = placeSplit(t, api, map[string]any{"min_nodes": 2, "excluded_nodes": []string{master}})
+	head := of(ranks[0])
+	failMidStream(t, api, "rank 0's node partitioned", func() { head.host.Partition() })
+	replaced := time.Now()
+	for {
+		on := false
+		found := false
+		for _, in := range api.instances() {
+			if in.Model == "stories260k" && in.Status == "ready" {
+				found = true
+				for _, p := range in.Placement {
+					on = on || p.Node == head.id()
+				}
+			}
+		}
+		if found && !on {
+			t.Logf("re-placed on the survivors %v after rank 0's node was cut off", time.Since(replaced))
+			break
+		}
+		if time.Since(replaced) > 60*time.Second {
+			t.Fatalf("not re-placed off the partitioned rank-0 node within 60 s: %+v", api.instances())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	chatEventually(t, api, "after rank 0's node was cut off", 60*time.Second)
+	// Torn down on every node the API reaches: no runner of it is left.
+	for _, n := range nodes {
+		if n != head && runnersOf(t, n, inst) > 0 {
+			t.Errorf("%s still runs a runner of %s", n.host.Name(), inst)
+		}
+	}
+	head.host.Heal()
+	netConverge(t, nodes, 4, 60*time.Second)
 	for id := range api.instances() {
 		if code, b := api.do("DELETE", "/instance/"+id, nil); code != 200 {
 			t.Fatalf("delete %s: %d %s", id, code, b)
@@ -321,6 +418,7 @@ func TestNetnsPipeline(t *testing.T) {
 		t.Fatalf("2-stage placement %v (API node %s)", ranks, master)
 	}
 	checkSplitChat(t, api, "2 stages")
+	sameAnswers("2 stages")
 	dead := of(ranks[1])
 	failMidStream(t, api, "rank 1's node killed", func() { dead.proc.Kill() })
 	killed := time.Now()

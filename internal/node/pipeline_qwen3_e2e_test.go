@@ -15,9 +15,10 @@ import (
 var qwen3Shape = synth.Shape{Name: "qwen3", Arch: "qwen3", NEmbd: 256, NLayer: 4, NHead: 4, NHeadKV: 2,
 	HeadDim: 64, NFF: 512, NVocab: 1024, RopeBase: 1e6, Tied: true, CtxLen: 512}
 
-// TestPipelineQwen3AcrossNodes: a synthesized qwen3 split across two nodes
-// gives, through either node's API, the same first 64 greedy tokens as the
-// same model placed whole on one node.
+// TestPipelineQwen3AcrossNodes: a synthesized qwen3 split across two and
+// across three of three loopback nodes gives, through every node's API (for
+// the 2-way split, one of them holds no stage), the same first 64 greedy
+// tokens as the same model placed whole on one node.
 func TestPipelineQwen3AcrossNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the multi-node cluster test")
@@ -27,7 +28,7 @@ func TestPipelineQwen3AcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const id = "qwen3-q8_0"
-	nodes := importedPair(t, src, id)
+	nodes := importedCluster(t, src, id, 3)
 	complete := func(n *clusterNode) (string, int) {
 		t.Helper()
 		code, b := n.do("POST", "/v1/completions", map[string]any{"model": id, "prompt": "Once upon a time",
@@ -68,15 +69,23 @@ func TestPipelineQwen3AcrossNodes(t *testing.T) {
 	if code, b := nodes[0].do("DELETE", "/instance/"+whole, nil); code != 200 {
 		t.Fatalf("delete: %d %s", code, b)
 	}
-	split := place(2)
-	if st := nodes[0].state(); len(st.Instances[split].Runners) != 2 {
-		t.Fatalf("the instance has %d ranks, want 2", len(st.Instances[split].Runners))
-	}
-	for i, n := range nodes {
-		got, gotTokens := complete(n)
-		if got != want || gotTokens != tokens {
-			t.Fatalf("through node %d, split: %d tokens %q; whole: %d tokens %q", i, gotTokens, got, tokens, want)
+	for _, ranks := range []int{2, 3} {
+		split := place(ranks)
+		if st := nodes[0].state(); len(st.Instances[split].Runners) != ranks {
+			t.Fatalf("the instance has %d ranks, want %d", len(st.Instances[split].Runners), ranks)
+		}
+		for i, n := range nodes {
+			got, gotTokens := complete(n)
+			if got != want || gotTokens != tokens {
+				t.Fatalf("through node %d, %d-way split: %d tokens %q; whole: %d tokens %q", i, ranks, gotTokens, got, tokens, want)
+			}
+		}
+		if code, b := nodes[0].do("DELETE", "/instance/"+split, nil); code != 200 {
+			t.Fatalf("delete: %d %s", code, b)
+		}
+		for _, n := range nodes {
+			n.waitStatus(split, "gone")
 		}
 	}
-	t.Logf("%d greedy tokens of the synthesized qwen3 equal across the split and on one node", tokens)
+	t.Logf("%d greedy tokens of the synthesized qwen3 equal across 2- and 3-way splits and on one node", tokens)
 }

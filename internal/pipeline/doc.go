@@ -9,8 +9,11 @@
 // cuts its prompt into prefill chunks, so that rank 1 computes chunk k while
 // rank 0 computes chunk k+1. Every rank runs its blocks and sends the
 // hidden rows on; the last rank applies the head, samples with the
-// sequence's sampler (internal/engine/sample, seeded per sequence) and
-// returns the token to rank 0, which delivers it to the Sequence, ends the
+// sequence's sampler (internal/engine/sample, seeded per sequence) under
+// the sequence's constraint (a grammar the runner builds from the source
+// the open object carries: StageConfig.Constrain) and returns the token,
+// with its logprobs when asked, to rank 0, which delivers it to the
+// Sequence, ends the
 // sequence (end of generation, MaxTokens, context, Cancel) or feeds the
 // token back in as the sequence's next decode step. When a sequence ends a
 // release object follows it down the pipeline and every rank frees its
@@ -31,22 +34,37 @@
 // Every message is one object, little-endian:
 //
 //	0   magic    u32  "SKPL"
-//	4   version  u8   1
+//	4   version  u8   2
 //	5   kind     u8   1 open, 2 prefill, 3 decode, 4 token, 5 release
 //	6   reserved u16  0
 //	8   count    u32  entries, 1..4096 (open and prefill: 1)
-//	12  width    u32  floats per hidden row (prefill, decode), else 0
+//	12  width    u32  floats per hidden row (prefill, decode; ≥ 1),
+//	                  logprob records per entry (token; 0..21), else 0
 //	16  entries  count × {seq u64, pos u32, rows u32}
 //	    payload:
-//	      open     the Spec, 48 bytes: prompt_len u32, capacity u32,
+//	      open     the Spec, 56 bytes: prompt_len u32, capacity u32,
 //	               temperature f32, top_p f32, min_p f32, top_k i32,
 //	               repeat_penalty f32, presence f32, frequency f32,
-//	               repeat_last_n i32, seed u64
+//	               repeat_last_n i32, seed u64, logprobs u8 (0 or 1),
+//	               top_logprobs u8 (0..20, 0 unless logprobs),
+//	               reserved u16 0, constraint_len u32 (≤ 4 MiB);
+//	               then constraint_len bytes of constraint source
 //	      prefill  rows × width float32 (rows ≥ 1)
 //	      decode   count × width float32 (rows = 1 each)
 //	      token    count × int32 sampled ids (rows = 1; pos is the
-//	               position the token takes)
+//	               position the token takes), then count × width
+//	               logprob records {id i32, logprob f32}: the token's
+//	               own (its id), then its most likely alternatives,
+//	               padded at the end with {-1, 0}
 //	      release  nothing (rows = 0)
+//
+// A sampled id is a vocabulary id, or -1 (nothing could be sampled: every
+// logit masked or not finite) or -2 (the constraint could not be built or
+// refused the token drawn): rank 0 ends the sequence with ErrNoToken or
+// ErrConstraint. A sequence's tokens carry 1 + top_logprobs records when
+// it asked for logprobs and none otherwise, so a batch of sequences that
+// differ returns one token object per record count. Logprobs are of the
+// model's raw logits (before the constraint and penalties), as on one node.
 //
 // pos is the cache position of an entry's first row; a rank checks it
 // against the sequence's cache, so a lost, repeated or reordered object is
@@ -71,5 +89,6 @@
 // concurrent use. Pipeline runs every stage of a model in one process.
 //
 // Imports: the standard library, internal/engine/{gguf,model,sample} and
-// internal/dataplane.
+// internal/dataplane. The constraint source is opaque here: the runner
+// compiles it (internal/engine/grammar) on the last rank.
 package pipeline

@@ -20,6 +20,25 @@ type Request struct {
 	Sample    sample.Params
 	// Context caps prompt plus generated tokens; 0 means HeadConfig.Context.
 	Context int
+	// Logprobs asks for each token's log-probability and TopLogprobs (at
+	// most MaxTopLogprobs) most likely alternatives, as Token reports them;
+	// TopLogprobs > 0 implies Logprobs.
+	Logprobs    bool
+	TopLogprobs int
+	// Constraint is the source of the constraint the last rank samples
+	// under (see StageConfig.Constrain), at most MaxConstraintBytes; empty
+	// means none.
+	Constraint []byte
+}
+
+// Token is a generated token. When the request asked for logprobs,
+// Logprob is its log-probability and Top its most likely alternatives
+// (most likely first; fewer when fewer logits were finite), both under the
+// softmax of the model's raw logits, before any constraint or penalty.
+type Token struct {
+	ID      int32
+	Logprob float32
+	Top     []sample.Logprob
 }
 
 // Finish says why a sequence ended normally.
@@ -42,7 +61,7 @@ type Sequence struct {
 	notify chan struct{} // a token or the end arrived; capacity 1
 
 	mu     sync.Mutex
-	buf    []int32 // guarded by mu: delivered and not yet read
+	buf    []Token // guarded by mu: delivered and not yet read
 	ended  bool    // guarded by mu
 	finish Finish  // guarded by mu
 	err    error   // guarded by mu
@@ -51,10 +70,17 @@ type Sequence struct {
 // ID is the sequence's id on the pipeline's objects.
 func (q *Sequence) ID() uint64 { return q.id }
 
-// Next returns the next generated token. After the last one it returns
-// io.EOF (Finish then says why), or the error that ended the sequence:
-// ErrCancelled, ErrStopped, ErrNoToken or a *FaultError.
+// Next returns the next generated token's id; see NextToken.
 func (q *Sequence) Next(ctx context.Context) (int32, error) {
+	t, err := q.NextToken(ctx)
+	return t.ID, err
+}
+
+// NextToken returns the next generated token. After the last one it
+// returns io.EOF (Finish then says why), or the error that ended the
+// sequence: ErrCancelled, ErrStopped, ErrNoToken, ErrConstraint or a
+// *FaultError.
+func (q *Sequence) NextToken(ctx context.Context) (Token, error) {
 	for {
 		q.mu.Lock()
 		if len(q.buf) > 0 {
@@ -69,13 +95,13 @@ func (q *Sequence) Next(ctx context.Context) (int32, error) {
 			if err == nil {
 				err = io.EOF
 			}
-			return sample.NoToken, err
+			return Token{ID: sample.NoToken}, err
 		}
 		q.mu.Unlock()
 		select {
 		case <-q.notify:
 		case <-ctx.Done():
-			return sample.NoToken, ctx.Err()
+			return Token{ID: sample.NoToken}, ctx.Err()
 		}
 	}
 }
@@ -109,7 +135,7 @@ func (q *Sequence) Finish() Finish {
 // Next reports ErrCancelled. Cancelling an ended sequence does nothing.
 func (q *Sequence) Cancel() { q.stage.cancel(q.id) }
 
-func (q *Sequence) push(t int32) {
+func (q *Sequence) push(t Token) {
 	q.mu.Lock()
 	q.buf = append(q.buf, t)
 	q.mu.Unlock()
@@ -169,6 +195,12 @@ func (s *Stage) spec(req Request) (Spec, error) {
 	if err := req.Sample.Validate(); err != nil {
 		return Spec{}, err
 	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
+		return Spec{}, fmt.Errorf("pipeline: %d top logprobs (0 to %d)", req.TopLogprobs, MaxTopLogprobs)
+	}
+	if len(req.Constraint) > MaxConstraintBytes {
+		return Spec{}, fmt.Errorf("pipeline: a constraint of %d bytes (at most %d)", len(req.Constraint), MaxConstraintBytes)
+	}
 	ctxLen := cmpOr(req.Context, cmpOr(s.cfg.Head.Context, s.cfg.Shard.Config.ContextLength))
 	if req.MaxTokens < 0 || n >= ctxLen {
 		return Spec{}, fmt.Errorf("pipeline: a %d-token prompt with max tokens %d does not fit the %d-token context", n, req.MaxTokens, ctxLen)
@@ -177,7 +209,8 @@ func (s *Stage) spec(req Request) (Spec, error) {
 	if req.MaxTokens > 0 && req.MaxTokens < budget {
 		budget = req.MaxTokens
 	}
-	spec := Spec{PromptLen: n, Capacity: n + budget, Sample: req.Sample}
+	spec := Spec{PromptLen: n, Capacity: n + budget, Sample: req.Sample,
+		Logprobs: req.Logprobs || req.TopLogprobs > 0, TopLogprobs: req.TopLogprobs, Constraint: slices.Clone(req.Constraint)}
 	return spec, spec.validate()
 }
 
@@ -189,16 +222,17 @@ func (w *worker) admit() {
 		w.queue[0] = nil
 		w.queue = w.queue[1:]
 		id := wt.q.id
-		w.live[id] = &headSeq{q: wt.q, promptLen: wt.spec.PromptLen, budget: wt.spec.Capacity - wt.spec.PromptLen}
+		w.live[id] = &headSeq{q: wt.q, promptLen: wt.spec.PromptLen, budget: wt.spec.Capacity - wt.spec.PromptLen, records: wt.spec.records()}
 		w.pending = append(w.pending, item{kind: KindOpen, seq: id, spec: wt.spec})
 		w.pending = append(w.pending, chunks(id, wt.prompt, w.s.chunk)...)
 	}
 }
 
-// onToken takes a token the last rank sampled: it ends the sequence or
-// queues the token's decode step. Tokens of sequences that ended meanwhile
-// (cancelled while their step was in flight) are dropped.
-func (w *worker) onToken(seq uint64, pos int, tok int32) error {
+// onToken takes a token the last rank sampled, with its logprob records:
+// it ends the sequence or queues the token's decode step. Tokens of
+// sequences that ended meanwhile (cancelled while their step was in
+// flight) are dropped.
+func (w *worker) onToken(seq uint64, pos int, tok int32, records []sample.Logprob) error {
 	hs := w.live[seq]
 	if hs == nil {
 		return nil
@@ -206,32 +240,60 @@ func (w *worker) onToken(seq uint64, pos int, tok int32) error {
 	if want := hs.promptLen + hs.generated; pos != want {
 		return protoErr("token of sequence %d for position %d, expected %d", seq, pos, want)
 	}
+	if len(records) != hs.records {
+		return protoErr("token of sequence %d with %d logprob records, expected %d", seq, len(records), hs.records)
+	}
+	for _, r := range records {
+		if int(r.ID) >= w.s.nVocab {
+			return protoErr("logprob record of sequence %d for token %d, outside the vocabulary of %d", seq, r.ID, w.s.nVocab)
+		}
+	}
 	eog := w.s.cfg.Head.EndOfGeneration != nil && w.s.cfg.Head.EndOfGeneration(tok)
 	switch judge(tok, w.s.nVocab, eog, hs.generated, hs.budget) {
 	case endNoToken:
 		w.finish(seq, "", ErrNoToken)
+	case endConstraint:
+		w.finish(seq, "", ErrConstraint)
 	case endStop:
 		w.finish(seq, FinishStop, nil)
 	case endLength:
 		hs.generated++
-		hs.q.push(tok)
+		hs.q.push(delivered(tok, records))
 		w.finish(seq, FinishLength, nil)
 	case feed:
 		hs.generated++
-		hs.q.push(tok)
+		hs.q.push(delivered(tok, records))
 		w.pending = append(w.pending, item{kind: KindDecode, seq: seq, pos: pos, rows: 1, tokens: []int32{tok}})
 	}
 	return nil
+}
+
+// delivered is a sampled token as its Sequence reports it: the records'
+// padding dropped.
+func delivered(tok int32, records []sample.Logprob) Token {
+	t := Token{ID: tok}
+	if len(records) == 0 {
+		return t
+	}
+	t.Logprob = records[0].Logprob
+	for _, r := range records[1:] {
+		if r.ID < 0 {
+			break
+		}
+		t.Top = append(t.Top, r)
+	}
+	return t
 }
 
 // verdict is what rank 0 does with a sampled token.
 type verdict uint8
 
 const (
-	feed       verdict = iota + 1 // deliver it and feed it back as the next step
-	endLength                     // deliver it; the budget is spent
-	endStop                       // an end of generation: not delivered
-	endNoToken                    // nothing could be sampled
+	feed          verdict = iota + 1 // deliver it and feed it back as the next step
+	endLength                        // deliver it; the budget is spent
+	endStop                          // an end of generation: not delivered
+	endNoToken                       // nothing could be sampled
+	endConstraint                    // the constraint failed on the last rank
 )
 
 // judge decides a sampled token's fate as engine.Model.Generate does:
@@ -240,6 +302,8 @@ const (
 // generated counts the tokens delivered before this one.
 func judge(tok int32, nVocab int, eog bool, generated, budget int) verdict {
 	switch {
+	case tok == tokenConstraintFailed:
+		return endConstraint
 	case tok < 0 || int(tok) >= nVocab:
 		return endNoToken
 	case eog:

@@ -36,6 +36,9 @@ var (
 	// ErrNoToken ends a sequence whose logits left nothing to sample (all
 	// masked or not finite).
 	ErrNoToken = errors.New("pipeline: the sampler found no token")
+	// ErrConstraint ends a sequence whose constraint the last rank could
+	// not build or apply (its log says why).
+	ErrConstraint = errors.New("pipeline: the last rank could not apply the sequence's constraint")
 )
 
 // FaultError is the end of every sequence in flight on a pipeline one of

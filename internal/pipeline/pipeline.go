@@ -22,6 +22,8 @@ type Options struct {
 	NewLink  func(edge, ranks int) (Link, error)
 	MaxBatch int
 	Head     HeadConfig
+	// Constrain is the last stage's StageConfig.Constrain.
+	Constrain func(src []byte) (Constraint, error)
 }
 
 // Pipeline runs a model split into stages in this process, one goroutine
@@ -101,7 +103,7 @@ func New(f *gguf.File, ranges []model.Range, opt Options) (*Pipeline, error) {
 		}
 	}
 	for i, sh := range p.shards {
-		cfg := StageConfig{Shard: sh, Rank: i, Ranks: n, MaxBatch: opt.MaxBatch, Head: opt.Head}
+		cfg := StageConfig{Shard: sh, Rank: i, Ranks: n, MaxBatch: opt.MaxBatch, Head: opt.Head, Constrain: opt.Constrain}
 		if n > 1 {
 			cfg.In, cfg.Out = p.links[(i+n-1)%n], p.links[i]
 		}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 )
@@ -28,8 +30,9 @@ type Relay struct {
 	Wait   time.Duration
 	Logger *slog.Logger
 
-	mu    sync.Mutex
-	slots map[edgeKey]chan net.Conn // receiving ends waiting for a sender
+	mu     sync.Mutex
+	slots  map[edgeKey]chan net.Conn // receiving ends waiting for a sender
+	meters map[edgeKey]*linkMeter    // the links this node sends on
 }
 
 type edgeKey struct {
@@ -100,9 +103,12 @@ func (r *Relay) handle(ctx context.Context, c net.Conn) {
 		c.Close()
 		return
 	}
+	m := r.meter(k, dial != nil)
+	defer m.set(LinkClosed, "")
 	if dial == nil {
 		in, err := r.take(ctx, k)
 		if err != nil {
+			m.set(LinkWaiting, "the receiving rank's runner did not link: "+err.Error())
 			r.log().Warn("link's receiving end never connected", "instance", h.Instance, "link", k.link, "err", err)
 			c.Close()
 			return
@@ -112,13 +118,18 @@ func (r *Relay) handle(ctx context.Context, c net.Conn) {
 			c.Close()
 			return
 		}
+		m.set(LinkConnected, "")
 		r.log().Debug("link relayed on this node", "instance", h.Instance, "link", k.link)
-		splice(c, in, in)
+		spliceMetered(c, in, in, nil, func() time.Time { return m.begin(false) }, func(start time.Time, size int) error {
+			m.sent(size)
+			m.mu.Lock()
+			m.sample(time.Since(start))
+			m.mu.Unlock()
+			return nil
+		})
 		return
 	}
-	wctx, cancel := context.WithTimeout(ctx, r.wait())
-	defer cancel()
-	s, err := dialRemote(wctx, dial, remoteHeader{h.Instance, k.link})
+	s, err := r.dialRetrying(ctx, dial, remoteHeader{h.Instance, k.link}, m)
 	if err != nil {
 		r.log().Warn("link to the next rank's node failed", "instance", h.Instance, "link", k.link, "err", err)
 		c.Close()
@@ -129,17 +140,92 @@ func (r *Relay) handle(ctx context.Context, c net.Conn) {
 		c.Close()
 		return
 	}
+	m.set(LinkConnected, "")
 	r.log().Debug("link relayed to another node", "instance", h.Instance, "link", k.link)
-	splice(c, s, s)
+	spliceMetered(c, s, s, func(b byte) {
+		if b == ackByte {
+			m.acked(time.Now())
+		}
+	}, func() time.Time { return m.begin(true) }, func(_ time.Time, size int) error {
+		m.sent(size)
+		return nil
+	})
+}
+
+// dialRetrying dials the receiving rank's node until the link is through
+// or the relay's wait ends: the far node may not be up yet, or its runner
+// still loading. Each failure is the link's error in its report.
+func (r *Relay) dialRetrying(ctx context.Context, dial func(ctx context.Context) (io.ReadWriteCloser, error), h remoteHeader, m *linkMeter) (io.ReadWriteCloser, error) {
+	wctx, cancel := context.WithTimeout(ctx, r.wait())
+	defer cancel()
+	connecting := "connecting to the receiving rank's node"
+	for {
+		m.set(LinkWaiting, connecting)
+		s, err := dialRemote(wctx, dial, h, func() { m.set(LinkWaiting, "the receiving rank's node has not linked its runner yet") })
+		if err == nil {
+			return s, nil
+		}
+		m.set(LinkWaiting, err.Error())
+		connecting = "connecting to the receiving rank's node again; the last attempt: " + err.Error()
+		select {
+		case <-wctx.Done():
+			return nil, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// meter returns the meter of link k, sent from this node, new.
+func (r *Relay) meter(k edgeKey, remote bool) *linkMeter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.meters == nil {
+		r.meters = map[edgeKey]*linkMeter{}
+	}
+	m := &linkMeter{rep: LinkReport{Instance: k.instance, Link: k.link, Remote: remote, State: LinkWaiting}}
+	r.meters[k] = m
+	return m
+}
+
+// Links reports the links this node's relay sends on, by instance and link.
+func (r *Relay) Links() []LinkReport {
+	r.mu.Lock()
+	ms := make([]*linkMeter, 0, len(r.meters))
+	for _, m := range r.meters {
+		ms = append(ms, m)
+	}
+	r.mu.Unlock()
+	out := make([]LinkReport, len(ms))
+	for i, m := range ms {
+		out[i] = m.report()
+	}
+	slices.SortFunc(out, func(a, b LinkReport) int {
+		return cmp.Or(cmp.Compare(a.Instance, b.Instance), cmp.Compare(a.Link, b.Link))
+	})
+	return out
+}
+
+// Forget drops the reports of the closed links of instances keep rejects
+// (a link still open is reported until it closes, whatever the caller's
+// view of the instances).
+func (r *Relay) Forget(keep func(instance string) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, m := range r.meters {
+		if !keep(k.instance) && m.report().State == LinkClosed {
+			delete(r.meters, k)
+		}
+	}
 }
 
 // dialRemote opens the stream, says which link it carries and waits for
 // the far relay's EdgeReady.
-func dialRemote(ctx context.Context, dial func(ctx context.Context) (io.ReadWriteCloser, error), h remoteHeader) (io.ReadWriteCloser, error) {
+func dialRemote(ctx context.Context, dial func(ctx context.Context) (io.ReadWriteCloser, error), h remoteHeader, dialed func()) (io.ReadWriteCloser, error) {
 	s, err := dial(ctx)
 	if err != nil {
 		return nil, err
 	}
+	dialed()
 	stop := context.AfterFunc(ctx, func() { s.Close() })
 	defer stop()
 	b, _ := json.Marshal(h)
@@ -188,7 +274,13 @@ func (r *Relay) Accept(ctx context.Context, s io.ReadWriteCloser) {
 		s.Close()
 		return
 	}
-	splice(s, in, in)
+	// Each object written to the runner is acked on the stream: the
+	// sending relay times the hop by it (relaymeter.go).
+	ack := []byte{ackByte}
+	spliceMetered(s, in, in, nil, time.Now, func(time.Time, int) error {
+		_, err := s.Write(ack)
+		return err
+	})
 }
 
 // deposit leaves a receiving end for its sender, replacing a stale one.
@@ -227,24 +319,6 @@ func ready(c net.Conn) bool {
 	defer c.SetWriteDeadline(time.Time{})
 	_, err := c.Write([]byte{EdgeReady})
 	return err == nil
-}
-
-// splice copies src to dst until either ends, watching quiet (dst's side,
-// which sends nothing more) for its end; then it closes both.
-func splice(src io.ReadCloser, dst io.WriteCloser, quiet io.Reader) {
-	var once sync.Once
-	end := func() {
-		once.Do(func() {
-			src.Close()
-			dst.Close()
-		})
-	}
-	go func() {
-		io.Copy(io.Discard, quiet)
-		end()
-	}()
-	io.Copy(dst, src)
-	end()
 }
 
 func readLine(r io.Reader, limit int) ([]byte, error) {

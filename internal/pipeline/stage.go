@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/model"
+	"github.com/skulk/skulk/internal/engine/sample"
 )
 
 // Defaults of StageConfig and HeadConfig.
@@ -42,8 +43,23 @@ type StageConfig struct {
 	MaxBatch int
 	// Head configures rank 0; other ranks ignore it.
 	Head HeadConfig
+	// Constrain builds, on the last rank, the constraint of a sequence
+	// whose Spec.Constraint is set, from that source. It runs on the
+	// stage's goroutine, so it should be quick (a JSON schema compiles in
+	// well under a step's time). nil, or an error, ends such a sequence
+	// with ErrConstraint. Other ranks ignore it.
+	Constrain func(src []byte) (Constraint, error)
 	// Logger receives faults; nil discards them.
 	Logger *slog.Logger
+}
+
+// Constraint restricts a sequence's tokens on the last rank (a grammar,
+// for structured output): Mask forbids, before each draw, the tokens that
+// may not come next; Accept advances it by the token drawn, end of
+// generation included, as engine.Model.Generate does.
+type Constraint interface {
+	sample.Constraint
+	Accept(id int32) error
 }
 
 // HeadConfig configures rank 0, which owns the sequences.
@@ -133,13 +149,17 @@ func cmpOr(v, def int) int {
 }
 
 // MaxObjectBytes is the largest object a pipeline of this model sends: a
-// prefill chunk of chunk rows or a decode step of maxBatch sequences.
+// prefill chunk of chunk rows, a decode step of maxBatch sequences, an
+// open with the largest constraint, or maxBatch tokens with the most
+// logprob records.
 func MaxObjectBytes(cfg model.Config, chunk, maxBatch int) uint64 {
 	chunk, maxBatch = cmpOr(chunk, DefaultChunkSize), cmpOr(maxBatch, DefaultMaxBatch)
 	d := uint64(cfg.NEmbd)
 	prefill := headerLen + entryLen + uint64(chunk)*d*4
 	decode := headerLen + uint64(maxBatch)*(entryLen+d*4)
-	return max(prefill, decode, headerLen+entryLen+specLen)
+	open := uint64(headerLen + entryLen + specLen + MaxConstraintBytes)
+	tokens := headerLen + uint64(maxBatch)*(entryLen+4+recordLen*(1+MaxTopLogprobs))
+	return max(prefill, decode, open, tokens)
 }
 
 // Done is closed when Run has returned.

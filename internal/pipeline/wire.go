@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/skulk/skulk/internal/engine/sample"
 )
@@ -13,14 +14,16 @@ type Kind uint8
 
 const (
 	// KindOpen starts a sequence: every rank makes its cache, the last one
-	// its sampler. One entry; the payload is the sequence's Spec.
+	// its sampler (and constraint). One entry; the payload is the
+	// sequence's Spec.
 	KindOpen Kind = iota + 1
 	// KindPrefill is a chunk of a prompt: one entry of Rows positions.
 	KindPrefill
 	// KindDecode is one position of each of several sequences.
 	KindDecode
 	// KindToken carries sampled tokens from the last rank back to rank 0,
-	// one per entry; Pos is the position the token will take.
+	// one per entry (with their logprob records when the sequence asked for
+	// them); Pos is the position the token will take.
 	KindToken
 	// KindRelease ends sequences: every rank frees their caches.
 	KindRelease
@@ -38,13 +41,35 @@ func (k Kind) String() string {
 // Object wire constants.
 const (
 	objectMagic   uint32 = 0x4c504b53 // "SKPL" little-endian
-	objectVersion uint8  = 1
+	objectVersion uint8  = 2
 	headerLen            = 16
 	entryLen             = 16
-	specLen              = 48
+	specLen              = 56 // the open payload before its constraint
+	recordLen            = 8  // a logprob record: id i32, logprob f32
 	// maxEntries bounds an object's entries: no batch is larger than a
 	// model step (512 sequences), so more is a corrupt object.
 	maxEntries = 4096
+)
+
+// Bounds of what a sequence may ask of the last rank.
+const (
+	// MaxConstraintBytes bounds a sequence's constraint source (a JSON
+	// schema): it travels in the open object.
+	MaxConstraintBytes = 4 << 20
+	// MaxTopLogprobs bounds the alternatives reported per token (OpenAI's
+	// top_logprobs limit).
+	MaxTopLogprobs = 20
+)
+
+// Token values other than vocabulary ids that the last rank returns.
+const (
+	// tokenNone: the sampler found no token (every logit masked or not
+	// finite), as sample.NoToken.
+	tokenNone int32 = -1
+	// tokenConstraintFailed: the sequence's constraint could not be made
+	// (the stage has none, or its source was refused) or refused the token
+	// drawn; the last rank logs why.
+	tokenConstraintFailed int32 = -2
 )
 
 // entry is one sequence's part of an object.
@@ -58,19 +83,40 @@ type entry struct {
 type object struct {
 	kind    Kind
 	entries []entry
-	width   int       // floats per row of hidden (prefill, decode)
-	hidden  []float32 // the rows of every entry in order (prefill, decode)
-	tokens  []int32   // one per entry (token)
-	spec    Spec      // open
+	// width is the floats per row of hidden (prefill, decode), or the
+	// logprob records per entry (token: 0, or 1 + the top alternatives).
+	width   int
+	hidden  []float32        // the rows of every entry in order (prefill, decode)
+	tokens  []int32          // one per entry (token)
+	records []sample.Logprob // width per entry, in entry order (token)
+	spec    Spec             // open
 }
 
 // Spec is what every rank must know of a sequence, carried by its open
 // object: the cache size, where the prompt ends (the last rank samples the
-// first token there) and how the last rank samples.
+// first token there) and how the last rank samples and reports.
 type Spec struct {
 	PromptLen int
 	Capacity  int // positions the caches hold: the prompt plus the generation budget
 	Sample    sample.Params
+	// Logprobs asks the last rank for each sampled token's log-probability
+	// and its TopLogprobs most likely alternatives (over the raw logits,
+	// before the constraint and penalties, as engine.Token.Logits).
+	Logprobs    bool
+	TopLogprobs int
+	// Constraint is the source the last rank's StageConfig.Constrain
+	// builds the sequence's constraint from (the runner: a JSON schema);
+	// empty means none. At most MaxConstraintBytes.
+	Constraint []byte
+}
+
+// records is how many logprob records each of the sequence's tokens
+// carries back to rank 0.
+func (s Spec) records() int {
+	if !s.Logprobs {
+		return 0
+	}
+	return 1 + s.TopLogprobs
 }
 
 // ProtocolError rejects an object that breaks the wire format or the
@@ -84,44 +130,51 @@ func protoErr(format string, a ...any) error {
 }
 
 // encodeObject frames an object. hidden must hold width floats per row of
-// every entry (prefill, decode), tokens one id per entry (token).
-func encodeObject(kind Kind, entries []entry, width int, hidden []float32, tokens []int32, spec *Spec) []byte {
-	n := headerLen + entryLen*len(entries)
-	switch kind {
+// every entry (prefill, decode); tokens one id per entry and records width
+// per entry (token).
+func encodeObject(o *object) []byte {
+	n := headerLen + entryLen*len(o.entries)
+	switch o.kind {
 	case KindOpen:
-		n += specLen
+		n += specLen + len(o.spec.Constraint)
 	case KindPrefill, KindDecode:
-		n += 4 * len(hidden)
+		n += 4 * len(o.hidden)
 	case KindToken:
-		n += 4 * len(tokens)
+		n += 4*len(o.tokens) + recordLen*len(o.records)
 	}
 	b := make([]byte, n)
-	binary.LittleEndian.PutUint32(b[0:], objectMagic)
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], objectMagic)
 	b[4] = objectVersion
-	b[5] = byte(kind)
-	binary.LittleEndian.PutUint32(b[8:], uint32(len(entries)))
-	if kind == KindPrefill || kind == KindDecode {
-		binary.LittleEndian.PutUint32(b[12:], uint32(width))
+	b[5] = byte(o.kind)
+	le.PutUint32(b[8:], uint32(len(o.entries)))
+	if o.kind == KindPrefill || o.kind == KindDecode || o.kind == KindToken {
+		le.PutUint32(b[12:], uint32(o.width))
 	}
 	off := headerLen
-	for _, e := range entries {
-		binary.LittleEndian.PutUint64(b[off:], e.seq)
-		binary.LittleEndian.PutUint32(b[off+8:], uint32(e.pos))
-		binary.LittleEndian.PutUint32(b[off+12:], uint32(e.rows))
+	for _, e := range o.entries {
+		le.PutUint64(b[off:], e.seq)
+		le.PutUint32(b[off+8:], uint32(e.pos))
+		le.PutUint32(b[off+12:], uint32(e.rows))
 		off += entryLen
 	}
-	switch kind {
+	switch o.kind {
 	case KindOpen:
-		putSpec(b[off:], *spec)
+		putSpec(b[off:], o.spec)
 	case KindPrefill, KindDecode:
-		for _, v := range hidden {
-			binary.LittleEndian.PutUint32(b[off:], math.Float32bits(v))
+		for _, v := range o.hidden {
+			le.PutUint32(b[off:], math.Float32bits(v))
 			off += 4
 		}
 	case KindToken:
-		for _, t := range tokens {
-			binary.LittleEndian.PutUint32(b[off:], uint32(t))
+		for _, t := range o.tokens {
+			le.PutUint32(b[off:], uint32(t))
 			off += 4
+		}
+		for _, r := range o.records {
+			le.PutUint32(b[off:], uint32(r.ID))
+			le.PutUint32(b[off+4:], math.Float32bits(r.Logprob))
+			off += recordLen
 		}
 	}
 	return b
@@ -155,7 +208,9 @@ func decodeObject(b []byte) (object, error) {
 		return object{}, protoErr("%s object of %d entries (1 to %d)", o.kind, count, maxEntries)
 	case (o.kind == KindOpen || o.kind == KindPrefill) && count != 1:
 		return object{}, protoErr("%s object of %d entries, want 1", o.kind, count)
-	case (o.kind == KindPrefill || o.kind == KindDecode) != (width != 0):
+	case o.kind == KindToken && width > 1+MaxTopLogprobs:
+		return object{}, protoErr("token object of %d logprob records per entry (0 to %d)", width, 1+MaxTopLogprobs)
+	case o.kind != KindToken && (o.kind == KindPrefill || o.kind == KindDecode) != (width != 0):
 		return object{}, protoErr("%s object with row width %d", o.kind, width)
 	}
 	if uint64(len(b)) < headerLen+entryLen*count {
@@ -194,6 +249,9 @@ func decodeObject(b []byte) (object, error) {
 	switch o.kind {
 	case KindOpen:
 		want = specLen
+		if len(payload) >= specLen {
+			want += uint64(binary.LittleEndian.Uint32(payload[specLen-4:]))
+		}
 	case KindPrefill, KindDecode:
 		// rows*width*4 only when it cannot exceed the payload (nor overflow).
 		want = math.MaxUint64
@@ -201,7 +259,7 @@ func decodeObject(b []byte) (object, error) {
 			want = rows * width * 4
 		}
 	case KindToken:
-		want = 4 * count
+		want = count * (4 + recordLen*width)
 	}
 	if uint64(len(payload)) != want {
 		return object{}, protoErr("%s object payload of %d bytes, its entries imply %d", o.kind, len(payload), want)
@@ -223,11 +281,45 @@ func decodeObject(b []byte) (object, error) {
 		for i := range o.tokens {
 			o.tokens[i] = int32(binary.LittleEndian.Uint32(payload[4*i:]))
 		}
+		recs, err := getRecords(payload[4*count:], o.tokens, int(width))
+		if err != nil {
+			return object{}, err
+		}
+		o.records = recs
 	}
 	return o, nil
 }
 
-// putSpec writes s in its 48-byte layout; the caller has validated it.
+// getRecords parses the logprob records of a token object, width per
+// token: the first is the token's own, the rest its alternatives, ids
+// -1 with logprob 0 only as trailing padding (where fewer logits were
+// finite than asked for).
+func getRecords(b []byte, tokens []int32, width int) ([]sample.Logprob, error) {
+	if width == 0 {
+		return nil, nil
+	}
+	le := binary.LittleEndian
+	recs := make([]sample.Logprob, len(tokens)*width)
+	for i := range recs {
+		r := sample.Logprob{ID: int32(le.Uint32(b[recordLen*i:])), Logprob: math.Float32frombits(le.Uint32(b[recordLen*i+4:]))}
+		e, k := i/width, i%width
+		switch {
+		case k == 0 && r.ID != tokens[e]:
+			return nil, protoErr("token entry %d's first logprob record is of id %d, not its token %d", e, r.ID, tokens[e])
+		case k > 0 && r.ID < -1:
+			return nil, protoErr("token entry %d's logprob record %d is of id %d", e, k, r.ID)
+		case k > 1 && r.ID >= 0 && recs[i-1].ID == -1:
+			return nil, protoErr("token entry %d's logprob record %d follows padding", e, k)
+		case k > 0 && r.ID == -1 && r.Logprob != 0:
+			return nil, protoErr("token entry %d's padding record %d has logprob %v", e, k, r.Logprob)
+		}
+		recs[i] = r
+	}
+	return recs, nil
+}
+
+// putSpec writes s in its layout (specLen bytes and the constraint); the
+// caller has validated it.
 func putSpec(b []byte, s Spec) {
 	p := s.Sample
 	le := binary.LittleEndian
@@ -242,8 +334,16 @@ func putSpec(b []byte, s Spec) {
 	le.PutUint32(b[32:], math.Float32bits(p.FrequencyPenalty))
 	le.PutUint32(b[36:], uint32(int32(min(p.RepeatLastN, math.MaxInt32))))
 	le.PutUint64(b[40:], p.Seed)
+	if s.Logprobs {
+		b[48] = 1
+	}
+	b[49] = byte(s.TopLogprobs)
+	le.PutUint32(b[52:], uint32(len(s.Constraint)))
+	copy(b[specLen:], s.Constraint)
 }
 
+// getSpec parses an open object's payload, whose length decodeObject has
+// checked against its constraint length.
 func getSpec(b []byte) (Spec, error) {
 	le := binary.LittleEndian
 	f := func(off int) float32 { return math.Float32frombits(le.Uint32(b[off:])) }
@@ -261,6 +361,17 @@ func getSpec(b []byte) (Spec, error) {
 			RepeatLastN:      int(int32(le.Uint32(b[36:]))),
 			Seed:             le.Uint64(b[40:]),
 		},
+		Logprobs:    b[48] == 1,
+		TopLogprobs: int(b[49]),
+	}
+	switch {
+	case b[48] > 1:
+		return Spec{}, protoErr("open: logprobs flag %d", b[48])
+	case le.Uint16(b[50:]) != 0:
+		return Spec{}, protoErr("open: reserved spec bytes %#x are not zero", le.Uint16(b[50:]))
+	}
+	if len(b) > specLen {
+		s.Constraint = slices.Clone(b[specLen:])
 	}
 	if err := s.validate(); err != nil {
 		return Spec{}, protoErr("open: %v", err)
@@ -276,6 +387,12 @@ func (s Spec) validate() error {
 		return fmt.Errorf("prompt of %d tokens", s.PromptLen)
 	case s.Capacity <= s.PromptLen || s.Capacity > math.MaxInt32:
 		return fmt.Errorf("cache of %d positions for a %d-token prompt", s.Capacity, s.PromptLen)
+	case s.TopLogprobs < 0 || s.TopLogprobs > MaxTopLogprobs:
+		return fmt.Errorf("%d top logprobs (0 to %d)", s.TopLogprobs, MaxTopLogprobs)
+	case s.TopLogprobs > 0 && !s.Logprobs:
+		return fmt.Errorf("%d top logprobs without logprobs", s.TopLogprobs)
+	case len(s.Constraint) > MaxConstraintBytes:
+		return fmt.Errorf("a constraint of %d bytes (at most %d)", len(s.Constraint), MaxConstraintBytes)
 	}
 	return s.Sample.Validate()
 }

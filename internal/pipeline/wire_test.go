@@ -14,14 +14,29 @@ import (
 var testSpec = Spec{PromptLen: 5, Capacity: 69, Sample: sample.Params{Temperature: 0.8, TopP: 0.9, MinP: 0.05, TopK: 40,
 	RepeatPenalty: 1.1, PresencePenalty: -0.5, FrequencyPenalty: 0.25, RepeatLastN: -1, Seed: 1<<63 + 5}}
 
-// validObjects are one object of each kind, encoded.
+// constrainedSpec asks for logprobs with 3 alternatives and carries a
+// constraint.
+var constrainedSpec = Spec{PromptLen: 2, Capacity: 10, Sample: sample.Params{Seed: 3}, Logprobs: true, TopLogprobs: 3,
+	Constraint: []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`)}
+
+// validObjects are one object of each kind (and of each form of the open
+// and token objects), encoded.
 func validObjects() map[string][]byte {
+	nan := float32(math.NaN())
 	return map[string][]byte{
-		"open":    encodeObject(KindOpen, []entry{{seq: 7}}, 0, nil, nil, &testSpec),
-		"prefill": encodeObject(KindPrefill, []entry{{seq: 7, pos: 3, rows: 2}}, 3, []float32{1, -2, 3.5, float32(math.Inf(1)), 0, -0}, nil, nil),
-		"decode":  encodeObject(KindDecode, []entry{{seq: 7, pos: 9, rows: 1}, {seq: 1 << 40, pos: 0, rows: 1}}, 2, []float32{1, 2, 3, 4}, nil, nil),
-		"token":   encodeObject(KindToken, []entry{{seq: 7, pos: 10, rows: 1}, {seq: 2, pos: 1, rows: 1}}, 0, nil, []int32{511, 0}, nil),
-		"release": encodeObject(KindRelease, []entry{{seq: 7}, {seq: 8}}, 0, nil, nil, nil),
+		"open":             encodeObject(&object{kind: KindOpen, entries: []entry{{seq: 7}}, spec: testSpec}),
+		"open_constrained": encodeObject(&object{kind: KindOpen, entries: []entry{{seq: 8}}, spec: constrainedSpec}),
+		"prefill":          encodeObject(&object{kind: KindPrefill, entries: []entry{{seq: 7, pos: 3, rows: 2}}, width: 3, hidden: []float32{1, -2, 3.5, float32(math.Inf(1)), 0, -0}}),
+		"decode":           encodeObject(&object{kind: KindDecode, entries: []entry{{seq: 7, pos: 9, rows: 1}, {seq: 1 << 40, pos: 0, rows: 1}}, width: 2, hidden: []float32{1, 2, 3, 4}}),
+		"token":            encodeObject(&object{kind: KindToken, entries: []entry{{seq: 7, pos: 10, rows: 1}, {seq: 2, pos: 1, rows: 1}}, tokens: []int32{511, 0}}),
+		// Two tokens with their logprob and two alternatives each: the
+		// second's padded, and a token the constraint failed on.
+		"token_logprobs": encodeObject(&object{kind: KindToken, entries: []entry{{seq: 7, pos: 10, rows: 1}, {seq: 2, pos: 1, rows: 1}, {seq: 3, pos: 4, rows: 1}},
+			width: 3, tokens: []int32{511, 0, tokenConstraintFailed}, records: []sample.Logprob{
+				{ID: 511, Logprob: -0.25}, {ID: 511, Logprob: -0.25}, {ID: 4, Logprob: -3},
+				{ID: 0, Logprob: nan}, {ID: -1}, {ID: -1},
+				{ID: tokenConstraintFailed}, {ID: -1}, {ID: -1}}}),
+		"release": encodeObject(&object{kind: KindRelease, entries: []entry{{seq: 7}, {seq: 8}}}),
 	}
 }
 
@@ -32,15 +47,21 @@ func TestObjectRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			again := encodeObject(o.kind, o.entries, o.width, o.hidden, o.tokens, &o.spec)
+			again := encodeObject(&o)
 			if !bytes.Equal(again, b) {
 				t.Fatalf("re-encoded\n%x\nwant\n%x", again, b)
 			}
 		})
 	}
-	o, _ := decodeObject(validObjects()["open"])
-	if o.spec != testSpec {
-		t.Fatalf("spec %+v, want %+v", o.spec, testSpec)
+	for name, want := range map[string]Spec{"open": testSpec, "open_constrained": constrainedSpec} {
+		o, _ := decodeObject(validObjects()[name])
+		if !reflect.DeepEqual(o.spec, want) {
+			t.Fatalf("%s: spec %+v, want %+v", name, o.spec, want)
+		}
+	}
+	o, _ := decodeObject(validObjects()["token_logprobs"])
+	if o.width != 3 || len(o.records) != 9 || o.records[2] != (sample.Logprob{ID: 4, Logprob: -3}) || o.tokens[2] != tokenConstraintFailed {
+		t.Fatalf("token object %+v", o)
 	}
 	o, _ = decodeObject(validObjects()["decode"])
 	if o.entries[1].seq != 1<<40 || o.width != 2 || o.hidden[3] != 4 {
@@ -53,6 +74,9 @@ func TestObjectRoundTrip(t *testing.T) {
 func TestSpecCoversSampleParams(t *testing.T) {
 	if n := reflect.TypeFor[sample.Params]().NumField(); n != 9 {
 		t.Fatalf("sample.Params has %d fields; putSpec and getSpec carry 9: extend the open object", n)
+	}
+	if n := reflect.TypeFor[Spec]().NumField(); n != 6 {
+		t.Fatalf("Spec has %d fields; putSpec and getSpec carry 6: extend the open object", n)
 	}
 }
 
@@ -68,7 +92,8 @@ func TestObjectRejects(t *testing.T) {
 		{"empty", func() []byte { return nil }},
 		{"short_header", mut("release", func(b []byte) []byte { return b[:15] })},
 		{"magic", mut("release", func(b []byte) []byte { b[0] ^= 1; return b })},
-		{"version", mut("release", func(b []byte) []byte { b[4] = 2; return b })},
+		{"version_1", mut("release", func(b []byte) []byte { b[4] = 1; return b })},
+		{"version_3", mut("release", func(b []byte) []byte { b[4] = 3; return b })},
 		{"kind_zero", mut("release", func(b []byte) []byte { b[5] = 0; return b })},
 		{"kind_unknown", mut("release", func(b []byte) []byte { b[5] = 6; return b })},
 		{"reserved", mut("release", func(b []byte) []byte { b[7] = 1; return b })},
@@ -95,6 +120,39 @@ func TestObjectRejects(t *testing.T) {
 			return b
 		})},
 		{"spec_negative_top_k", mut("open", func(b []byte) []byte { le.PutUint32(b[headerLen+entryLen+20:], math.MaxUint32); return b })},
+		{"spec_logprobs_flag", mut("open", func(b []byte) []byte { b[headerLen+entryLen+48] = 2; return b })},
+		{"spec_top_without_logprobs", mut("open", func(b []byte) []byte { b[headerLen+entryLen+49] = 1; return b })},
+		{"spec_too_many_top", mut("open_constrained", func(b []byte) []byte { b[headerLen+entryLen+49] = MaxTopLogprobs + 1; return b })},
+		{"spec_reserved", mut("open", func(b []byte) []byte { b[headerLen+entryLen+51] = 1; return b })},
+		{"constraint_short", mut("open_constrained", func(b []byte) []byte { return b[:len(b)-1] })},
+		{"constraint_long", mut("open_constrained", func(b []byte) []byte { return append(b, '}') })},
+		{"constraint_length_huge", mut("open_constrained", func(b []byte) []byte {
+			le.PutUint32(b[headerLen+entryLen+52:], math.MaxUint32)
+			return b
+		})},
+		{"constraint_too_large", func() []byte {
+			s := testSpec
+			s.Constraint = make([]byte, MaxConstraintBytes+1)
+			return encodeObject(&object{kind: KindOpen, entries: []entry{{seq: 1}}, spec: s})
+		}},
+		{"token_records_short", mut("token_logprobs", func(b []byte) []byte { return b[:len(b)-recordLen] })},
+		{"token_too_many_records", mut("token_logprobs", func(b []byte) []byte { le.PutUint32(b[12:], 2+MaxTopLogprobs); return b })},
+		{"token_first_record_other_id", mut("token_logprobs", func(b []byte) []byte {
+			le.PutUint32(b[len(b)-9*recordLen:], 510)
+			return b
+		})},
+		{"token_record_id_below_padding", mut("token_logprobs", func(b []byte) []byte {
+			le.PutUint32(b[len(b)-recordLen:], math.MaxUint32-1) // -2
+			return b
+		})},
+		{"token_record_after_padding", mut("token_logprobs", func(b []byte) []byte {
+			le.PutUint32(b[len(b)-4*recordLen:], 9) // the second entry's last alternative
+			return b
+		})},
+		{"token_padding_logprob", mut("token_logprobs", func(b []byte) []byte {
+			le.PutUint32(b[len(b)-recordLen+4:], math.Float32bits(-1))
+			return b
+		})},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := decodeObject(c.b())
@@ -117,7 +175,7 @@ func FuzzDecodeObject(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again := encodeObject(o.kind, o.entries, o.width, o.hidden, o.tokens, &o.spec)
+		again := encodeObject(&o)
 		if !bytes.Equal(again, b) {
 			t.Fatalf("accepted\n%x\nre-encodes as\n%x", b, again)
 		}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"errors"
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/model"
@@ -34,6 +35,11 @@ type seqState struct {
 	spec    Spec
 	sampler *sample.Sampler // the last rank's
 	history []int32         // the tokens sampled so far (the last rank's)
+	// The last rank's constraint, when the spec has one; conErr is why it
+	// could not be built or refused a token: the sequence then gets
+	// tokenConstraintFailed.
+	constraint Constraint
+	conErr     error
 }
 
 // waiting is a submitted sequence that has no slot yet.
@@ -49,6 +55,7 @@ type headSeq struct {
 	promptLen int
 	budget    int // tokens to generate at most
 	generated int
+	records   int // logprob records each token carries
 }
 
 func newWorker(s *Stage) *worker {
@@ -90,7 +97,7 @@ func (w *worker) receive(m inMsg) error {
 			return w.fault("receive", protoErr("rank 0 received a %s object", o.kind))
 		}
 		for i, e := range o.entries {
-			if err := w.onToken(e.seq, e.pos, o.tokens[i]); err != nil {
+			if err := w.onToken(e.seq, e.pos, o.tokens[i], o.records[i*o.width:(i+1)*o.width]); err != nil {
 				return w.fault("receive", err)
 			}
 		}
@@ -155,12 +162,31 @@ func (w *worker) open(it item) error {
 	ss := &seqState{cache: w.s.cfg.Shard.NewCache(it.spec.Capacity), spec: it.spec}
 	if w.s.last {
 		ss.sampler = sample.New(it.spec.Sample, w.s.nVocab)
+		if len(it.spec.Constraint) > 0 {
+			w.constrain(it.seq, ss)
+		}
 	}
 	w.seqs[it.seq] = ss
 	if !w.s.last {
-		w.forward(encodeObject(KindOpen, []entry{{seq: it.seq}}, 0, nil, nil, &ss.spec))
+		w.forward(encodeObject(&object{kind: KindOpen, entries: []entry{{seq: it.seq}}, spec: ss.spec}))
 	}
+	ss.spec.Constraint = nil // used: a rank need not hold up to MaxConstraintBytes per sequence
 	return nil
+}
+
+// constrain builds a sequence's constraint on the last rank. A failure
+// is the sequence's, not the stage's: its first token reports it.
+func (w *worker) constrain(seq uint64, ss *seqState) {
+	if w.s.cfg.Constrain == nil {
+		ss.conErr = errors.New("the stage takes no constraints")
+	} else if c, err := w.s.cfg.Constrain(ss.spec.Constraint); err != nil {
+		ss.conErr = err
+	} else {
+		ss.constraint = c
+		ss.sampler.SetConstraint(c)
+		return
+	}
+	w.s.log.Warn("pipeline: a sequence's constraint is refused", "seq", seq, "err", ss.conErr)
 }
 
 // release frees a sequence's cache. A sequence this rank never opened was
@@ -172,7 +198,7 @@ func (w *worker) release(seq uint64) {
 	}
 	delete(w.seqs, seq)
 	if !w.s.last {
-		w.forward(encodeObject(KindRelease, []entry{{seq: seq}}, 0, nil, nil, nil))
+		w.forward(encodeObject(&object{kind: KindRelease, entries: []entry{{seq: seq}}}))
 	}
 }
 
@@ -201,11 +227,11 @@ func (w *worker) prefill(it item) error {
 	}
 	e := entry{seq: it.seq, pos: it.pos, rows: it.rows}
 	if !w.s.last {
-		w.forward(encodeObject(KindPrefill, []entry{e}, w.s.width, res.Hidden, nil, nil))
+		w.forward(encodeObject(&object{kind: KindPrefill, entries: []entry{e}, width: w.s.width, hidden: res.Hidden}))
 		return nil
 	}
 	if end := it.pos + it.rows; end == ss.spec.PromptLen {
-		w.emit([]entry{{seq: it.seq, pos: end, rows: 1}}, []int32{ss.sample(res.Logits)})
+		w.emit([]sampled{w.sample(entry{seq: it.seq, pos: end, rows: 1}, ss, res.Logits)})
 	}
 	return nil
 }
@@ -237,36 +263,93 @@ func (w *worker) decode(items []item) error {
 		return w.fault("step", err)
 	}
 	if !w.s.last {
-		w.forward(encodeObject(KindDecode, entries, w.s.width, res.Hidden, nil, nil))
+		w.forward(encodeObject(&object{kind: KindDecode, entries: entries, width: w.s.width, hidden: res.Hidden}))
 		return nil
 	}
-	toks := make([]int32, len(items))
+	out := make([]sampled, len(items))
 	nv := w.s.nVocab
 	for i, ss := range states {
-		toks[i] = ss.sample(res.Logits[i*nv : (i+1)*nv])
-		entries[i].pos++
+		e := entries[i]
+		e.pos++
+		out[i] = w.sample(e, ss, res.Logits[i*nv:(i+1)*nv])
 	}
-	w.emit(entries, toks)
+	w.emit(out)
 	return nil
 }
 
-// sample draws a sequence's next token from its logits.
-func (ss *seqState) sample(logits []float32) int32 {
-	t := ss.sampler.Sample(logits, ss.history)
-	ss.history = append(ss.history, t)
-	return t
+// sampled is a token the last rank drew for rank 0: its entry, and the
+// logprob records the sequence asked for.
+type sampled struct {
+	e       entry
+	tok     int32
+	records []sample.Logprob
 }
 
-// emit hands sampled tokens to rank 0: over the Out link, or directly in a
-// pipeline of one stage.
-func (w *worker) emit(entries []entry, toks []int32) {
-	if !w.s.first {
-		w.forward(encodeObject(KindToken, entries, 0, nil, toks, nil))
+// sample draws a sequence's next token from its logits as
+// engine.Model.Generate does: masked by the constraint, which is then
+// advanced by the token; the logprobs are of the raw logits.
+func (w *worker) sample(e entry, ss *seqState, logits []float32) sampled {
+	t := tokenConstraintFailed
+	if ss.conErr == nil {
+		t = ss.sampler.Sample(logits, ss.history)
+		if t != sample.NoToken && ss.constraint != nil {
+			if err := ss.constraint.Accept(t); err != nil {
+				ss.conErr = err
+				w.s.log.Warn("pipeline: a sequence's constraint refused the token drawn", "seq", e.seq, "token", t, "err", err)
+				t = tokenConstraintFailed
+			}
+		}
+		ss.history = append(ss.history, t)
+	}
+	return sampled{e: e, tok: t, records: logprobRecords(logits, t, ss.spec.records())}
+}
+
+// logprobRecords returns n records of token t (none when n is 0): its own
+// log-probability, then its n-1 most likely alternatives, padded with
+// {-1, 0} when fewer logits are finite. A token that is not a vocabulary
+// id gets only padding.
+func logprobRecords(logits []float32, t int32, n int) []sample.Logprob {
+	if n == 0 {
+		return nil
+	}
+	recs := make([]sample.Logprob, 1, n)
+	recs[0].ID = t
+	if t >= 0 {
+		recs[0].Logprob = sample.LogprobOf(logits, t)
+		recs = sample.TopLogprobs(logits, n-1, recs)
+	}
+	for len(recs) < n {
+		recs = append(recs, sample.Logprob{ID: -1})
+	}
+	return recs
+}
+
+// emit hands sampled tokens to rank 0: over the Out link, as one token
+// object per number of logprob records (an object's entries all carry the
+// same), or directly in a pipeline of one stage.
+func (w *worker) emit(out []sampled) {
+	if w.s.first {
+		for _, o := range out {
+			// Rank 0 produced these itself: they cannot be out of order.
+			_ = w.onToken(o.e.seq, o.e.pos, o.tok, o.records)
+		}
 		return
 	}
-	for i, e := range entries {
-		// Rank 0 produced these itself: they cannot be out of order.
-		_ = w.onToken(e.seq, e.pos, toks[i])
+	sent := make([]bool, len(out))
+	for i := range out {
+		if sent[i] {
+			continue
+		}
+		obj := object{kind: KindToken, width: len(out[i].records)}
+		for j := i; j < len(out); j++ {
+			if !sent[j] && len(out[j].records) == obj.width {
+				sent[j] = true
+				obj.entries = append(obj.entries, out[j].e)
+				obj.tokens = append(obj.tokens, out[j].tok)
+				obj.records = append(obj.records, out[j].records...)
+			}
+		}
+		w.forward(encodeObject(&obj))
 	}
 }
 

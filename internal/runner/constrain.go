@@ -46,13 +46,17 @@ import (
 //     finish_reason is "length". Logprobs are not reported for a forced
 //     call (OpenAI reports none for tool calls either).
 //   - A template that opened a <think> block gets "</think>\n\n" before
-//     the value, so the value is the answer, not the reasoning.
+//     the value, so the value is the answer, not the reasoning. Harmony
+//     (gpt-oss) gets <|channel|>final<|message|> (commentary for a call).
 //   - tool_choice "none" offers no tools to the template and parses no
 //     calls.
 
 // structured is a request's structured-output mode, built by prepare.
 type structured struct {
 	matcher *grammar.Matcher
+	// source is the schema matcher was compiled from by compileSchema: a
+	// pipeline's last rank, which samples, compiles it again.
+	source  []byte
 	prefix  string // text that ends the prompt, before the value
 	call    bool   // the value is a forced tool call
 	argsKey string // the call's arguments key
@@ -95,12 +99,20 @@ func structure(req infer.Request, cfg output.Config) (*structured, error) {
 		if err != nil {
 			return nil, err
 		}
-		s = &structured{matcher: m}
+		s = &structured{matcher: m, source: req.JSONSchema}
 	default:
 		return nil, nil
 	}
 	if cfg.StartInReasoning {
 		s.prefix = "</think>\n\n" + s.prefix
+	}
+	if cfg.Dialect == output.Harmony {
+		// The prompt ends <|start|>assistant: open the message the value is.
+		channel := "final"
+		if s.call {
+			channel = "commentary"
+		}
+		s.prefix = "<|channel|>" + channel + "<|message|>" + s.prefix
 	}
 	return s, nil
 }
@@ -145,12 +157,14 @@ func forcedCall(tools []infer.Tool, choice infer.ToolChoice, d output.Dialect) (
 			name, s.argsKey, args, s.argsKey))
 		names = append(names, string(name))
 	}
-	m, err := grammar.Compile([]byte(`{"anyOf":[` + strings.Join(alts, ",") + `]}`))
+	s.source = []byte(`{"anyOf":[` + strings.Join(alts, ",") + `]}`)
+	m, err := grammar.Compile(s.source)
 	if err != nil {
 		// The tools' schemas compile alone but not together (over a compile
 		// limit): fall back to any arguments object.
-		m, err = grammar.Compile(fmt.Appendf(nil, `{"type":"object","properties":{"name":{"enum":[%s]},%q:{"type":"object"}},"required":["name",%q],"additionalProperties":false}`,
-			strings.Join(names, ","), s.argsKey, s.argsKey))
+		s.source = fmt.Appendf(nil, `{"type":"object","properties":{"name":{"enum":[%s]},%q:{"type":"object"}},"required":["name",%q],"additionalProperties":false}`,
+			strings.Join(names, ","), s.argsKey, s.argsKey)
+		m, err = grammar.Compile(s.source)
 		if err != nil {
 			return nil, infer.ParamErrorf("tools", "the tool-call grammar is refused: %v", err)
 		}

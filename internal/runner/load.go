@@ -110,7 +110,8 @@ func setupChat(m *engine.Model, override string) (chatSetup, error) {
 		}
 		return chatSetup{tmplErr: err}, nil
 	}
-	return chatSetup{tmpl: t, dialect: dialectOf(t.Family()), reasoning: strings.Contains(t.Source(), "<think>")}, nil
+	d := dialectOf(t.Family())
+	return chatSetup{tmpl: t, dialect: d, reasoning: d == output.Harmony || strings.Contains(t.Source(), "<think>")}, nil
 }
 
 func dialectOf(f chat.Family) output.Dialect {
@@ -123,6 +124,12 @@ func dialectOf(f chat.Family) output.Dialect {
 		return output.Llama3
 	case chat.FamilyMistral:
 		return output.Mistral
+	case chat.FamilyHarmony:
+		return output.Harmony
+	case chat.FamilyDeepSeek:
+		return output.DeepSeek
+	case chat.FamilyKimi:
+		return output.Kimi
 	}
 	return output.NoDialect
 }

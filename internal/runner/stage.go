@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/grammar"
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/infer"
 	"github.com/skulk/skulk/internal/pipeline"
@@ -18,6 +19,10 @@ import (
 // DefaultConnectTimeout bounds how long a pipeline stage waits for both of
 // its links to be connected before its load fails.
 const DefaultConnectTimeout = 120 * time.Second
+
+// A pipeline's token objects carry every top_logprobs a request may ask
+// for (a negative difference does not compile).
+const _ = uint(pipeline.MaxTopLogprobs - infer.MaxTopLogprobs)
 
 // stageRun is a loaded runner's pipeline stage: its links, the goroutine
 // running it, and how to stop it.
@@ -73,7 +78,8 @@ func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	inLink := pipeline.NewConnLink(in, maxObj)
 	st, err := pipeline.NewStage(pipeline.StageConfig{Shard: m.Shard, Rank: spec.Rank, Ranks: ps.Ranks,
 		In: inLink, Out: pipeline.NewConnLink(out, maxObj), Logger: log,
-		Head: pipeline.HeadConfig{Context: l.context, EndOfGeneration: m.Tok.IsEOG}})
+		Head:      pipeline.HeadConfig{Context: l.context, EndOfGeneration: m.Tok.IsEOG},
+		Constrain: l.stageConstraint})
 	if err != nil {
 		in.Close()
 		out.Close()
@@ -137,28 +143,57 @@ func (s *stageRun) close() {
 	<-s.stage.Done()
 }
 
+// stageConstraint is the last rank's pipeline.StageConfig.Constrain: the
+// grammar of a structured-output task, compiled from the schema rank 0
+// compiled too (structured.source), over the model's vocabulary.
+func (l *loaded) stageConstraint(src []byte) (pipeline.Constraint, error) {
+	m, err := compileSchema(src)
+	if err != nil {
+		return nil, err
+	}
+	v, err := grammarVocab(l)
+	if err != nil {
+		return nil, err
+	}
+	return grammar.NewConstraintVocab(m, v), nil
+}
+
 // generateStaged is generate on rank 0 of a pipeline: the tokens come from
 // the stages instead of engine.Model.Generate, through the same streamer.
+// The last rank samples, so the task's grammar and logprobs request travel
+// with its sequence; rank 0 keeps its own copy of the grammar, advanced by
+// each token, to know as generate does whether the value is complete.
 func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepared, end ending, emit func(infer.Chunk)) (ending, error) {
-	switch {
-	case p.structured != nil:
-		return end, infer.ParamErrorf("response_format", "structured output (json_schema, grammars, forced tool calls) is not supported yet for a model split across nodes")
-	case req.Sampling.Logprobs || req.Sampling.TopLogprobs > 0:
-		return end, infer.ParamErrorf("logprobs", "logprobs are not supported yet for a model split across nodes")
+	toClient := emit
+	con, emit, err := p.structured.start(l, emit)
+	if err != nil {
+		return end, err
 	}
 	start := time.Now()
 	var first, last time.Time // the first and last tokens' arrivals, for the timings
-	seq, err := l.stage.stage.Submit(ctx, pipeline.Request{Prompt: p.prompt, MaxTokens: p.params.MaxTokens, Sample: p.params.Sample, Context: l.context})
+	preq := pipeline.Request{Prompt: p.prompt, MaxTokens: p.params.MaxTokens, Sample: p.params.Sample, Context: l.context,
+		Logprobs: req.Sampling.Logprobs, TopLogprobs: req.Sampling.TopLogprobs}
+	if con != nil {
+		if n := len(p.structured.source); n > pipeline.MaxConstraintBytes {
+			param := "json_schema"
+			if p.structured.call {
+				param = "tools"
+			}
+			return end, infer.ParamErrorf(param, "the schema is %d bytes; a model split across nodes takes schemas up to %d bytes", n, pipeline.MaxConstraintBytes)
+		}
+		preq.Constraint = p.structured.source
+	}
+	seq, err := l.stage.stage.Submit(ctx, preq)
 	if err != nil {
 		return end, l.stage.err(ctx, err)
 	}
 	defer seq.Cancel() // does nothing once it ended
-	emit(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
-	st := newStreamer(l.m.Tok, p, req.Sampling, emit)
+	toClient(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
+	st := newStreamer(l.m.Tok, p, p.structured.sampling(req.Sampling), emit)
 	text := engine.NewTextStream(l.m.Tok)
 	finish := infer.FinishLength
 	for {
-		tok, err := seq.Next(ctx)
+		tok, err := seq.NextToken(ctx)
 		if err == io.EOF {
 			if seq.Finish() == pipeline.FinishStop {
 				finish = infer.FinishStop
@@ -168,11 +203,16 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 		if err != nil {
 			return end, l.stage.err(ctx, err)
 		}
+		if con != nil {
+			if err := con.con.Accept(tok.ID); err != nil {
+				return end, fmt.Errorf("runner: the pipeline's last rank sampled a token the grammar refuses: %w", err)
+			}
+		}
 		end.usage.CompletionTokens++
 		if last = time.Now(); first.IsZero() {
 			first = last
 		}
-		if err := st.token(engine.Token{ID: tok, Text: text.Push(tok)}); err != nil {
+		if err := st.sampled(tok, text.Push(tok.ID)); err != nil {
 			if !errors.Is(err, engine.ErrStop) {
 				return end, err
 			}
@@ -190,13 +230,13 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 	if madeCalls && finish == infer.FinishStop {
 		finish = infer.FinishToolCalls
 	}
-	end.finish = finish
 	if first.IsZero() {
 		first, last = time.Now(), time.Now()
 	}
 	end.usage.Timings = timingsOf(engine.Stats{PromptTokens: len(p.prompt), GeneratedTokens: end.usage.CompletionTokens,
 		Prefill: first.Sub(start), Decode: last.Sub(first)}, 0)
-	return end, nil
+	end.finish, err = con.finish(finish)
+	return end, err
 }
 
 // err maps the end of a sequence to the task's error. A task cancelled

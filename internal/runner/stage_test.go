@@ -2,11 +2,15 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +86,15 @@ func loadStages(t *testing.T, sock string, n int) []*Client {
 // as the whole-model runner streams it.
 func TestPipelineRunners(t *testing.T) {
 	prompt, want, promptTokens, n := reference(t)
+	whole := loadedClient(t, LoadSpec{})
+	var wholeResults []result
+	for i, c := range sameAsWholeCases() {
+		r := generateAll(t, whole, fmt.Sprintf("whole-%d", i), c.req)
+		if err := c.check(r); err != nil {
+			t.Fatalf("%s on the whole model: %v (%+v)", c.name, err, r.chunks)
+		}
+		wholeResults = append(wholeResults, r)
+	}
 	for _, ranks := range []int{2, 3} {
 		t.Run(fmt.Sprint(ranks), func(t *testing.T) {
 			clients := loadStages(t, startRelay(t), ranks)
@@ -103,12 +116,13 @@ func TestPipelineRunners(t *testing.T) {
 			if r.content != ", there was a little girl named " || r.last.FinishReason != infer.FinishStop || r.last.StopSequence != "Lily" {
 				t.Fatalf("stop: %q %+v", r.content, r.last)
 			}
-			// What the pipeline cannot do yet is refused, not wrong.
-			req = greedy(prompt, 4)
-			req.Sampling.Logprobs = true
-			r = generateAll(t, clients[0], "t3", req)
-			if r.last.Kind != infer.ChunkError || r.last.Error.Class != infer.ClassInvalid {
-				t.Fatalf("logprobs: %+v", r.last)
+			// Structured output, forced tool calls, logprobs and stop
+			// sequences stream exactly as on the whole model's runner.
+			for i, c := range sameAsWholeCases() {
+				got := generateAll(t, clients[0], fmt.Sprintf("same-%d", i), c.req)
+				if !reflect.DeepEqual(untimed(got.chunks), untimed(wholeResults[i].chunks)) {
+					t.Fatalf("%s: the pipeline's chunks\n%+v\nthe whole model's\n%+v", c.name, got.chunks, wholeResults[i].chunks)
+				}
 			}
 			// A later rank takes no tasks.
 			r = generateAll(t, clients[1], "t4", greedy(prompt, 4))
@@ -145,4 +159,75 @@ func TestPipelineRunnerFault(t *testing.T) {
 		t.Fatal("rank 0's runner still runs after its pipeline failed")
 	}
 	t.Logf("the task ended and rank 0 exited %v after rank 1 was killed", time.Since(start))
+}
+
+// sameAsWholeCase is a task whose chunks a pipeline must give exactly as
+// the whole model's runner does, and what makes the case meaningful there.
+type sameAsWholeCase struct {
+	name  string
+	req   infer.Request
+	check func(result) error
+}
+
+func sameAsWholeCases() []sameAsWholeCase {
+	withLogprobs := func(r infer.Request, top int) infer.Request {
+		r.Sampling.Logprobs, r.Sampling.TopLogprobs = true, top
+		return r
+	}
+	schema := func(r infer.Request, s string) infer.Request {
+		r.JSONSchema = json.RawMessage(s)
+		return r
+	}
+	stop := greedy("Once upon a time", 64)
+	stop.Sampling.Stop = []string{"park"}
+	forced := structuredRequest(true, 1, 2, 256)
+	forced.Tools, forced.ToolChoice = weatherTools, infer.ToolChoice{Mode: "required"}
+	finished := func(reason string, logprobs bool) func(result) error {
+		return func(r result) error {
+			switch {
+			case r.last.Kind != infer.ChunkDone || r.last.FinishReason != reason:
+				return fmt.Errorf("last chunk %+v, want finish_reason %s", r.last, reason)
+			case logprobs != (len(r.logprobs) > 0):
+				return fmt.Errorf("%d logprobs", len(r.logprobs))
+			}
+			return nil
+		}
+	}
+	return []sameAsWholeCase{
+		{"logprobs", withLogprobs(greedy("Once upon a time", 24), 5), finished(infer.FinishLength, true)},
+		{"stop", stop, func(r result) error {
+			if r.last.StopSequence != "park" || strings.Contains(r.content, "park") {
+				return fmt.Errorf("content %q, last %+v: not cut at the stop sequence", r.content, r.last)
+			}
+			return finished(infer.FinishStop, false)(r)
+		}},
+		{"json_schema", schema(structuredRequest(true, 0, 1, 200), testSchemas[1].schema), func(r result) error {
+			if err := validateJSON(testSchemas[1].schema, r.content); err != nil {
+				return err
+			}
+			return finished(infer.FinishStop, false)(r)
+		}},
+		{"json_schema_sampled_logprobs", withLogprobs(schema(structuredRequest(false, 1, 3, 200), testSchemas[1].schema), 3), finished(infer.FinishStop, true)},
+		{"json_object", schema(structuredRequest(false, 0, 1, 40), `{}`), finished(infer.FinishLength, false)},
+		{"forced_call", forced, func(r result) error {
+			if len(r.calls) != 1 {
+				return fmt.Errorf("%d calls", len(r.calls))
+			}
+			return finished(infer.FinishToolCalls, false)(r)
+		}},
+	}
+}
+
+// untimed is chunks without what differs from run to run and runner to
+// runner: the timings, and the prompt tokens a runner's prefix cache held.
+func untimed(chunks []infer.Chunk) []infer.Chunk {
+	out := slices.Clone(chunks)
+	for i, c := range out {
+		if c.Usage != nil {
+			u := *c.Usage
+			u.Timings, u.CachedTokens = nil, 0
+			out[i].Usage = &u
+		}
+	}
+	return out
 }

@@ -29,6 +29,21 @@ func TestStreamerParsesChat(t *testing.T) {
 			madeCalls: true,
 		},
 		{
+			name:      "harmony_call",
+			cfg:       output.Config{Dialect: output.Harmony, OfferedTools: []string{"get_weather"}},
+			pieces:    []string{"<|channel|>", "analysis", "<|message|>", "Check it.", "<|end|>", "<|start|>", "assistant", "<|channel|>", "commentary to", "=functions.get_weather ", "<|constrain|>", "json", "<|message|>", `{"city":`, `"Oslo"}`},
+			reasoning: "Check it.",
+			calls:     []infer.ToolCall{{ID: "call_0", Name: "get_weather", Arguments: `{"city":"Oslo"}`}},
+			madeCalls: true,
+		},
+		{
+			name:      "harmony_final",
+			cfg:       output.Config{Dialect: output.Harmony},
+			pieces:    []string{"<|channel|>", "analysis", "<|message|>", "Easy.", "<|end|>", "<|start|>", "assistant", "<|channel|>", "final", "<|message|>", "Yes."},
+			content:   "Yes.",
+			reasoning: "Easy.",
+		},
+		{
 			name:      "reasoning_then_answer",
 			cfg:       output.Config{ReasoningEnabled: true},
 			pieces:    []string{"<thi", "nk>weigh it", "</think>", "Yes."},

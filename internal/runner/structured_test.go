@@ -211,9 +211,14 @@ const llama3Template = `{% for m in messages %}<|start_header_id|>{{ m.role }}<|
 // yield exactly one tool call, to an offered tool (the named one), with
 // arguments that are a JSON object matching the tool's schema, and
 // finish_reason "tool_calls", on a model that knows nothing of tools, in
-// the Hermes, Llama 3 and no-dialect (ChatML fallback) families.
+// the Hermes, harmony (gpt-oss), Llama 3 and no-dialect (ChatML fallback)
+// families.
 func TestForcedToolCall(t *testing.T) {
 	qwen, err := os.ReadFile(filepath.Join("..", "engine", "chat", "testdata", "Qwen-Qwen2.5-7B-Instruct.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	harmony, err := os.ReadFile(filepath.Join("..", "engine", "chat", "testdata", "moe", "openai-gpt-oss-120b.jinja"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +227,7 @@ func TestForcedToolCall(t *testing.T) {
 		override string
 	}{
 		{name: "hermes", override: string(qwen)},
+		{name: "harmony", override: string(harmony)},
 		{name: "llama3", override: llama3Template},
 		{name: "fallback"},
 	}

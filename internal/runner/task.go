@@ -14,6 +14,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/sample"
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/pipeline"
 )
 
 // task is one generate command. The server goroutine owns the struct; run
@@ -122,8 +123,9 @@ type ending struct {
 // counts what was done on errors too). Chunks other than the last go to emit.
 // The loop is the engine's (engine.Model.Generate, which `skulk generate`
 // runs too); the runner adds its protocol around it: the prompt-size chunk,
-// the grammar of structured output, the batcher's chunked prefill, prefix cache and batched decode steps, and
-// the streamer's stop sequences, reasoning and tool-call parsing and logprobs.
+// the grammar of structured output, the batcher's chunked prefill, prefix
+// cache and batched decode steps, and the streamer's stop sequences,
+// reasoning and tool-call parsing and logprobs.
 func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (ending, error) {
 	var end ending
 	p, err := prepare(l, req)
@@ -280,14 +282,22 @@ func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
 	}
 	msgs := make([]chat.Object, len(req.Messages))
 	for i, m := range req.Messages {
-		msgs[i] = chatMessage(m).Object()
+		cm := chatMessage(m)
+		if cs.dialect == output.Harmony {
+			// gpt-oss's template reads the reasoning as "thinking", and
+			// tests "in message.content", which fails on a null content.
+			cm.Thinking, cm.NullContent = cm.ReasoningContent, false
+		}
+		msgs[i] = cm.Object()
 	}
 	var tools []chat.Object
 	for i, t := range req.Tools {
 		if req.ToolChoice.Mode == "none" {
 			break // the model is not told about tools it may not call
 		}
-		o, err := chatTool(t)
+		// gpt-oss's template prints "// " + description, which fails on
+		// a tool without one (the OpenAI APIs make it optional).
+		o, err := chatTool(t, cs.dialect == output.Harmony)
 		if err != nil {
 			return "", cfg, infer.ParamErrorf("tools", "tools[%d]: %v", i, err)
 		}
@@ -336,10 +346,11 @@ func chatMessage(m infer.Message) chat.Message {
 }
 
 // chatTool gives a tool the OpenAI shape templates expect:
-// {"type":"function","function":{"name","description","parameters"}}.
-func chatTool(t infer.Tool) (chat.Object, error) {
+// {"type":"function","function":{"name","description","parameters"}};
+// an empty description is left out unless describe is set.
+func chatTool(t infer.Tool, describe bool) (chat.Object, error) {
 	fn := chat.Object{{Key: "name", Value: t.Name}}
-	if t.Description != "" {
+	if t.Description != "" || describe {
 		fn = append(fn, chat.Field{Key: "description", Value: t.Description})
 	}
 	if len(t.Parameters) > 0 {
@@ -388,7 +399,24 @@ func (s *streamer) token(t engine.Token) error {
 	if t.ID >= 0 && s.logprobs {
 		s.lps = append(s.lps, s.logprobOf(t.ID, t.Logits))
 	}
-	text, stopped := s.stop.Push(t.Text)
+	return s.push(t.Text)
+}
+
+// sampled takes a token a pipeline's last rank sampled, with the logprobs
+// it computed there (from the same logits token's would be); see token.
+func (s *streamer) sampled(t pipeline.Token, text string) error {
+	if s.stop.Stopped() {
+		return engine.ErrStop
+	}
+	if s.logprobs {
+		s.lps = append(s.lps, s.logprobEntry(t.ID, t.Logprob, t.Top))
+	}
+	return s.push(text)
+}
+
+// push streams a token's text, cut at a stop sequence.
+func (s *streamer) push(t string) error {
+	text, stopped := s.stop.Push(t)
 	s.text(text)
 	if stopped {
 		return engine.ErrStop
@@ -444,14 +472,22 @@ func (s *streamer) delta(c infer.Chunk) {
 }
 
 func (s *streamer) logprobOf(id int32, logits []float32) infer.TokenLogprob {
-	piece := s.tok.Piece(id, false)
-	lp := infer.TokenLogprob{Token: piece, Bytes: []byte(piece), Logprob: finiteLogprob(sample.LogprobOf(logits, id))}
+	var top []sample.Logprob
 	if s.top > 0 {
 		s.topBuf = sample.TopLogprobs(logits, s.top, s.topBuf[:0])
-		for _, t := range s.topBuf {
-			p := s.tok.Piece(t.ID, false)
-			lp.Top = append(lp.Top, infer.TopLogprob{Token: p, Bytes: []byte(p), Logprob: finiteLogprob(t.Logprob)})
-		}
+		top = s.topBuf
+	}
+	return s.logprobEntry(id, sample.LogprobOf(logits, id), top)
+}
+
+// logprobEntry is a token's logprob as the API reports it: its piece, its
+// log-probability and its top alternatives'.
+func (s *streamer) logprobEntry(id int32, logprob float32, top []sample.Logprob) infer.TokenLogprob {
+	piece := s.tok.Piece(id, false)
+	lp := infer.TokenLogprob{Token: piece, Bytes: []byte(piece), Logprob: finiteLogprob(logprob)}
+	for _, t := range top {
+		p := s.tok.Piece(t.ID, false)
+		lp.Top = append(lp.Top, infer.TopLogprob{Token: p, Bytes: []byte(p), Logprob: finiteLogprob(t.Logprob)})
 	}
 	return lp
 }

@@ -27,6 +27,9 @@ const (
 	// ALPNResponses carries lookups of stored Responses conversations, so
 	// previous_response_id works through any node.
 	ALPNResponses = "skulk/responses/1"
+	// ALPNTensors carries byte ranges of installed models' tensors to a
+	// member whose pipeline stage lacks the model (internal/tensorfetch).
+	ALPNTensors = "skulk/tensors/1"
 )
 
 // Defaults (DESIGN.md "Numbers to start from").

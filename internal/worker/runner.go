@@ -37,7 +37,7 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 			return
 		}
 	}
-	model, err := w.cfg.Resolve(ctx, inst.Model, func() {
+	model, err := w.cfg.Resolve(ctx, inst.Model, inst.Placement[k.rank], func() {
 		rec.add(id, PhaseDownload, string(inst.Model))
 		status(event.RunnerDownloading, "")
 	})

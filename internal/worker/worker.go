@@ -54,10 +54,10 @@ type Config struct {
 	Master Master
 	// Spawn starts a runner subprocess named for logs.
 	Spawn func(ctx context.Context, name string) (Runner, error)
-	// Resolve makes a model's weights local and says how to load them. It
-	// calls downloading when it has to fetch weights first, so the runner's
-	// status can say so.
-	Resolve func(ctx context.Context, model ids.ModelID, downloading func()) (Model, error)
+	// Resolve makes the weights of a model's shard local and says how to
+	// load them. It calls downloading when it has to fetch weights first,
+	// so the runner's status can say so.
+	Resolve func(ctx context.Context, model ids.ModelID, shard event.Shard, downloading func()) (Model, error)
 	// Guard is the pre-spawn memory check of one shard; an error refuses the
 	// placement (RefuseInstancePlacement) instead of loading.
 	Guard func(inst state.Instance, rank int) (need, available int64, err error)

@@ -118,7 +118,7 @@ func (h *harness) startWorkerW() (w *worker.Worker, stop func()) {
 	h.t.Helper()
 	w = worker.New(worker.Config{
 		Node: self, Master: h.link, Spawn: h.spawn,
-		Resolve: func(ctx context.Context, model ids.ModelID, downloading func()) (worker.Model, error) {
+		Resolve: func(ctx context.Context, model ids.ModelID, _ event.Shard, downloading func()) (worker.Model, error) {
 			return worker.Model{Path: "/models/" + string(model) + ".gguf"}, nil
 		},
 		// The breaker keeps its defaults (3 failures within 5 minutes).

@@ -21,9 +21,11 @@
 //	            frequency_penalty, tools, tool_choice, response_format
 //	            (text, json_object, json_schema), n (only 1),
 //	            and the common extensions top_k, min_p, repeat_penalty
-//	            (or repetition_penalty), chat_template_kwargs
+//	            (or repetition_penalty), chat_template_kwargs;
+//	            reasoning_effort low|medium|high sets the template variable
+//	            reasoning_effort (gpt-oss reads it)
 //	ignored:    user, metadata, store, service_tier, parallel_tool_calls,
-//	            reasoning_effort, prediction, modalities ["text"],
+//	            other reasoning_effort values, prediction, modalities ["text"],
 //	            logit_bias {} (empty), stream_options without stream, and any
 //	            field this package does not know
 //	refused:    n > 1, content parts other than text (image_url,

@@ -179,7 +179,31 @@ func DecodeChatRequest(body []byte) (Decoded, error) {
 	if len(w.ChatTemplateKwargs) > 0 {
 		req.TemplateKwargs = w.ChatTemplateKwargs
 	}
+	req.TemplateKwargs = withEffort(req.TemplateKwargs, w.ReasoningEffort)
 	return w.common.finish(req)
+}
+
+// withEffort passes reasoning_effort low, medium or high to the template
+// as the variable of that name (gpt-oss's template reads it); other values
+// are ignored, and chat_template_kwargs' own reasoning_effort wins.
+func withEffort(kwargs map[string]any, effort *string) map[string]any {
+	if effort == nil {
+		return kwargs
+	}
+	switch *effort {
+	case "low", "medium", "high":
+	default:
+		return kwargs
+	}
+	if _, set := kwargs["reasoning_effort"]; set {
+		return kwargs
+	}
+	out := make(map[string]any, len(kwargs)+1)
+	for k, v := range kwargs {
+		out[k] = v
+	}
+	out["reasoning_effort"] = *effort
+	return out
 }
 
 // completionRequest is the wire shape of POST /v1/completions.

@@ -60,7 +60,17 @@ func TestDecodeChatRequest(t *testing.T) {
 			body: `{"model":"m","messages":[{"role":"user","content":"hi","extra":1}],"user":"u1","metadata":{"k":"v"},"store":false,
 				"service_tier":"auto","parallel_tool_calls":true,"reasoning_effort":"low","modalities":["text"],"logit_bias":{},
 				"some_future_field":{"x":[1,2]},"audio":null}`,
-			want: Decoded{Request: infer.Request{Model: "m", Chat: true, Messages: user("hi")}},
+			want: Decoded{Request: infer.Request{Model: "m", Chat: true, Messages: user("hi"), TemplateKwargs: map[string]any{"reasoning_effort": "low"}}},
+		},
+		{
+			name: "reasoning_effort_beside_kwargs",
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"high","chat_template_kwargs":{"enable_thinking":true}}`,
+			want: Decoded{Request: infer.Request{Model: "m", Chat: true, Messages: user("hi"), TemplateKwargs: map[string]any{"enable_thinking": true, "reasoning_effort": "high"}}},
+		},
+		{
+			name: "reasoning_effort_minimal_ignored_kwargs_win",
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"reasoning_effort":"minimal","chat_template_kwargs":{"reasoning_effort":"low"}}`,
+			want: Decoded{Request: infer.Request{Model: "m", Chat: true, Messages: user("hi"), TemplateKwargs: map[string]any{"reasoning_effort": "low"}}},
 		},
 		{
 			name: "tools_and_history",

@@ -52,7 +52,8 @@
 //
 // reasoning.effort maps to the chat template's enable_thinking: any effort
 // but "none" sets it true, "none" sets it false, and no reasoning (or no
-// effort) leaves the template's default. Skulk has no finer effort levels.
+// effort) leaves the template's default. low, medium and high also set the
+// template variable reasoning_effort, which gpt-oss's template reads.
 //
 // store (default true) keeps the response's conversation (its input,
 // after the previous response's, and its output) so that a later request

@@ -579,7 +579,7 @@ func (t *textConfig) schema() (json.RawMessage, TextConfig, error) {
 
 // Reasoning efforts. Any effort but "none" turns the chat template's
 // enable_thinking on; "none" turns it off; no effort leaves the template's
-// default.
+// default. low, medium and high also set the template's reasoning_effort.
 var efforts = map[string]bool{"none": false, "minimal": true, "low": true, "medium": true, "high": true, "xhigh": true}
 
 func (r *reasoningConfig) kwargs() (map[string]any, Reasoning, error) {
@@ -597,7 +597,12 @@ func (r *reasoningConfig) kwargs() (map[string]any, Reasoning, error) {
 	if !ok {
 		return nil, echo, infer.ParamErrorf("reasoning.effort", "reasoning.effort must be one of none, minimal, low, medium, high, xhigh, got %s", infer.Quote(*r.Effort))
 	}
-	return map[string]any{"enable_thinking": think}, echo, nil
+	kw := map[string]any{"enable_thinking": think}
+	switch *r.Effort {
+	case "low", "medium", "high":
+		kw["reasoning_effort"] = *r.Effort // the variable gpt-oss's template reads
+	}
+	return kw, echo, nil
 }
 
 // Continue builds the normalized request of d continuing history, the

@@ -138,7 +138,7 @@ func TestDecodeRequest(t *testing.T) {
 		{
 			name: "reasoning_effort_enables_thinking",
 			body: `{"model":"m","input":"hi","reasoning":{"effort":"high","summary":"auto"}}`,
-			want: infer.Request{Model: "m", Chat: true, Messages: []infer.Message{user("hi")}, TemplateKwargs: map[string]any{"enable_thinking": true}},
+			want: infer.Request{Model: "m", Chat: true, Messages: []infer.Message{user("hi")}, TemplateKwargs: map[string]any{"enable_thinking": true, "reasoning_effort": "high"}},
 			check: func(t *testing.T, d Decoded) {
 				if *d.Echo.Reasoning.Effort != "high" || *d.Echo.Reasoning.Summary != "auto" {
 					t.Errorf("echo reasoning %+v", d.Echo.Reasoning)

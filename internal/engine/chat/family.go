@@ -7,11 +7,13 @@ import "strings"
 type Family string
 
 const (
-	FamilyHermes     Family = "hermes"      // <tool_call>{json}</tool_call>: Hermes, Qwen2.5, Qwen3, QwQ
+	FamilyHermes     Family = "hermes"      // <tool_call>{json}</tool_call>: Hermes, Qwen2.5, Qwen3, QwQ; GLM-4.5/4.6
 	FamilyQwen3Coder Family = "qwen3-coder" // <tool_call><function=name><parameter=...>
 	FamilyLlama3     Family = "llama3"      // bare JSON {"name", "parameters"}, <|python_tag|>
 	FamilyMistral    Family = "mistral"     // [TOOL_CALLS][{...}]
 	FamilyDeepSeek   Family = "deepseek"    // <｜tool▁calls▁begin｜> ... <｜tool▁sep｜>
+	FamilyKimi       Family = "kimi"        // <|tool_calls_section_begin|> ... functions.NAME:0
+	FamilyHarmony    Family = "harmony"     // gpt-oss: <|channel|>analysis / final / commentary to=functions.NAME
 	FamilyOther      Family = "other"       // no tool dialect recognised
 )
 
@@ -22,8 +24,10 @@ var familyMarkers = []struct {
 	family  Family
 	markers []string
 }{
+	{FamilyHarmony, []string{"<|channel|>"}},
 	{FamilyQwen3Coder, []string{"<function=", "<parameter="}},
 	{FamilyDeepSeek, []string{"tool▁calls▁begin", "<｜Assistant｜>"}},
+	{FamilyKimi, []string{"<|tool_calls_section_begin|>"}},
 	{FamilyMistral, []string{"[TOOL_CALLS]", "[INST]"}},
 	{FamilyHermes, []string{"<tool_call>"}},
 	{FamilyLlama3, []string{"<|start_header_id|>"}},

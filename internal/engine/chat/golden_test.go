@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -18,8 +19,15 @@ type referenceCase struct {
 
 // TestReferenceCases renders every case of testdata/expected.json and
 // compares it byte for byte with transformers' output.
-func TestReferenceCases(t *testing.T) {
-	data, err := os.ReadFile("testdata/expected.json")
+func TestReferenceCases(t *testing.T) { checkReferenceCases(t, "testdata", 204) }
+
+// TestMoEReferenceCases does the same for the templates of the
+// mixture-of-experts families (gpt-oss, DeepSeek V3.1, Kimi K2, GLM-4.6),
+// rendered by Jinja2 with testdata/moe/render.py.
+func TestMoEReferenceCases(t *testing.T) { checkReferenceCases(t, "testdata/moe", 86) }
+
+func checkReferenceCases(t *testing.T, dir string, want int) {
+	data, err := os.ReadFile(filepath.Join(dir, "expected.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,8 +35,8 @@ func TestReferenceCases(t *testing.T) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		t.Fatal(err)
 	}
-	if len(raw) != 204 {
-		t.Fatalf("expected.json holds %d cases, want 204", len(raw))
+	if len(raw) != want {
+		t.Fatalf("%s/expected.json holds %d cases, want %d", dir, len(raw), want)
 	}
 	passed := 0
 	for _, r := range raw {
@@ -37,7 +45,7 @@ func TestReferenceCases(t *testing.T) {
 			t.Fatal(err)
 		}
 		ok := t.Run(c.ID, func(t *testing.T) {
-			got, err := RenderCase("testdata", r)
+			got, err := RenderCase(dir, r)
 			switch {
 			case c.Rendered != nil:
 				if err != nil {

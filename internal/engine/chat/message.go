@@ -10,9 +10,12 @@ type Message struct {
 	// NullContent sends content as null (an assistant turn that only calls tools).
 	NullContent      bool
 	ReasoningContent string
-	ToolCalls        []ToolCall
-	ToolCallID       string
-	Name             string
+	// Thinking is the reasoning under the name gpt-oss's harmony template
+	// reads (message.thinking); callers set it for that family only.
+	Thinking   string
+	ToolCalls  []ToolCall
+	ToolCallID string
+	Name       string
 }
 
 // ToolCall is one call in an assistant message.
@@ -25,7 +28,7 @@ type ToolCall struct {
 }
 
 // Object returns m in the key order of an OpenAI chat message: role,
-// content, reasoning_content, tool_calls, tool_call_id, name.
+// content, reasoning_content, thinking, tool_calls, tool_call_id, name.
 func (m Message) Object() Object {
 	o := Object{{Key: "role", Value: m.Role}}
 	if m.NullContent {
@@ -35,6 +38,9 @@ func (m Message) Object() Object {
 	}
 	if m.ReasoningContent != "" {
 		o = append(o, Field{Key: "reasoning_content", Value: m.ReasoningContent})
+	}
+	if m.Thinking != "" {
+		o = append(o, Field{Key: "thinking", Value: m.Thinking})
 	}
 	if len(m.ToolCalls) > 0 {
 		calls := make([]any, len(m.ToolCalls))

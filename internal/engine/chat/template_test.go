@@ -173,6 +173,10 @@ func TestDetectFamily(t *testing.T) {
 		{"microsoft-Phi-3.5-mini-instruct.jinja", FamilyOther},
 		{"mistralai-Mistral-Nemo-Instruct-2407.jinja", FamilyMistral},
 		{"teknium-OpenHermes-2.5-Mistral-7B.jinja", FamilyOther},
+		{"moe/openai-gpt-oss-120b.jinja", FamilyHarmony},
+		{"moe/deepseek-ai-DeepSeek-V3.1.jinja", FamilyDeepSeek},
+		{"moe/GLM-4.6.jinja", FamilyHermes}, // shares <tool_call>; its body is <arg_key>/<arg_value> pairs
+		{"moe/moonshotai-Kimi-K2.jinja", FamilyKimi},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

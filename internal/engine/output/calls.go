@@ -14,8 +14,8 @@ func (ts toolSet) offered(name string) bool {
 	return ok
 }
 
-// parseTagged reads the body of a <tool_call> block: Hermes JSON or
-// Qwen3-Coder XML, whichever it looks like.
+// parseTagged reads the body of a <tool_call> block: Hermes JSON,
+// Qwen3-Coder XML or GLM's arg_key/arg_value pairs, whichever it looks like.
 func (ts toolSet) parseTagged(inner string) (name, args string, ok bool) {
 	body := strings.TrimSpace(inner)
 	switch {
@@ -24,7 +24,63 @@ func (ts toolSet) parseTagged(inner string) (name, args string, ok bool) {
 	case strings.HasPrefix(body, "<function="):
 		return ts.parseXMLCall(body)
 	}
-	return "", "", false
+	return ts.parseGLMCall(body)
+}
+
+// parseGLMCall reads GLM-4.5/4.6's form (their templates print
+// <tool_call> too, so they share the Hermes dialect):
+//
+//	NAME
+//	<arg_key>K</arg_key>
+//	<arg_value>V</arg_value>
+//
+// Values are read as parseXMLCall reads them (the template prints
+// non-strings as JSON).
+func (ts toolSet) parseGLMCall(body string) (name, args string, ok bool) {
+	i := strings.IndexAny(body, "<\n")
+	if i < 0 {
+		i = len(body)
+	}
+	name, s := strings.TrimSpace(body[:i]), body[i:]
+	if name == "" || !ts.offered(name) {
+		return "", "", false
+	}
+	var out strings.Builder
+	out.WriteByte('{')
+	seen := map[string]bool{}
+	for {
+		s = strings.TrimLeft(s, " \t\r\n")
+		if s == "" {
+			break
+		}
+		rest, isKey := strings.CutPrefix(s, "<arg_key>")
+		if !isKey {
+			return "", "", false
+		}
+		key, rest, found := strings.Cut(rest, "</arg_key>")
+		if !found || seen[key] {
+			return "", "", false
+		}
+		seen[key] = true
+		rest, isValue := strings.CutPrefix(strings.TrimLeft(rest, " \t\r\n"), "<arg_value>")
+		if !isValue {
+			return "", "", false
+		}
+		value, after, found := strings.Cut(rest, "</arg_value>")
+		if !found {
+			return "", "", false
+		}
+		if len(seen) > 1 {
+			out.WriteByte(',')
+		}
+		out.WriteString(jsonString(key))
+		out.WriteByte(':')
+		out.WriteString(xmlValueJSON(value))
+		s = after
+	}
+	out.WriteByte('}')
+	args, ok = normalizeArgs(json.RawMessage(out.String()))
+	return name, args, ok
 }
 
 // parseJSONCall reads one call object: {"name": ..., "arguments": {...}}

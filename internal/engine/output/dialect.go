@@ -12,7 +12,8 @@ const (
 	// NoDialect parses no calls; marker text is still scrubbed.
 	NoDialect Dialect = iota
 	// Hermes is <tool_call>{"name":..., "arguments":{...}}</tool_call>
-	// (Hermes, Qwen2.5, Qwen3). A Qwen3-Coder XML body is accepted too.
+	// (Hermes, Qwen2.5, Qwen3). A Qwen3-Coder XML body is accepted too, and
+	// GLM-4.5/4.6's NAME<arg_key>K</arg_key><arg_value>V</arg_value>.
 	Hermes
 	// QwenXML is Qwen3-Coder's <tool_call><function=NAME><parameter=P>
 	// value</parameter></function></tool_call>. A Hermes JSON body is
@@ -24,6 +25,18 @@ const (
 	// Mistral is [TOOL_CALLS][{"name":..., "arguments":{...}}, ...] or the
 	// newer [TOOL_CALLS]NAME[ARGS]{...} (with an optional [CALL_ID]id).
 	Mistral
+	// Harmony is gpt-oss's channels: analysis is reasoning, final (and a
+	// commentary preamble) is content, and a message to=functions.NAME
+	// is a call of NAME (see harmony.go).
+	Harmony
+	// DeepSeek is <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>NAME
+	// <｜tool▁sep｜>{...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜> (V3.1;
+	// R1's "function<｜tool▁sep｜>NAME ```json fence" too).
+	DeepSeek
+	// Kimi is Kimi K2's <|tool_calls_section_begin|><|tool_call_begin|>
+	// functions.NAME:0<|tool_call_argument_begin|>{...}<|tool_call_end|>
+	// ...<|tool_calls_section_end|>.
+	Kimi
 )
 
 var dialectNames = [...]string{
@@ -32,6 +45,9 @@ var dialectNames = [...]string{
 	QwenXML:   "qwen3_coder",
 	Llama3:    "llama3",
 	Mistral:   "mistral",
+	Harmony:   "harmony",
+	DeepSeek:  "deepseek",
+	Kimi:      "kimi",
 }
 
 func (d Dialect) String() string {
@@ -51,7 +67,7 @@ func ParseDialect(name string) (Dialect, error) {
 			return Dialect(d), nil
 		}
 	}
-	return 0, fmt.Errorf("%w %q; use one of none, hermes, qwen3_coder, llama3, mistral", ErrUnknownDialect, name)
+	return 0, fmt.Errorf("%w %q; use one of none, hermes, qwen3_coder, llama3, mistral, harmony, deepseek, kimi", ErrUnknownDialect, name)
 }
 
 // The control markers of every dialect. They are removed from content
@@ -66,7 +82,8 @@ const (
 	tagCallID        = "[CALL_ID]"
 )
 
-var markerVocabulary = []string{tagToolCall, tagToolCallClose, tagPythonTag, tagEOM, tagToolCalls, tagArgs, tagCallID}
+var markerVocabulary = append([]string{tagToolCall, tagToolCallClose, tagPythonTag, tagEOM, tagToolCalls, tagArgs, tagCallID},
+	append(deepSeekSection.all(), kimiSection.all()...)...)
 
 // opener returns the marker that opens a call block in d, if any.
 func (d Dialect) opener() string {
@@ -77,6 +94,9 @@ func (d Dialect) opener() string {
 		return tagPythonTag
 	case Mistral:
 		return tagToolCalls
+	}
+	if m, ok := d.section(); ok {
+		return m.begin
 	}
 	return ""
 }

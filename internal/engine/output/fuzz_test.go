@@ -23,13 +23,35 @@ func FuzzParser(f *testing.F) {
 		"[TOOL_CALLS][ARGS][CALL_ID]<tool_call></tool_call>",
 		"plan</think>x<think>y",
 		"{\"a\": \"\\\"}\", \"b\": [{]}",
+		"<think>x</think><tool_call>get_weather\n<arg_key>location</arg_key>\n<arg_value>Oslo</arg_value>\n</tool_call>",
 	}
 	for i, s := range seeds {
 		f.Add(s, uint8(i%5), uint8(i))
 	}
+	harmony := []string{
+		"<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>final<|message|>answer<|return|>",
+		"<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"location\": \"Oslo\"}<|call|>",
+		"<|start|>assistant to=functions.x<|channel|>commentary json<|message|>{}<|end|><|channel|>final<|message|><|mes<|message|>sage|>",
+		"text<|end|><|channel|><|constrain|>",
+	}
+	sections := []struct {
+		d    Dialect
+		text string
+	}{
+		{DeepSeek, "a<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{\"location\": \"Oslo\"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>b"},
+		{DeepSeek, "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>x\n```json\n{}\n```<｜tool▁call▁end｜>"},
+		{Kimi, "<|tool_calls_section_begin|><|tool_call_begin|>functions.x:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"},
+	}
+	for _, s := range sections {
+		f.Add(s.text, uint8(s.d), uint8(4))
+	}
+	for _, s := range harmony {
+		f.Add(s, uint8(Harmony), uint8(0))
+		f.Add(s, uint8(Harmony), uint8(4))
+	}
 	f.Fuzz(func(t *testing.T, text string, dialect, flags uint8) {
 		cfg := Config{
-			Dialect:          Dialect(dialect % 5),
+			Dialect:          Dialect(dialect % 8),
 			ReasoningEnabled: flags&1 != 0,
 			StartInReasoning: flags&2 != 0,
 		}

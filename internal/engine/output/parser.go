@@ -31,17 +31,18 @@ var ErrConfig = errors.New("output: invalid parser config")
 // events. Events from Push and Close, concatenated, are the same (after
 // Coalesce) however the text was chunked.
 type Parser struct {
-	think  thinkSplitter
-	tools  toolStage
-	closed bool
-	out    []Event
-	emit   func(Kind, string)
+	harmony *harmonySplitter // set for the Harmony dialect, which replaces both stages
+	think   thinkSplitter
+	tools   toolStage
+	closed  bool
+	out     []Event
+	emit    func(Kind, string)
 }
 
 // NewParser returns a Parser for cfg.
 func NewParser(cfg Config) (*Parser, error) {
-	if cfg.Dialect > Mistral {
-		return nil, fmt.Errorf("%w: dialect %v; use one of none, hermes, qwen3_coder, llama3, mistral", ErrConfig, cfg.Dialect)
+	if cfg.Dialect > Kimi {
+		return nil, fmt.Errorf("%w: dialect %v; use one of none, hermes, qwen3_coder, llama3, mistral, harmony, deepseek, kimi", ErrConfig, cfg.Dialect)
 	}
 	tools := toolSet{}
 	for _, name := range cfg.OfferedTools {
@@ -49,6 +50,12 @@ func NewParser(cfg Config) (*Parser, error) {
 			return nil, fmt.Errorf("%w: an offered tool has an empty name", ErrConfig)
 		}
 		tools[name] = struct{}{}
+	}
+	if cfg.Dialect == Harmony {
+		// Harmony's channels say what is reasoning whatever the flags; with
+		// no tools offered a call's body is delivered as content.
+		h := newHarmonySplitter(tools, cfg.NewID)
+		return &Parser{harmony: &h}, nil
 	}
 	d := cfg.Dialect
 	if len(tools) == 0 {
@@ -77,6 +84,10 @@ func (p *Parser) Push(chunk string) []Event {
 	if p.closed {
 		return nil
 	}
+	if p.harmony != nil {
+		p.out = p.harmony.push(chunk, false, p.out)
+		return p.take()
+	}
 	p.think.push(chunk, false, p.emit)
 	return p.take()
 }
@@ -88,6 +99,10 @@ func (p *Parser) Close() []Event {
 		return nil
 	}
 	p.closed = true
+	if p.harmony != nil {
+		p.out = p.harmony.push("", true, p.out)
+		return p.take()
+	}
 	p.think.push("", true, p.emit)
 	p.out = p.tools.push("", true, p.out)
 	return p.take()

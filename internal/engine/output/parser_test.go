@@ -176,7 +176,7 @@ func TestParserConfigErrors(t *testing.T) {
 			t.Errorf("NewParser(%+v) error = %v, want ErrConfig", cfg, err)
 		}
 	}
-	for _, name := range []string{"none", "hermes", "qwen3_coder", "llama3", "mistral"} {
+	for _, name := range []string{"none", "hermes", "qwen3_coder", "llama3", "mistral", "harmony", "deepseek", "kimi"} {
 		d, err := ParseDialect(name)
 		if err != nil || d.String() != name {
 			t.Errorf("ParseDialect(%q) = %v, %v", name, d, err)

@@ -18,6 +18,7 @@ const (
 	stMistralArgs                   // after NAME[ARGS], before the object
 	stMistralJSON                   // inside the [ARGS] object
 	stMistralArray                  // inside the [TOOL_CALLS] JSON array
+	stSection                       // inside a DeepSeek or Kimi call section
 )
 
 // maxNameLen bounds a Mistral tool name read before [ARGS], so a marker
@@ -82,6 +83,19 @@ func (t *toolStage) step(final bool, out []Event) ([]Event, bool) {
 		t.buf = rest
 		name, args, ok := t.tools.parseTagged(inner)
 		return t.finish(out, inner, name, args, ok), true
+	case stSection:
+		m, _ := t.dialect.section()
+		e := strings.Index(t.buf[t.closeFrom:], m.end)
+		if e < 0 && !final {
+			t.closeFrom = max(0, len(t.buf)-len(m.end)+1)
+			return out, false
+		}
+		inner, rest := t.buf, ""
+		if e >= 0 {
+			inner, rest = t.buf[:t.closeFrom+e], t.buf[t.closeFrom+e+len(m.end):]
+		}
+		t.buf = rest
+		return t.sectionCalls(out, m, inner), true
 	case stPython:
 		i := skipSpace(t.buf, 0, "")
 		if i == len(t.buf) {
@@ -198,6 +212,8 @@ func (t *toolStage) open(marker string) {
 		t.st = stPython
 	case tagToolCalls:
 		t.st = stMistral
+	case deepSeekSection.begin, kimiSection.begin:
+		t.st, t.closeFrom = stSection, 0
 	}
 }
 

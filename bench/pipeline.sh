@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# pipeline.sh measures one model split across two nodes against the same
+# model on one node, side by side in one run (issue 15's benchmarks).
+#
+#   sudo bench/pipeline.sh [MODEL] [--rounds N] [--skulk BIN] [--json]
+#
+# Three network namespaces on one bridge, each running `skulk run` with one
+# engine thread and pinned with taskset: the two stage nodes on cores 0 and
+# 1 (one core each, the cluster under test), the single node on core 0 (idle
+# while the pipeline is measured, and the other way round). The load comes
+# from bench/pipeline.mjs in the root namespace, alternating between the
+# two, round by round: single-stream decode, aggregate decode at 4 and 8
+# concurrent streams, time to first token of a 1024-token prompt, and the
+# per-hop latency the node reports for the instance's edges
+# (/v1/diagnostics/cluster) next to a raw TCP ping-pong of one hidden row
+# on the same veth pair.
+#
+# MODEL defaults to a synthesized 1b-shape Q8_0 (written once to
+# $TMPDIR/skulk-bench-1b-q8_0.gguf, ~1.1 GB). Needs root, iproute2, taskset,
+# node. Leaves nothing behind: the namespaces, the bridge and the homes go
+# at exit.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+
+model="" rounds=3 skulk="" json=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds) rounds=$2; shift 2 ;;
+	--skulk) skulk=$2; shift 2 ;;
+	--json) json=--json; shift ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
+	*) model=$1; shift ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "pipeline.sh: needs root (network namespaces)" >&2; exit 1; }
+for c in ip taskset node; do
+	command -v "$c" >/dev/null || { echo "pipeline.sh: $c is not installed" >&2; exit 1; }
+done
+[ "$(nproc)" -ge 2 ] || { echo "pipeline.sh: needs 2 cores (one per stage node)" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/skulk-pipeline-bench.XXXXXX")
+if [ -z "$skulk" ]; then
+	skulk="$work/skulk"
+	(cd "$root" && go build -o "$skulk" ./cmd/skulk)
+fi
+if [ -z "$model" ]; then
+	model="${TMPDIR:-/tmp}/skulk-bench-1b-q8_0.gguf"
+	[ -f "$model" ] || "$skulk" dev synth --shape 1b --type Q8_0 --out "$model" >&2
+fi
+model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
+
+ns=(skpb1 skpb2 skpb3) # stage node A, stage node B, the single node
+br=br0 sw=skpbsw
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	sleep 1
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	if [ -n "${failed:-}" ]; then
+		for n in "${ns[@]}"; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2 || true; done
+	fi
+	for n in "${ns[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
+	ip link del skpbc 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The bridge lives in a namespace of its own, so the root namespace's
+# firewall (a FORWARD policy of DROP, as Docker sets) does not see it; the
+# root namespace reaches it through one more veth pair, for the client.
+ip netns add "$sw"
+ip -n "$sw" link add "$br" type bridge
+ip -n "$sw" link set "$br" up
+ip link add skpbc type veth peer name up0 netns "$sw"
+ip -n "$sw" link set up0 master "$br" up
+ip addr add 10.88.0.254/24 dev skpbc
+ip link set skpbc up
+for i in 0 1 2; do
+	n=${ns[$i]}
+	ip netns add "$n"
+	ip -n "$sw" link add "p$i" type veth peer name eth0 netns "$n"
+	ip -n "$sw" link set "p$i" master "$br" up
+	ip -n "$n" addr add "10.88.0.$((i + 1))/24" dev eth0
+	ip -n "$n" link set eth0 up
+	ip -n "$n" link set lo up
+done
+
+export SKULK_API_KEY=bench-admin-key SKULK_IMPORT_DIRS="$(dirname "$model")" SKULK_OFFLINE=1
+clusterkey=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+# start NS CORE KEY [args...]: a node in namespace NS pinned to CORE.
+start() {
+	local n=$1 core=$2 key=$3
+	shift 3
+	mkdir -p "$work/$n"
+	SKULK_CLUSTER_KEY=$key ip netns exec "$n" taskset -c "$core" "$skulk" run --home "$work/$n" \
+		--threads 1 --no-mdns --log-level "${LOG_LEVEL:-warn}" "$@" >"$work/$n.log" 2>&1 &
+	pids+=($!)
+	disown
+}
+start skpb1 0 "$clusterkey"
+start skpb2 1 "$clusterkey" --bootstrap-peers 10.88.0.1:52416
+start skpb3 0 "single-$clusterkey"
+
+failed=1
+node "$here/pipeline.mjs" --model "$model" --rounds "$rounds" --key "$SKULK_API_KEY" \
+	--pipeline http://10.88.0.1:52415,http://10.88.0.2:52415 --single http://10.88.0.3:52415 \
+	--ping-ns skpb1,skpb2 --ping-addr 10.88.0.2 $json
+failed=
