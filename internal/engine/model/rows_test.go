@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
@@ -15,9 +16,19 @@ import (
 // Forward. A fourth sequence takes its prompt's first part from another
 // cache with CopyPrefix and must then match too.
 func TestStepRowsBitIdentical(t *testing.T) {
-	for _, typ := range []tensor.Type{tensor.F32, tensor.Q8_0} {
-		t.Run(typ.String(), func(t *testing.T) {
-			s, _ := openShard(t, smallModel(t, typ), whole, Options{Threads: 2})
+	// A quantized cache needs heads of whole 32-element blocks.
+	wideHeads := func(t *testing.T, typ tensor.Type) string {
+		return synthFile(t, synth.Shape{Name: "small32", Arch: "llama", NEmbd: 128, NLayer: 2, NHead: 4, NHeadKV: 2,
+			NFF: 256, NVocab: 300, RopeBase: 10000, CtxLen: 2048}, typ)
+	}
+	for _, tc := range []struct {
+		typ   tensor.Type
+		cache string
+		model func(*testing.T, tensor.Type) string
+	}{{tensor.F32, "", smallModel}, {tensor.Q8_0, "", smallModel}, {tensor.Q8_0, "q8_0", wideHeads}, {tensor.Q8_0, "q4_0", wideHeads}} {
+		typ := tc.typ
+		t.Run(typ.String()+"/cache="+tc.cache, func(t *testing.T) {
+			s, _ := openShard(t, tc.model(t, typ), whole, Options{Threads: 2, CacheType: tc.cache})
 			rng := rand.New(rand.NewPCG(3, 4))
 			const seqs = 4
 			toks := make([][]int32, seqs) // prompt then decode tokens, fed in order
