@@ -114,7 +114,7 @@ func newGenerateCmd(s stdio) *cobra.Command {
 			Prefill      float64 `json:"prefill_tokens_per_s"`
 			Decode       float64 `json:"decode_tokens_per_s"`
 			DraftN       int     `json:"draft_n,omitempty"`
-			DraftAccN    int     `json:"draft_accepted_n,omitempty"`
+			DraftAccN    int     `json:"draft_n_accepted,omitempty"`
 		}{ids, gen, string(generated), st.FinishReason, params.Sample.Seed, st.PrefillTokensPerSecond(), st.DecodeTokensPerSecond(),
 			st.DraftTokens, st.DraftAccepted})
 	}

@@ -24,7 +24,7 @@ type cliGeneration struct {
 	FinishReason string  `json:"finish_reason"`
 	Seed         uint64  `json:"seed"`
 	DraftN       int     `json:"draft_n"`
-	DraftAccN    int     `json:"draft_accepted_n"`
+	DraftAccN    int     `json:"draft_n_accepted"`
 }
 
 func generateJSON(t *testing.T, args ...string) cliGeneration {

@@ -158,6 +158,15 @@ type Engine struct {
 	// CPU: "generic" (the portable Go kernels), "avx2" (no AVX-512) or
 	// "neon" (no SDOT); empty means the best the CPU has. For testing.
 	Kernels string
+	// Slots (SKULK_SLOTS) is how many requests each runner generates at
+	// once; 0 leaves the runner's default (runner.DefaultSlots, as far as
+	// the window holds them). A runner refuses to load with more than its
+	// window holds.
+	Slots int
+	// PrefixCacheMB (SKULK_PREFIX_CACHE_MB) bounds each runner's prefix
+	// cache; nil leaves the runner's default (the KV memory placement
+	// admitted for its window), 0 keeps none.
+	PrefixCacheMB *int
 }
 
 // Kernel caps; tensor.Capped accepts the same names.
@@ -172,11 +181,30 @@ func EngineFromEnv(getenv func(string) string) (Engine, error) {
 	e := Engine{Kernels: strings.ToLower(strings.TrimSpace(getenv("SKULK_KERNELS")))}
 	switch e.Kernels {
 	case "", KernelsGeneric, KernelsAVX2, KernelsNEON:
-		return e, nil
+	default:
+		return Engine{}, fmt.Errorf("config: SKULK_KERNELS=%q must be %s, %s or %s (or unset for the best the CPU has)",
+			e.Kernels, KernelsGeneric, KernelsAVX2, KernelsNEON)
 	}
-	return Engine{}, fmt.Errorf("config: SKULK_KERNELS=%q must be %s, %s or %s (or unset for the best the CPU has)",
-		e.Kernels, KernelsGeneric, KernelsAVX2, KernelsNEON)
+	if v := strings.TrimSpace(getenv("SKULK_SLOTS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSlots {
+			return Engine{}, fmt.Errorf("config: SKULK_SLOTS=%q must be a number of requests from 1 to %d", v, maxSlots)
+		}
+		e.Slots = n
+	}
+	if v := strings.TrimSpace(getenv("SKULK_PREFIX_CACHE_MB")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return Engine{}, fmt.Errorf("config: SKULK_PREFIX_CACHE_MB=%q must be a number of MiB (0 keeps no prefix cache)", v)
+		}
+		e.PrefixCacheMB = &n
+	}
+	return e, nil
 }
+
+// maxSlots bounds SKULK_SLOTS: a runner's slots each hold a cache, and a
+// number beyond any window's means a typo.
+const maxSlots = 1024
 
 // String describes the configuration without its secrets.
 func (n Node) String() string {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -214,6 +215,36 @@ func TestEngineFromEnv(t *testing.T) {
 		e, err := EngineFromEnv(env(map[string]string{"SKULK_KERNELS": tt.env}))
 		if e.Kernels != tt.want || (err != nil) != tt.wantErr {
 			t.Errorf("SKULK_KERNELS=%q: %+v, %v; want %q (error %v)", tt.env, e, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// TestEngineServingSettings: SKULK_SLOTS and SKULK_PREFIX_CACHE_MB are
+// read, and values a runner could not use refused at start.
+func TestEngineServingSettings(t *testing.T) {
+	for _, tt := range []struct {
+		slots, prefix string
+		want          string // the settings as "slots/prefix", or the error
+	}{
+		{"", "", "0/default"},
+		{"16", "256", "16/256"},
+		{" 2 ", "0", "2/0"},
+		{"0", "", `SKULK_SLOTS="0" must be a number of requests from 1 to 1024`},
+		{"many", "", `SKULK_SLOTS="many"`},
+		{"", "-1", `SKULK_PREFIX_CACHE_MB="-1" must be a number of MiB`},
+	} {
+		e, err := EngineFromEnv(env(map[string]string{"SKULK_SLOTS": tt.slots, "SKULK_PREFIX_CACHE_MB": tt.prefix}))
+		got := ""
+		switch {
+		case err != nil:
+			got = err.Error()
+		case e.PrefixCacheMB == nil:
+			got = fmt.Sprintf("%d/default", e.Slots)
+		default:
+			got = fmt.Sprintf("%d/%d", e.Slots, *e.PrefixCacheMB)
+		}
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("SKULK_SLOTS=%q SKULK_PREFIX_CACHE_MB=%q: %s, want %s", tt.slots, tt.prefix, got, tt.want)
 		}
 	}
 }

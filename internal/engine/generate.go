@@ -38,6 +38,13 @@ type GenerateParams struct {
 	Draft Drafter
 	// DraftMax caps the tokens drafted per pass; 0 = DefaultDraftMax.
 	DraftMax int
+	// Prefill, when set, runs the prompt instead of a new cache and one
+	// Forward: it returns the cache Step is given (the sequence's, holding
+	// the prompt, of at most capacity positions; nil for a Step that keeps
+	// its own) and the logits after the prompt. It must give Forward's
+	// logits bit for bit (the runner reads prompts in chunks between other
+	// sequences' steps, and reuses cached prefixes).
+	Prefill func(prompt []int32, capacity int) (*model.Cache, []float32, error)
 }
 
 // Constraint restricts what may be generated; grammar.Constraint is one.
@@ -147,7 +154,14 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 			return r.Logits, err
 		}
 	}
-	cache := m.Shard.NewCache(len(prompt) + budget)
+	prefill := p.Prefill
+	if prefill == nil {
+		prefill = func(prompt []int32, capacity int) (*model.Cache, []float32, error) {
+			c := m.Shard.NewCache(capacity)
+			r, err := m.Shard.Forward(c, model.Batch{Tokens: prompt})
+			return c, r.Logits, err
+		}
+	}
 	sampler := sample.New(p.Sample, m.Config.NVocab)
 	if p.Constraint != nil {
 		sampler.SetConstraint(p.Constraint)
@@ -155,15 +169,14 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	text := textStream{tok: m.Tok}
 
 	start := time.Now()
-	res, err := m.Shard.Forward(cache, model.Batch{Tokens: prompt})
+	cache, logits, err := prefill(prompt, len(prompt)+budget)
 	if err != nil {
 		return st, fmt.Errorf("engine: prefill: %w", err)
 	}
 	st.Prefill = time.Since(start)
-	logits := res.Logits
 	var history []int32
 	spec := speculation{}
-	if p.Draft != nil && !(p.Sample.Temperature > 0) && p.Constraint == nil {
+	if p.Draft != nil && !(p.Sample.Temperature > 0) && p.Constraint == nil && cache != nil {
 		spec = speculation{d: p.Draft, max: p.DraftMax, seq: slices.Clone(prompt)}
 		if spec.max <= 0 {
 			spec.max = DefaultDraftMax

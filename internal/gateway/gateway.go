@@ -75,6 +75,10 @@ type Observer interface {
 	TokenGap(model string, d time.Duration)
 	// Tokens is a finished task's usage, from its final chunk.
 	Tokens(model string, prompt, generated int)
+	// Timings are a finished generation's timings, from its final chunk:
+	// the prompt tokens the prefix cache served and the runner's prompt
+	// and decode times.
+	Timings(model string, cached int, prompt, decode time.Duration)
 }
 
 // Gateway is the owner side of the requests this
@@ -208,6 +212,11 @@ func (t *taskObservation) chunk(c *infer.Chunk) {
 		t.finished = true
 		if c.Usage != nil {
 			t.o.Tokens(t.model, c.Usage.PromptTokens, c.Usage.CompletionTokens)
+		}
+		if c.Usage != nil && c.Usage.Timings != nil {
+			ms := func(v float64) time.Duration { return time.Duration(v * float64(time.Millisecond)) }
+			tm := c.Usage.Timings
+			t.o.Timings(t.model, tm.CacheN, ms(tm.PromptMs), ms(tm.PredictedMs))
 		}
 	case c.Kind == infer.ChunkError:
 		t.finished = true

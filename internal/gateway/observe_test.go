@@ -21,6 +21,9 @@ func (r *recorder) TokenGap(model string, d time.Duration) {
 func (r *recorder) Tokens(model string, prompt, generated int) {
 	r.got = append(r.got, fmt.Sprintf("tokens %s %d %d", model, prompt, generated))
 }
+func (r *recorder) Timings(model string, cached int, prompt, decode time.Duration) {
+	r.got = append(r.got, fmt.Sprintf("timings %s %d %s %s", model, cached, prompt, decode))
+}
 
 // TestTaskObservation feeds a task's chunks, one a second, through the
 // observation the forwarder keeps and checks what the Observer hears.
@@ -53,6 +56,10 @@ func TestTaskObservation(t *testing.T) {
 		{"embedding counts its prompt", infer.TaskPayload{Embed: &infer.EmbedRequest{}},
 			[]infer.Chunk{{Kind: infer.ChunkDone, Usage: usage(7, 0), Embeddings: [][]float32{{1}}}},
 			[]string{"tokens m 7 0"}},
+		{"timings are counted", infer.TaskPayload{Generate: &infer.Request{}},
+			[]infer.Chunk{prompt, text("a"), {Kind: infer.ChunkDone, FinishReason: infer.FinishStop, Usage: &infer.Usage{PromptTokens: 5, CompletionTokens: 1,
+				CachedTokens: 2, Timings: infer.NewTimings(2, 3, 1.5, 1, 0)}}},
+			[]string{"first m 2s", "tokens m 5 1", "timings m 2 1.5ms 0s"}},
 		{"count_tokens runs no model", infer.TaskPayload{Generate: &infer.Request{CountOnly: true}},
 			[]infer.Chunk{{Kind: infer.ChunkDone, Usage: usage(9, 0)}},
 			nil},

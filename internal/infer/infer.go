@@ -144,14 +144,46 @@ type TopLogprob struct {
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
+	// CachedTokens of the prompt's were served from the runner's prefix
+	// cache instead of being evaluated.
+	CachedTokens int `json:"cached_tokens,omitempty"`
+	// Timings are the generation's counts and times, on the done chunk.
+	Timings *Timings `json:"timings,omitempty"`
 }
 
-// Timings are a generation's engine counts beyond usage, on its done chunk.
+// Timings are one generation's token counts and times, in llama-server's
+// names and units: the prompt tokens evaluated (cached ones apart) and the
+// time to read them, the tokens generated and the time from the first to
+// the last.
 type Timings struct {
-	// DraftN counts the tokens speculative decoding drafted and verified;
-	// DraftAcceptedN those of them the model's own greedy choice matched.
-	DraftN         int `json:"draft_n"`
-	DraftAcceptedN int `json:"draft_accepted_n"`
+	CacheN              int     `json:"cache_n"`
+	PromptN             int     `json:"prompt_n"`
+	PromptMs            float64 `json:"prompt_ms"`
+	PromptPerTokenMs    float64 `json:"prompt_per_token_ms"`
+	PromptPerSecond     float64 `json:"prompt_per_second"`
+	PredictedN          int     `json:"predicted_n"`
+	PredictedMs         float64 `json:"predicted_ms"`
+	PredictedPerTokenMs float64 `json:"predicted_per_token_ms"`
+	PredictedPerSecond  float64 `json:"predicted_per_second"`
+	// DraftN counts the tokens speculative decoding drafted and verified,
+	// DraftNAccepted those of them the model's own greedy choice matched
+	// (llama-server's names); absent when it did not draft.
+	DraftN         int `json:"draft_n,omitempty"`
+	DraftNAccepted int `json:"draft_n_accepted,omitempty"`
+}
+
+// NewTimings fills the rates of n tokens in ms milliseconds.
+func NewTimings(cacheN, promptN int, promptMs float64, predictedN int, predictedMs float64) *Timings {
+	per := func(n int, ms float64) (perToken, perSecond float64) {
+		if n <= 0 || ms <= 0 {
+			return 0, 0
+		}
+		return ms / float64(n), 1000 * float64(n) / ms
+	}
+	t := &Timings{CacheN: cacheN, PromptN: promptN, PromptMs: promptMs, PredictedN: predictedN, PredictedMs: predictedMs}
+	t.PromptPerTokenMs, t.PromptPerSecond = per(promptN, promptMs)
+	t.PredictedPerTokenMs, t.PredictedPerSecond = per(predictedN, predictedMs)
+	return t
 }
 
 // Chunk is one piece of a streamed answer.
@@ -167,10 +199,7 @@ type Chunk struct {
 	// end-of-turn token (or anything else) ended it.
 	StopSequence string `json:"stop_sequence,omitempty"`
 	Usage        *Usage `json:"usage,omitempty"`
-	// Timings, on a done chunk, are the generation's speculative decoding
-	// counts when it drafted.
-	Timings *Timings `json:"timings,omitempty"`
-	Error   *Error   `json:"error,omitempty"`
+	Error        *Error `json:"error,omitempty"`
 	// Embeddings are the vectors of an embedding task, on its done chunk
 	// (whose Usage counts the inputs' tokens).
 	Embeddings [][]float32 `json:"embeddings,omitempty"`

@@ -54,6 +54,9 @@ type Metrics struct {
 	tokenGap        *prometheus.HistogramVec
 	promptTokens    *prometheus.CounterVec
 	generatedTokens *prometheus.CounterVec
+	cachedTokens    *prometheus.CounterVec
+	promptSeconds   *prometheus.CounterVec
+	decodeSeconds   *prometheus.CounterVec
 	downloadBytes   *prometheus.CounterVec
 	downloadFails   *prometheus.CounterVec
 }
@@ -74,6 +77,12 @@ func New(b Build) *Metrics {
 		Help: "Prompt tokens of the generations and embeddings this node's API answered, from their final usage, by model."}, []string{"model"})
 	m.generatedTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "generated_tokens_total",
 		Help: "Tokens generated for this node's API, from the final usage, by model."}, []string{"model"})
+	m.cachedTokens = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "cached_prompt_tokens_total",
+		Help: "Prompt tokens a runner's prefix cache served instead of evaluating them (counted in prompt_tokens_total too), by model."}, []string{"model"})
+	m.promptSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "prompt_eval_seconds_total",
+		Help: "Time runners spent reading the prompts of this node's generations (their timings' prompt_ms), by model."}, []string{"model"})
+	m.decodeSeconds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "decode_seconds_total",
+		Help: "Time runners spent generating, from each generation's first token to its last (their timings' predicted_ms), by model."}, []string{"model"})
 	m.downloadBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "model_download_bytes_total",
 		Help: "Bytes of model weights this node downloaded, by model."}, []string{"model"})
 	m.downloadFails = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "model_download_failures_total",
@@ -82,7 +91,7 @@ func New(b Build) *Metrics {
 		Help: "Always 1; the labels name the software the node runs.", ConstLabels: prometheus.Labels{"version": b.Version, "commit": b.Commit}})
 	info.Set(1)
 	m.reg.MustRegister(m.requests, m.requestSeconds, m.firstToken, m.tokenGap, m.promptTokens, m.generatedTokens,
-		m.downloadBytes, m.downloadFails, info,
+		m.cachedTokens, m.promptSeconds, m.decodeSeconds, m.downloadBytes, m.downloadFails, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -117,6 +126,14 @@ func (m *Metrics) Tokens(model string, prompt, generated int) {
 	if generated > 0 {
 		m.generatedTokens.WithLabelValues(model).Add(float64(generated))
 	}
+}
+
+// Timings counts a finished generation's timings: prompt tokens served
+// from the prefix cache, and the runner's prompt and decode times.
+func (m *Metrics) Timings(model string, cached int, prompt, decode time.Duration) {
+	m.cachedTokens.WithLabelValues(model).Add(float64(max(cached, 0)))
+	m.promptSeconds.WithLabelValues(model).Add(max(prompt, 0).Seconds())
+	m.decodeSeconds.WithLabelValues(model).Add(max(decode, 0).Seconds())
 }
 
 // DownloadBytes counts n bytes of model weights downloaded.

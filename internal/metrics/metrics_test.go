@@ -72,6 +72,8 @@ func TestScrape(t *testing.T) {
 	m.TokenGap("stories260k", 2*time.Millisecond)
 	m.Tokens("stories260k", 5, 64)
 	m.Tokens("stories260k", 5, 0)
+	m.Timings("stories260k", 3, 250*time.Millisecond, 1500*time.Millisecond)
+	m.Timings("stories260k", 1, 250*time.Millisecond, 500*time.Millisecond)
 	m.DownloadBytes("qwen", 1000)
 	m.DownloadBytes("qwen", 24)
 	m.DownloadFailed("qwen")
@@ -98,6 +100,9 @@ func TestScrape(t *testing.T) {
 		{"skulk_http_requests_total", map[string]string{"route": "unmatched", "model": "", "code": "404"}, 1},
 		{"skulk_http_request_duration_seconds", map[string]string{"route": "POST /v1/chat/completions"}, 2},
 		{"skulk_time_to_first_token_seconds", map[string]string{"model": "stories260k"}, 1},
+		{"skulk_cached_prompt_tokens_total", map[string]string{"model": "stories260k"}, 4},
+		{"skulk_prompt_eval_seconds_total", map[string]string{"model": "stories260k"}, 0.5},
+		{"skulk_decode_seconds_total", map[string]string{"model": "stories260k"}, 2},
 		{"skulk_inter_token_latency_seconds", map[string]string{"model": "stories260k"}, 2},
 		{"skulk_prompt_tokens_total", map[string]string{"model": "stories260k"}, 10},
 		{"skulk_generated_tokens_total", map[string]string{"model": "stories260k"}, 64},

@@ -202,17 +202,22 @@ type apiNode interface {
 	do(method, path string, body any) (int, []byte)
 }
 
-// chatAnswer is the choice and usage of a chat completion through n: what
-// two runs of the same request must share.
+// chatAnswer is the choice and token counts of a chat completion through
+// n: what two runs of the same request must share (not the timings, nor
+// the prompt tokens a runner's prefix cache held).
 func chatAnswer(t *testing.T, n apiNode, body map[string]any) string {
 	t.Helper()
 	code, b := n.do("POST", "/v1/chat/completions", body)
 	var resp struct {
 		Choices []json.RawMessage `json:"choices"`
-		Usage   json.RawMessage   `json:"usage"`
+		Usage   struct {
+			PromptTokens     int `json:"prompt_tokens"`
+			CompletionTokens int `json:"completion_tokens"`
+			TotalTokens      int `json:"total_tokens"`
+		} `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &resp); code != 200 || err != nil || len(resp.Choices) != 1 {
 		t.Fatalf("chat: %d %s", code, b)
 	}
-	return string(resp.Choices[0]) + " " + string(resp.Usage)
+	return fmt.Sprintf("%s %+v", resp.Choices[0], resp.Usage)
 }

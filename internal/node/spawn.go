@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strconv"
 
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/infer"
@@ -40,6 +41,12 @@ func runnerFlags(level slog.Level, eng config.Engine) []string {
 	flags := []string{"-log-level", level.String()}
 	if eng.Kernels != "" {
 		flags = append(flags, "-kernels", eng.Kernels)
+	}
+	if eng.Slots > 0 {
+		flags = append(flags, "-slots", strconv.Itoa(eng.Slots))
+	}
+	if eng.PrefixCacheMB != nil {
+		flags = append(flags, "-prefix-cache-mb", strconv.Itoa(*eng.PrefixCacheMB))
 	}
 	return flags
 }

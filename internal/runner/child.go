@@ -15,9 +15,19 @@ import (
 	"github.com/skulk/skulk/internal/infer"
 )
 
-// DefaultSlots is how many tasks a runner generates at once; more wait in
-// arrival order.
-const DefaultSlots = 4
+// DefaultSlots is how many tasks a runner generates at once (the one place
+// the default lives: a node passes its SKULK_SLOTS only when set); more
+// wait in arrival order.
+const DefaultSlots = 8
+
+// serving is how a runner serves its model, from its flags.
+type serving struct {
+	kernels  string // the engine's kernel cap (--kernels)
+	slots    int    // tasks generated at once
+	explicit bool   // slots was set (else DefaultSlots, as far as the window holds them)
+	prefixMB int    // the prefix cache's bound in MiB; 0 keeps none, AutoPrefixCache the window's KV
+	chunk    int    // prompt tokens a step reads of one sequence; 0 reads prompts whole
+}
 
 // readerGrace bounds the wait for the stdin reader at exit.
 const readerGrace = time.Second
@@ -28,7 +38,9 @@ const readerGrace = time.Second
 func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) error {
 	fs := flag.NewFlagSet("skulk runner", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	slots := fs.Int("slots", DefaultSlots, "tasks generated at once")
+	slots := fs.Int("slots", DefaultSlots, "tasks generated at once; more wait in order")
+	prefixMB := fs.Int("prefix-cache-mb", AutoPrefixCache, "MiB of finished sequences' KV cache kept for prompts that start the same way; 0 keeps none, -1 as much as the window's KV cache")
+	chunk := fs.Int("prefill-chunk", DefaultPrefillChunk, "prompt tokens read per step between running sequences' decode steps; 0 reads a prompt whole, stalling them")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	kernels := fs.String("kernels", "", "cap the engine's kernel set: generic, avx2 or neon (a node passes its SKULK_KERNELS); empty uses the best the CPU has")
 	if err := fs.Parse(args); err != nil {
@@ -37,8 +49,13 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	if fs.NArg() > 0 {
 		return fmt.Errorf("runner: unexpected arguments %q", fs.Args())
 	}
-	if *slots < 1 {
+	switch {
+	case *slots < 1:
 		return fmt.Errorf("runner: --slots must be at least 1, got %d", *slots)
+	case *prefixMB < AutoPrefixCache:
+		return fmt.Errorf("runner: --prefix-cache-mb must be -1 (the window's KV), 0 (none) or a number of MiB, got %d", *prefixMB)
+	case *chunk < 0 || *chunk > DefaultStepBudget:
+		return fmt.Errorf("runner: --prefill-chunk must be between 0 and %d, got %d", DefaultStepBudget, *chunk)
 	}
 	if _, err := tensor.Capped(*kernels); err != nil {
 		return fmt.Errorf("runner: --kernels: %w", err)
@@ -51,7 +68,9 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	// (supervise re-emits them). Durations travel as text ("1.5ms"), which
 	// reads better there than JSON's nanosecond count.
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText}))
-	return serve(ctx, stdin, stdout, log, *slots, *kernels)
+	explicit := false
+	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "slots" })
+	return serve(ctx, stdin, stdout, log, serving{kernels: *kernels, slots: *slots, explicit: explicit, prefixMB: *prefixMB, chunk: *chunk})
 }
 
 func durationText(_ []string, a slog.Attr) slog.Attr {
@@ -63,10 +82,10 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 
 // server is the child's state, owned by the goroutine running serve.
 type server struct {
-	log     *slog.Logger
-	slots   int
-	kernels string         // the engine's kernel cap (--kernels)
-	out     chan<- Message // to the writer goroutine
+	log   *slog.Logger
+	slots int
+	opts  serving
+	out   chan<- Message // to the writer goroutine
 
 	state   State
 	model   *loaded          // set once ready
@@ -90,7 +109,7 @@ type readResult struct {
 	err error // a *ProtocolError for a bad line; anything else ends the input
 }
 
-func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger, slots int, kernels string) error {
+func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger, opts serving) error {
 	out := make(chan Message, 64)
 	writeErr := make(chan error, 1)
 	writerDone := make(chan struct{})
@@ -106,7 +125,7 @@ func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Log
 		readLoop(stdin, lines, stopRead)
 	}()
 
-	s := &server{log: log, slots: slots, kernels: kernels, out: out, tasks: map[string]*task{}, done: make(chan *task),
+	s := &server{log: log, slots: opts.slots, opts: opts, out: out, tasks: map[string]*task{}, done: make(chan *task),
 		embeds: map[string]*embedTask{}, embedDone: make(chan *embedTask)}
 	s.loop(ctx, lines, writeErr)
 
@@ -231,7 +250,7 @@ func (s *server) load(spec LoadSpec) {
 	s.status(Status{State: StateLoading})
 	ch := make(chan loadEvent)
 	s.loading = ch
-	go loadModel(spec, s.kernels, s.log, ch)
+	go loadModel(spec, s.opts, s.log, ch)
 }
 
 func (s *server) loadEvent(ev loadEvent) {
@@ -245,6 +264,9 @@ func (s *server) loadEvent(ev loadEvent) {
 		ev.model.close()
 	default:
 		s.model = ev.model
+		if ev.model.slots > 0 {
+			s.slots = ev.model.slots
+		}
 		s.status(Status{State: StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context,
 			BytesPerToken: ev.model.bytesPerToken()})
 	}
@@ -395,7 +417,8 @@ func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
 // loaded is a model ready to serve: a decoder (m) or an encoder (enc).
 type loaded struct {
 	m       *engine.Model
-	steps   *stepper // batches the decode steps of m's tasks
+	steps   *batcher // runs m's tasks' sequences in batched steps
+	slots   int      // tasks generated at once; 0 keeps the flag's
 	enc     *encoderModel
 	stage   *stageRun // set when the runner is one stage of a pipeline
 	context int       // tokens per task, prompt included

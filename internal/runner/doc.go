@@ -36,10 +36,12 @@
 // and exits.
 //
 // Inside the child one goroutine owns the task table, one reads stdin and one
-// writes stdout; each task runs in its own goroutine with its own KV cache, at
-// most Slots at a time, the rest queued in arrival order. The tasks' decode
-// steps meet in one more goroutine, the stepper, which runs the steps that
-// are ready together as one batch (model.Shard.Step), so concurrent tasks
-// share each read of the weights; results are the same as alone. The Client is safe
+// writes stdout; each task runs in its own goroutine, at most Slots at a
+// time, the rest queued in arrival order. The tasks' sequences live in one
+// more goroutine, the batcher, which owns their KV caches and the prefix
+// cache: each step computes the running sequences' decode steps together with
+// chunks of newly arrived prompts (planStep, model.Shard.StepRows), so
+// concurrent tasks share each read of the weights and a long prompt does not
+// stall the running streams; results are the same as alone. The Client is safe
 // for concurrent use; one goroutine owns its task table.
 package runner

@@ -20,7 +20,7 @@ func TestHarmonyRequestPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: string(src)}, "", testLogger(), func() {})
+	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: string(src)}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}

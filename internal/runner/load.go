@@ -33,8 +33,8 @@ type chatSetup struct {
 
 // loadModel opens, checks and warms the model on the kernels within the
 // cap kernels, reporting to ch.
-func loadModel(spec LoadSpec, kernels string, log *slog.Logger, ch chan<- loadEvent) {
-	l, err := openModel(spec, kernels, log, func() { ch <- loadEvent{warming: true} })
+func loadModel(spec LoadSpec, opts serving, log *slog.Logger, ch chan<- loadEvent) {
+	l, err := openModel(spec, opts, log, func() { ch <- loadEvent{warming: true} })
 	if err != nil {
 		log.Error("load failed", "model", spec.ModelPath, "err", err)
 		ch <- loadEvent{err: err}
@@ -43,7 +43,8 @@ func loadModel(spec LoadSpec, kernels string, log *slog.Logger, ch chan<- loadEv
 	ch <- loadEvent{model: l}
 }
 
-func openModel(spec LoadSpec, kernels string, log *slog.Logger, warming func()) (*loaded, error) {
+func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
+	kernels := opts.kernels
 	if spec.ModelPath == "" {
 		return nil, errors.New("runner: load: model_path is required")
 	}
@@ -76,6 +77,10 @@ func openModel(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	if l.context == 0 || l.context > m.Config.ContextLength {
 		l.context = m.Config.ContextLength
 	}
+	if l.slots, err = slotsFor(opts.slots, opts.explicit, l.context, kvBytesPerToken(m.Config)); err != nil {
+		m.Close()
+		return nil, err
+	}
 	l.chat, err = setupChat(m, spec.ChatTemplateOverride)
 	if err != nil {
 		m.Close()
@@ -93,7 +98,8 @@ func openModel(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 		m.Close()
 		return nil, err
 	}
-	l.steps = newStepper(m.Shard, stepGather, nil)
+	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk,
+		prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)
 	return l, nil
 }
 

@@ -24,14 +24,17 @@ func TestSpeculativeRunner(t *testing.T) {
 			if r.content != want.content || r.last.Kind != infer.ChunkDone {
 				t.Fatalf("speculative greedy text %q (%+v), plain %q", r.content, r.last, want.content)
 			}
-			tm := r.last.Timings
-			if tm == nil || tm.DraftN == 0 || tm.DraftAcceptedN > tm.DraftN {
+			var tm *infer.Timings
+			if r.last.Usage != nil {
+				tm = r.last.Usage.Timings
+			}
+			if tm == nil || tm.DraftN == 0 || tm.DraftNAccepted > tm.DraftN {
 				t.Fatalf("done chunk timings %+v, want draft counts", tm)
 			}
-			if spec.Mode == SpeculativeDraft && tm.DraftAcceptedN != tm.DraftN {
-				t.Errorf("the model drafting for itself: %d of %d drafts accepted", tm.DraftAcceptedN, tm.DraftN)
+			if spec.Mode == SpeculativeDraft && tm.DraftNAccepted != tm.DraftN {
+				t.Errorf("the model drafting for itself: %d of %d drafts accepted", tm.DraftNAccepted, tm.DraftN)
 			}
-			t.Logf("%s: %d drafted, %d accepted", spec.Mode, tm.DraftN, tm.DraftAcceptedN)
+			t.Logf("%s: %d drafted, %d accepted", spec.Mode, tm.DraftN, tm.DraftNAccepted)
 			// Concurrent tasks draft each with its own cache (the draft
 			// model's weights are shared) and decode each its own text.
 			chans := make([]<-chan infer.Chunk, 3)
@@ -50,7 +53,7 @@ func TestSpeculativeRunner(t *testing.T) {
 			sampled := greedy(prompt, 16)
 			temp := 0.7
 			sampled.Sampling.Temperature = &temp
-			if r := generateAll(t, c, "sampled", sampled); r.last.Kind != infer.ChunkDone || r.last.Timings != nil {
+			if r := generateAll(t, c, "sampled", sampled); r.last.Kind != infer.ChunkDone || r.last.Usage == nil || r.last.Usage.Timings == nil || r.last.Usage.Timings.DraftN != 0 {
 				t.Fatalf("a sampled request: %+v, want done without draft counts", r.last)
 			}
 		})

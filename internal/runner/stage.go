@@ -169,6 +169,8 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 	if err != nil {
 		return end, err
 	}
+	start := time.Now()
+	var first, last time.Time // the first and last tokens' arrivals, for the timings
 	preq := pipeline.Request{Prompt: p.prompt, MaxTokens: p.params.MaxTokens, Sample: p.params.Sample, Context: l.context,
 		Logprobs: req.Sampling.Logprobs, TopLogprobs: req.Sampling.TopLogprobs}
 	if con != nil {
@@ -207,6 +209,9 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 			}
 		}
 		end.usage.CompletionTokens++
+		if last = time.Now(); first.IsZero() {
+			first = last
+		}
 		if err := st.sampled(tok, text.Push(tok.ID)); err != nil {
 			if !errors.Is(err, engine.ErrStop) {
 				return end, err
@@ -225,6 +230,11 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 	if madeCalls && finish == infer.FinishStop {
 		finish = infer.FinishToolCalls
 	}
+	if first.IsZero() {
+		first, last = time.Now(), time.Now()
+	}
+	end.usage.Timings = timingsOf(engine.Stats{PromptTokens: len(p.prompt), GeneratedTokens: end.usage.CompletionTokens,
+		Prefill: first.Sub(start), Decode: last.Sub(first)}, 0)
 	end.finish, err = con.finish(finish)
 	return end, err
 }

@@ -366,7 +366,7 @@ func TestStructuredErrors(t *testing.T) {
 // empty pieces (never allowed inside a value), and a token's piece is what
 // the streamer sends for it.
 func TestGrammarVocabStories260K(t *testing.T) {
-	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1}, "", testLogger(), func() {})
+	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestGrammarVocabStories260K(t *testing.T) {
 // without a grammar, in the runner's own loop: tok/s, and the masking
 // overhead per token as the difference of ns/token.
 func BenchmarkConstrainedDecode(b *testing.B) {
-	l, err := openModel(LoadSpec{ModelPath: modelPath(b), Threads: 1}, "", testLogger(), func() {})
+	l, err := openModel(LoadSpec{ModelPath: modelPath(b), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func BenchmarkConstrainedDecode(b *testing.B) {
 // Constraint as a task has. The per-token overhead is the difference of
 // ns/token, or mask_accept_only's ns/token.
 func BenchmarkMask(b *testing.B) {
-	l, err := openModel(LoadSpec{ModelPath: modelPath(b), Threads: 1}, "", testLogger(), func() {})
+	l, err := openModel(LoadSpec{ModelPath: modelPath(b), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (t *task) run(ctx context.Context, l *loaded, log *slog.Logger, out chan<- 
 	usage, finish := end.usage, end.finish
 	switch {
 	case err == nil:
-		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, StopSequence: end.stop, Usage: &usage, Timings: end.timings})
+		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: finish, StopSequence: end.stop, Usage: &usage})
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		emit(infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishCancelled, Usage: &usage})
 		finish = infer.FinishCancelled
@@ -114,18 +114,18 @@ func samplingParams(s infer.Sampling, randomSeed func() uint64) sample.Params {
 // ending is how a generation ended: its usage, finish reason and the stop
 // sequence that ended it, if one did.
 type ending struct {
-	usage   infer.Usage
-	finish  string
-	stop    string
-	timings *infer.Timings // speculative decoding's counts, when it drafted
+	usage  infer.Usage
+	finish string
+	stop   string
 }
 
 // generate runs one request to its end and says how it ended (the usage
 // counts what was done on errors too). Chunks other than the last go to emit.
 // The loop is the engine's (engine.Model.Generate, which `skulk generate`
 // runs too); the runner adds its protocol around it: the prompt-size chunk,
-// the grammar of structured output, the stepper's batched decode steps, and
-// the streamer's stop sequences, reasoning and tool-call parsing and logprobs.
+// the grammar of structured output, the batcher's chunked prefill, prefix
+// cache and batched decode steps, and the streamer's stop sequences,
+// reasoning and tool-call parsing and logprobs.
 func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (ending, error) {
 	var end ending
 	p, err := prepare(l, req)
@@ -153,22 +153,27 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	// that opens with it (Anthropic's message_start) can carry it.
 	toClient(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
 	st := newStreamer(m.Tok, p, p.structured.sampling(req.Sampling), emit)
-	// The decode steps go through the stepper, in one batch with the other
-	// tasks' steps. The task takes its seat at its first step, so that the
-	// others' steps do not wait on its prefill.
-	var dec *decoder
+	// The prompt and the decode steps go through the batcher, in steps
+	// with the other tasks' sequences.
+	var seq *sequence
 	defer func() {
-		if dec != nil {
-			dec.leave()
+		if seq != nil {
+			l.steps.finish(seq)
 		}
 	}()
 	params := p.params
 	params.Context = l.context
-	params.Step = func(c *model.Cache, tok int32) ([]float32, error) {
-		if dec == nil {
-			dec = l.steps.join(m.Config.NVocab)
+	params.Prefill = func(prompt []int32, capacity int) (*model.Cache, []float32, error) {
+		var err error
+		seq, err = l.steps.prefill(ctx, prompt, capacity)
+		if err != nil {
+			return nil, nil, err
 		}
-		return dec.step(c, tok)
+		end.usage.CachedTokens = seq.reused
+		return nil, seq.logits, nil
+	}
+	params.Step = func(_ *model.Cache, tok int32) ([]float32, error) {
+		return l.steps.step(ctx, seq, tok)
 	}
 	if con != nil {
 		params.Constraint = con.con
@@ -176,10 +181,16 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	if params.Draft, params.DraftMax, err = l.spec.drafter(m, l.context); err != nil {
 		return end, err
 	}
+	if params.Draft != nil && !(params.Sample.Temperature > 0) && params.Constraint == nil {
+		// Speculation verifies its drafts in one pass over the sequence's
+		// own cache, so this sequence runs beside the batcher, not in it.
+		params.Prefill, params.Step = nil, nil
+	}
 	stats, err := m.Generate(ctx, p.prompt, params, st.token)
 	end.usage.CompletionTokens = stats.GeneratedTokens
+	end.usage.Timings = timingsOf(stats, end.usage.CachedTokens)
 	if stats.DraftTokens > 0 {
-		end.timings = &infer.Timings{DraftN: stats.DraftTokens, DraftAcceptedN: stats.DraftAccepted}
+		end.usage.Timings.DraftN, end.usage.Timings.DraftNAccepted = stats.DraftTokens, stats.DraftAccepted
 	}
 	if err != nil {
 		return end, err
@@ -199,6 +210,13 @@ func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer
 	}
 	end.finish, err = con.finish(finish)
 	return end, err
+}
+
+// timingsOf is a generation's timings: cached prompt tokens are not
+// evaluated, so not counted in prompt_n.
+func timingsOf(s engine.Stats, cached int) *infer.Timings {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return infer.NewTimings(cached, s.PromptTokens-cached, ms(s.Prefill), s.GeneratedTokens, ms(s.Decode))
 }
 
 // prepared is a request turned into tokens and settings.

@@ -65,16 +65,29 @@ func stopReason(c infer.Chunk, toolCalls int) (string, *string) {
 }
 
 // Usage counts the tokens of one answer.
+// As Anthropic counts them, input_tokens excludes the prompt tokens read
+// from the cache, which cache_read_input_tokens counts (present when any
+// were).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens          int `json:"input_tokens"`
+	OutputTokens         int `json:"output_tokens"`
+	CacheReadInputTokens int `json:"cache_read_input_tokens,omitempty"`
 }
 
 func usageFrom(u *infer.Usage) Usage {
 	if u == nil {
 		return Usage{}
 	}
-	return Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	return Usage{InputTokens: u.PromptTokens - u.CachedTokens, OutputTokens: u.CompletionTokens, CacheReadInputTokens: u.CachedTokens}
+}
+
+// timingsFrom is the extension field "timings" (llama-server's): the
+// runner's prompt and decode counts and times, when it measured them.
+func timingsFrom(u *infer.Usage) *infer.Timings {
+	if u == nil {
+		return nil
+	}
+	return u.Timings
 }
 
 // ContentBlock is one block of an answer: text, thinking or tool_use.
@@ -124,6 +137,9 @@ type Message struct {
 	StopReason   *string        `json:"stop_reason"`
 	StopSequence *string        `json:"stop_sequence"`
 	Usage        Usage          `json:"usage"`
+	// Timings are llama-server's extension field: prompt and decode
+	// counts and times.
+	Timings *infer.Timings `json:"timings,omitempty"`
 }
 
 // blocks tracks an answer's content blocks: consecutive text (or
@@ -224,7 +240,7 @@ func (a *Accumulator) Result() Message {
 	}
 	return Message{
 		ID: a.meta.ID, Type: typeMessage, Role: roleAssistant, Model: a.meta.Model,
-		Content: content, StopReason: &reason, StopSequence: seq, Usage: usageFrom(a.done.Usage),
+		Content: content, StopReason: &reason, StopSequence: seq, Usage: usageFrom(a.done.Usage), Timings: timingsFrom(a.done.Usage),
 	}
 }
 
@@ -314,6 +330,8 @@ type MessageDelta struct {
 	Type  string            `json:"type"`
 	Delta MessageDeltaStop  `json:"delta"`
 	Usage MessageDeltaUsage `json:"usage"`
+	// Timings are llama-server's extension field.
+	Timings *infer.Timings `json:"timings,omitempty"`
 }
 
 // MessageDeltaStop is the delta of a message_delta.
@@ -324,8 +342,9 @@ type MessageDeltaStop struct {
 
 // MessageDeltaUsage is the usage of a message_delta.
 type MessageDeltaUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens          int `json:"input_tokens"`
+	OutputTokens         int `json:"output_tokens"`
+	CacheReadInputTokens int `json:"cache_read_input_tokens,omitempty"`
 }
 
 // MessageStop is the payload of message_stop.
@@ -405,9 +424,10 @@ func (s *Stream) Encode(c infer.Chunk) []Event {
 		reason, seq := stopReason(c, s.toolCalls)
 		out = append(out,
 			Event{EventMessageDelta, MessageDelta{
-				Type:  EventMessageDelta,
-				Delta: MessageDeltaStop{StopReason: reason, StopSequence: seq},
-				Usage: MessageDeltaUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens},
+				Type:    EventMessageDelta,
+				Delta:   MessageDeltaStop{StopReason: reason, StopSequence: seq},
+				Usage:   MessageDeltaUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadInputTokens: u.CacheReadInputTokens},
+				Timings: timingsFrom(c.Usage),
 			}},
 			Event{EventMessageStop, MessageStop{Type: EventMessageStop}},
 		)

@@ -70,7 +70,9 @@ func (c *clock) metrics(end time.Time, u *infer.Usage) *Metrics {
 		EvalDuration:       max(0, end.Sub(c.first).Nanoseconds()),
 	}
 	if u != nil {
-		m.PromptEvalCount, m.EvalCount = u.PromptTokens, u.CompletionTokens
+		// As Ollama counts it: the prompt tokens evaluated, not those its
+		// cache held.
+		m.PromptEvalCount, m.EvalCount = u.PromptTokens-u.CachedTokens, u.CompletionTokens
 	}
 	return m
 }

@@ -181,3 +181,14 @@ func TestTimingsSplitAtFirstText(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptEvalCountLeavesOutCachedTokens: as Ollama counts it,
+// prompt_eval_count is the prompt tokens evaluated, not those the cache
+// held.
+func TestPromptEvalCountLeavesOutCachedTokens(t *testing.T) {
+	a := NewGenerateAccumulator("m", t0)
+	a.Add(infer.Chunk{Kind: infer.ChunkDone, FinishReason: infer.FinishStop, Usage: &infer.Usage{PromptTokens: 10, CompletionTokens: 2, CachedTokens: 6}}, at(10))
+	if got := a.Result(); got.PromptEvalCount != 4 || got.EvalCount != 2 {
+		t.Errorf("prompt_eval_count %d, eval_count %d; want 4 and 2", got.PromptEvalCount, got.EvalCount)
+	}
+}

@@ -18,16 +18,36 @@ type Meta struct {
 
 // Usage counts the tokens of one answer.
 type Usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                  `json:"prompt_tokens"`
+	CompletionTokens    int                  `json:"completion_tokens"`
+	TotalTokens         int                  `json:"total_tokens"`
+	PromptTokensDetails *PromptTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// PromptTokensDetails breaks the prompt tokens down: CachedTokens of them
+// came from the runner's prefix cache (present when any did).
+type PromptTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func usageFrom(u *infer.Usage) *Usage {
 	if u == nil {
 		return &Usage{}
 	}
-	return &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	out := &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	if u.CachedTokens > 0 {
+		out.PromptTokensDetails = &PromptTokensDetails{CachedTokens: u.CachedTokens}
+	}
+	return out
+}
+
+// timingsFrom is the extension field "timings" (llama-server's): the
+// runner's prompt and decode counts and times, when it measured them.
+func timingsFrom(u *infer.Usage) *infer.Timings {
+	if u == nil {
+		return nil
+	}
+	return u.Timings
 }
 
 // Object names.
@@ -45,6 +65,8 @@ type ChatCompletionChunk struct {
 	Model   string        `json:"model"`
 	Choices []ChunkChoice `json:"choices"`
 	Usage   *Usage        `json:"usage,omitempty"`
+	// Timings, on the last chunk, are llama-server's extension field.
+	Timings *infer.Timings `json:"timings,omitempty"`
 }
 
 // ChunkChoice is the one choice of a chunk. FinishReason is null until the
@@ -197,6 +219,7 @@ func (s *ChatStream) Encode(c infer.Chunk) []ChatCompletionChunk {
 		}
 		fin := s.chunk(Delta{})
 		fin.Choices[0].FinishReason = &reason
+		fin.Timings = timingsFrom(c.Usage)
 		out = append(out, fin)
 		if s.includeUsage {
 			out = append(out, ChatCompletionChunk{
@@ -216,6 +239,9 @@ type ChatCompletion struct {
 	Model   string       `json:"model"`
 	Choices []ChatChoice `json:"choices"`
 	Usage   *Usage       `json:"usage"`
+	// Timings are llama-server's extension field: prompt and decode
+	// counts and times.
+	Timings *infer.Timings `json:"timings,omitempty"`
 }
 
 // ChatChoice is the one choice of a chat answer.
@@ -280,7 +306,7 @@ func (a *ChatAccumulator) Result() ChatCompletion {
 	}
 	return ChatCompletion{
 		ID: a.meta.ID, Object: ObjectChatCompletion, Created: a.meta.Created, Model: a.meta.Model,
-		Choices: []ChatChoice{choice}, Usage: usageFrom(a.usage),
+		Choices: []ChatChoice{choice}, Usage: usageFrom(a.usage), Timings: timingsFrom(a.usage),
 	}
 }
 
@@ -292,6 +318,9 @@ type TextCompletion struct {
 	Model   string       `json:"model"`
 	Choices []TextChoice `json:"choices"`
 	Usage   *Usage       `json:"usage,omitempty"`
+	// Timings are llama-server's extension field (on the last event of a
+	// stream).
+	Timings *infer.Timings `json:"timings,omitempty"`
 }
 
 // TextChoice is the one choice of a completion. FinishReason is null in
@@ -363,7 +392,9 @@ func (s *CompletionStream) Encode(c infer.Chunk) []TextCompletion {
 		return []TextCompletion{s.event(choice)}
 	case infer.ChunkDone:
 		reason := finishReason(c.FinishReason)
-		out := []TextCompletion{s.event(TextChoice{FinishReason: &reason})}
+		fin := s.event(TextChoice{FinishReason: &reason})
+		fin.Timings = timingsFrom(c.Usage)
+		out := []TextCompletion{fin}
 		if s.includeUsage {
 			out = append(out, TextCompletion{
 				ID: s.meta.ID, Object: ObjectTextCompletion, Created: s.meta.Created, Model: s.meta.Model,
@@ -412,6 +443,7 @@ func (a *CompletionAccumulator) Result() TextCompletion {
 		ID: a.meta.ID, Object: ObjectTextCompletion, Created: a.meta.Created, Model: a.meta.Model,
 		Choices: []TextChoice{{Text: a.text.String(), Logprobs: a.logprobs, FinishReason: &reason}},
 		Usage:   usageFrom(a.usage),
+		Timings: timingsFrom(a.usage),
 	}
 }
 

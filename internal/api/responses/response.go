@@ -58,6 +58,9 @@ type Response struct {
 	Truncation         string             `json:"truncation"`
 	Usage              *Usage             `json:"usage"`
 	User               string             `json:"user,omitempty"`
+	// Timings are llama-server's extension field: the runner's prompt
+	// and decode counts and times.
+	Timings *infer.Timings `json:"timings,omitempty"`
 }
 
 // ResponseError says why a response failed.
@@ -116,7 +119,8 @@ type Usage struct {
 	TotalTokens         int                 `json:"total_tokens"`
 }
 
-// InputTokensDetails breaks input tokens down; Skulk reports no cache hits.
+// InputTokensDetails breaks input tokens down: CachedTokens came from the
+// runner's prefix cache.
 type InputTokensDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }

@@ -380,6 +380,8 @@ func (b *Builder) done(out []Event, c infer.Chunk) []Event {
 	u := Usage{}
 	if c.Usage != nil {
 		u.InputTokens, u.OutputTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+		u.InputTokensDetails.CachedTokens = c.Usage.CachedTokens
+		b.resp.Timings = c.Usage.Timings
 		u.TotalTokens = u.InputTokens + u.OutputTokens
 	}
 	b.resp.Usage = &u
