@@ -11,9 +11,10 @@ import (
 const slotTokens = DefaultPrefillChunk
 
 // kvBytesPerToken is the fp16 key and value cache of one token over every
-// block, as placement charges it.
+// block, as placement charges it (values at their own width: latent
+// attention's are narrower than its keys).
 func kvBytesPerToken(c model.Config) int64 {
-	return 2 * 2 * int64(c.KVDim()) * int64(c.NLayer)
+	return 2 * int64(c.KVDim()+c.VDim()) * int64(c.NLayer)
 }
 
 // slotsFor is the number of slots a runner serves with: the slots asked

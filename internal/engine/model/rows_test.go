@@ -21,13 +21,24 @@ func TestStepRowsBitIdentical(t *testing.T) {
 		return synthFile(t, synth.Shape{Name: "small32", Arch: "llama", NEmbd: 128, NLayer: 2, NHead: 4, NHeadKV: 2,
 			NFF: 256, NVocab: 300, RopeBase: 10000, CtxLen: 2048}, typ)
 	}
+	// Mixture of experts, and latent attention (keys and values of
+	// different widths).
+	mla := func(t *testing.T, typ tensor.Type) string {
+		return synthFile(t, synth.ArchShapes()["deepseek2"], typ)
+	}
 	for _, tc := range []struct {
+		name  string
 		typ   tensor.Type
 		cache string
 		model func(*testing.T, tensor.Type) string
-	}{{tensor.F32, "", smallModel}, {tensor.Q8_0, "", smallModel}, {tensor.Q8_0, "q8_0", wideHeads}, {tensor.Q8_0, "q4_0", wideHeads}} {
+	}{
+		{"", tensor.F32, "", smallModel}, {"", tensor.Q8_0, "", smallModel},
+		{"", tensor.Q8_0, "q8_0", wideHeads}, {"", tensor.Q8_0, "q4_0", wideHeads},
+		{"qwen3moe-", tensor.Q8_0, "q4_0", smallMoE},
+		{"deepseek2-", tensor.Q8_0, "", mla}, {"deepseek2-", tensor.Q8_0, "q8_0", mla},
+	} {
 		typ := tc.typ
-		t.Run(typ.String()+"/cache="+tc.cache, func(t *testing.T) {
+		t.Run(tc.name+typ.String()+"/cache="+tc.cache, func(t *testing.T) {
 			s, _ := openShard(t, tc.model(t, typ), whole, Options{Threads: 2, CacheType: tc.cache})
 			rng := rand.New(rand.NewPCG(3, 4))
 			const seqs = 4

@@ -12,7 +12,7 @@ import (
 // cache). c's own positions are dropped first.
 func (c *Cache) CopyPrefix(src *Cache, n int) error {
 	switch {
-	case len(c.k) != len(src.k) || c.kvDim != src.kvDim || c.hd != src.hd || c.typ != src.typ:
+	case len(c.k) != len(src.k) || c.kvDim != src.kvDim || c.hd != src.hd || c.hdv != src.hdv || c.typ != src.typ:
 		return fmt.Errorf("model: copy a prefix between caches of different shapes")
 	case n < 0 || n > src.len:
 		return fmt.Errorf("model: copy %d positions of a %d-position cache", n, src.len)
@@ -47,7 +47,7 @@ func (c *Cache) Bytes() int64 {
 // positions (tests of prefix sharing check with it that what was served is
 // what a fresh computation gives).
 func SamePrefix(a, b *Cache, n int) bool {
-	if n > a.len || n > b.len || len(a.k) != len(b.k) || a.kvDim != b.kvDim || a.hd != b.hd || a.typ != b.typ {
+	if n > a.len || n > b.len || len(a.k) != len(b.k) || a.kvDim != b.kvDim || a.hd != b.hd || a.hdv != b.hdv || a.typ != b.typ {
 		return false
 	}
 	aks, avs, bks, bvs := a.keySpans(n), a.valueSpans(n), b.keySpans(n), b.valueSpans(n)
@@ -80,13 +80,18 @@ func (c *Cache) keySpans(n int) []span {
 	return out
 }
 
-// valueSpans are the same for the values: rows like the keys in a
-// quantized cache, else per value element a run of cap positions.
+// valueSpans are the same for the values: per KV head a run of cap rows of
+// rbv bytes in a quantized cache, else per value element a run of cap
+// positions.
 func (c *Cache) valueSpans(n int) []span {
 	if c.quantized() {
-		return c.keySpans(n)
+		out := make([]span, c.kvDim/c.hd)
+		for g := range out {
+			out[g] = span{c.rbv * g * c.cap, c.rbv * n}
+		}
+		return out
 	}
-	out := make([]span, c.kvDim)
+	out := make([]span, c.vDim)
 	for r := range out {
 		out[r] = span{c.esz * r * c.cap, c.esz * n}
 	}
