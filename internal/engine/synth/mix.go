@@ -40,8 +40,10 @@ func (m Mix) typeOf(name string) tensor.Type {
 // which `skulk dev synth --arch A` uses when no --type is given. For the
 // MoE families that is Q4_K_M: Q4_K, with Q6_K for the value projections,
 // the down projections and the output head. (Many big-model files use Q3_K,
-// IQ4_XS or, for gpt-oss experts, MXFP4: this table is where an
-// architecture switches to them once the engine has their kernels.)
+// IQ4_XS or, for gpt-oss experts, MXFP4, which the engine also runs; these
+// three stay at Q4_K_M, their most downloaded files' mix, which their
+// committed llama.cpp references were made from: testdata/synthetic/
+// synth-ARCH.json pins the file's sha256.)
 func Shipped(arch string) (Mix, bool) {
 	q4km := Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
 		{"attn_v.weight", tensor.Q6_K}, {"ffn_down_exps.weight", tensor.Q6_K}, {"ffn_down.weight", tensor.Q6_K},
