@@ -47,6 +47,8 @@ var synthModels = []string{
 	"synth-llama-q5_1", "synth-llama-q4_k", "synth-llama-q5_k", "synth-llama-q6_k",
 	"synth-qwen2-f32", "synth-qwen2-q8_0", "synth-qwen2-q4_k",
 	"synth-qwen3-f32", "synth-qwen3-q8_0", "synth-qwen3-q4_k",
+	// The 2–4-bit types of big MoE models (testdata/synthetic/gen/run.sh).
+	"synth-llama-q2_k", "synth-llama-q3_k", "synth-llama-iq4_nl", "synth-llama-iq4_xs", "synth-llama-mxfp4",
 }
 
 // logitStats accumulates |Δlogit| over positions.

@@ -110,6 +110,10 @@ func Fallback(t tensor.Type, cols int) tensor.Type {
 		return t
 	}
 	switch t {
+	case tensor.Q2_K, tensor.Q3_K:
+		t = tensor.Q4_0
+	case tensor.IQ4_XS:
+		t = tensor.IQ4_NL
 	case tensor.Q4_K:
 		t = tensor.Q5_0
 	case tensor.Q5_K:
@@ -517,7 +521,8 @@ func randn(rng *rand.Rand, n int, std float32) []float32 {
 // fileType maps a tensor type to llama.cpp's general.file_type (LLAMA_FTYPE).
 func fileType(t tensor.Type) int {
 	m := map[tensor.Type]int{tensor.F32: 0, tensor.F16: 1, tensor.Q4_0: 2, tensor.Q4_1: 3, tensor.Q8_0: 7,
-		tensor.Q5_0: 8, tensor.Q5_1: 9, tensor.Q4_K: 15, tensor.Q5_K: 17, tensor.Q6_K: 18, tensor.BF16: 32}
+		tensor.Q5_0: 8, tensor.Q5_1: 9, tensor.Q4_K: 15, tensor.Q5_K: 17, tensor.Q6_K: 18, tensor.BF16: 32,
+		tensor.Q2_K: 10, tensor.Q3_K: 12, tensor.IQ4_NL: 25, tensor.IQ4_XS: 30, tensor.MXFP4: 38}
 	return m[t]
 }
 

@@ -301,7 +301,7 @@ func TestDequantizePlainTypes(t *testing.T) {
 	}
 }
 
-var allTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q8_K}
+var allTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q8_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4}
 
 func TestDequantizeSizes(t *testing.T) {
 	for _, typ := range allTypes {
@@ -331,7 +331,7 @@ func TestDequantizeSizes(t *testing.T) {
 			}
 		}
 	}
-	for _, typ := range []Type{Q2_K, IQ4_NL, Type(4), Type(1000)} {
+	for _, typ := range []Type{IQ2_XS, IQ3_S, Type(4), Type(1000)} {
 		if err := Dequantize(typ, nil, nil); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: got %v, want ErrUnsupported", typ, err)
 		}

@@ -7,18 +7,19 @@ import (
 )
 
 // VecDotType is the type VecDot expects activations in for weights of type
-// t, as in llama.cpp: F32, F16 and BF16 pair with themselves, Q8_0, Q4_0 and
-// Q5_0 with Q8_0, Q4_1 and Q5_1 with Q8_1, the K-quants with Q8_K. Types
-// without a dot product report F32.
+// t, as in llama.cpp's CPU type traits: F32, F16 and BF16 pair with
+// themselves, Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4 with Q8_0, Q4_1 and Q5_1
+// with Q8_1, the K-quants and IQ4_XS with Q8_K. Types without a dot product
+// report F32.
 func VecDotType(t Type) Type {
 	switch t {
 	case F16, BF16:
 		return t
-	case Q8_0, Q4_0, Q5_0:
+	case Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4:
 		return Q8_0
 	case Q4_1, Q5_1:
 		return Q8_1
-	case Q4_K, Q5_K, Q6_K:
+	case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS:
 		return Q8_K
 	default:
 		return F32

@@ -15,7 +15,7 @@ type UnsupportedError struct {
 }
 
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("tensor: %s is not implemented for %s; use a model in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or Q6_K", e.Op, e.Type)
+	return fmt.Sprintf("tensor: %s is not implemented for %s; use a model in F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS or MXFP4", e.Op, e.Type)
 }
 
 // Is makes errors.Is(err, ErrUnsupported) true.

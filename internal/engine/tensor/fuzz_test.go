@@ -16,6 +16,14 @@ func FuzzDequantize(f *testing.F) {
 	f.Add(uint8(8), make([]byte, 144))
 	f.Add(uint8(10), []byte{0xff, 0xff, 0xff, 0x7f, 1, 2, 3})
 	f.Add(uint8(11), make([]byte, 292*2))
+	// The 2–4-bit types: Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4.
+	for sel, bb := range map[uint8]int{12: 84, 13: 110, 14: 18, 15: 136, 16: 17} {
+		blk := make([]byte, 2*bb+1)
+		for i := range blk {
+			blk[i] = byte(i*37 + 11)
+		}
+		f.Add(sel, blk)
+	}
 	f.Fuzz(func(t *testing.T, sel uint8, data []byte) {
 		typ := allTypes[int(sel)%len(allTypes)]
 		be, bb := typ.BlockElems(), typ.BlockBytes()
@@ -39,6 +47,13 @@ func FuzzDequantize(f *testing.F) {
 func FuzzQuantize(f *testing.F) {
 	f.Add(uint8(3), []byte{0, 0, 0x80, 0x3f, 0, 0, 0, 0xc0})
 	f.Add(uint8(8), make([]byte, 64))
+	for sel := uint8(12); sel <= 16; sel++ {
+		x := make([]byte, 4*2*QK_K)
+		for i := 0; i < len(x); i += 4 {
+			binary.LittleEndian.PutUint32(x[i:], math.Float32bits(float32(math.Sin(float64(i)))*float32(i%7)))
+		}
+		f.Add(sel, x)
+	}
 	f.Fuzz(func(t *testing.T, sel uint8, data []byte) {
 		typ := allTypes[int(sel)%len(allTypes)]
 		be := typ.BlockElems()

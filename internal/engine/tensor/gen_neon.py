@@ -709,4 +709,5 @@ def encode(text):
     return "\n".join(out)
 
 
-sys.stdout.write(encode(HEAD + F32 + F16 + bf16(F16) + Q8_0 + Q4_0 + Q4_K + q5k(Q4_K) + Q6_K + REST))
+if __name__ == "__main__":
+    sys.stdout.write(encode(HEAD + F32 + F16 + bf16(F16) + Q8_0 + Q4_0 + Q4_K + q5k(Q4_K) + Q6_K + REST))

@@ -158,10 +158,15 @@ func genericTable() *kernelTable {
 	t.dequantize[Q5_K] = dequantQ5_K
 	t.dequantize[Q6_K] = dequantQ6_K
 	t.dequantize[Q8_K] = dequantQ8_K
+	t.dequantize[Q2_K] = dequantQ2_K
+	t.dequantize[Q3_K] = dequantQ3_K
+	t.dequantize[IQ4_NL] = dequantIQ4_NL
+	t.dequantize[IQ4_XS] = dequantIQ4_XS
+	t.dequantize[MXFP4] = dequantMXFP4
 
 	t.dotF32[F32] = dotF32F32
 	t.dotF32[F16] = dotF16F32
-	for _, ty := range []Type{BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K} {
+	for _, ty := range []Type{BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4} {
 		t.dotF32[ty] = dotViaDequant(ty, t.dequantize[ty])
 	}
 
@@ -176,6 +181,11 @@ func genericTable() *kernelTable {
 	t.vecDot[Q4_K] = vecDotQ4_K
 	t.vecDot[Q5_K] = vecDotQ5_K
 	t.vecDot[Q6_K] = vecDotQ6_K
+	t.vecDot[Q2_K] = vecDotQ2_K
+	t.vecDot[Q3_K] = vecDotQ3_K
+	t.vecDot[IQ4_NL] = vecDotIQ4_NL
+	t.vecDot[IQ4_XS] = vecDotIQ4_XS
+	t.vecDot[MXFP4] = vecDotMXFP4
 
 	t.quantizeAct[F32] = quantF32
 	t.quantizeAct[F16] = quantF16

@@ -5,7 +5,8 @@ package tensor
 //go:generate sh -c "python3 gen_neon.py > vecdot_arm64.s"
 
 // NEON kernels (vecdot_arm64.s): F32, F16 and BF16 on plain NEON, the
-// integer types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) with SDOT, the ARMv8.2
+// integer types (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K; the 2–4-bit ones in
+// vecdot_lowbit_arm64.s) with SDOT, the ARMv8.2
 // dot-product extension every Apple M-series and Neoverse core has. Each
 // computes what the generic function of the same name without the suffix
 // computes (vecdot.go): the same exact integer sums per block, the float
@@ -87,5 +88,6 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q4_K] = vecDotQ4_KNEON
 	t.vecDot[Q5_K] = vecDotQ5_KNEON
 	t.vecDot[Q6_K] = vecDotQ6_KNEON
+	setLowbitNEON(t)
 	return t
 }

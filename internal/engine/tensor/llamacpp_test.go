@@ -62,10 +62,20 @@ func TestQuantizeMatchesLlamaCpp(t *testing.T) {
 		{"synth-llama-q4_k.gguf", tensor.Q4_K, 0.12},
 		{"synth-llama-q5_k.gguf", tensor.Q5_K, 0.06},
 		{"synth-llama-q6_k.gguf", tensor.Q6_K, 0.03},
+		// Made by testdata/synthetic/gen/run.sh and kept in the repository.
+		{"synth-llama-q2_k.gguf", tensor.Q2_K, 0.45},
+		{"synth-llama-q3_k.gguf", tensor.Q3_K, 0.22},
+		{"synth-llama-iq4_nl.gguf", tensor.IQ4_NL, 0.12},
+		{"synth-llama-iq4_xs.gguf", tensor.IQ4_XS, 0.12},
+		{"synth-llama-mxfp4.gguf", tensor.MXFP4, 0.16},
 	}
 	for _, c := range cases {
 		t.Run(c.typ.String(), func(t *testing.T) {
-			f := openGGUF(t, filepath.Join(dir, c.file))
+			path := filepath.Join(dir, c.file)
+			if repo := filepath.Join("..", "..", "..", "testdata", "synthetic", c.file); fileExists(repo) {
+				path = repo
+			}
+			f := openGGUF(t, path)
 			checked := 0
 			for _, ti := range f.Tensors {
 				if ti.Type != c.typ {
@@ -102,6 +112,8 @@ func TestQuantizeMatchesLlamaCpp(t *testing.T) {
 		})
 	}
 }
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
 
 func diffBlocks(a, b []byte, blockBytes int) int {
 	if len(a) != len(b) {

@@ -23,8 +23,9 @@ func sqrt32(f float32) float32 { return float32(math.Sqrt(float64(f))) }
 
 // makeQKX2 fits x ≈ scale·L − min with L in [0, nmax], trying nstep+1
 // candidate scales and keeping the weighted least-squares best. It returns
-// the scale and the (non-negative) min to subtract.
-func makeQKX2(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int) (float32, float32) {
+// the scale and the (non-negative) min to subtract. useMAD weighs absolute
+// instead of squared errors (ggml's Q2_K search).
+func makeQKX2(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, useMAD bool) (float32, float32) {
 	n := len(x)
 	min, max := x[0], x[0]
 	sumW := weights[0]
@@ -56,7 +57,7 @@ func makeQKX2(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta floa
 		l := nearestInt(float32(iscale * (x[i] - min)))
 		L[i] = uint8(clampInt(l, 0, nmax))
 		diff := float32(float32(scale*float32(L[i]))+min) - x[i]
-		bestErr += float32(weights[i] * float32(diff*diff))
+		bestErr += float32(weights[i] * errTerm(diff, useMAD))
 	}
 	if nstep < 1 {
 		return scale, -min
@@ -85,7 +86,7 @@ func makeQKX2(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta floa
 			var curErr float32
 			for i := 0; i < n; i++ {
 				diff := float32(float32(thisScale*float32(Laux[i]))+thisMin) - x[i]
-				curErr += float32(weights[i] * float32(diff*diff))
+				curErr += float32(weights[i] * errTerm(diff, useMAD))
 			}
 			if curErr < bestErr {
 				copy(L[:n], Laux[:n])
@@ -96,6 +97,14 @@ func makeQKX2(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta floa
 		}
 	}
 	return scale, -min
+}
+
+// errTerm is |diff| or diff², as makeQKX2's useMAD asks.
+func errTerm(diff float32, useMAD bool) float32 {
+	if useMAD {
+		return abs32(diff)
+	}
+	return float32(diff * diff)
 }
 
 // clampInt limits v to [lo, hi].
@@ -167,7 +176,7 @@ func kSubblockScales(x []float32, nmax int, rmin, rdelta float32, nstep int, L *
 		for l, v := range xs {
 			weights[l] = avX + abs32(v)
 		}
-		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], laux[:], rmin, rdelta, nstep)
+		scales[j], mins[j] = makeQKX2(nmax, xs, weights[:], L[32*j:32*j+32], laux[:], rmin, rdelta, nstep, false)
 		if scales[j] > maxScale {
 			maxScale = scales[j]
 		}

@@ -89,6 +89,7 @@ func TestQuantizeRoundTripRMS(t *testing.T) {
 		F32: 0, F16: 2.5e-4, BF16: 2e-3,
 		Q8_0: 0.0065, Q4_0: 0.104, Q4_1: 0.095, Q5_0: 0.052, Q5_1: 0.046,
 		Q4_K: 0.086, Q5_K: 0.044, Q6_K: 0.021, Q8_K: 0.0084,
+		Q2_K: 0.36, Q3_K: 0.18, IQ4_NL: 0.092, IQ4_XS: 0.093, MXFP4: 0.136,
 	}
 	r := rand.New(rand.NewPCG(5, 6))
 	x := gaussian(r, 64*QK_K, 0.02)
@@ -149,8 +150,8 @@ func TestQuantizeEdgeCases(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Quantize(Q2_K, make([]float32, 256)); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Q2_K: got %v, want ErrUnsupported", err)
+	if _, err := Quantize(IQ2_XS, make([]float32, 256)); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("IQ2_XS: got %v, want ErrUnsupported", err)
 	}
 }
 

@@ -9,6 +9,7 @@ var weightQuantizers = map[Type]QuantizeFunc{
 	F32: quantF32, F16: quantF16, BF16: quantBF16,
 	Q8_0: quantQ8_0, Q4_0: quantQ4_0, Q4_1: quantQ4_1, Q5_0: quantQ5_0, Q5_1: quantQ5_1,
 	Q4_K: quantQ4_K, Q5_K: quantQ5_K, Q6_K: quantQ6_K, Q8_K: quantQ8_K,
+	Q2_K: quantQ2_K, Q3_K: quantQ3_K, IQ4_NL: quantIQ4_NL, IQ4_XS: quantIQ4_XS, MXFP4: quantMXFP4,
 }
 
 // Quantize converts src (a whole number of blocks of t) into t's stored

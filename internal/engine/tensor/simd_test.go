@@ -63,7 +63,7 @@ func missingFeatures(have, want Features) string {
 }
 
 // simdTypes are the weight types with a SIMD vec-dot kernel.
-var simdTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K}
+var simdTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4}
 
 // pow2F16 is the fp16 bits of 2^e for small e.
 func pow2F16(e int) uint16 { return F32ToF16(float32(math.Ldexp(1, e))) }
@@ -106,7 +106,11 @@ func exactOperands(r *rand.Rand, typ Type, n, ymax int) (row, act []byte) {
 	switch VecDotType(typ) {
 	case Q8_0:
 		for b := 0; b < n/32; b++ {
-			binary.LittleEndian.PutUint16(row[b*typ.BlockBytes():], pow2F16(e))
+			if typ == MXFP4 {
+				row[b*17] = byte(127 + e) // half of it is 2^(e−1)
+			} else {
+				binary.LittleEndian.PutUint16(row[b*typ.BlockBytes():], pow2F16(e))
+			}
 			blk := act[b*34:]
 			binary.LittleEndian.PutUint16(blk, pow2F16(ey))
 			for j := 0; j < 32; j++ {
@@ -116,9 +120,17 @@ func exactOperands(r *rand.Rand, typ Type, n, ymax int) (row, act []byte) {
 	case Q8_K:
 		for b := 0; b < n/QK_K; b++ {
 			blk := row[b*typ.BlockBytes():]
-			if typ == Q6_K {
+			switch typ {
+			case Q6_K:
 				binary.LittleEndian.PutUint16(blk[208:], pow2F16(e))
-			} else {
+			case Q3_K:
+				binary.LittleEndian.PutUint16(blk[108:], pow2F16(e))
+			case IQ4_XS:
+				binary.LittleEndian.PutUint16(blk, pow2F16(e))
+			case Q2_K:
+				binary.LittleEndian.PutUint16(blk[80:], pow2F16(e))
+				binary.LittleEndian.PutUint16(blk[82:], pow2F16(e-r.IntN(3)))
+			default:
 				binary.LittleEndian.PutUint16(blk, pow2F16(e))
 				binary.LittleEndian.PutUint16(blk[2:], pow2F16(e-r.IntN(3)))
 			}
@@ -158,6 +170,16 @@ func exactLimits(typ Type) (ymax, maxBlocks int) {
 		return 7, 4
 	case Q6_K: // 256·128·32·3
 		return 3, 5
+	case Q2_K: // 256·15·3·7 plus 16·16·7·15
+		return 7, 20
+	case Q3_K: // 256·32·4·7
+		return 7, 9
+	case IQ4_NL: // 32·127·127
+		return 127, 30
+	case IQ4_XS: // 256·32·127·3
+		return 3, 5
+	case MXFP4: // 32·12·127
+		return 127, 100
 	}
 	return 0, 0
 }
@@ -207,7 +229,7 @@ func TestSIMDVecDotExtremes(t *testing.T) {
 	simdPaths(t, func(t *testing.T, k Kernels) {
 		g := Generic()
 		r := rand.New(rand.NewPCG(23, 24))
-		for _, typ := range []Type{Q8_0, Q4_0, Q4_K, Q5_K, Q6_K} {
+		for _, typ := range []Type{Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4} {
 			n := max(typ.BlockElems(), VecDotType(typ).BlockElems())
 			for _, wfill := range []byte{0x00, 0xff, 0x80, 0x7f, 0x88} {
 				for _, y := range []int8{127, -127} {
@@ -241,6 +263,12 @@ func restoreScales(typ Type, dst, src []byte) {
 			copy(dst[b*bb+208:b*bb+210], src[b*bb+208:])
 		case Q4_K, Q5_K:
 			copy(dst[b*bb:b*bb+4], src[b*bb:])
+		case Q2_K:
+			copy(dst[b*bb+80:b*bb+84], src[b*bb+80:])
+		case Q3_K:
+			copy(dst[b*bb+108:b*bb+110], src[b*bb+108:])
+		case MXFP4:
+			dst[b*bb] = src[b*bb]
 		default:
 			copy(dst[b*bb:b*bb+2], src[b*bb:])
 		}
@@ -296,7 +324,7 @@ func TestSIMDVecDotRandom(t *testing.T) {
 				_ = g.Dequantize(typ, row, wd)
 				_ = g.Dequantize(VecDotType(typ), act, xd)
 				_, mag := exactDot(wd, xd)
-				if typ == Q4_K || typ == Q5_K {
+				if typ == Q4_K || typ == Q5_K || typ == Q2_K {
 					mag *= 4 // the scale and min terms are each larger than their difference
 				}
 				tol := float64(nb+16) * 0x1p-23 * mag

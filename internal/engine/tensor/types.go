@@ -75,8 +75,8 @@ var layouts = map[Type]layout{
 	Q5_1:    {"Q5_1", 32, 24, true},
 	Q8_0:    {"Q8_0", 32, 34, true},
 	Q8_1:    {"Q8_1", 32, 36, false},
-	Q2_K:    {"Q2_K", QK_K, 84, false},
-	Q3_K:    {"Q3_K", QK_K, 110, false},
+	Q2_K:    {"Q2_K", QK_K, 84, true},
+	Q3_K:    {"Q3_K", QK_K, 110, true},
 	Q4_K:    {"Q4_K", QK_K, 144, true},
 	Q5_K:    {"Q5_K", QK_K, 176, true},
 	Q6_K:    {"Q6_K", QK_K, 210, true},
@@ -85,10 +85,10 @@ var layouts = map[Type]layout{
 	IQ2_XS:  {"IQ2_XS", QK_K, 74, false},
 	IQ3_XXS: {"IQ3_XXS", QK_K, 98, false},
 	IQ1_S:   {"IQ1_S", QK_K, 50, false},
-	IQ4_NL:  {"IQ4_NL", 32, 18, false},
+	IQ4_NL:  {"IQ4_NL", 32, 18, true},
 	IQ3_S:   {"IQ3_S", QK_K, 110, false},
 	IQ2_S:   {"IQ2_S", QK_K, 82, false},
-	IQ4_XS:  {"IQ4_XS", QK_K, 136, false},
+	IQ4_XS:  {"IQ4_XS", QK_K, 136, true},
 	I8:      {"I8", 1, 1, false},
 	I16:     {"I16", 1, 2, false},
 	I32:     {"I32", 1, 4, false},
@@ -98,7 +98,7 @@ var layouts = map[Type]layout{
 	BF16:    {"BF16", 1, 2, true},
 	TQ1_0:   {"TQ1_0", QK_K, 54, false},
 	TQ2_0:   {"TQ2_0", QK_K, 66, false},
-	MXFP4:   {"MXFP4", 32, 17, false},
+	MXFP4:   {"MXFP4", 32, 17, true},
 }
 
 // String returns the GGML name of the type, or "type(N)" for an unknown id.

@@ -8,12 +8,13 @@ import (
 	"testing"
 )
 
-var dotTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K}
+var dotTypes = []Type{F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K, IQ4_NL, IQ4_XS, MXFP4}
 
 func TestVecDotType(t *testing.T) {
 	want := map[Type]Type{
 		F32: F32, F16: F16, BF16: BF16, Q8_0: Q8_0, Q4_0: Q8_0, Q5_0: Q8_0,
 		Q4_1: Q8_1, Q5_1: Q8_1, Q4_K: Q8_K, Q5_K: Q8_K, Q6_K: Q8_K,
+		Q2_K: Q8_K, Q3_K: Q8_K, IQ4_XS: Q8_K, IQ4_NL: Q8_0, MXFP4: Q8_0,
 	}
 	for typ, w := range want {
 		if got := VecDotType(typ); got != w {
@@ -234,8 +235,8 @@ func TestDotSizeErrors(t *testing.T) {
 			k.VecDot(typ, make([]byte, rb-1), make([]byte, ab), be)
 		}()
 	}
-	if err := k.CheckDot(Q2_K, 256, 84, 292); !errors.Is(err, ErrUnsupported) {
-		t.Errorf("Q2_K: %v", err)
+	if err := k.CheckDot(IQ2_XS, 256, 74, 292); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("IQ2_XS: %v", err)
 	}
 	if err := k.QuantizeAct(Type(77), nil, nil); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("type 77: %v", err)

@@ -1,0 +1,31 @@
+//go:build amd64 && !purego
+
+package tensor
+
+// AVX2 kernels of the 2–4-bit types (vecdot_lowbit_amd64.s), each what the
+// generic function of the same name without the suffix computes
+// (vecdot_lowbit.go) up to float rounding.
+
+//go:noescape
+func vecDotQ2_KAVX2(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotQ3_KAVX2(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotIQ4_NLAVX2(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotIQ4_XSAVX2(row, act []byte, n int) float32
+
+//go:noescape
+func vecDotMXFP4AVX2(row, act []byte, n int) float32
+
+// setLowbitAVX2 puts the AVX2 kernels of the 2–4-bit types into t.
+func setLowbitAVX2(t *kernelTable) {
+	t.vecDot[Q2_K] = vecDotQ2_KAVX2
+	t.vecDot[Q3_K] = vecDotQ3_KAVX2
+	t.vecDot[IQ4_NL] = vecDotIQ4_NLAVX2
+	t.vecDot[IQ4_XS] = vecDotIQ4_XSAVX2
+	t.vecDot[MXFP4] = vecDotMXFP4AVX2
+}
