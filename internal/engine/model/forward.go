@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -187,6 +188,11 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 		att = s.mlaOut(a, ly, att, n)
 	}
 	s.matmul(a, att, n, mmPart{ly.o, o})
+	if ly.oai.oBias != nil {
+		for t := 0; t < n; t++ {
+			addBias(o[t*d:(t+1)*d], ly.oai.oBias)
+		}
+	}
 	for j := range x {
 		x[j] += o[j]
 	}
@@ -249,9 +255,28 @@ func addBias(x, b []float32) {
 type rowsOp uint8
 
 const (
-	opNorm   rowsOp = iota // dst = rmsNorm(src)·w
-	opSwiGLU               // dst = silu(dst)·src
+	opNorm      rowsOp = iota // dst = rmsNorm(src)·w
+	opSwiGLU                  // dst = silu(dst)·src
+	opSwiGLUOAI               // dst = swigluOAI(dst, src): gpt-oss's clamped variant
 )
+
+// gpt-oss's SwiGLU constants, which llama.cpp hard-wires
+// (LLM_FFN_SWIGLU_OAI_MOE).
+const (
+	oaiAlpha = 1.702
+	oaiLimit = 7.0
+)
+
+// swigluOAI is ggml's swiglu_oai: the gate clamped from above and the up
+// projection on both sides at oaiLimit, gate·σ(α·gate)·(up+1).
+func swigluOAI(gate, up []float32) {
+	for i, g := range gate {
+		x := min(g, oaiLimit)
+		y := min(max(up[i], -oaiLimit), oaiLimit)
+		glu := x / (1 + float32(math.Exp(float64(oaiAlpha*(-x)))))
+		gate[i] = glu * (y + 1)
+	}
+}
 
 // rowsJob applies a rowsOp to rows of width elements.
 type rowsJob struct {
@@ -271,6 +296,8 @@ func (j *rowsJob) do(_, lo, hi int) {
 			rmsNorm(dst, src, j.w, j.eps)
 		case opSwiGLU:
 			j.k.SwiGLU(dst, src)
+		case opSwiGLUOAI:
+			swigluOAI(dst, src)
 		}
 	}
 }
@@ -280,7 +307,7 @@ func (s *Shard) rows(a *arena, op rowsOp, dst, src, w []float32, width, n int) {
 	j := &a.rj
 	*j = rowsJob{k: s.k, op: op, dst: dst, src: src, w: w, width: width, eps: s.Config.RMSEps}
 	work := n * width
-	if op == opSwiGLU {
+	if op != opNorm {
 		work *= 16 // an exp per element
 	}
 	s.pool.run(j, n, 4, work)
@@ -314,6 +341,8 @@ type attnJob struct {
 	hdv, od      int // value head width, output row width
 	ss           int // score row stride: the capacity padded as DotF32Tile reads rows
 	scale        float32
+	sinks        []float32 // gpt-oss: per-head sink logits in the softmax; nil otherwise
+	window       int       // > 0: attend to the last window positions only
 }
 
 func (j *attnJob) do(w, lo, hi int) {
@@ -345,7 +374,24 @@ func (j *attnJob) do(w, lo, hi int) {
 		spans := j.spans[w*attnQueries : w*attnQueries+t1-t0]
 		for t := t0; t < t1; t++ {
 			span := j.pos0 + t + 1
-			softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+span], j.scale)
+			row := sc[(t-t0)*ss : (t-t0)*ss+span]
+			if j.sinks == nil && j.window == 0 {
+				softmaxScaled(j.k, row, j.scale)
+			} else {
+				// Keys outside the window weigh exactly 0, so the
+				// values are still summed from position 0, in the same
+				// order whatever the batch.
+				lo := 0
+				if j.window > 0 {
+					lo = max(0, span-j.window)
+				}
+				clear(row[:lo])
+				sink := float32(math.Inf(-1))
+				if j.sinks != nil {
+					sink = j.sinks[h]
+				}
+				softmaxSink(j.k, row[lo:], j.scale, sink)
+			}
 			spans[t-t0] = span
 		}
 		// Row e of the transposed values holds element e of every
@@ -365,7 +411,7 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), hdv: cfg.vHead(), od: cfg.AttnDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
-		scale: cfg.attnScale(),
+		scale: cfg.attnScale(), sinks: s.layers[i].oai.sinks, window: s.layers[i].oai.window,
 	}
 	span := pos0 + n
 	s.pool.run(j, (n+attnQueries-1)/attnQueries*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)

@@ -51,6 +51,12 @@ func Shipped(arch string) (Mix, bool) {
 	switch arch {
 	case "qwen3moe", "glm4moe", "deepseek2":
 		return q4km, true
+	case "gpt-oss":
+		// llama.cpp's MXFP4_MOE, which gpt-oss ships in: the experts
+		// MXFP4, every other matrix Q8_0.
+		return Mix{Name: "MXFP4_MOE", Base: tensor.Q8_0, FileType: tensor.MXFP4, Over: []MixRule{
+			{"_exps.weight", tensor.MXFP4},
+		}}, true
 	}
 	return Mix{}, false
 }
