@@ -17,9 +17,8 @@ import (
 // read no weight of an expert none of their tokens was routed to: every
 // such expert's bytes are overwritten with 0xFF (a NaN fp16 scale in
 // every Q8_0 block, an infinite one in every MXFP4 block), and the logits
-// stay bit for bit those of the intact
-// file. The experts each block chose are read off one-block shards, which
-// compute what the whole model does.
+// stay bit for bit those of the intact file. The experts each block chose
+// are read off one-block shards, which compute what the whole model does.
 func TestMoEReadsOnlySelectedExperts(t *testing.T) {
 	qwen := synth.Shape{Name: "sel", Arch: "qwen3moe", NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, HeadDim: 64,
 		NFF: 512, NVocab: 300, RopeBase: 1e6, CtxLen: 256, NExpert: 16, NExpertUsed: 2, NFFExp: 256}
