@@ -314,6 +314,12 @@ func (s *Shard) rows(a *arena, op rowsOp, dst, src, w []float32, width, n int) {
 	*j = rowsJob{}
 }
 
+// swaAlign is the position granularity at which a sliding-window block
+// starts reading its cache: a multiple of every kernel's lane count and
+// of DotF32TileChunk. (Shard.swaAlign is it but in a test that reads from
+// position 0 to check that skipping changes no bit.)
+const swaAlign = 64
+
 // attnQueries is how many positions of one head an attention item scores
 // at once: their keys are the same rows, so VecDotTile reads each key once
 // for several queries.
@@ -343,6 +349,7 @@ type attnJob struct {
 	scale        float32
 	sinks        []float32 // gpt-oss: per-head sink logits in the softmax; nil otherwise
 	window       int       // > 0: attend to the last window positions only
+	align        int       // swaAlign
 }
 
 func (j *attnJob) do(w, lo, hi int) {
@@ -355,8 +362,17 @@ func (j *attnJob) do(w, lo, hi int) {
 		// The last position's keys cover the earlier ones'; the scores
 		// of the later keys for earlier positions are not used.
 		last := j.pos0 + t1
+		// A sliding-window block reads keys and values from the first
+		// position any query of the item sees, rounded down to
+		// swaAlign: the kernels' sums then meet every position in the
+		// same lane whatever the batch, and the positions skipped
+		// would weigh 0.
+		first := 0
+		if j.window > 0 {
+			first = max(0, j.pos0+t0+1-j.window) / j.align * j.align
+		}
 		sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
-		keys := j.kc[es*g*cp*hd : es*(g*cp+last)*hd]
+		keys := j.kc[es*(g*cp+first)*hd : es*(g*cp+last)*hd]
 		qs, qStride := tensor.F32Bytes(j.q[t0*j.qd+h*hd:(t1-1)*j.qd+(h+1)*hd]), 4*j.qd
 		if j.typ == tensor.F16 {
 			// The queries meet fp16 keys in fp16, as in llama.cpp's
@@ -370,17 +386,15 @@ func (j *attnJob) do(w, lo, hi int) {
 			}
 			qs, qStride = qh[:(t1-t0)*2*hd], 2*hd
 		}
-		j.k.VecDotTile(j.typ, keys, es*hd, last, qs, qStride, t1-t0, hd, sc, ss)
+		j.k.VecDotTile(j.typ, keys, es*hd, last-first, qs, qStride, t1-t0, hd, sc, ss)
 		spans := j.spans[w*attnQueries : w*attnQueries+t1-t0]
 		for t := t0; t < t1; t++ {
-			span := j.pos0 + t + 1
+			span := j.pos0 + t + 1 - first
 			row := sc[(t-t0)*ss : (t-t0)*ss+span]
 			if j.sinks == nil && j.window == 0 {
 				softmaxScaled(j.k, row, j.scale)
 			} else {
-				// Keys outside the window weigh exactly 0, so the
-				// values are still summed from position 0, in the same
-				// order whatever the batch.
+				// Keys outside the window weigh exactly 0.
 				lo := 0
 				if j.window > 0 {
 					lo = max(0, span-j.window)
@@ -397,7 +411,7 @@ func (j *attnJob) do(w, lo, hi int) {
 		// Row e of the transposed values holds element e of every
 		// position; the weights stay float32.
 		hdv := j.hdv
-		vals := j.vt[es*g*hdv*cp : es*(g*hdv*cp+(hdv-1)*cp+tensor.DotF32TilePad(last))]
+		vals := j.vt[es*(g*hdv*cp+first) : es*(g*hdv*cp+(hdv-1)*cp+tensor.DotF32TilePad(last))]
 		j.k.DotF32Tile(j.typ, vals, es*cp, hdv, sc, ss, spans, j.out[t0*j.od+h*hdv:], j.od)
 	}
 }
@@ -411,7 +425,7 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 		k: s.k, kc: c.k[i], vt: c.vt[i], typ: c.typ, esz: c.esz, q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), hdv: cfg.vHead(), od: cfg.AttnDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
-		scale: cfg.attnScale(), sinks: s.layers[i].oai.sinks, window: s.layers[i].oai.window,
+		scale: cfg.attnScale(), sinks: s.layers[i].oai.sinks, window: s.layers[i].oai.window, align: s.swaAlign,
 	}
 	span := pos0 + n
 	s.pool.run(j, (n+attnQueries-1)/attnQueries*cfg.NHead, 1, n*cfg.NHead*span*cfg.HeadDim*2)

@@ -79,6 +79,7 @@ type Shard struct {
 	exactActs bool
 	kvType    tensor.Type // the cache's element type: F16, or F32 with Options.F32Cache
 	k         tensor.Kernels
+	swaAlign  int // see swaAlign
 	// actRowBytes is the largest row of matmul activations in a vec-dot
 	// type, over every matrix.
 	actRowBytes int
@@ -110,7 +111,7 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations, kvType: tensor.F16, k: k}
+	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations, kvType: tensor.F16, k: k, swaAlign: swaAlign}
 	if opt.F32Cache {
 		s.kvType = tensor.F32
 	}
