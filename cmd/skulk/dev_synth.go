@@ -18,7 +18,8 @@ import (
 func newDevSynthCmd(s stdio) *cobra.Command {
 	c := &cobra.Command{Use: "synth --out FILE", Short: "Write a random-weight GGUF model with a real shape",
 		Example: "  skulk dev synth --shape tiny --type Q8_0 --out /tmp/tiny.gguf\n" +
-			"  skulk dev synth --arch qwen3moe --out /tmp/moe.gguf   # a small MoE in the types its real files ship", Args: noArgs}
+			"  skulk dev synth --arch qwen3moe --out /tmp/moe.gguf   # a small MoE in the types its real files ship\n" +
+			"  skulk dev synth --arch gpt-oss --out /tmp/oss.gguf    # MXFP4 experts, Q8_0 elsewhere", Args: noArgs}
 	fs := c.Flags()
 	shapes := synth.Shapes()
 	names := make([]string, 0, len(shapes))

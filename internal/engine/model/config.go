@@ -1,6 +1,7 @@
 // Package model runs decoder-only transformer models of the llama family
 // (llama, qwen2, qwen3) and the mixture-of-experts families (qwen3moe,
-// glm4moe, deepseek2 with latent attention) from GGUF files, whole or as a
+// glm4moe, deepseek2 with latent attention, gpt-oss with attention sinks
+// and sliding-window blocks) from GGUF files, whole or as a
 // shard: a contiguous range of blocks plus, on the first shard, the token
 // embedding and, on the last, the output norm and head. The same code serves a model on one node
 // and one pipeline stage of a model spread over many.
@@ -223,6 +224,10 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	if tr.mla {
 		c.AttnScale = c.mlaAttnScale()
+	}
+	if tr.oai {
+		// llama.cpp scales gpt-oss's scores by 1/√n_rot.
+		c.AttnScale = float32(1 / math.Sqrt(float64(c.RopeDim)))
 	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()

@@ -39,9 +39,9 @@ func (m Mix) typeOf(name string) tensor.Type {
 // Shipped is the mix the real files of arch are most often downloaded in,
 // which `skulk dev synth --arch A` uses when no --type is given. For the
 // MoE families that is Q4_K_M: Q4_K, with Q6_K for the value projections,
-// the down projections and the output head. (Many big-model files use Q3_K,
-// IQ4_XS or, for gpt-oss experts, MXFP4: this table is where an
-// architecture switches to them once the engine has their kernels.)
+// the down projections and the output head; for gpt-oss, MXFP4_MOE. (Many
+// big-model files use Q3_K or IQ4_XS: this table is where an architecture
+// switches to them.)
 func Shipped(arch string) (Mix, bool) {
 	q4km := Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
 		{"attn_v.weight", tensor.Q6_K}, {"ffn_down_exps.weight", tensor.Q6_K}, {"ffn_down.weight", tensor.Q6_K},
