@@ -76,6 +76,13 @@ func Shapes() map[string]Shape {
 		// it fits and runs here: about 3.3 GB in Q4_K_M.
 		"moe-30b-a3b-mini": {Name: "moe-30b-a3b-mini", Arch: "qwen3moe", NEmbd: 1024, NLayer: 48, NHead: 16, NHeadKV: 4, HeadDim: 128,
 			NFF: 3072, NVocab: 32000, RopeBase: 1e6, CtxLen: 8192, NExpert: 64, NExpertUsed: 8, NFFExp: 512},
+		// A gpt-oss-20b-like mixture (24 layers, 32 experts of which 4
+		// run, 8 query heads per KV head of 64, a 128-position window on
+		// every other block, YaRN ×32) scaled down in width so that it
+		// fits and runs here: about 1.4 GB in MXFP4_MOE.
+		"gpt-oss-20b-mini": {Name: "gpt-oss-20b-mini", Arch: "gpt-oss", NEmbd: 1024, NLayer: 24, NHead: 16, NHeadKV: 2, HeadDim: 64,
+			NFF: 1024, NVocab: 32000, RopeBase: 150000, CtxLen: 131072, NExpert: 32, NExpertUsed: 4, NFFExp: 1024,
+			YarnFactor: 32, YarnOrigCtx: 4096, SlidingWindow: 128},
 	}
 }
 
