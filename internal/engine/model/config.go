@@ -313,10 +313,9 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 // window of sliding_window positions.
 func (c *Config) readOAI(f *gguf.File, need func(string, *int, int), errp *error) error {
 	key := func(k string) string { return c.Arch + "." + k }
+	// llama.cpp's gpt-oss loader reads no expert_weights_scale: the
+	// weights are the softmax's, unscaled.
 	c.MoE.Gating = GatingSoftmaxWeight
-	if s, ok := f.Float(key("expert_weights_scale")); ok {
-		c.MoE.Scale = float32(s)
-	}
 	need("attention.sliding_window", &c.SlidingWindow, 1)
 	c.SWAPeriod = 2
 	if _, ok := f.Get(key("attention.sliding_window_pattern")); ok {
