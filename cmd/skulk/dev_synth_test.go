@@ -78,8 +78,14 @@ func TestDevSynthRejects(t *testing.T) {
 // testdata/synthetic was made from, which the engine loads and generates
 // from.
 func TestDevSynthArchs(t *testing.T) {
-	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2"} {
+	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss"} {
 		t.Run(arch, func(t *testing.T) {
+			// The Q4_K_M mix; gpt-oss ships in MXFP4_MOE: MXFP4 experts,
+			// Q8_0 elsewhere.
+			mix, expertType := []string{"Q4_K", "Q6_K"}, ""
+			if arch == "gpt-oss" {
+				mix, expertType = []string{"MXFP4", "Q8_0"}, "MXFP4"
+			}
 			p := filepath.Join(t.TempDir(), arch+".gguf")
 			var out, errb bytes.Buffer
 			if err := runArgs([]string{"dev", "synth", "--arch", arch, "--out", p}, stdio{strings.NewReader(""), &out, &errb}); err != nil {
@@ -115,10 +121,13 @@ func TestDevSynthArchs(t *testing.T) {
 			types := map[string]bool{}
 			for _, ti := range f.Tensors {
 				types[ti.Type.String()] = true
+				if expertType != "" && strings.HasSuffix(ti.Name, "_exps.weight") && ti.Type.String() != expertType {
+					t.Errorf("%s is %s, want %s", ti.Name, ti.Type, expertType)
+				}
 			}
 			f.Close()
-			if !types["Q4_K"] || !types["Q6_K"] {
-				t.Errorf("tensor types %v, want the Q4_K_M mix", types)
+			if !types[mix[0]] || !types[mix[1]] {
+				t.Errorf("tensor types %v, want the mix of %v", types, mix)
 			}
 			m, err := engine.Open(p, engine.Options{Threads: 2})
 			if err != nil {

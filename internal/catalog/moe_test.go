@@ -17,7 +17,7 @@ import (
 // weights: a node holding a layer holds every expert, since any token may
 // pick any of them) and that the one-node requirement covers every tensor.
 func TestMoECard(t *testing.T) {
-	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2"} {
+	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss"} {
 		t.Run(arch, func(t *testing.T) { testMoECard(t, arch) })
 	}
 }
@@ -72,7 +72,9 @@ func testMoECard(t *testing.T, arch string) {
 	}
 	// The KV cache charged per token is what the engine's cache holds: K
 	// and V rows of every block in fp16; for latent attention, the latent
-	// and the rotated key, not per-head keys and values.
+	// and the rotated key, not per-head keys and values. gpt-oss's
+	// sliding-window blocks are charged in full: the engine's cache keeps
+	// every position of them (it masks, it does not evict).
 	cfg, err := model.ReadConfig(f)
 	if err != nil {
 		t.Fatal(err)

@@ -238,7 +238,27 @@ func smallCases() []smallCase {
 	for _, arch := range []string{"glm4moe", "deepseek2"} {
 		cs = append(cs, smallCase{arch + "-Q8_0", func(t *testing.T) string { return synthFile(t, synth.ArchShapes()[arch], tensor.Q8_0) }})
 	}
+	cs = append(cs, smallCase{"gpt-oss-MXFP4_MOE", smallGptOss})
 	return cs
+}
+
+// smallGptOss writes the gpt-oss model `skulk dev synth --arch gpt-oss`
+// writes (MXFP4 experts) but with a window of 4 positions, so that short
+// prompts cross it.
+func smallGptOss(t *testing.T) string {
+	t.Helper()
+	shape := synth.ArchShapes()["gpt-oss"]
+	shape.SlidingWindow = 4
+	mix, _ := synth.Shipped("gpt-oss")
+	w, err := synth.BuildMix(shape, mix, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "gpt-oss-w4.gguf")
+	if err := w.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TestDecodeAllocs checks that a decode step allocates nothing once the

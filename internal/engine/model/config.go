@@ -1,6 +1,7 @@
 // Package model runs decoder-only transformer models of the llama family
 // (llama, qwen2, qwen3) and the mixture-of-experts families (qwen3moe,
-// glm4moe, deepseek2 with latent attention) from GGUF files, whole or as a
+// glm4moe, deepseek2 with latent attention, gpt-oss with attention sinks
+// and sliding-window blocks) from GGUF files, whole or as a
 // shard: a contiguous range of blocks plus, on the first shard, the token
 // embedding and, on the last, the output norm and head. The same code serves a model on one node
 // and one pipeline stage of a model spread over many.
@@ -58,6 +59,24 @@ type Config struct {
 	// GLM is glm4moe's block layout: optional q/k/v biases and q/k norms,
 	// the FFN norm stored as post_attention_norm.
 	GLM bool
+	// OAI is gpt-oss's block layout: q/k/v and output biases, a learned
+	// sink logit per head in the attention softmax, the FFN norm stored
+	// as post_attention_norm, router and expert biases, SwiGLU-OAI.
+	OAI bool
+	// SlidingWindow > 0: the blocks swaLayer picks attend to the last
+	// SlidingWindow positions only (llama.cpp's LLAMA_SWA_TYPE_STANDARD);
+	// SWAPeriod is the pattern: block b slides when b%SWAPeriod <
+	// SWAPeriod-1 (0: every block slides).
+	SlidingWindow, SWAPeriod int
+}
+
+// swaLayer says whether block b attends through the sliding window, as
+// llama.cpp's set_swa_pattern(period) decides.
+func (c Config) swaLayer(b int) bool {
+	if c.SlidingWindow <= 0 {
+		return false
+	}
+	return c.SWAPeriod == 0 || b%c.SWAPeriod < c.SWAPeriod-1
 }
 
 // archTraits are the per-architecture differences.
@@ -71,6 +90,8 @@ type archTraits struct {
 	// deepseek2: multi-head latent attention, softmax routing by default,
 	// shared experts, grouped expert selection.
 	mla bool
+	// gpt-oss: see Config.OAI.
+	oai bool
 }
 
 var archs = map[string]archTraits{
@@ -80,11 +101,12 @@ var archs = map[string]archTraits{
 	"qwen3moe":  {neox: true, qkNorm: true, moe: true},
 	"glm4moe":   {neox: true, moe: true, glm: true},
 	"deepseek2": {moe: true, mla: true},
+	"gpt-oss":   {neox: true, qkvBias: true, moe: true, oai: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
 func SupportedArchs() []string {
-	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "glm4moe", "deepseek2"}
+	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
 }
 
 // ReadConfig reads the hyperparameters of f.
@@ -94,7 +116,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai}
 	key := func(k string) string { return arch + "." + k }
 	var err error
 	need := func(k string, dst *int, min int) {
@@ -203,6 +225,10 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if tr.mla {
 		c.AttnScale = c.mlaAttnScale()
 	}
+	if tr.oai {
+		// llama.cpp scales gpt-oss's scores by 1/√n_rot.
+		c.AttnScale = float32(1 / math.Sqrt(float64(c.RopeDim)))
+	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()
 	}
@@ -225,6 +251,9 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 	need("expert_count", &c.MoE.NExpert, 1)
 	need("expert_used_count", &c.MoE.NExpertUsed, 1)
 	need("expert_feed_forward_length", &c.MoE.NFF, 1)
+	if tr.oai {
+		return c.readOAI(f, need, errp)
+	}
 	if !tr.glm && !tr.mla {
 		// qwen3moe: softmax over the experts, the chosen weights
 		// renormalised (llama.cpp hard-wires both).
@@ -274,6 +303,31 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 	}
 	if secs, ok := f.Int32s(key("rope.dimension_sections")); ok && slices.ContainsFunc(secs, func(v int32) bool { return v != 0 }) {
 		return fmt.Errorf("model: %s: multi-section (M-RoPE) rotary positions are not supported", key("rope.dimension_sections"))
+	}
+	return nil
+}
+
+// readOAI reads gpt-oss's routing and sliding-window metadata as
+// llama.cpp's loader does: top-k of the router logits, then a softmax over
+// the chosen ones; every other block (the even ones) attends through a
+// window of sliding_window positions.
+func (c *Config) readOAI(f *gguf.File, need func(string, *int, int), errp *error) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	// llama.cpp's gpt-oss loader reads no expert_weights_scale: the
+	// weights are the softmax's, unscaled.
+	c.MoE.Gating = GatingSoftmaxWeight
+	need("attention.sliding_window", &c.SlidingWindow, 1)
+	c.SWAPeriod = 2
+	if _, ok := f.Get(key("attention.sliding_window_pattern")); ok {
+		need("attention.sliding_window_pattern", &c.SWAPeriod, 0)
+	}
+	if *errp != nil {
+		return *errp
+	}
+	if b, ok := f.Float(key("rope.freq_base_swa")); ok {
+		if base, _ := f.Float(key("rope.freq_base")); b != base {
+			return fmt.Errorf("model: %s = %v differs from rope.freq_base, which this engine does not support", key("rope.freq_base_swa"), b)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -197,6 +198,11 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 		att = s.mlaOut(a, ly, att, n)
 	}
 	s.matmul(a, att, n, mmPart{ly.o, o})
+	if ly.oai.oBias != nil {
+		for t := 0; t < n; t++ {
+			addBias(o[t*d:(t+1)*d], ly.oai.oBias)
+		}
+	}
 	for j := range x {
 		x[j] += o[j]
 	}
@@ -259,9 +265,28 @@ func addBias(x, b []float32) {
 type rowsOp uint8
 
 const (
-	opNorm   rowsOp = iota // dst = rmsNorm(src)·w
-	opSwiGLU               // dst = silu(dst)·src
+	opNorm      rowsOp = iota // dst = rmsNorm(src)·w
+	opSwiGLU                  // dst = silu(dst)·src
+	opSwiGLUOAI               // dst = swigluOAI(dst, src): gpt-oss's clamped variant
 )
+
+// gpt-oss's SwiGLU constants, which llama.cpp hard-wires
+// (LLM_FFN_SWIGLU_OAI_MOE).
+const (
+	oaiAlpha = 1.702
+	oaiLimit = 7.0
+)
+
+// swigluOAI is ggml's swiglu_oai: the gate clamped from above and the up
+// projection on both sides at oaiLimit, gate·σ(α·gate)·(up+1).
+func swigluOAI(gate, up []float32) {
+	for i, g := range gate {
+		x := min(g, oaiLimit)
+		y := min(max(up[i], -oaiLimit), oaiLimit)
+		glu := x / (1 + float32(math.Exp(float64(oaiAlpha*(-x)))))
+		gate[i] = glu * (y + 1)
+	}
+}
 
 // rowsJob applies a rowsOp to rows of width elements.
 type rowsJob struct {
@@ -281,6 +306,8 @@ func (j *rowsJob) do(_, lo, hi int) {
 			rmsNorm(dst, src, j.w, j.eps)
 		case opSwiGLU:
 			j.k.SwiGLU(dst, src)
+		case opSwiGLUOAI:
+			swigluOAI(dst, src)
 		}
 	}
 }
@@ -290,12 +317,18 @@ func (s *Shard) rows(a *arena, op rowsOp, dst, src, w []float32, width, n int) {
 	j := &a.rj
 	*j = rowsJob{k: s.k, op: op, dst: dst, src: src, w: w, width: width, eps: s.Config.RMSEps}
 	work := n * width
-	if op == opSwiGLU {
+	if op != opNorm {
 		work *= 16 // an exp per element
 	}
 	s.pool.run(j, n, 4, work)
 	*j = rowsJob{}
 }
+
+// swaAlign is the position granularity at which a sliding-window block
+// starts reading its cache: a multiple of every kernel's lane count and
+// of DotF32TileChunk. (Shard.swaAlign is it but in a test that reads from
+// position 0 to check that skipping changes no bit.)
+const swaAlign = 64
 
 // attnQueries is how many positions of one head an attention item scores
 // at once: their keys are the same rows, so VecDotTile reads each key once
@@ -331,6 +364,9 @@ type attnJob struct {
 	hdv, od      int // value head width, output row width
 	ss           int // score row stride: the capacity padded as DotF32Tile reads rows
 	scale        float32
+	sinks        []float32 // gpt-oss: per-head sink logits in the softmax; nil otherwise
+	window       int       // > 0: attend to the last window positions only
+	align        int       // swaAlign
 }
 
 func (j *attnJob) do(w, lo, hi int) {
@@ -351,8 +387,17 @@ func (j *attnJob) do(w, lo, hi int) {
 		// The last position's keys cover the earlier ones'; the scores
 		// of the later keys for earlier positions are not used.
 		last := j.pos0 + t1
+		// A sliding-window block reads keys and values from the first
+		// position any query of the item sees, rounded down to
+		// swaAlign: the kernels' sums then meet every position in the
+		// same lane whatever the batch, and the positions skipped
+		// would weigh 0.
+		first := 0
+		if j.window > 0 {
+			first = max(0, j.pos0+t0+1-j.window) / j.align * j.align
+		}
 		sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
-		keys := j.kc[es*g*cp*hd : es*(g*cp+last)*hd]
+		keys := j.kc[es*(g*cp+first)*hd : es*(g*cp+last)*hd]
 		qs, qStride := tensor.F32Bytes(j.q[t0*j.qd+h*hd:(t1-1)*j.qd+(h+1)*hd]), 4*j.qd
 		if j.typ == tensor.F16 {
 			// The queries meet fp16 keys in fp16, as in llama.cpp's
@@ -366,19 +411,40 @@ func (j *attnJob) do(w, lo, hi int) {
 			}
 			qs, qStride = qh[:(t1-t0)*2*hd], 2*hd
 		}
-		j.k.VecDotTile(j.typ, keys, es*hd, last, qs, qStride, t1-t0, hd, sc, ss)
+		j.k.VecDotTile(j.typ, keys, es*hd, last-first, qs, qStride, t1-t0, hd, sc, ss)
 		spans := j.spans[w*attnQueries : w*attnQueries+t1-t0]
 		for t := t0; t < t1; t++ {
-			span := j.pos0 + t + 1
-			softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+span], j.scale)
+			span := j.pos0 + t + 1 - first
+			j.softmax(sc[(t-t0)*ss:(t-t0)*ss+span], h)
 			spans[t-t0] = span
 		}
 		// Row e of the transposed values holds element e of every
 		// position; the weights stay float32.
 		hdv := j.hdv
-		vals := j.vt[es*g*hdv*cp : es*(g*hdv*cp+(hdv-1)*cp+tensor.DotF32TilePad(last))]
+		vals := j.vt[es*(g*hdv*cp+first) : es*(g*hdv*cp+(hdv-1)*cp+tensor.DotF32TilePad(last))]
 		j.k.DotF32Tile(j.typ, vals, es*cp, hdv, sc, ss, spans, j.out[t0*j.od+h*hdv:], j.od)
 	}
+}
+
+// softmax turns the scaled scores of query head h against the keys of
+// positions [0, len(row)) into weights (the row's last key is the query's
+// own position). A sliding-window block's keys outside the window weigh
+// exactly 0, and a head with a sink logit (gpt-oss) gives it its share.
+func (j *attnJob) softmax(row []float32, h int) {
+	if j.sinks == nil && j.window == 0 {
+		softmaxScaled(j.k, row, j.scale)
+		return
+	}
+	lo := 0
+	if j.window > 0 {
+		lo = max(0, len(row)-j.window)
+	}
+	clear(row[:lo])
+	sink := float32(math.Inf(-1))
+	if j.sinks != nil {
+		sink = j.sinks[h]
+	}
+	softmaxSink(j.k, row[lo:], j.scale, sink)
 }
 
 // quantized is one item of attention over a block-quantized cache, as
@@ -401,7 +467,7 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 	}
 	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, t1-t0, hd, sc, ss)
 	for t := t0; t < t1; t++ {
-		softmaxScaled(j.k, sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], j.scale)
+		j.softmax(sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], h)
 		clear(j.out[t*j.od+h*hdv : t*j.od+(h+1)*hdv])
 	}
 	vrow := j.vdeq[w*hdv : (w+1)*hdv]
@@ -439,7 +505,7 @@ func (j *attnJob) decodeGroup(w, g int) {
 	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, heads, hd, sc, ss)
 	out := j.out[g*heads*hdv : (g+1)*heads*hdv]
 	for i := range heads {
-		softmaxScaled(j.k, sc[i*ss:i*ss+last], j.scale)
+		j.softmax(sc[i*ss:i*ss+last], g*heads+i)
 	}
 	clear(out)
 	vrow := j.vdeq[w*hdv : (w+1)*hdv]
@@ -489,7 +555,7 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 		q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), hdv: cfg.vHead(), od: cfg.AttnDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
-		scale: cfg.attnScale(),
+		scale: cfg.attnScale(), sinks: s.layers[i].oai.sinks, window: s.layers[i].oai.window, align: s.swaAlign,
 	}
 	span := pos0 + n
 	if n == 1 && c.quantized() && j.group <= attnQueries {

@@ -13,6 +13,9 @@ type Gating uint8
 const (
 	GatingSoftmax Gating = iota + 1 // qwen3moe, deepseek2 v2
 	GatingSigmoid                   // glm4moe, deepseek2 v3
+	// GatingSoftmaxWeight (gpt-oss) chooses the top-k raw logits and
+	// softmaxes only the chosen ones into their weights.
+	GatingSoftmaxWeight
 )
 
 // MoE is the mixture-of-experts shape of a model's feed-forward blocks:
@@ -78,6 +81,8 @@ func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, s
 	for t := 0; t < n; t++ {
 		p := logits[t*ne : (t+1)*ne]
 		switch mc.Gating {
+		case GatingSoftmaxWeight:
+			// The raw logits choose; their softmax is taken below.
 		case GatingSigmoid:
 			for i, v := range p {
 				p[i] = 1 / (1 + float32(math.Exp(float64(-v))))
@@ -103,6 +108,9 @@ func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, s
 		ws := w[t*k : (t+1)*k]
 		for i, e := range ids {
 			ws[i] = p[e]
+		}
+		if mc.Gating == GatingSoftmaxWeight {
+			softmaxScaled(s.k, ws, 1)
 		}
 		if mc.NormTopK {
 			// ggml_sum_rows sums in double; the sum is clamped to the
@@ -208,6 +216,11 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 	d, k, nff := cfg.NEmbd, mc.NExpertUsed, mc.NFF
 	logits := a.route[:n*mc.NExpert]
 	s.matmul(a, h, n, mmPart{ly.router, logits})
+	if ly.oai.routerBias != nil {
+		for t := 0; t < n; t++ {
+			addBias(logits[t*mc.NExpert:(t+1)*mc.NExpert], ly.oai.routerBias)
+		}
+	}
 	sel, w := a.sel[:n*k], a.selW[:n*k]
 	s.route(logits, ly.routerBias, n, sel, w, a.routeSc)
 	rows := n * k
@@ -222,8 +235,18 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 	}
 	gate, up, down := a.egate[:rows*nff], a.eup[:rows*nff], a.edown[:rows*d]
 	s.expertMatmul(a, xe, d, start, ly.gateExps, gate, ly.upExps, up)
-	s.rows(a, opSwiGLU, gate, up, nil, nff, rows)
+	if ly.oai.upExpsBias != nil {
+		// gpt-oss: each expert's biases (ggml_add_id), then SwiGLU-OAI.
+		expertBias(pair, sel, up, ly.oai.upExpsBias, nff)
+		expertBias(pair, sel, gate, ly.oai.gateExpsBias, nff)
+		s.rows(a, opSwiGLUOAI, gate, up, nil, nff, rows)
+	} else {
+		s.rows(a, opSwiGLU, gate, up, nil, nff, rows)
+	}
 	s.expertMatmul(a, gate, nff, start, ly.downExps, down, nil, nil)
+	if ly.oai.downExpsBias != nil {
+		expertBias(pair, sel, down, ly.oai.downExpsBias, d)
+	}
 	// llama.cpp weights each expert's output (one rounding) and sums the
 	// experts in selection order.
 	for t := 0; t < n; t++ {
@@ -251,6 +274,15 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 		for j := range out[:n*d] {
 			out[j] += sh[j]
 		}
+	}
+}
+
+// expertBias adds to each grouped row r (pair pair[r], routed to expert
+// sel[pair[r]]) that expert's bias row of width w in b.
+func expertBias(pair []int, sel []int32, x, b []float32, w int) {
+	for r, i := range pair {
+		e := int(sel[i])
+		addBias(x[r*w:(r+1)*w], b[e*w:(e+1)*w])
 	}
 }
 

@@ -27,6 +27,10 @@ func TestMoEConfigErrors(t *testing.T) {
 		if arch != "qwen3moe" {
 			m[arch+".expert_shared_count"] = uint32(1)
 		}
+		if arch == "gpt-oss" {
+			delete(m, arch+".expert_shared_count")
+			m[arch+".attention.sliding_window"] = uint32(128)
+		}
 		if arch == "deepseek2" {
 			m[arch+".attention.kv_lora_rank"] = uint32(256)
 			m[arch+".attention.key_length_mla"] = uint32(128)
@@ -53,6 +57,10 @@ func TestMoEConfigErrors(t *testing.T) {
 		{"qwen3moe", base("qwen3moe"), ""},
 		{"glm4moe", base("glm4moe"), ""},
 		{"deepseek2", base("deepseek2"), ""},
+		{"gpt-oss", base("gpt-oss"), ""},
+		{"gpt-oss-no-window", with(base("gpt-oss"), "gpt-oss.attention.sliding_window", nil), "sliding_window"},
+		{"gpt-oss-swa-base", with(base("gpt-oss"), "gpt-oss.rope.freq_base_swa", float32(5e5)), "freq_base_swa"},
+		{"gpt-oss-swa-pattern-array", with(base("gpt-oss"), "gpt-oss.attention.sliding_window_pattern", []int32{1, 0}), "per-layer"},
 		{"more-used-than-experts", with(base("qwen3moe"), "qwen3moe.expert_used_count", uint32(9)), "experts per token"},
 		{"no-expert-count", with(base("qwen3moe"), "qwen3moe.expert_count", nil), "expert_count"},
 		{"no-expert-width", with(base("glm4moe"), "glm4moe.expert_feed_forward_length", nil), "expert_feed_forward_length"},

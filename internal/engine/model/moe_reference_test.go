@@ -15,7 +15,7 @@ import (
 
 // moeArchs are the mixture-of-experts architectures with llama.cpp
 // references in testdata/synthetic/synth-ARCH.json (bench/synthref.sh).
-var moeArchs = []string{"qwen3moe", "glm4moe", "deepseek2"}
+var moeArchs = []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
 
 // archModel writes the model `skulk dev synth --arch arch` writes (seed 1)
 // into a temporary directory and returns its path and sha256.

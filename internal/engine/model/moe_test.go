@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,13 +16,37 @@ import (
 // TestMoEReadsOnlySelectedExperts proves that a prompt and a decode step
 // read no weight of an expert none of their tokens was routed to: every
 // such expert's bytes are overwritten with 0xFF (a NaN fp16 scale in
-// every Q8_0 block), and the logits stay bit for bit those of the intact
-// file. The experts each block chose are read off one-block shards, which
-// compute what the whole model does.
+// every Q8_0 block, an infinite one in every MXFP4 block), and the logits
+// stay bit for bit those of the intact file. The experts each block chose
+// are read off one-block shards, which compute what the whole model does.
 func TestMoEReadsOnlySelectedExperts(t *testing.T) {
-	shape := synth.Shape{Name: "sel", Arch: "qwen3moe", NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, HeadDim: 64,
+	qwen := synth.Shape{Name: "sel", Arch: "qwen3moe", NEmbd: 256, NLayer: 2, NHead: 4, NHeadKV: 2, HeadDim: 64,
 		NFF: 512, NVocab: 300, RopeBase: 1e6, CtxLen: 256, NExpert: 16, NExpertUsed: 2, NFFExp: 256}
-	path := synthFile(t, shape, tensor.Q8_0)
+	oss := synth.ArchShapes()["gpt-oss"]
+	oss.NLayer, oss.NExpert = 2, 16 // 4 of 16 experts: most stay unread
+	mix, _ := synth.Shipped("gpt-oss")
+	for _, c := range []struct {
+		name  string
+		shape synth.Shape
+		mix   synth.Mix
+	}{{"qwen3moe-Q8_0", qwen, synth.Uniform(tensor.Q8_0)}, {"gpt-oss-MXFP4_MOE", oss, mix}} {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := synth.BuildMix(c.shape, c.mix, rand.New(rand.NewPCG(1, 2)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "sel.gguf")
+			if err := w.WriteFile(path); err != nil {
+				t.Fatal(err)
+			}
+			readsOnlySelected(t, path, c.shape)
+		})
+	}
+}
+
+// readsOnlySelected checks that poisoning every expert matrix a prompt
+// and one decode step did not route to leaves their logits bit-identical.
+func readsOnlySelected(t *testing.T, path string, shape synth.Shape) {
 	prompt, next := []int32{1, 45, 267}, int32(89)
 
 	f, err := gguf.Open(path)

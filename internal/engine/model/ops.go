@@ -31,6 +31,15 @@ func softmaxScaled(k tensor.Kernels, x []float32, scale float32) {
 	k.Scale(x, 1/k.ExpSub(x, max))
 }
 
+// softmaxSink is softmaxScaled with one more logit, sink, in the
+// denominator only (ggml_soft_max_add_sinks): the weights of x sum to less
+// than one. sink = −Inf is no sink.
+func softmaxSink(k tensor.Kernels, x []float32, scale, sink float32) {
+	m := max(k.ScaleMax(x, scale), sink)
+	sum := k.ExpSub(x, m) + float32(math.Exp(float64(sink-m)))
+	k.Scale(x, 1/sum)
+}
+
 // ropeTable holds cos and sin of every rotated pair at every position of a batch.
 type ropeTable struct {
 	half     int

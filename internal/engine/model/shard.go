@@ -56,6 +56,17 @@ type layer struct {
 	routerBias                 []float32
 	gateExps, upExps, downExps *experts
 	mla                        mlaLayer
+	oai                        oaiLayer
+}
+
+// oaiLayer is gpt-oss's extra per-block weights.
+type oaiLayer struct {
+	oBias      []float32 // attn_output.bias
+	sinks      []float32 // attn_sinks: one logit per query head
+	routerBias []float32 // ffn_gate_inp.bias, added to the router logits
+	// Per-expert biases, NExpert rows of the projection's width.
+	gateExpsBias, upExpsBias, downExpsBias []float32
+	window                                 int // > 0: a sliding-window block
 }
 
 // Shard is a loaded range of a model's blocks. It is immutable after Load
@@ -75,6 +86,7 @@ type Shard struct {
 	// values are rotated by before a quantized cache stores them; 0: none.
 	rotK, rotV int
 	k          tensor.Kernels
+	swaAlign   int // see swaAlign
 	// actRowBytes is the largest row of matmul activations in a vec-dot
 	// type, over every matrix.
 	actRowBytes int
@@ -106,7 +118,7 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations, kvType: tensor.F16, k: k}
+	s := &Shard{Config: cfg, Range: r, exactActs: opt.ExactActivations, kvType: tensor.F16, k: k, swaAlign: swaAlign}
 	if opt.F32Cache {
 		s.kvType = tensor.F32
 	}
@@ -246,7 +258,14 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, true)
 		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, true)
 	}
-	if c.GLM {
+	if c.OAI {
+		ly.oai.oBias = v("attn_output.bias", c.NEmbd, false)
+		ly.oai.sinks = v("attn_sinks.weight", c.NHead, false)
+		if c.swaLayer(b) {
+			ly.oai.window = c.SlidingWindow
+		}
+	}
+	if c.GLM || c.OAI {
 		ly.ffnNorm = v("post_attention_norm.weight", c.NEmbd, false)
 	} else {
 		ly.ffnNorm = v("ffn_norm.weight", c.NEmbd, false)
@@ -254,6 +273,20 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 	if mc := c.MoE; c.moeBlock(b) {
 		ly.router = m("ffn_gate_inp.weight", mc.NExpert, c.NEmbd)
 		ly.routerBias = v("exp_probs_b.bias", mc.NExpert, !c.GLM)
+		if c.OAI {
+			ly.oai.routerBias = v("ffn_gate_inp.bias", mc.NExpert, false)
+			t := func(name string, w int) []float32 {
+				if err != nil {
+					return nil
+				}
+				var out []float32
+				out, err = l.table(p+name, mc.NExpert, w)
+				return out
+			}
+			ly.oai.gateExpsBias = t("ffn_gate_exps.bias", mc.NFF)
+			ly.oai.upExpsBias = t("ffn_up_exps.bias", mc.NFF)
+			ly.oai.downExpsBias = t("ffn_down_exps.bias", c.NEmbd)
+		}
 		ly.gateExps = x("ffn_gate_exps.weight", mc.NExpert, mc.NFF, c.NEmbd)
 		ly.upExps = x("ffn_up_exps.weight", mc.NExpert, mc.NFF, c.NEmbd)
 		ly.downExps = x("ffn_down_exps.weight", mc.NExpert, c.NEmbd, mc.NFF)

@@ -91,6 +91,7 @@ func TestShardSplitBitIdentical(t *testing.T) {
 			HeadDim: 64, NFF: 512, NVocab: 300, RopeBase: 1e6, CtxLen: 256, NExpert: 8, NExpertUsed: 3, NFFExp: 256}, tensor.Q4_K),
 		"synth-glm4moe-q8_0":   synthFile(t, synth.ArchShapes()["glm4moe"], tensor.Q8_0),
 		"synth-deepseek2-q8_0": synthFile(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0),
+		"synth-gpt-oss-mxfp4":  smallGptOss(t),
 	}
 	prompt := []int32{1, 45, 267, 89, 12, 200, 7}
 	for name, path := range models {

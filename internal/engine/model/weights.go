@@ -92,6 +92,30 @@ func (l loader) vector(name string, n int) ([]float32, error) {
 	return out, nil
 }
 
+// table loads a 2-D tensor of n rows of w elements (GGML dims [w, n]) and
+// dequantizes it to F32: gpt-oss's per-expert biases.
+func (l loader) table(name string, n, w int) ([]float32, error) {
+	ti, ok := l.f.Tensor(name)
+	if !ok {
+		return nil, fmt.Errorf("model: missing tensor %s", name)
+	}
+	if len(ti.Dims) != 2 || ti.Dims[0] != uint64(w) || ti.Dims[1] != uint64(n) {
+		return nil, fmt.Errorf("model: tensor %s has shape %v, want [%d %d]", name, ti.Dims, w, n)
+	}
+	if !ti.Type.Supported() {
+		return nil, fmt.Errorf("model: tensor %s: %w: %s", name, gguf.ErrUnsupported, ti.Type)
+	}
+	data, err := l.f.TensorData(name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]float32, n*w)
+	if err := l.k.Dequantize(ti.Type, data, out); err != nil {
+		return nil, fmt.Errorf("model: tensor %s: %w", name, err)
+	}
+	return out, nil
+}
+
 // optionalVector loads name when present.
 func (l loader) optionalVector(name string, n int) ([]float32, error) {
 	if !l.has(name) {

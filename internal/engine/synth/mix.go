@@ -39,11 +39,12 @@ func (m Mix) typeOf(name string) tensor.Type {
 // Shipped is the mix the real files of arch are most often downloaded in,
 // which `skulk dev synth --arch A` uses when no --type is given. For the
 // MoE families that is Q4_K_M: Q4_K, with Q6_K for the value projections,
-// the down projections and the output head. (Many big-model files use Q3_K,
-// IQ4_XS or, for gpt-oss experts, MXFP4, which the engine also runs; these
-// three stay at Q4_K_M, their most downloaded files' mix, which their
-// committed llama.cpp references were made from: testdata/synthetic/
-// synth-ARCH.json pins the file's sha256.)
+// the down projections and the output head; for gpt-oss, MXFP4_MOE, as
+// llama.cpp quantizes its real files. (Many big-model files use Q3_K or
+// IQ4_XS, which the engine also runs; the MoE families stay at Q4_K_M,
+// their most downloaded files' mix, which their committed llama.cpp
+// references were made from: testdata/synthetic/synth-ARCH.json pins the
+// file's sha256.)
 func Shipped(arch string) (Mix, bool) {
 	q4km := Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
 		{"attn_v.weight", tensor.Q6_K}, {"ffn_down_exps.weight", tensor.Q6_K}, {"ffn_down.weight", tensor.Q6_K},
@@ -53,6 +54,12 @@ func Shipped(arch string) (Mix, bool) {
 	switch arch {
 	case "qwen3moe", "glm4moe", "deepseek2":
 		return q4km, true
+	case "gpt-oss":
+		// llama.cpp's MXFP4_MOE, which gpt-oss ships in: the experts
+		// MXFP4, every other matrix Q8_0.
+		return Mix{Name: "MXFP4_MOE", Base: tensor.Q8_0, FileType: tensor.MXFP4, Over: []MixRule{
+			{"_exps.weight", tensor.MXFP4},
+		}}, true
 	}
 	return Mix{}, false
 }

@@ -59,6 +59,9 @@ type Shape struct {
 	YarnFactor  float32
 	YarnOrigCtx int
 	YarnLogMul  float32
+	// gpt-oss: every other block (the even ones) attends to the last
+	// SlidingWindow positions.
+	SlidingWindow int
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -73,6 +76,13 @@ func Shapes() map[string]Shape {
 		// it fits and runs here: about 3.3 GB in Q4_K_M.
 		"moe-30b-a3b-mini": {Name: "moe-30b-a3b-mini", Arch: "qwen3moe", NEmbd: 1024, NLayer: 48, NHead: 16, NHeadKV: 4, HeadDim: 128,
 			NFF: 3072, NVocab: 32000, RopeBase: 1e6, CtxLen: 8192, NExpert: 64, NExpertUsed: 8, NFFExp: 512},
+		// A gpt-oss-20b-like mixture (24 layers, 32 experts of which 4
+		// run, 8 query heads per KV head of 64, a 128-position window on
+		// every other block, YaRN ×32) scaled down in width so that it
+		// fits and runs here: about 1.4 GB in MXFP4_MOE.
+		"gpt-oss-20b-mini": {Name: "gpt-oss-20b-mini", Arch: "gpt-oss", NEmbd: 1024, NLayer: 24, NHead: 16, NHeadKV: 2, HeadDim: 64,
+			NFF: 1024, NVocab: 32000, RopeBase: 150000, CtxLen: 131072, NExpert: 32, NExpertUsed: 4, NFFExp: 1024,
+			YarnFactor: 32, YarnOrigCtx: 4096, SlidingWindow: 128},
 	}
 }
 
@@ -100,6 +110,14 @@ func ArchShapes() map[string]Shape {
 			NShared: 1, LeadingDense: 1, NextN: 1, RopeDim: 64,
 			QLoraRank: 256, KVLoraRank: 256, KeyLenMLA: 128, ValueLenMLA: 64, NGroup: 4, NGroupUsed: 2,
 			YarnFactor: 40, YarnOrigCtx: 128, YarnLogMul: 0.1},
+		// gpt-oss's layout (gpt-oss-20b: 24 blocks, 32 experts of which
+		// 4 run, 64 heads / 8 KV heads of 64): q/k/v/output biases,
+		// attention sinks, sliding-window blocks alternating with full
+		// ones (a window of 16 so the reference prompts cross it), YaRN
+		// (factor 32 as shipped), router and expert biases.
+		"gpt-oss": {Name: "gpt-oss-tiny", Arch: "gpt-oss", NEmbd: 256, NLayer: 4, NHead: 4, NHeadKV: 2, HeadDim: 64,
+			NFF: 256, NVocab: 1024, RopeBase: 150000, CtxLen: 4096, NExpert: 8, NExpertUsed: 4, NFFExp: 256,
+			YarnFactor: 32, YarnOrigCtx: 128, SlidingWindow: 16},
 	}
 }
 
@@ -335,6 +353,9 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 		w.Set(a+".expert_group_count", uint32(s.NGroup))
 		w.Set(a+".expert_group_used_count", uint32(s.NGroupUsed))
 	}
+	if s.SlidingWindow > 0 {
+		w.Set(a+".attention.sliding_window", uint32(s.SlidingWindow))
+	}
 	if a == "glm4moe" || a == "deepseek2" {
 		// GLM-4.5's routing: sigmoid scores, the chosen weights
 		// renormalised and scaled by 2.5.
@@ -372,7 +393,9 @@ func (t tensorSpec) dims() []uint64 {
 	return []uint64{uint64(t.cols), uint64(t.rows)}
 }
 
-func moeArch(arch string) bool { return arch == "qwen3moe" || arch == "glm4moe" || arch == "deepseek2" }
+func moeArch(arch string) bool {
+	return arch == "qwen3moe" || arch == "glm4moe" || arch == "deepseek2" || arch == "gpt-oss"
+}
 
 // plan lists the model's tensors in file order, drawing one seed per tensor
 // from rng.
@@ -390,6 +413,7 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 	}
 	qd, kvd := s.NHead*s.HeadDim, s.NHeadKV*s.HeadDim
 	glm := s.Arch == "glm4moe"
+	oai := s.Arch == "gpt-oss"
 	mat("token_embd.weight", s.NVocab, s.NEmbd)
 	for l := 0; l < s.NLayer+s.NextN; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -415,7 +439,7 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 			mat(p+"attn_k.weight", kvd, s.NEmbd)
 			mat(p+"attn_v.weight", kvd, s.NEmbd)
 		}
-		if glm {
+		if glm || oai {
 			bias(p+"attn_q.bias", qd)
 			bias(p+"attn_k.bias", kvd)
 			bias(p+"attn_v.bias", kvd)
@@ -423,11 +447,16 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 		if s.Arch != "deepseek2" {
 			mat(p+"attn_output.weight", s.NEmbd, qd)
 		}
+		if oai {
+			bias(p+"attn_output.bias", s.NEmbd)
+			// Sink logits near 1, of the size of the attention scores.
+			norm(p+"attn_sinks.weight", s.NHead)
+		}
 		if s.Arch == "qwen3" || s.Arch == "qwen3moe" || glm {
 			norm(p+"attn_q_norm.weight", s.HeadDim)
 			norm(p+"attn_k_norm.weight", s.HeadDim)
 		}
-		if glm {
+		if glm || oai {
 			norm(p+"post_attention_norm.weight", s.NEmbd)
 		} else {
 			norm(p+"ffn_norm.weight", s.NEmbd)
@@ -438,9 +467,19 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 			if glm || s.Arch == "deepseek2" {
 				bias(p+"exp_probs_b.bias", s.NExpert)
 			}
+			if oai {
+				bias(p+"ffn_gate_inp.bias", s.NExpert)
+			}
 			exps(p+"ffn_gate_exps.weight", s.NExpert, s.NFFExp, s.NEmbd)
 			exps(p+"ffn_up_exps.weight", s.NExpert, s.NFFExp, s.NEmbd)
 			exps(p+"ffn_down_exps.weight", s.NExpert, s.NEmbd, s.NFFExp)
+			if oai {
+				// Per-expert biases: one F32 row per expert, as
+				// llama.cpp's quantizer leaves them.
+				add(p+"ffn_gate_exps.bias", tensor.F32, s.NExpert, s.NFFExp, 0)
+				add(p+"ffn_up_exps.bias", tensor.F32, s.NExpert, s.NFFExp, 0)
+				add(p+"ffn_down_exps.bias", tensor.F32, s.NExpert, s.NEmbd, 0)
+			}
 			if w := s.NShared * s.NFFExp; w > 0 {
 				mat(p+"ffn_gate_shexp.weight", w, s.NEmbd)
 				mat(p+"ffn_up_shexp.weight", w, s.NEmbd)
