@@ -205,10 +205,15 @@ for (let r = 0; r < rounds; r++) {
 }
 const med = (name) => Object.fromEntries(Object.entries(fig[name]).map(([k, v]) => [k, median(v)]));
 const s = med("single"), p = med("pipeline");
+// Every node's diagnostics list the cluster's edges: keep one per link.
 const hop = [];
+const seen = new Set();
 for (const b of pipe) {
   try {
-    hop.push(...edges(await call(b, "GET", "/v1/diagnostics/cluster")));
+    for (const e of edges(await call(b, "GET", "/v1/diagnostics/cluster"))) {
+      const key = `${e.instance}/${e.link}`;
+      if (!seen.has(key)) hop.push(e), seen.add(key);
+    }
   } catch {}
 }
 const tcp = opt["ping-ns"] ? await ping(opt["ping-ns"].split(","), opt["ping-addr"], 4 * 2048, 2000) : null;
