@@ -1,9 +1,9 @@
 // serve.mjs measures whole servers under concurrent clients: one `skulk run`
 // per binary given (a private home and loopback ports each) and, with
 // --llama-server, llama.cpp's llama-server on the same GGUF file with the
-// same thread count. Every request is a greedy, streamed OpenAI
-// /v1/completions request with the same prompt on every server, timed on
-// the client; rounds alternate the servers' order.
+// same thread count. Every request is a greedy, streamed completion of the
+// same prompt on every server (skulk: /v1/completions; llama-server: its
+// /completion), timed on the client; rounds alternate the servers' order.
 //
 //   node bench/serve.mjs --model FILE [--skulk BIN]... [--llama-server BIN]
 //       [--concurrency 1,4,8,16] [--tokens 64] [--rounds 3] [--threads 2]
@@ -55,6 +55,7 @@ const { values: opt } = parseArgs({
     "system-tokens": { type: "string", default: "1500" },
     "turn-tokens": { type: "string", default: "16" },
     "spec-args": { type: "string", default: "--spec-type ngram-simple" },
+    "llama-ban": { type: "string", default: "3-258" },
     json: { type: "boolean", default: false },
   },
 });
@@ -62,7 +63,7 @@ const usage = `usage: node bench/serve.mjs --model FILE [--skulk BIN]... [--llam
     [--concurrency 1,4,8,16] [--tokens N] [--rounds N] [--threads N] [--ctx N] [--slots N]
     [--throughput] [--interference [--streams N] [--long-prompt N]]
     [--multiturn [--turns N] [--system-tokens N] [--turn-tokens N]]
-    [--speculative [--spec-args "LLAMA-SERVER ARGS"]] [--json]`;
+    [--speculative [--spec-args "LLAMA-SERVER ARGS"]] [--llama-ban FROM-TO] [--json]`;
 if (!opt.model) {
   console.error(usage);
   process.exit(2);
@@ -204,19 +205,42 @@ async function startLlama(e, np, perSlot, extra = []) {
 
 // --- requests ------------------------------------------------------------
 
+// llama-server's streaming parses its output as text and ends the stream
+// with an error ("does not match the expected Content-only format") on
+// bytes that are not UTF-8, which a random-weight model's byte tokens make.
+// --llama-ban FROM-TO (default the byte tokens <0x00>..<0xFF> of the
+// synthesized models' llama vocabulary, ids 3-258) forbids them there
+// (logit_bias false). Greedy texts then differ between the servers; the
+// work per token does not. "" turns it off.
+const llamaBan = (() => {
+  if (!opt["llama-ban"]) return undefined;
+  const m = opt["llama-ban"].match(/^(\d+)-(\d+)$/);
+  if (!m) {
+    console.error(`--llama-ban ${opt["llama-ban"]}: want FROM-TO token ids, or ""`);
+    process.exit(2);
+  }
+  const out = [];
+  for (let t = Number(m[1]); t <= Number(m[2]); t++) out.push([t, false]);
+  return out;
+})();
+
 // complete sends one streamed greedy completion and times every chunk that
-// carries text. onChunk(count) is called after each.
+// carries text. onChunk(count) is called after each. skulk gets OpenAI's
+// /v1/completions; llama-server its own /completion, the same sampling
+// without the OpenAI layer, whose output parser refuses some of a
+// random-weight model's text ("does not match the expected Content-only
+// format") and ends the stream.
 async function complete(e, prompt, maxTokens, onChunk) {
-  const body = {
-    model: e.model, prompt, max_tokens: maxTokens, temperature: 0, stream: true,
-    stream_options: { include_usage: true },
-    cache_prompt: true, // llama-server's prompt cache (its default; skulk ignores the field)
-  };
+  const native = e.kind === "llama";
+  const body = native
+    ? { prompt, n_predict: maxTokens, temperature: 0, stream: true, cache_prompt: true, ...(llamaBan && { logit_bias: llamaBan }) }
+    : { model: e.model, prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } };
+  const path = native ? "/completion" : "/v1/completions";
   const t0 = performance.now();
-  const res = await fetch(e.base + "/v1/completions", {
+  const res = await fetch(e.base + path, {
     method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
   });
-  if (!res.ok) throw new Error(`${e.name}: POST /v1/completions: ${res.status} ${await res.text()}`);
+  if (!res.ok) throw new Error(`${e.name}: POST ${path}: ${res.status} ${await res.text()}`);
   const dec = new TextDecoder();
   const times = [];
   let buf = "", text = "", usage, timings;
@@ -230,7 +254,7 @@ async function complete(e, prompt, maxTokens, onChunk) {
       if (data === "[DONE]") continue;
       const j = JSON.parse(data);
       if (j.error) throw new Error(`${e.name}: stream error: ${JSON.stringify(j.error)}`);
-      const t = j.choices?.[0]?.text;
+      const t = native ? j.content : j.choices?.[0]?.text;
       if (t) {
         times.push(performance.now());
         text += t;
@@ -244,7 +268,8 @@ async function complete(e, prompt, maxTokens, onChunk) {
   return {
     t0, end, times, text, usage, timings,
     tokens: usage?.completion_tokens ?? timings?.predicted_n ?? times.length,
-    promptTokens: usage?.prompt_tokens ?? timings?.prompt_n,
+    // llama-server's prompt_n counts only the tokens it evaluated, cache_n the reused ones.
+    promptTokens: usage?.prompt_tokens ?? (timings ? (timings.prompt_n ?? 0) + (timings.cache_n ?? 0) : undefined),
     cached: usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n,
     ttft: (times[0] ?? end) - t0,
   };

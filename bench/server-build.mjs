@@ -14,7 +14,7 @@
 // (not on a text request's path) at -O0: compile time is what is short.
 // Objects newer than their source and command are reused.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 
 const [build, src, lib, out, jobsArg] = process.argv.slice(2);
@@ -74,4 +74,11 @@ execFileSync("c++", [
   "-L" + lib, "-l:libllama-common.so", "-l:libllama.v0.4.0.so", "-l:libggml.v0.4.0.so", "-l:libggml-base.so",
   "-lssl", "-lcrypto", "-lpthread", "-ldl", "-Wl,-rpath," + lib,
 ], { stdio: "inherit" });
+// The package's ggml loads its CPU backend at run time (one library per CPU
+// generation, the best this CPU runs), searching the executable's directory.
+for (const f of readdirSync(lib).filter((n) => /^libggml-cpu-.*\.so$/.test(n))) {
+  const link = join(dirname(out), f);
+  rmSync(link, { force: true });
+  symlinkSync(join(lib, f), link);
+}
 console.error(`server-build: linked ${out}`);
