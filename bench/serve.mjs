@@ -29,6 +29,7 @@
 // chosen mode sends at once) and a placement of --ctx context tokens.
 // Standard library only: Node's fetch and child_process.
 import { spawn } from "node:child_process";
+import { request } from "node:http";
 import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -237,14 +238,16 @@ async function complete(e, prompt, maxTokens, onChunk) {
     : { model: e.model, prompt, max_tokens: maxTokens, temperature: 0, stream: true, stream_options: { include_usage: true } };
   const path = native ? "/completion" : "/v1/completions";
   const t0 = performance.now();
-  const res = await fetch(e.base + path, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
-  });
-  if (!res.ok) throw new Error(`${e.name}: POST ${path}: ${res.status} ${await res.text()}`);
+  const res = await post(e.base + path, body);
+  if (res.statusCode !== 200) {
+    let msg = "";
+    for await (const b of res) msg += b;
+    throw new Error(`${e.name}: POST ${path}: ${res.statusCode} ${msg}`);
+  }
   const dec = new TextDecoder();
   const times = [];
   let buf = "", text = "", usage, timings;
-  for await (const bytes of res.body) {
+  for await (const bytes of res) {
     buf += dec.decode(bytes, { stream: true });
     for (let i; (i = buf.indexOf("\n")) >= 0;) {
       const line = buf.slice(0, i).trim();
@@ -273,6 +276,18 @@ async function complete(e, prompt, maxTokens, onChunk) {
     cached: usage?.prompt_tokens_details?.cached_tokens ?? timings?.cache_n,
     ttft: (times[0] ?? end) - t0,
   };
+}
+
+// post sends a JSON body and resolves to the response stream. node:http,
+// not fetch: fetch gives up after 300 s without headers or between chunks,
+// and on a loaded machine a long prompt's prefill takes longer than that.
+function post(url, body) {
+  const data = JSON.stringify(body);
+  return new Promise((res, rej) => {
+    const req = request(url, { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, res);
+    req.on("error", rej);
+    req.end(data);
+  });
 }
 
 // --- prompts -------------------------------------------------------------
