@@ -281,10 +281,12 @@ async function complete(e, prompt, maxTokens, onChunk) {
 // post sends a JSON body and resolves to the response stream. node:http,
 // not fetch: fetch gives up after 300 s without headers or between chunks,
 // and on a loaded machine a long prompt's prefill takes longer than that.
+// A connection per request (agent: false): a kept-alive socket the server
+// has closed meanwhile ends the next request with "socket hang up".
 function post(url, body) {
   const data = JSON.stringify(body);
   return new Promise((res, rej) => {
-    const req = request(url, { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, res);
+    const req = request(url, { method: "POST", agent: false, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(data) } }, res);
     req.on("error", rej);
     req.end(data);
   });
