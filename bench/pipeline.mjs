@@ -27,9 +27,11 @@ const { values: opt } = parseArgs({
     "prompt-tokens": { type: "string", default: "1024" },
     "ping-ns": { type: "string", default: "" },
     "ping-addr": { type: "string", default: "" },
+    modes: { type: "string", default: "decode,ttft" },
     json: { type: "boolean", default: false },
   },
 });
+const modes = new Set(opt.modes.split(","));
 if (!opt.model || !opt.pipeline || !opt.single) {
   console.error("usage: node bench/pipeline.mjs --model FILE --pipeline URL,URL --single URL [--key KEY] [--rounds N] [--json]");
   process.exit(2);
@@ -125,7 +127,12 @@ async function longPrompt(base) {
   return words(m);
 }
 
-async function ttft(base, prompt) {
+// ttft times one prompt; each call's prompt starts with a different word,
+// so no prefix cache can serve any of it (a node keeps finished prompts'
+// KV and would read only the last token of a repeated one).
+let ttftCalls = 0;
+async function ttft(base, text) {
+  const prompt = `r${++ttftCalls}x ${text}`;
   const t0 = performance.now();
   const r = await call(base, "POST", "/v1/completions", { model: "bench", prompt, max_tokens: 1, temperature: 0 });
   return { ms: performance.now() - t0, prompt: r.usage.prompt_tokens };
@@ -195,15 +202,19 @@ let promptLen = 0;
 for (let r = 0; r < rounds; r++) {
   for (const [name, base] of r % 2 ? [["pipeline", pipeBase], ["single", single]] : [["single", single], ["pipeline", pipeBase]]) {
     log(`round ${r + 1}/${rounds}: ${name}`);
-    fig[name].decode.push((await stream(base, r, tokens)).decode);
-    fig[name].c4.push(await aggregate(base, 4, r));
-    fig[name].c8.push(await aggregate(base, 8, r));
-    const t = await ttft(base, prompt);
-    promptLen = t.prompt;
-    fig[name].ttft.push(t.ms);
+    if (modes.has("decode")) {
+      fig[name].decode.push((await stream(base, r, tokens)).decode);
+      fig[name].c4.push(await aggregate(base, 4, r));
+      fig[name].c8.push(await aggregate(base, 8, r));
+    }
+    if (modes.has("ttft")) {
+      const t = await ttft(base, prompt);
+      promptLen = t.prompt;
+      fig[name].ttft.push(t.ms);
+    }
   }
 }
-const med = (name) => Object.fromEntries(Object.entries(fig[name]).map(([k, v]) => [k, median(v)]));
+const med = (name) => Object.fromEntries(Object.entries(fig[name]).filter(([, v]) => v.length).map(([k, v]) => [k, median(v)]));
 const s = med("single"), p = med("pipeline");
 // Every node's diagnostics list the cluster's edges: keep one per link.
 const hop = [];
@@ -219,13 +230,13 @@ for (const b of pipe) {
 const tcp = opt["ping-ns"] ? await ping(opt["ping-ns"].split(","), opt["ping-addr"], 4 * 2048, 2000) : null;
 const out = {
   model: opt.model, rounds, tokens, prompt_tokens: promptLen, single: s, pipeline: p,
-  ratios: { decode: p.decode / s.decode, c4: p.c4 / s.c4, c8: p.c8 / s.c8, ttft: p.ttft / s.ttft },
+  ratios: Object.fromEntries(Object.keys(s).map((k) => [k, p[k] / s[k]])),
   edges: hop, tcp_one_way_ms: tcp,
 };
 if (opt.json) {
   console.log(JSON.stringify(out));
 } else {
-  const row = (k, label, unit, d = 1) => console.log(`  ${label.padEnd(34)} ${s[k].toFixed(d).padStart(10)} ${p[k].toFixed(d).padStart(10)} ${unit.padEnd(6)} ${out.ratios[k].toFixed(3).padStart(7)}`);
+  const row = (k, label, unit, d = 1) => k in s && console.log(`  ${label.padEnd(34)} ${s[k].toFixed(d).padStart(10)} ${p[k].toFixed(d).padStart(10)} ${unit.padEnd(6)} ${out.ratios[k].toFixed(3).padStart(7)}`);
   console.log(`${opt.model}: 1 thread per node, each node on its own core; medians of ${rounds} alternating rounds`);
   console.log(`  ${"".padEnd(34)} ${"1 node".padStart(10)} ${"2 stages".padStart(10)} ${"".padEnd(6)} ${"ratio".padStart(7)}`);
   row("decode", "single-stream decode", "t/s");

@@ -2,7 +2,7 @@
 # pipeline.sh measures one model split across two nodes against the same
 # model on one node, side by side in one run (issue 15's benchmarks).
 #
-#   sudo bench/pipeline.sh [MODEL] [--rounds N] [--skulk BIN] [--json]
+#   sudo bench/pipeline.sh [MODEL] [--rounds N] [--skulk BIN] [--modes decode,ttft] [--json]
 #
 # Three network namespaces on one bridge, each running `skulk run` with one
 # engine thread and pinned with taskset: the two stage nodes on cores 0 and
@@ -23,11 +23,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 
-model="" rounds=3 skulk="" json=""
+model="" rounds=3 skulk="" json="" modes=decode,ttft
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds=$2; shift 2 ;;
 	--skulk) skulk=$2; shift 2 ;;
+	--modes) modes=$2; shift 2 ;;
 	--json) json=--json; shift ;;
 	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) model=$1; shift ;;
@@ -105,5 +106,5 @@ start skpb3 0 "single-$clusterkey"
 failed=1
 node "$here/pipeline.mjs" --model "$model" --rounds "$rounds" --key "$SKULK_API_KEY" \
 	--pipeline http://10.88.0.1:52415,http://10.88.0.2:52415 --single http://10.88.0.3:52415 \
-	--ping-ns skpb1,skpb2 --ping-addr 10.88.0.2 $json
+	--ping-ns skpb1,skpb2 --ping-addr 10.88.0.2 --modes "$modes" $json
 failed=
