@@ -44,7 +44,7 @@ const { values: opt } = parseArgs({
     tokens: { type: "string", default: "64" },
     rounds: { type: "string", default: "3" },
     threads: { type: "string", default: "2" },
-    ctx: { type: "string", default: "4096" },
+    ctx: { type: "string", default: "8192" },
     slots: { type: "string" },
     throughput: { type: "boolean", default: false },
     interference: { type: "boolean", default: false },
