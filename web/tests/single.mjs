@@ -142,6 +142,7 @@ try {
   const kept = await p.locator('[data-testid=msg-assistant]').first().getAttribute('data-raw');
   check(kept === got, `after a reload the conversation holds ${JSON.stringify(kept)}`);
   await p.click('[data-testid=delete-conv]');
+  await p.waitForSelector('[data-testid=delete-conv]', { state: 'detached' });
   await p.reload();
   await showPanel(p, 'chat');
   check((await p.locator('[data-testid=delete-conv]').count()) === 0, 'a deleted conversation came back after a reload');

@@ -112,7 +112,13 @@ export function Chat({ f }: { f: Frames }) {
   };
 
   const remove = (id: string) => {
-    setConvs((cs) => cs.filter((c) => c.id !== id));
+    // Saved at once, not in the effect after the next paint: a page
+    // closed or reloaded right after a delete must not bring it back.
+    setConvs((cs) => {
+      const next = cs.filter((c) => c.id !== id);
+      saveConversations(next);
+      return next;
+    });
     if (current === id) setCurrent(null);
   };
 
