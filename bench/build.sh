@@ -1,8 +1,9 @@
 #!/bin/sh
 # Builds bench/build/llamabench, bench/build/kvref, bench/build/synthref,
 # bench/build/tokref and bench/build/membw against the prebuilt llama.cpp
-# that bench/package-lock.json pins. node-llama-cpp ships the shared libraries but not the headers; the headers come from the llama.cpp
-# source bundle in the same package, so they match the libraries exactly.
+# that bench/package-lock.json pins. node-llama-cpp ships the shared
+# libraries but not the headers; the headers come from the llama.cpp source
+# bundle in the same package, so they match the libraries exactly.
 # Needs npm (the first time) and gcc. Prints nothing when up to date.
 #
 # `bench/build.sh llama-server` builds bench/build/llama-server instead, from
