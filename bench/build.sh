@@ -1,8 +1,9 @@
 #!/bin/sh
-# Builds bench/build/llamabench, bench/build/kvref, bench/build/synthref and bench/build/membw against the prebuilt
-# llama.cpp that bench/package-lock.json pins. node-llama-cpp ships the
-# shared libraries but not the headers; the headers come from the llama.cpp
-# source bundle in the same package, so they match the libraries exactly.
+# Builds bench/build/llamabench, bench/build/kvref, bench/build/synthref,
+# bench/build/tokref and bench/build/membw against the prebuilt llama.cpp
+# that bench/package-lock.json pins. node-llama-cpp ships the shared
+# libraries but not the headers; the headers come from the llama.cpp source
+# bundle in the same package, so they match the libraries exactly.
 # Needs npm (the first time) and gcc. Prints nothing when up to date.
 #
 # `bench/build.sh llama-server` builds bench/build/llama-server instead, from
@@ -88,6 +89,14 @@ if [ ! -x "$build/synthref" ] || [ "$here/synthref.c" -nt "$build/synthref" ]; t
 		-I"$inc/include" -I"$inc/ggml/include" \
 		-DLLAMA_LIB_DIR="\"$lib\"" \
 		-o "$build/synthref" "$here/synthref.c" \
+		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
+		-Wl,-rpath,"$lib"
+fi
+if [ ! -x "$build/tokref" ] || [ "$here/tokref.c" -nt "$build/tokref" ]; then
+	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+		-I"$inc/include" -I"$inc/ggml/include" \
+		-DLLAMA_LIB_DIR="\"$lib\"" \
+		-o "$build/tokref" "$here/tokref.c" \
 		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
 		-Wl,-rpath,"$lib"
 fi

@@ -99,8 +99,12 @@ func lookupPre(name string) (*preTokenizer, error) {
 		}
 		p.cleanSpaces = false
 	case "tekken":
-		p.passes = []pass{regexPass(tekkenWords)}
+		p.passes = []pass{regexPass(caseWords(1, false))}
 		p.cleanSpaces, p.ignoreMerges, p.addBOS = false, true, true
+	case "gpt-4o", "llama4", "kanana2", "talkie":
+		// gpt-oss ships "gpt-4o": OpenAI's o200k split.
+		p.passes = []pass{regexPass(caseWords(3, true))}
+		p.cleanSpaces = false
 	default:
 		return nil, &UnsupportedError{Key: "tokenizer.ggml.pre", Value: name}
 	}

@@ -37,6 +37,12 @@ func TestPreSplit(t *testing.T) {
 		{"falcon backtick", "falcon", "x`y", []string{"x", "`", "y"}},
 		{"tekken case runs", "tekken", "HELLOWorld ÉAB", []string{"HELLOWorld", " É", "AB"}},
 		{"tekken slash tail", "tekken", "a ::/\nb", []string{"a", " ::/\n", "b"}},
+		{"gpt-4o contractions any case", "gpt-4o", "I'M DON'T they're We'Ll", []string{"I'M", " DON'T", " they're", " We'Ll"}},
+		{"gpt-4o contraction only after letters", "gpt-4o", "'s 's x'z", []string{"'s", " '", "s", " x", "'z"}},
+		{"gpt-4o digits in threes", "gpt-4o", "1234567 x42", []string{"123", "456", "7", " x", "42"}},
+		{"gpt-4o case runs", "gpt-4o", "HELLOWorld ÉAB", []string{"HELLOWorld", " É", "AB"}},
+		{"gpt-4o newlines and slash tail", "gpt-4o", "a ::/\n\r\n  b", []string{"a", " ::/\n\r\n", " ", " b"}},
+		{"llama4 is gpt-4o", "llama4", "Y'ALL I'LL 2024", []string{"Y", "'ALL", " I'LL", " ", "202", "4"}},
 		{"deepseek-v3", "deepseek-v3", "12345 .Net 日本語", []string{"123", "45", " .", "Net", " ", "日本語"}},
 		{"deepseek-llm", "deepseek-llm", "Hi, 你好 7  ", []string{"Hi", ",", " ", "你好", " ", "7", "  "}},
 	}
@@ -51,7 +57,7 @@ func TestPreSplit(t *testing.T) {
 
 func TestRequiredPreTokenizers(t *testing.T) {
 	for _, name := range []string{"default", "llama-bpe", "qwen2", "gpt-2", "smollm", "deepseek-llm", "deepseek-coder",
-		"deepseek-v3", "phi-2", "starcoder", "falcon", "refact", "tekken"} {
+		"deepseek-v3", "phi-2", "starcoder", "falcon", "refact", "tekken", "gpt-4o", "llama4"} {
 		if _, err := lookupPre(name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

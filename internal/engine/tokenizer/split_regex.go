@@ -291,33 +291,50 @@ func runEnd(c *splitCtx, q, e int, cl class) int {
 	return q
 }
 
-// tekkenWords is Mistral's Tekken expression:
-// [^\r\n\p{L}\p{N}]?U*W+|[^\r\n\p{L}\p{N}]?U+W*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
-func tekkenWords(c *splitCtx, p, e int) int {
-	r, f := c.rs[p], c.fl[p]
-	s := p
-	if !(r == '\r' || r == '\n' || reL(r, f) || reN(r, f)) {
-		s = p + 1 // the optional prefix; without it no letter can follow at p
-	}
-	// U*W+ with backtracking: the longest U* run after which a W follows.
-	u := runEnd(c, s, e, tekkenUpper)
-	for k := u; k >= s; k-- {
-		if k < e && tekkenLower(c.rs[k], c.fl[k]) {
-			return runEnd(c, k, e, tekkenLower)
-		}
-	}
-	if u > s {
-		return runEnd(c, u, e, tekkenLower)
-	}
-	if reN(r, f) {
-		return p + 1
-	}
+// caseWords is the expression Mistral's Tekken and OpenAI's o200k (GPT-4o)
+// share, with U and W the tekkenUpper and tekkenLower classes above:
+// [^\r\n\p{L}\p{N}]?U*W+C?|[^\r\n\p{L}\p{N}]?U+W*C?|\p{N}{1,digits}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+// where C is GPT-4o's (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
+// when contractions is set; Tekken has no C and digits 1.
+func caseWords(digits int, contractions bool) matcher {
 	notWord := func(r rune, f uint16) bool { return !(reSpace(r, f) || reL(r, f) || reN(r, f)) }
-	if q := punctRun(c, p, e, notWord, isCRLFSlashRune); q > 0 {
+	// suffix appends the optional contraction; being optional it never
+	// makes the letter runs before it backtrack.
+	suffix := func(c *splitCtx, q, e int) int {
+		if contractions && q < e {
+			q += contraction(c.rs, q, e, true)
+		}
 		return q
 	}
-	if q := spaceTail(c, p, e); q > 0 {
-		return q
+	return func(c *splitCtx, p, e int) int {
+		r, f := c.rs[p], c.fl[p]
+		s := p
+		if !(r == '\r' || r == '\n' || reL(r, f) || reN(r, f)) {
+			s = p + 1 // the optional prefix; without it no letter can follow at p
+		}
+		// U*W+ with backtracking: the longest U* run after which a W follows.
+		u := runEnd(c, s, e, tekkenUpper)
+		for k := u; k >= s; k-- {
+			if k < e && tekkenLower(c.rs[k], c.fl[k]) {
+				return suffix(c, runEnd(c, k, e, tekkenLower), e)
+			}
+		}
+		if u > s {
+			return suffix(c, runEnd(c, u, e, tekkenLower), e)
+		}
+		if reN(r, f) {
+			q := p + 1
+			for q < e && q-p < digits && reN(c.rs[q], c.fl[q]) {
+				q++
+			}
+			return q
+		}
+		if q := punctRun(c, p, e, notWord, isCRLFSlashRune); q > 0 {
+			return q
+		}
+		if q := spaceTail(c, p, e); q > 0 {
+			return q
+		}
+		return -(p + 1)
 	}
-	return -(p + 1)
 }
