@@ -68,38 +68,21 @@ llama-server | llama-server-native)
 	;;
 esac
 
-if [ ! -x "$build/llamabench" ] || [ "$here/llamabench.c" -nt "$build/llamabench" ]; then
-	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
-		-I"$inc/include" -I"$inc/ggml/include" \
-		-DLLAMA_LIB_DIR="\"$lib\"" \
-		-o "$build/llamabench" "$here/llamabench.c" \
-		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
-		-Wl,-rpath,"$lib"
-fi
-if [ ! -x "$build/kvref" ] || [ "$here/kvref.c" -nt "$build/kvref" ]; then
-	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
-		-I"$inc/include" -I"$inc/ggml/include" \
-		-DLLAMA_LIB_DIR="\"$lib\"" \
-		-o "$build/kvref" "$here/kvref.c" \
-		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
-		-Wl,-rpath,"$lib"
-fi
-if [ ! -x "$build/synthref" ] || [ "$here/synthref.c" -nt "$build/synthref" ]; then
-	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
-		-I"$inc/include" -I"$inc/ggml/include" \
-		-DLLAMA_LIB_DIR="\"$lib\"" \
-		-o "$build/synthref" "$here/synthref.c" \
-		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
-		-Wl,-rpath,"$lib"
-fi
-if [ ! -x "$build/tokref" ] || [ "$here/tokref.c" -nt "$build/tokref" ]; then
-	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
-		-I"$inc/include" -I"$inc/ggml/include" \
-		-DLLAMA_LIB_DIR="\"$lib\"" \
-		-o "$build/tokref" "$here/tokref.c" \
-		-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
-		-Wl,-rpath,"$lib"
-fi
+# libllama_tool NAME builds build/NAME from NAME.c against the package's
+# libllama (the C harnesses: llamabench, kvref, synthref, tokref).
+libllama_tool() {
+	if [ ! -x "$build/$1" ] || [ "$here/$1.c" -nt "$build/$1" ]; then
+		gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+			-I"$inc/include" -I"$inc/ggml/include" \
+			-DLLAMA_LIB_DIR="\"$lib\"" \
+			-o "$build/$1" "$here/$1.c" \
+			-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
+			-Wl,-rpath,"$lib"
+	fi
+}
+for tool in llamabench kvref synthref tokref; do
+	libllama_tool "$tool"
+done
 if [ ! -x "$build/membw" ] || [ "$here/membw.c" -nt "$build/membw" ]; then
 	gcc -O3 -std=c11 -D_POSIX_C_SOURCE=200809L -march=native -Wall -Wextra -Werror \
 		-o "$build/membw" "$here/membw.c" -lpthread
