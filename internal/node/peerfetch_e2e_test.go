@@ -50,27 +50,10 @@ func peerFetchCase(t *testing.T, shape synth.Shape) {
 	})
 
 	split := placeOn(t, a, id, 2)
-	var st struct {
-		Instances map[string]struct {
-			Placement []struct {
-				Node           string `json:"node"`
-				LayerStart     int    `json:"layer_start"`
-				LayerEnd       int    `json:"layer_end"`
-				HoldsEmbedding bool   `json:"holds_embedding"`
-				HoldsHead      bool   `json:"holds_head"`
-			} `json:"placement"`
-		} `json:"instances"`
-	}
 	_, body := a.do("GET", "/state", nil)
-	if err := json.Unmarshal(body, &st); err != nil || len(st.Instances[split].Placement) != 2 {
-		t.Fatalf("the split's placement: %v %s", err, body)
-	}
-	var share int64
-	for _, sh := range st.Instances[split].Placement {
-		if sh.Node == nodeID(b.home) {
-			share = stageShare(t, src, sh.LayerStart, sh.LayerEnd, sh.HoldsEmbedding, sh.HoldsHead)
-			t.Logf("node B holds layers %d-%d (embedding %v, head %v): %d bytes of the %d-byte file", sh.LayerStart, sh.LayerEnd, sh.HoldsEmbedding, sh.HoldsHead, share, fileSize(t, src))
-		}
+	share, ranks := shareOf(t, body, split, nodeID(b.home), src)
+	if ranks != 2 {
+		t.Fatalf("the split has %d ranks, want 2: %s", ranks, body)
 	}
 	if share == 0 {
 		t.Fatalf("node B holds no stage: %s", body)
@@ -111,9 +94,7 @@ func peerFetchCase(t *testing.T, shape synth.Shape) {
 	// Placed whole on B, the partial copy is completed: B fetches only the
 	// rest, so everything it fetched is at most the whole model's share.
 	_, body = a.do("GET", "/state", nil)
-	json.Unmarshal(body, &st)
-	if p := st.Instances[whole].Placement; len(p) == 1 && p[0].Node == nodeID(b.home) {
-		all := stageShare(t, src, 0, shape.NLayer, true, true)
+	if all, ranks := shareOf(t, body, whole, nodeID(b.home), src); ranks == 1 && all > 0 {
 		total, _ := b.scrapeMetrics().value("skulk_model_download_bytes_total", map[string]string{"model": id})
 		t.Logf("the whole model went to node B: it fetched %.0f bytes in all, the whole share is %d", total, all)
 		if total > float64(all)*1.05 {
@@ -244,6 +225,35 @@ func greedyCompletion(t *testing.T, n *clusterNode, model string) string {
 // from the file: its header and the tensors of blocks [start, end), the
 // token embedding on the first rank, the output norm and head on the last
 // (the embedding again when the head is tied), and anything outside blocks.
+// shareOf reads instance inst's placement from the GET /state document
+// body: its number of ranks, and the tensor bytes (header included) node
+// holds of the GGUF file src (stageShare of its rank's range), 0 if none.
+func shareOf(t *testing.T, body []byte, inst, node, src string) (share int64, ranks int) {
+	t.Helper()
+	var st struct {
+		Instances map[string]struct {
+			Placement []struct {
+				Node           string `json:"node"`
+				LayerStart     int    `json:"layer_start"`
+				LayerEnd       int    `json:"layer_end"`
+				HoldsEmbedding bool   `json:"holds_embedding"`
+				HoldsHead      bool   `json:"holds_head"`
+			} `json:"placement"`
+		} `json:"instances"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("GET /state: %v %s", err, body)
+	}
+	for _, sh := range st.Instances[inst].Placement {
+		if sh.Node == node {
+			share = stageShare(t, src, sh.LayerStart, sh.LayerEnd, sh.HoldsEmbedding, sh.HoldsHead)
+			t.Logf("node %s holds layers %d-%d (embedding %v, head %v): %d bytes of the %d-byte file",
+				node, sh.LayerStart, sh.LayerEnd, sh.HoldsEmbedding, sh.HoldsHead, share, fileSize(t, src))
+		}
+	}
+	return share, len(st.Instances[inst].Placement)
+}
+
 func stageShare(t *testing.T, path string, start, end int, first, last bool) int64 {
 	t.Helper()
 	f, err := gguf.Open(path)

@@ -73,24 +73,7 @@ func TestNetnsPipelinePeerFetch(t *testing.T) {
 
 	split := place(2)
 	_, body := a.do("GET", "/state", nil)
-	var st struct {
-		Instances map[string]struct {
-			Placement []struct {
-				Node           string `json:"node"`
-				LayerStart     int    `json:"layer_start"`
-				LayerEnd       int    `json:"layer_end"`
-				HoldsEmbedding bool   `json:"holds_embedding"`
-				HoldsHead      bool   `json:"holds_head"`
-			} `json:"placement"`
-		} `json:"instances"`
-	}
-	json.Unmarshal(body, &st)
-	var share int64
-	for _, sh := range st.Instances[split].Placement {
-		if sh.Node == b.id() {
-			share = stageShare(t, src, sh.LayerStart, sh.LayerEnd, sh.HoldsEmbedding, sh.HoldsHead)
-		}
-	}
+	share, _ := shareOf(t, body, split, b.id(), src)
 	fetched := netDownloadBytes(t, b, id)
 	t.Logf("%s fetched %d bytes from %s; its share is %d of %d", b.host.Name(), fetched, a.host.Name(), share, fileSize(t, src))
 	if share == 0 || fetched <= 0 || float64(fetched) > float64(share)*1.05 {
