@@ -8,21 +8,32 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// freePort returns a free TCP+UDP port on loopback.
+// handedOut holds every port freePort has returned in this test process:
+// a port reserved for one node and not yet bound is free to the kernel,
+// which may hand it out again (a node once got the same port for gossip
+// and QUIC and failed to bind).
+var handedOut sync.Map
+
+// freePort returns a free TCP+UDP port on loopback that no earlier call
+// returned.
 func freePort(t testing.TB) int {
 	t.Helper()
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 200; i++ {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
+		if _, taken := handedOut.LoadOrStore(port, true); taken {
+			continue
+		}
 		u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
 			u.Close()
