@@ -18,7 +18,10 @@
 # accumulators of the R·A pairs live in the frame.
 import sys
 
-R, A = 2, 4  # rows × activations per pass: R·A accumulators + 7 operands ≤ 16
+# Rows × activations per pass: R·A accumulators + 7 operands ≤ 16. The
+# kernels with fewer activations take the 1–3 a batch leaves over.
+R, A = 2, 4
+SHAPES = [(2, 4), (2, 3), (2, 2)]
 
 out = []
 w = out.append
@@ -35,22 +38,25 @@ def act(a, off):
     return [f"{off}(DI)", f"{off}(DI)(R12*1)", f"{off}(DI)(R12*2)", f"{off}(R13)(R12*2)"][a]
 
 
-ACC = [f"Y{i}" for i in range(R * A)]  # pair (r, a) is ACC[r*A+a]
-
-
 def acc(r, a):
-    return ACC[r * A + a]
+    """The int32 accumulator of pair (r, a)."""
+    return f"Y{r * A + a}"
 
 
-# Frame layout: per pair an 8-lane float accumulator (32 bytes) and, for
-# Q4_K, a 4-lane mins accumulator (16 bytes); per row the unpacked scales.
-FA = 0
-FM = FA + 32 * R * A
-SC = FM + 16 * R * A
-FRAME = SC + 32 * R
+def frame():
+    """Frame layout: per pair an 8-lane float accumulator (32 bytes) and,
+    for Q4_K, a 4-lane mins accumulator (16 bytes); per row the unpacked
+    scales: sets their offsets, the frame size and ACC."""
+    global FA, FM, SC, FRAME, ACC
+    ACC = [acc(r, a) for r in range(R) for a in range(A)]
+    FA = 0
+    FM = FA + 32 * R * A
+    SC = FM + 16 * R * A
+    FRAME = SC + 32 * R
 
 
 def prologue(name):
+    frame()
     w(f"""
 // func {name}(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 TEXT ·{name}(SB), NOSPLIT, ${FRAME}-56
@@ -102,7 +108,7 @@ def q4k():
     name = f"vecDotQ4_KTile{R}{A}AVX2"
     prologue(name)
     w("\tVMOVDQU ktnib<>(SB), Y15\n")
-    w("q4kt_loop:")
+    w(f"q4kt{A}_loop:")
     # Scales and mins of each row, as KSCALES (vecdot_amd64.s) unpacks them:
     # scales as int16 at SC+32r, mins as int16 at SC+32r+16.
     for r in range(R):
@@ -179,7 +185,7 @@ def q4k():
 	VMOVUPS      {FM + 16 * p}(SP), X13
 	VFMADD231PS  X11, {x}, X13
 	VMOVUPS      X13, {FM + 16 * p}(SP)""")
-    next_block("q4kt_loop", 144)
+    next_block(f"q4kt{A}_loop", 144)
     epilogue(name, True)
 
 
@@ -190,7 +196,7 @@ def q6k():
 	VMOVDQU ktbits45<>(SB), Y14
 	VMOVDQU ktpairspread<>(SB), Y13
 """)
-    w("q6kt_loop:")
+    w(f"q6kt{A}_loop:")
     # Each row's sixteen scales as int16 at SC+32r; every accumulator starts
     # at −32·Σ sc·bsum, as vecDotQ6_KAVX2's does.
     w("\tVPXOR Y12, Y12, Y12")
@@ -235,7 +241,7 @@ def q6k():
 	VMOVUPS      {FA + 32 * p}(SP), Y11
 	VFMADD231PS  Y10, {y}, Y11
 	VMOVUPS      Y11, {FA + 32 * p}(SP)""")
-    next_block("q6kt_loop", 210)
+    next_block(f"q6kt{A}_loop", 210)
     epilogue(name, False)
 
 
@@ -259,6 +265,7 @@ for name, q in [("ktnib", "0x0f0f0f0f0f0f0f0f"), ("ktbits45", "0x303030303030303
 for i, q in enumerate(["0x0100010001000100"] * 2 + ["0x0302030203020302"] * 2):
     w(f"DATA ktpairspread<>+{8 * i}(SB)/8, ${q}")
 w("GLOBL ktpairspread<>(SB), RODATA|NOPTR, $32")
-q4k()
-q6k()
+for R, A in SHAPES:
+    q4k()
+    q6k()
 sys.stdout.write("\n".join(l for l in out if l != "") + "\n")
