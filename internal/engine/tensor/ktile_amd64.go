@@ -49,16 +49,35 @@ func tiledPairs(tiles [3]tile4Func, rows VecDotRowsFunc, rowBlock, actBlock int)
 		if nb > 0 && nacts >= 2 {
 			rr, a0 = nrows&^1, nacts
 		}
-		for r := 0; r < rr; r += 2 {
-			for a := 0; a < a0; {
-				m := min(a0-a, 4)
-				if a0-a == 5 {
-					m = 3
+		tile := func(r, a, m int) {
+			tiles[m-2](&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
+		}
+		// The smaller operand set is the one walked again for every step of
+		// the larger, which then streams through the caches once.
+		if a0*actBlock > rr*rowBlock {
+			for a, m := 0, 0; a < a0; a += m {
+				m = actStep(a0 - a)
+				for r := 0; r < rr; r += 2 {
+					tile(r, a, m)
 				}
-				tiles[m-2](&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
-				a += m
+			}
+		} else {
+			for r := 0; r < rr; r += 2 {
+				for a, m := 0, 0; a < a0; a += m {
+					m = actStep(a0 - a)
+					tile(r, a, m)
+				}
 			}
 		}
 		tileEdges(rows, w, rowStride, nrows, rr, acts, actStride, nacts, a0, n, nb*rowBlock, nb*actBlock, out, outStride)
 	}
+}
+
+// actStep is how many of the left activations (at least two) the next
+// tile takes: four, but the last five as three and two.
+func actStep(left int) int {
+	if left == 5 {
+		return 3
+	}
+	return min(left, 4)
 }
