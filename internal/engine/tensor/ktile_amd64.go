@@ -7,8 +7,9 @@ package tensor
 // The AVX2 K-quant register tiles (vecdot_ktile_amd64.s, gen_ktile.py).
 // vecDotQ4_KTile2AAVX2 computes the 2×A block out[a·outStride+r] =
 // vecDotQ4_KAVX2(row r, act a, 256·nb) of rows rowStride bytes apart and
-// activations actStride bytes apart, bit for bit; the Q6_K ones are the
-// same for Q6_K weights, bit for bit vecDotQ6_KAVX2 per pair.
+// activations actStride bytes apart, bit for bit; the Q5_K and Q6_K ones
+// are the same for their weights, bit for bit vecDotQ5_KAVX2 and
+// vecDotQ6_KAVX2 per pair.
 
 //go:noescape
 func vecDotQ4_KTile24AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
@@ -20,6 +21,15 @@ func vecDotQ4_KTile23AVX2(rows *byte, rowStride int, acts *byte, actStride int, 
 func vecDotQ4_KTile22AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 //go:noescape
+func vecDotQ5_KTile24AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotQ5_KTile23AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotQ5_KTile22AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+//go:noescape
 func vecDotQ6_KTile24AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 //go:noescape
@@ -29,10 +39,12 @@ func vecDotQ6_KTile23AVX2(rows *byte, rowStride int, acts *byte, actStride int, 
 func vecDotQ6_KTile22AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 // setKTileAVX2 puts the AVX2 K-quant register tiles into t, whose one-row
-// Q4_K and Q6_K kernels must be the AVX2 ones they match.
+// Q4_K, Q5_K and Q6_K kernels must be the AVX2 ones they match.
 func setKTileAVX2(t *kernelTable) {
 	t.vecDotTile[Q4_K] = tiledPairs([3]tile4Func{vecDotQ4_KTile22AVX2, vecDotQ4_KTile23AVX2, vecDotQ4_KTile24AVX2},
 		loopRows(Q4_K, vecDotQ4_KAVX2), 144, 292)
+	t.vecDotTile[Q5_K] = tiledPairs([3]tile4Func{vecDotQ5_KTile22AVX2, vecDotQ5_KTile23AVX2, vecDotQ5_KTile24AVX2},
+		loopRows(Q5_K, vecDotQ5_KAVX2), 176, 292)
 	t.vecDotTile[Q6_K] = tiledPairs([3]tile4Func{vecDotQ6_KTile22AVX2, vecDotQ6_KTile23AVX2, vecDotQ6_KTile24AVX2},
 		loopRows(Q6_K, vecDotQ6_KAVX2), 210, 292)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestKQuantTileAVX2 checks the AVX2 Q4_K and Q6_K tiles pair by pair
+// TestKQuantTileAVX2 checks the AVX2 Q4_K, Q5_K and Q6_K tiles pair by pair
 // against the one-row AVX2 kernels directly, bit for bit: every row and
 // activation count from 1 to 9 (whole 2×4 register tiles, their edges and
 // tiles too small for one), one and many blocks, padded strides and the
@@ -22,7 +22,7 @@ func TestKQuantTileAVX2(t *testing.T) {
 	for _, c := range []struct {
 		typ Type
 		one VecDotFunc
-	}{{Q4_K, vecDotQ4_KAVX2}, {Q6_K, vecDotQ6_KAVX2}} {
+	}{{Q4_K, vecDotQ4_KAVX2}, {Q5_K, vecDotQ5_KAVX2}, {Q6_K, vecDotQ6_KAVX2}} {
 		for _, nb := range []int{1, 2, 13} {
 			n := nb * QK_K
 			for nrows := 1; nrows <= 9; nrows++ {
@@ -31,6 +31,16 @@ func TestKQuantTileAVX2(t *testing.T) {
 					rows, rs, acts, as := tileOperands(r, c.typ, n, nrows, nacts, r.IntN(7), extreme)
 					if extreme && c.typ == Q6_K {
 						q6KExtremes(r, rows, rs, nrows, nb)
+					}
+					if extreme && c.typ == Q5_K {
+						// Every scale and min 63, every quant 31.
+						for i := 0; i < nrows; i++ {
+							for j := 0; j < nb*176; j++ {
+								if j%176 >= 4 {
+									rows[i*rs+j] = 0xff
+								}
+							}
+						}
 					}
 					rb, ab := len(rows)-(nrows-1)*rs, len(acts)-(nacts-1)*as
 					outStride := nrows + r.IntN(3)

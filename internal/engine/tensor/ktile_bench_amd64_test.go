@@ -44,7 +44,7 @@ func BenchmarkKQuantRow(b *testing.B) {
 func BenchmarkKQuantTile(b *testing.B) {
 	const nrows, nacts = 32, 64
 	k := Select(Features{AVX2: true, FMA: true, F16C: true}, false)
-	for _, typ := range []Type{Q4_K, Q6_K} {
+	for _, typ := range []Type{Q4_K, Q5_K, Q6_K} {
 		for _, n := range []int{2048, 8192} {
 			b.Run(fmt.Sprintf("%s/n=%d", typ, n), func(b *testing.B) {
 				r := rand.New(rand.NewPCG(1, 2))
