@@ -1,7 +1,7 @@
 #!/bin/sh
 # Builds bench/build/llamabench, bench/build/kvref, bench/build/synthref,
-# bench/build/tokref, bench/build/kquantbench and bench/build/membw against the prebuilt llama.cpp
-# that bench/package-lock.json pins. node-llama-cpp ships the shared
+# bench/build/tokref, bench/build/kquantbench and bench/build/membw against
+# the prebuilt llama.cpp that bench/package-lock.json pins. node-llama-cpp ships the shared
 # libraries but not the headers; the headers come from the llama.cpp source
 # bundle in the same package, so they match the libraries exactly.
 # Needs npm (the first time) and gcc. Prints nothing when up to date.
