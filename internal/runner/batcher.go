@@ -14,10 +14,10 @@ const (
 	// next tokens once some work is ready: a few sampling and detokenizing
 	// turns, far less than a step of any model worth batching.
 	stepGather = 2 * time.Millisecond
-	// DefaultPrefillChunk is how many prompt tokens of one sequence a step
-	// reads: small enough that running streams keep flowing while a long
-	// prompt is read, large enough that a chunk reads the weights for many
-	// positions at once.
+	// DefaultPrefillChunk is the most prompt tokens of one sequence a step
+	// reads: large enough that a chunk reads the weights for many positions
+	// at once. Beside running streams the pacer reads fewer, as many as
+	// keep their steps short.
 	DefaultPrefillChunk = 256
 	// DefaultStepBudget is the most rows (decode steps plus prompt tokens)
 	// one step computes: one ubatch of the engine.
