@@ -14,10 +14,10 @@ const (
 	// next tokens once some work is ready: a few sampling and detokenizing
 	// turns, far less than a step of any model worth batching.
 	stepGather = 2 * time.Millisecond
-	// DefaultPrefillChunk is how many prompt tokens of one sequence a step
-	// reads: small enough that running streams keep flowing while a long
-	// prompt is read, large enough that a chunk reads the weights for many
-	// positions at once.
+	// DefaultPrefillChunk is the most prompt tokens of one sequence a step
+	// reads: large enough that a chunk reads the weights for many positions
+	// at once. Beside running streams the pacer reads fewer, as many as
+	// keep their steps short.
 	DefaultPrefillChunk = 256
 	// DefaultStepBudget is the most rows (decode steps plus prompt tokens)
 	// one step computes: one ubatch of the engine.
@@ -66,6 +66,8 @@ type batcher struct {
 	onStep func(wants []want, rows []int)
 	// store is the prefix cache, run's alone (tests read it after close).
 	store prefixStore
+	// pace sizes prompt chunks beside running streams, run's alone.
+	pace pacer
 }
 
 type batchKind uint8
@@ -180,12 +182,15 @@ func (b *batcher) run(ctx context.Context) {
 	gather.Stop()
 	for {
 		wants = wants[:0]
-		working, waiting := 0, 0
+		working, waiting, decoding := 0, 0, 0
 		for _, s := range live {
 			w := want{decode: s.decode, left: len(s.prompt) - s.read}
 			wants = append(wants, w)
 			switch {
-			case w.decode || w.left > 0:
+			case w.decode:
+				working++
+				decoding++
+			case w.left > 0:
 				working++
 			default:
 				waiting++ // decoding, its task sampling the next token
@@ -221,8 +226,10 @@ func (b *batcher) run(ctx context.Context) {
 		// Stop leaves no stale tick to receive (Go 1.23 timers).
 		gather.Stop()
 		armed, fired = false, false
+		// A sequence that has read its prompt is a running stream: a
+		// step that reads prompt rows delays its next token.
 		t0 := time.Now()
-		b.stepOnce(&st, live, wants)
+		b.stepOnce(&st, live, wants, b.pace.limit(decoding+waiting, decoding, b.cfg.chunk))
 		took = time.Since(t0)
 	}
 }
@@ -277,18 +284,19 @@ func (b *batcher) reuse(s *sequence, live []*sequence, store *prefixStore) {
 	s.read, s.reused = n, n
 }
 
-// stepOnce runs the step planStep picks for live and answers the
-// sequences whose request it completes.
-func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want) {
-	rows := planStep(wants, b.cfg.budget, b.cfg.chunk)
+// stepOnce runs the step planStep picks for live, reading at most prompt
+// prompt rows, and answers the sequences whose request it completes.
+func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want, prompt int) {
+	rows := planStep(wants, b.cfg.budget, b.cfg.chunk, prompt)
 	if b.onStep != nil {
 		b.onStep(wants, rows)
 	}
 	var (
-		caches []*model.Cache
-		counts []int
-		toks   []int32
-		who    []*sequence
+		caches         []*model.Cache
+		counts         []int
+		toks           []int32
+		who            []*sequence
+		decoded, aread int
 	)
 	for i, s := range live {
 		switch {
@@ -296,8 +304,10 @@ func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want) {
 			continue
 		case wants[i].decode:
 			toks = append(toks, s.tok)
+			decoded++
 		default:
 			toks = append(toks, s.prompt[s.read:s.read+rows[i]]...)
+			aread += rows[i]
 		}
 		caches, counts, who = append(caches, s.cache), append(counts, rows[i]), append(who, s)
 	}
@@ -309,11 +319,15 @@ func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want) {
 		res model.Result
 		err error
 	)
+	t0 := time.Now()
 	if b.cfg.chunk <= 0 && len(who) == 1 && !who[0].decode {
 		// A whole prompt, alone: Forward splits one longer than a pass.
 		res, err = b.shard.Forward(caches[0], model.Batch{Tokens: toks})
 	} else {
 		res, err = b.shard.StepRows(st, caches, counts, model.Batch{Tokens: toks})
+	}
+	if err == nil {
+		b.pace.observe(decoded, aread, time.Since(t0))
 	}
 	if err != nil && len(who) > 1 {
 		// Refused as a whole (a full cache, say): each alone, so that

@@ -40,7 +40,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	fs.SetOutput(stderr)
 	slots := fs.Int("slots", DefaultSlots, "tasks generated at once; more wait in order")
 	prefixMB := fs.Int("prefix-cache-mb", AutoPrefixCache, "MiB of finished sequences' KV cache kept for prompts that start the same way; 0 keeps none, -1 as much as the window's KV cache")
-	chunk := fs.Int("prefill-chunk", DefaultPrefillChunk, "prompt tokens read per step between running sequences' decode steps; 0 reads a prompt whole, stalling them")
+	chunk := fs.Int("prefill-chunk", DefaultPrefillChunk, "most prompt tokens read per step (fewer beside running sequences' decode steps, as their step times allow); 0 reads a prompt whole, stalling them")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	kernels := fs.String("kernels", "", "cap the engine's kernel set: generic, avx2 or neon (a node passes its SKULK_KERNELS); empty uses the best the CPU has")
 	if err := fs.Parse(args); err != nil {

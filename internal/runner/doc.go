@@ -40,8 +40,9 @@
 // time, the rest queued in arrival order. The tasks' sequences live in one
 // more goroutine, the batcher, which owns their KV caches and the prefix
 // cache: each step computes the running sequences' decode steps together with
-// chunks of newly arrived prompts (planStep, model.Shard.StepRows), so
-// concurrent tasks share each read of the weights and a long prompt does not
-// stall the running streams; results are the same as alone. The Client is safe
+// chunks of newly arrived prompts (planStep, model.Shard.StepRows), sized
+// while streams run by the measured step times (pacer), so concurrent tasks
+// share each read of the weights and a long prompt does not stall the
+// running streams; results are the same as alone. The Client is safe
 // for concurrent use; one goroutine owns its task table.
 package runner

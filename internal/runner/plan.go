@@ -15,9 +15,11 @@ type want struct {
 // streams advance at every step; the rest of the step's budget of rows goes
 // to prompts, oldest first, at most chunk tokens of each, so that a long
 // prompt is read a chunk at a time between the running streams' tokens
-// instead of stalling them. chunk ≤ 0 reads a prompt whole, in a step of
-// its own (no chunked prefill: the running streams wait for it).
-func planStep(wants []want, budget, chunk int) []int {
+// instead of stalling them; all prompts together take at most prompt rows
+// (the pacer's limit while streams run). chunk ≤ 0 reads a prompt whole,
+// in a step of its own (no chunked prefill: the running streams wait for
+// it).
+func planStep(wants []want, budget, chunk, prompt int) []int {
 	budget = max(budget, 1)
 	rows := make([]int, len(wants))
 	if chunk <= 0 {
@@ -36,11 +38,12 @@ func planStep(wants []want, budget, chunk int) []int {
 		}
 	}
 	for i, w := range wants {
-		if w.decode || w.left <= 0 || used >= budget || chunk <= 0 {
+		if w.decode || w.left <= 0 || used >= budget || chunk <= 0 || prompt <= 0 {
 			continue
 		}
-		rows[i] = min(w.left, chunk, budget-used)
+		rows[i] = min(w.left, chunk, budget-used, prompt)
 		used += rows[i]
+		prompt -= rows[i]
 	}
 	return rows
 }
