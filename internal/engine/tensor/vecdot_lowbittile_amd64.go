@@ -1,0 +1,71 @@
+//go:build amd64 && !purego
+
+package tensor
+
+//go:generate sh -c "python3 gen_lowbit_tile.py > vecdot_lowbittile_amd64.s"
+
+// Register tiles of MXFP4 and IQ4_NL weights (vecdot_lowbittile_amd64.s),
+// na = 1..4 activations against every row, each output bit for bit the
+// one-row AVX2 kernel's.
+
+//go:noescape
+func vecDotMXFP4Tile1AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotMXFP4Tile2AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotMXFP4Tile3AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotMXFP4Tile4AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotIQ4NLTile1AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotIQ4NLTile2AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotIQ4NLTile3AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+//go:noescape
+func vecDotIQ4NLTile4AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+// lowbitTileFunc multiplies nrows weight rows of nb 32-element blocks with
+// na activations (na fixed per kernel), ys their block scales as floats.
+type lowbitTileFunc func(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
+
+// lowbitTileMaxBlocks bounds the blocks per row the tiles take (n ≤ 32768),
+// so the activation scales fit a fixed array on the stack; longer rows go
+// through the one-row kernel, which computes the same values.
+const lowbitTileMaxBlocks = 1024
+
+// tiledLowbit builds the VecDotTileFunc of a 32-element-block type with
+// Q8_0 activations from its tiles by activation count (tiles[na-1]) and
+// its one-row kernel: the activations four at a time, the rest in one
+// smaller tile.
+func tiledLowbit(tiles [4]lowbitTileFunc, t Type, one VecDotFunc) VecDotTileFunc {
+	return func(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+		nb := n / 32
+		if nb == 0 || nb > lowbitTileMaxBlocks {
+			ab := nb * 34
+			for a := 0; a < nacts; a++ {
+				rowByRow(t, one, w, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
+			}
+			return
+		}
+		var ys [4 * lowbitTileMaxBlocks]float32
+		for a0 := 0; a0 < nacts; a0 += 4 {
+			na := min(4, nacts-a0)
+			for a := 0; a < na; a++ {
+				act := acts[(a0+a)*actStride:]
+				s := ys[a*nb : (a+1)*nb]
+				for b := range s {
+					s[b] = f16At(act, 34*b)
+				}
+			}
+			tiles[na-1](&w[0], rowStride, nrows, &acts[a0*actStride], actStride, &ys[0], nb, &out[a0*outStride], outStride)
+		}
+	}
+}
