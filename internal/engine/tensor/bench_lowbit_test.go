@@ -17,7 +17,8 @@ var lowbitBenchTypes = []Type{MXFP4, IQ4_NL, IQ4_XS}
 // distinct rows against one activation row, at gpt-oss's hidden size and at
 // 8192, reporting ns/row of the fastest pass over the rows (the one least
 // disturbed on a shared machine): the figure bench/vecdotbench prints for
-// ggml's vec_dot on the same shapes.
+// ggml's vec_dot on the same shapes. tile1 is the same through VecDotTile
+// with one activation row, the path decode takes.
 func BenchmarkVecDotRowNs(b *testing.B) {
 	const nrows = 64
 	k := Best()
@@ -39,6 +40,18 @@ func BenchmarkVecDotRowNs(b *testing.B) {
 					fastest = min(fastest, time.Since(t0))
 				}
 				_ = sink
+				b.ReportMetric(float64(fastest.Nanoseconds())/nrows, "ns/row")
+			})
+			// The same rows through VecDotTile with one activation, the
+			// path decode takes.
+			out := make([]float32, nrows)
+			b.Run(fmt.Sprintf("%s/n=%d/tile1/%s", typ, n, k.Name()), func(b *testing.B) {
+				fastest := time.Duration(math.MaxInt64)
+				for b.Loop() {
+					t0 := time.Now()
+					k.VecDotTile(typ, rows, rs, nrows, acts, len(acts), 1, n, out, nrows)
+					fastest = min(fastest, time.Since(t0))
+				}
 				b.ReportMetric(float64(fastest.Nanoseconds())/nrows, "ns/row")
 			})
 		}

@@ -24,11 +24,11 @@ func TestLowbitTileMatchesOneRow(t *testing.T) {
 	one := map[Type]VecDotFunc{MXFP4: vecDotMXFP4AVX2, IQ4_NL: vecDotIQ4_NLAVX2}
 	r := rand.New(rand.NewPCG(71, 72))
 	for _, typ := range []Type{MXFP4, IQ4_NL} {
-		for _, nb := range []int{1, 2, 3, 4, 5, 7, 8, 90, 256, lowbitTileMaxBlocks + 1} {
+		for _, nb := range []int{1, 2, 3, 4, 5, 7, 8, 90, 256, 257, 513, lowbitTileScales + 1} {
 			n := 32 * nb
 			for _, nrows := range []int{1, 2, 5} {
 				for nacts := 1; nacts <= 9; nacts++ {
-					if nb > 256 && nacts > 2 {
+					if nb > 256 && nacts > 4 {
 						continue
 					}
 					name := fmt.Sprintf("%s/n=%d/%dx%d", typ, n, nrows, nacts)

@@ -36,36 +36,43 @@ func vecDotIQ4NLTile4AVX2(rows *byte, rowStride, nrows int, acts *byte, actStrid
 // na activations (na fixed per kernel), ys their block scales as floats.
 type lowbitTileFunc func(rows *byte, rowStride, nrows int, acts *byte, actStride int, ys *float32, nb int, out *float32, outStride int)
 
-// lowbitTileMaxBlocks bounds the blocks per row the tiles take (n ≤ 32768),
-// so the activation scales fit a fixed array on the stack; longer rows go
-// through the one-row kernel, which computes the same values.
-const lowbitTileMaxBlocks = 1024
+// lowbitTileScales is how many activation block scales the tiles' scale
+// buffer holds: four activations of up to 256 blocks (n ≤ 8192), fewer
+// activations per call for longer rows. Small, because Go clears it on
+// every call.
+const lowbitTileScales = 1024
 
 // tiledLowbit builds the VecDotTileFunc of a 32-element-block type with
 // Q8_0 activations from its tiles by activation count (tiles[na-1]) and
-// its one-row kernel: the activations four at a time, the rest in one
-// smaller tile.
+// its one-row kernel.
 func tiledLowbit(tiles [4]lowbitTileFunc, t Type, one VecDotFunc) VecDotTileFunc {
 	return func(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
 		nb := n / 32
-		if nb == 0 || nb > lowbitTileMaxBlocks {
+		if nacts == 1 || nb == 0 || nb > lowbitTileScales {
 			ab := nb * 34
 			for a := 0; a < nacts; a++ {
 				rowByRow(t, one, w, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
 			}
 			return
 		}
-		var ys [4 * lowbitTileMaxBlocks]float32
-		for a0 := 0; a0 < nacts; a0 += 4 {
-			na := min(4, nacts-a0)
-			for a := 0; a < na; a++ {
-				act := acts[(a0+a)*actStride:]
-				s := ys[a*nb : (a+1)*nb]
-				for b := range s {
-					s[b] = f16At(act, 34*b)
-				}
+		lowbitTiles(tiles, w, rowStride, nrows, acts, actStride, nacts, nb, out, outStride)
+	}
+}
+
+// lowbitTiles runs the tiles over the activations, as many at a time as
+// the scale buffer and the widest tile allow.
+func lowbitTiles(tiles [4]lowbitTileFunc, w []byte, rowStride, nrows int, acts []byte, actStride, nacts, nb int, out []float32, outStride int) {
+	var ys [lowbitTileScales]float32
+	step := min(4, lowbitTileScales/nb)
+	for a0 := 0; a0 < nacts; a0 += step {
+		na := min(step, nacts-a0)
+		for a := 0; a < na; a++ {
+			act := acts[(a0+a)*actStride:]
+			s := ys[a*nb : (a+1)*nb]
+			for b := range s {
+				s[b] = f16At(act, 34*b)
 			}
-			tiles[na-1](&w[0], rowStride, nrows, &acts[a0*actStride], actStride, &ys[0], nb, &out[a0*outStride], outStride)
 		}
+		tiles[na-1](&w[0], rowStride, nrows, &acts[a0*actStride], actStride, &ys[0], nb, &out[a0*outStride], outStride)
 	}
 }
