@@ -232,8 +232,98 @@ def kernel(typ, na):
     w("\tRET")
 
 
+
+def xs_sub(ib, lo, lsh, na):
+    # Sub-block ib of an IQ4_XS block: its scale ls−32 (nibble lsh of byte
+    # lo(SI), bits 2ib..2ib+1 of DX) broadcast as int16 into Y11, then
+    # each activation's lane sums times it added to its int32 lanes.
+    w("\tMOVBLZX     %d(SI), AX" % lo)
+    if lsh:
+        w("\tSHRL        $%d, AX" % lsh)
+    w("\tANDL        $15, AX")
+    w("\tMOVL        DX, BX")
+    if ib:
+        w("\tSHRL        $%d, BX" % (2 * ib))
+    w("\tANDL        $3, BX")
+    w("\tSHLL        $4, BX")
+    w("\tORL         BX, AX")
+    w("\tSUBL        $32, AX")
+    w("\tVMOVD       AX, X11")
+    w("\tVPBROADCASTW X11, Y11")
+    decode(8 + 16 * ib)
+    for a in range(na):
+        w("\tVMOVDQU     %d%s, Y10" % (4 + 32 * ib, ACTP[a]))
+        w("\tVPSIGNB     Y8, Y10, Y10")
+        w("\tVPMADDUBSW  Y10, Y9, Y10")
+        w("\tVPMADDWD    Y11, Y10, Y10")
+        w("\tVPADDD      Y10, %s, %s" % (acc(a, 1), acc(a, 1)))
+
+
+def xs_kernel(na):
+    # IQ4_XS against Q8_K: the one-row kernel's single float accumulator
+    # per output (acc(a, 0)) and, per 256-element block, its int32 lane sums
+    # over the eight sub-blocks (acc(a, 1)).
+    name = "vecDotIQ4XSTile%dAVX2" % na
+    lbl = "iq4xs%d" % na
+    w("")
+    w("// func %s(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)" % name)
+    w("TEXT ·%s(SB), NOSPLIT, $8-64" % name)
+    w("\tMOVQ    rows+0(FP), R13")
+    w("\tMOVQ    out+48(FP), AX")
+    w("\tMOVQ    AX, 0(SP)")
+    w("\tMOVQ    nrows+16(FP), R12")
+    w("\tMOVQ    actStride+32(FP), R8")
+    w("\tLEAQ    (R8)(R8*2), R9")
+    w("\tVMOVDQU ltnl<>(SB), Y13")
+    w("\tVMOVDQU ltnib<>(SB), Y14")
+    w("")
+    w("%srow:" % lbl)
+    for a in range(na):
+        w("\tVXORPS  %s, %s, %s" % (acc(a, 0), acc(a, 0), acc(a, 0)))
+    w("\tMOVQ    R13, SI")
+    w("\tMOVQ    acts+24(FP), DI")
+    w("\tMOVQ    nb+40(FP), CX")
+    w("")
+    w("%sblock:" % lbl)
+    for a in range(na):
+        w("\tVPXOR   %s, %s, %s" % (acc(a, 1), acc(a, 1), acc(a, 1)))
+    w("\tMOVWLZX 2(SI), DX")
+    for ib in range(8):
+        xs_sub(ib, 4 + ib // 2, 4 * (ib % 2), na)
+    # d = fp16(x.d)·y.d per activation, times the block's sums.
+    w("\tMOVWLZX     (SI), AX")
+    w("\tVMOVD       AX, X8")
+    w("\tVCVTPH2PS   X8, X8")
+    for a in range(na):
+        w("\tVMULSS      %s, X8, X9" % ACTP[a])
+        w("\tVBROADCASTSS X9, Y9")
+        w("\tVCVTDQ2PS   %s, %s" % (acc(a, 1), acc(a, 1)))
+        w("\tVFMADD231PS Y9, %s, %s" % (acc(a, 1), acc(a, 0)))
+    w("\tADDQ    $136, SI")
+    w("\tADDQ    $292, DI")
+    w("\tDECQ    CX")
+    w("\tJNZ     %sblock" % lbl)
+    w("")
+    w("\tMOVQ    0(SP), AX")
+    w("\tMOVQ    outStride+56(FP), DX")
+    w("\tSHLQ    $2, DX")
+    w("\tLEAQ    (DX)(DX*2), CX")
+    outp = ["(AX)", "(AX)(DX*1)", "(AX)(DX*2)", "(AX)(CX*1)"]
+    for a in range(na):
+        w("\tHSUM8(%s, X%d, X10)" % (acc(a, 0), 2 * a))
+        w("\tVMOVSS  X%d, %s" % (2 * a, outp[a]))
+    w("\tADDQ    $4, 0(SP)")
+    w("\tADDQ    rowStride+8(FP), R13")
+    w("\tDECQ    R12")
+    w("\tJNZ     %srow" % lbl)
+    w("\tVZEROUPPER")
+    w("\tRET")
+
+
 for typ in TYPES:
     for na in range(1, 5):
         kernel(typ, na)
+for na in range(2, 5):
+    xs_kernel(na)
 
 print("\n".join(out))

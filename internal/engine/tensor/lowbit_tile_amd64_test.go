@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestLowbitTileMatchesOneRow checks that the AVX2 register tiles of MXFP4
-// and IQ4_NL give, for every (row, activation) pair, bit for bit what the
+// TestLowbitTileMatchesOneRow checks that the AVX2 register tiles of MXFP4,
+// IQ4_NL and IQ4_XS give, for every (row, activation) pair, bit for bit what the
 // one-row AVX2 kernel gives: row counts around the tiles' single-row pass,
 // 1..9 activations (every tile width and the remainders of four), block
 // counts with and without whole quads, a row long enough to take the
@@ -21,11 +21,14 @@ func TestLowbitTileMatchesOneRow(t *testing.T) {
 	if f := cpuFeatures(); !f.AVX2 || !f.FMA || !f.F16C {
 		t.Skip("this CPU lacks AVX2, FMA or F16C")
 	}
-	one := map[Type]VecDotFunc{MXFP4: vecDotMXFP4AVX2, IQ4_NL: vecDotIQ4_NLAVX2}
+	one := map[Type]VecDotFunc{MXFP4: vecDotMXFP4AVX2, IQ4_NL: vecDotIQ4_NLAVX2, IQ4_XS: vecDotIQ4_XSAVX2}
 	r := rand.New(rand.NewPCG(71, 72))
-	for _, typ := range []Type{MXFP4, IQ4_NL} {
+	for _, typ := range []Type{MXFP4, IQ4_NL, IQ4_XS} {
 		for _, nb := range []int{1, 2, 3, 4, 5, 7, 8, 90, 256, 257, 513, lowbitTileScales + 1} {
-			n := 32 * nb
+			n := typ.BlockElems() * nb
+			if typ == IQ4_XS && nb > 90 {
+				continue
+			}
 			for _, nrows := range []int{1, 2, 5} {
 				for nacts := 1; nacts <= 9; nacts++ {
 					if nb > 256 && nacts > 4 {
@@ -33,7 +36,7 @@ func TestLowbitTileMatchesOneRow(t *testing.T) {
 					}
 					name := fmt.Sprintf("%s/n=%d/%dx%d", typ, n, nrows, nacts)
 					rows, rs, acts, as := tileOperands(r, typ, n, nrows, nacts, r.IntN(5), false)
-					if nb <= 8 {
+					if nb <= 8 && typ != IQ4_XS {
 						extremeScales(r, typ, rows, rs, nrows, nb, acts, as, nacts)
 					}
 					rb, ab := len(rows)-(nrows-1)*rs, len(acts)-(nacts-1)*as
