@@ -78,6 +78,15 @@ DATA ltfp4<>+16(SB)/8, $0x0c08060403020100
 DATA ltfp4<>+24(SB)/8, $0xf4f8fafcfdfeff00
 GLOBL ltfp4<>(SB), RODATA|NOPTR, $32
 
+// e8m0HalfTab holds e8m0Half(e) (quant_nl.go) for every exponent byte e:
+// one load per block where computing it takes a blend of two shifts. The
+// one-row MXFP4 kernel (vecdot_lowbit_amd64.s) reads it too.
+""")
+vals = [(0x00200000 << e) if e < 2 else ((e - 1) << 23) for e in range(256)]
+for i in range(0, 256, 2):
+    w("DATA ·e8m0HalfTab+%d(SB)/8, $0x%08x%08x" % (4 * i, vals[i + 1], vals[i]))
+w("GLOBL ·e8m0HalfTab(SB), RODATA|NOPTR, $1024")
+w("""
 // E8M0HALF turns the exponent bytes in the int32 lanes of X9 into
 // e8m0Half(e) in X8: (e−1)<<23, or 0x00200000<<e where e < 2.
 #define E8M0HALF \\
@@ -121,12 +130,12 @@ def pair(a, yo, scale, dst):
 def row_scales4(typ, bb):
     # The row's four block scales as floats into X8.
     if typ == "MXFP4":
+        # From e8m0HalfTab, its address in DX.
         w("\tMOVBLZX     (SI), AX")
-        w("\tVMOVD       AX, X9")
-        w("\tVPINSRB     $4, %d(SI), X9, X9" % bb)
-        w("\tVPINSRB     $8, %d(SI), X9, X9" % (2 * bb))
-        w("\tVPINSRB     $12, %d(SI), X9, X9" % (3 * bb))
-        w("\tE8M0HALF")
+        w("\tVMOVSS      (DX)(AX*4), X8")
+        for k in range(1, 4):
+            w("\tMOVBLZX     %d(SI), AX" % (k * bb))
+            w("\tVINSERTPS   $0x%x, (DX)(AX*4), X8, X8" % (k << 4))
     else:
         w("\tMOVWLZX     (SI), AX")
         w("\tVMOVD       AX, X8")
@@ -176,6 +185,7 @@ def kernel(typ, na):
     w("\tMOVQ    acts+24(FP), DI")
     w("\tMOVQ    ys+40(FP), BX")
     w("\tMOVQ    nb+48(FP), CX")
+    w("\tLEAQ    ·e8m0HalfTab(SB), DX")
     w("\tSHRQ    $2, CX")
     w("\tJE      %srest" % lbl)
     w("")
