@@ -46,9 +46,6 @@ DATA lb32w<>+16(SB)/8, $0x0020002000200020
 DATA lb32w<>+24(SB)/8, $0x0020002000200020
 GLOBL lb32w<>(SB), RODATA|NOPTR, $32
 
-
-
-
 // A broadcast pair of int16 (a, b) spread to a in the low 128-bit lane and
 // b in the high one: the scales of two consecutive 16-element sub-blocks.
 DATA lbpair<>+0(SB)/8, $0x0100010001000100
