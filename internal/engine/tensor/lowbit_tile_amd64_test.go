@@ -17,10 +17,10 @@ import (
 // one-row fallback, scales at the subnormal E8M0 values and at the fp16
 // extremes, and padded strides.
 func TestLowbitTileMatchesOneRow(t *testing.T) {
-	k := Select(Features{AVX2: true, FMA: true, F16C: true}, false)
 	if f := cpuFeatures(); !f.AVX2 || !f.FMA || !f.F16C {
 		t.Skip("this CPU lacks AVX2, FMA or F16C")
 	}
+	k := Select(Features{AVX2: true, FMA: true, F16C: true}, false)
 	one := map[Type]VecDotFunc{MXFP4: vecDotMXFP4AVX2, IQ4_NL: vecDotIQ4_NLAVX2, IQ4_XS: vecDotIQ4_XSAVX2}
 	r := rand.New(rand.NewPCG(71, 72))
 	for _, typ := range []Type{MXFP4, IQ4_NL, IQ4_XS} {
