@@ -6,9 +6,10 @@
 #include "hsum_amd64.h"
 
 // AVX2 register tiles of MXFP4 and IQ4_NL weights against Q8_0
-// activations: out[a·outStride+r] for r < nrows, a < na, each bit for bit
-// what the one-row kernel (vecDotMXFP4AVX2, vecDotIQ4_NLAVX2) returns for
-// that pair. ys holds the activations' block scales as floats, na runs of
+// activations, and of IQ4_XS against Q8_K: out[a·outStride+r] for
+// r < nrows, a < na, each bit for bit what the one-row kernel
+// (vecDotMXFP4AVX2, vecDotIQ4_NLAVX2, vecDotIQ4_XSAVX2) returns for that
+// pair. ys holds the Q8_0 activations' block scales as floats, na runs of
 // nb (fp16 converts exactly, so these are the one-row kernel's values).
 // nb ≥ 1, nrows ≥ 1; strides in bytes.
 
