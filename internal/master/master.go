@@ -400,8 +400,8 @@ func (l *loop) closeSubscribers() {
 }
 
 // bootstrap makes this node the master of a fresh log, registers it, and
-// after a restart fails the tasks the State holds in flight. (The runners of
-// the previous process are marked stopped by the worker of their node.)
+// after a restart stops its own previous runners and fails the tasks the
+// State holds in flight. (Other nodes' workers stop their own previous runners.)
 func (l *loop) bootstrap() error {
 	var evs []event.Event
 	if l.st.Master != l.cfg.Node || l.cfg.Term > l.st.Term {
@@ -409,6 +409,13 @@ func (l *loop) bootstrap() error {
 	}
 	if _, ok := l.st.Nodes[l.cfg.Node]; !ok {
 		evs = append(evs, event.NodeJoined{Node: l.cfg.Node, AtUnixMs: l.cfg.Now().UnixMilli()})
+	}
+	if l.cfg.Restarted {
+		// In the same commit as the election, so no reader of the new
+		// term sees this node's previous runners as ready.
+		for _, ev := range l.st.RunnersRestarted(l.cfg.Node) {
+			evs = append(evs, ev)
+		}
 	}
 	if len(evs) > 0 {
 		if _, err := l.commit(evs); err != nil {

@@ -127,7 +127,8 @@ func TestPlaceServeDeleteAndRestart(t *testing.T) {
 	before := mustState(t, h.m)
 
 	// Restart: the replayed State is byte-identical; the task in flight is
-	// failed (the worker marks the old runner stopped).
+	// failed and the previous process's runner is stopped in the same
+	// commit as the new term, so no reader sees it ready.
 	h.stop()
 	log, _ := eventlog.Open(dir, eventlog.Options{FreeSpaceFloor: eventlog.NoFloor})
 	replayed, err := Recover(log)
@@ -143,8 +144,12 @@ func TestPlaceServeDeleteAndRestart(t *testing.T) {
 	if _, ok := after.Tasks["task-2"]; ok {
 		t.Error("the task in flight survived the restart")
 	}
-	if _, ok := after.Instances["place-1"]; !ok {
+	inst, ok := after.Instances["place-1"]
+	if !ok {
 		t.Fatal("the placement was lost on restart")
+	}
+	if r := inst.Runners[0]; r.ID != "runner-1" || r.Status != event.RunnerStopped {
+		t.Fatalf("the previous process's runner after the restart: %+v", r)
 	}
 	if _, err := h.m.Execute(ctx, event.DeleteInstance{ID: "del-1", Instance: "place-1"}); err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func TestHTTPBounds(t *testing.T) {
 				t.Errorf("slow client %d got %q, want %q and the connection closed", i, g, want)
 			}
 		}
-		p.check(t, baseline, lat, 100*time.Millisecond)
+		p.check(t, baseline, lat, 100*time.Millisecond, 100*time.Millisecond)
 	})
 
 	t.Run("idle_keepalive", func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestHTTPBounds(t *testing.T) {
 		if closedAfter < idleTimeout/2 {
 			t.Errorf("closed after %v, before the idle timeout of %v", closedAfter, idleTimeout)
 		}
-		p.check(t, baseline, lat, 100*time.Millisecond)
+		p.check(t, baseline, lat, 100*time.Millisecond, 100*time.Millisecond)
 	})
 
 	t.Run("connection_flood", func(t *testing.T) {
@@ -110,7 +110,7 @@ func TestHTTPBounds(t *testing.T) {
 				return strings.HasPrefix(answer(t, dialFrom(t, "127.0.0.5", addr), "GET /v1/models", ""), "200 ")
 			})
 		})
-		p.check(t, baseline, lat, 100*time.Millisecond)
+		p.check(t, baseline, lat, 100*time.Millisecond, 100*time.Millisecond)
 	})
 
 	t.Run("huge_prompt", func(t *testing.T) {
@@ -151,8 +151,14 @@ func TestHTTPBounds(t *testing.T) {
 		// chat probe stays near 20 ms on an otherwise idle 2-core machine.
 		// What remains is the CPU that decoding 31 MB of JSON takes from
 		// the probe's own request, which under the parallel test run can
-		// reach 100-150 ms; the allowance says so rather than flake.
-		p.check(t, baseline, lat, 250*time.Millisecond)
+		// reach 100-150 ms, and the same CPU is taken from the model
+		// listing (the node's two cores decode JSON for all eight). A
+		// probe queued behind the prompts would wait about as long as they
+		// take to be refused; on a loaded machine, where everything is
+		// slower, half the median refusal still tells waiting behind them
+		// from sharing the CPU with them.
+		allowance := max(250*time.Millisecond, took[concurrent/2]/2)
+		p.check(t, baseline, lat, allowance, allowance)
 	})
 
 	t.Run("long_values", func(t *testing.T) {
@@ -275,10 +281,10 @@ func (p *probe) during(t *testing.T, f func()) probed {
 }
 
 // check holds the probes to their bounds: their typical latency (p50) at
-// most 100 ms over the baseline's (chatAllowance for the chat probe), and
-// none held up for over two seconds more than the baseline's slowest —
+// most the allowance over the baseline's (modelsAllowance, chatAllowance),
+// and none held up for over two seconds more than the baseline's slowest —
 // generous, since the machine the test runs on is shared.
-func (p *probe) check(t *testing.T, baseline, during probed, chatAllowance time.Duration) {
+func (p *probe) check(t *testing.T, baseline, during probed, modelsAllowance, chatAllowance time.Duration) {
 	t.Helper()
 	t.Logf("probes: %s", during)
 	for _, k := range []struct {
@@ -286,7 +292,7 @@ func (p *probe) check(t *testing.T, baseline, during probed, chatAllowance time.
 		base, got latencies
 		allowance time.Duration
 	}{
-		{"GET /v1/models", baseline.models, during.models, 100 * time.Millisecond},
+		{"GET /v1/models", baseline.models, during.models, modelsAllowance},
 		{"one-token chat", baseline.chat, during.chat, chatAllowance},
 	} {
 		if limit := k.base.quantile(0.5) + k.allowance; k.got.quantile(0.5) > limit {

@@ -61,6 +61,27 @@ func (s State) RunnersOfInstance(id ids.InstanceID) ([]Runner, bool) {
 	return slices.Clone(inst.Runners), ok
 }
 
+// RunnersRestarted returns, for every rank on node whose runner the State
+// records as live, the report that this runner is stopped because its node
+// restarted: a new process on node runs none of its predecessor's runners,
+// and no task may be routed to them while their replacements load.
+func (s State) RunnersRestarted(node ids.NodeID) []event.RunnerStatusUpdated {
+	var out []event.RunnerStatusUpdated
+	for _, sh := range s.ShardsOnNode(node) {
+		runners := s.Instances[sh.Instance].Runners
+		if sh.Rank >= len(runners) {
+			continue
+		}
+		r := runners[sh.Rank]
+		if r.ID == "" || r.Status.Terminal() {
+			continue
+		}
+		out = append(out, event.RunnerStatusUpdated{Runner: r.ID, Instance: sh.Instance, Rank: uint32(sh.Rank),
+			Node: node, Status: event.RunnerStopped, Reason: "the node restarted"})
+	}
+	return out
+}
+
 // TasksOfInstance returns the in-flight tasks bound to the instance, sorted.
 func (s State) TasksOfInstance(id ids.InstanceID) []ids.TaskID {
 	var out []ids.TaskID

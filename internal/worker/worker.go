@@ -495,16 +495,7 @@ var errNoRunner = errors.New("no ready runner for the instance on this node")
 // records on this node belong to a previous process and are gone, so no task
 // is routed to them while their replacements load.
 func (l *loop) settle(ctx context.Context) {
-	for _, sh := range l.view.ShardsOnNode(l.w.cfg.Node) {
-		runners, _ := l.view.RunnersOfInstance(sh.Instance)
-		if sh.Rank >= len(runners) {
-			continue
-		}
-		r := runners[sh.Rank]
-		if r.ID == "" || r.Status.Terminal() {
-			continue
-		}
-		l.w.report(ctx, event.RunnerStatusUpdated{Runner: r.ID, Instance: sh.Instance, Rank: uint32(sh.Rank),
-			Node: l.w.cfg.Node, Status: event.RunnerStopped, Reason: "the node restarted"})
+	for _, ev := range l.view.RunnersRestarted(l.w.cfg.Node) {
+		l.w.report(ctx, ev)
 	}
 }

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,8 @@ type harness struct {
 	nextID     atomic.Int64
 	stopMaster func()
 	logs       syncBuffer // the worker's log
+	// masterOn is the node whose process runs the master; "" is self.
+	masterOn ids.NodeID
 }
 
 // syncBuffer is a log sink safe for the worker's goroutines.
@@ -96,7 +99,8 @@ func (h *harness) startMaster() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.m = master.New(master.Config{Node: self, Log: log, State: st, Restarted: true, Now: h.clk.Now,
+	on := cmp.Or(h.masterOn, self)
+	h.m = master.New(master.Config{Node: on, Log: log, State: st, Restarted: true, Now: h.clk.Now,
 		Card: func(id ids.ModelID) (catalog.Card, bool) { return card, string(id) == card.ID }})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -245,7 +249,12 @@ func TestSettleReportsThePreviousRunnersStopped(t *testing.T) {
 		}
 	}
 	h.stopMaster()
-	h.startMaster() // the node restarts: the State still says "old" is ready
+	// The node restarts, and another node's process, which did not restart,
+	// is the master: the State still says "old" is ready, and only this
+	// node's worker knows it is gone. (A restarted master stops its own
+	// node's runners itself: master.TestPlaceServeDeleteAndRestart.)
+	h.masterOn = "other-node"
+	h.startMaster()
 	sub, err := h.m.Subscribe(context.Background(), h.state().LastIndex)
 	if err != nil {
 		t.Fatal(err)

@@ -341,6 +341,7 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q4_K] = vecDotQ4_KAVX2
 	t.vecDot[Q5_K] = vecDotQ5_KAVX2
 	t.vecDot[Q6_K] = vecDotQ6_KAVX2
+	setKTileAVX2(t)
 	setLowbitAVX2(t)
 	t.expSub = expSubAVX2
 	t.swiglu = swigluAVX2

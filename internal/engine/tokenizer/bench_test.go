@@ -61,3 +61,25 @@ func BenchmarkStreamDecode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPreSplit100KB measures the pre-tokenizer alone, the part each
+// tokenizer.ggml.pre family implements by hand.
+func BenchmarkPreSplit100KB(b *testing.B) {
+	for _, pre := range []string{"llama-bpe", "qwen2", "gpt-4o", "kimi-k2"} {
+		b.Run(pre, func(b *testing.B) {
+			p, err := lookupPre(pre)
+			if err != nil {
+				b.Fatal(err)
+			}
+			text := mixedText(b, 100<<10)
+			b.SetBytes(int64(len(text)))
+			b.ReportAllocs()
+			var c splitCtx
+			var bufA, bufB []span
+			for b.Loop() {
+				bufA, bufB = p.preSplit(&c, text, bufA, bufB)
+			}
+			b.ReportMetric(float64(len(bufA)), "words")
+		})
+	}
+}

@@ -22,7 +22,7 @@ func FuzzEncode(f *testing.F) {
 	for _, name := range []string{"llama-spm", "gpt-2", "bert-bge", "deepseek-coder"} {
 		toks = append(toks, loadVocab(f, name))
 	}
-	for _, pre := range []string{"default", "tekken", "deepseek-v3", "deepseek-llm", "llama-bpe", "qwen2", "falcon"} {
+	for _, pre := range []string{"default", "tekken", "deepseek-v3", "deepseek-llm", "llama-bpe", "qwen2", "falcon", "kimi-k2"} {
 		v := tinyBPE(pre)
 		tok, err := New(v)
 		if err != nil {

@@ -18,15 +18,9 @@ import (
 var gpt4oVocabDir = flag.String("gpt4o-vocab-dir", "", "write the gpt-4o test vocabularies to this directory and stop")
 
 // relabel copies a vocabulary-only GGUF with tokenizer.ggml.pre set to pre
-// and the merges of testdata/gpt4o-merges.txt appended (with their tokens).
-// Those join a word to a contraction that follows it, so whether the
-// pre-tokenizer keeps the two in one word shows in the ids; a fixture
-// vocabulary built for another split has no such merges.
-func relabel(src, dst, pre string) error {
-	extra, err := os.ReadFile(filepath.Join("testdata", "gpt4o-merges.txt"))
-	if err != nil {
-		return err
-	}
+// and its merges replaced by edit's result (tokens for new merges are
+// appended; a nil result drops the key).
+func relabel(src, dst, pre string, edit func(merges []string) ([]string, error)) error {
 	f, err := gguf.Open(src)
 	if err != nil {
 		return err
@@ -41,12 +35,15 @@ func relabel(src, dst, pre string) error {
 	if _, ok := f.Get("tokenizer.ggml.scores"); ok || len(f.Tensors) > 0 {
 		return fmt.Errorf("%s: scores or tensors are not copied", src)
 	}
-	toks, types, merges = slices.Clone(toks), slices.Clone(types), slices.Clone(merges)
+	toks, types = slices.Clone(toks), slices.Clone(types)
+	if merges, err = edit(slices.Clone(merges)); err != nil {
+		return err
+	}
 	have := map[string]bool{}
 	for _, s := range toks {
 		have[s] = true
 	}
-	for _, m := range strings.Split(strings.TrimSpace(string(extra)), "\n") {
+	for _, m := range merges {
 		a, b, ok := strings.Cut(m, " ")
 		if !ok || !have[a] || !have[b] {
 			return fmt.Errorf("merge %q: both halves must be tokens of %s", m, src)
@@ -55,7 +52,6 @@ func relabel(src, dst, pre string) error {
 			toks, types = append(toks, a+b), append(types, TypeNormal)
 			have[a+b] = true
 		}
-		merges = append(merges, m)
 	}
 	w := gguf.NewWriter()
 	for _, kv := range f.KVs {
@@ -68,11 +64,28 @@ func relabel(src, dst, pre string) error {
 		case "tokenizer.ggml.token_type":
 			v = types
 		case "tokenizer.ggml.merges":
+			if merges == nil {
+				continue
+			}
 			v = merges
 		}
 		w.Set(kv.Key, v)
 	}
 	return w.WriteFile(dst)
+}
+
+// appendMergesFile returns an edit for relabel that appends the merges of
+// testdata/NAME. Those join a word to a contraction that follows it, so
+// whether the pre-tokenizer keeps the two in one word shows in the ids; a
+// fixture vocabulary built for another split has no such merges.
+func appendMergesFile(name string) func([]string) ([]string, error) {
+	return func(merges []string) ([]string, error) {
+		extra, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			return nil, err
+		}
+		return append(merges, strings.Split(strings.TrimSpace(string(extra)), "\n")...), nil
+	}
 }
 
 // TestGPT4oReference tokenizes testdata/gpt4o.inp and llama.cpp's fixture
@@ -84,13 +97,13 @@ func TestGPT4oReference(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			src := vocabPath(t, name)
 			if *gpt4oVocabDir != "" {
-				if err := relabel(src, filepath.Join(*gpt4oVocabDir, name+".gguf"), "gpt-4o"); err != nil {
+				if err := relabel(src, filepath.Join(*gpt4oVocabDir, name+".gguf"), "gpt-4o", appendMergesFile("gpt4o-merges.txt")); err != nil {
 					t.Fatal(err)
 				}
 				return
 			}
 			dst := filepath.Join(t.TempDir(), "vocab.gguf")
-			if err := relabel(src, dst, "gpt-4o"); err != nil {
+			if err := relabel(src, dst, "gpt-4o", appendMergesFile("gpt4o-merges.txt")); err != nil {
 				t.Fatal(err)
 			}
 			tok := loadGGUF(t, dst)

@@ -105,6 +105,9 @@ func lookupPre(name string) (*preTokenizer, error) {
 		// gpt-oss ships "gpt-4o": OpenAI's o200k split.
 		p.passes = []pass{regexPass(caseWords(3, true))}
 		p.cleanSpaces = false
+	case "kimi-k2":
+		p.passes = []pass{splitKimiK2}
+		p.cleanSpaces = false
 	default:
 		return nil, &UnsupportedError{Key: "tokenizer.ggml.pre", Value: name}
 	}

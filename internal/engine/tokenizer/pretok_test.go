@@ -45,6 +45,11 @@ func TestPreSplit(t *testing.T) {
 		{"llama4 is gpt-4o", "llama4", "Y'ALL I'LL 2024", []string{"Y", "'ALL", " I'LL", " ", "202", "4"}},
 		{"deepseek-v3", "deepseek-v3", "12345 .Net 日本語", []string{"123", "45", " .", "Net", " ", "日本語"}},
 		{"deepseek-llm", "deepseek-llm", "Hi, 你好 7  ", []string{"Hi", ",", " ", "你好", " ", "7", "  "}},
+		{"kimi-k2 Han runs apart from kana and Latin", "kimi-k2", "日本語テキスト abc中文def", []string{"日本語", "テキスト", " abc", "中文", "def"}},
+		{"kimi-k2 contraction after any word", "kimi-k2", "DON'T I'm 's 中's", []string{"DON'T", " I'm", " '", "s", " ", "中", "'s"}},
+		{"kimi-k2 no case split, marks break words", "kimi-k2", "HELLOWorld e\u0301x", []string{"HELLOWorld", " e", "\u0301x"}},
+		{"kimi-k2 digits and punctuation tails", "kimi-k2", "1234567 ::\n\nx", []string{"123", "456", "7", " ::\n\n", "x"}},
+		{"kimi-k2 Han blocks are llama.cpp's list", "kimi-k2", "a𠀁b a𰀀b", []string{"a", "𠀁", "b", " a𰀀b"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +62,7 @@ func TestPreSplit(t *testing.T) {
 
 func TestRequiredPreTokenizers(t *testing.T) {
 	for _, name := range []string{"default", "llama-bpe", "qwen2", "gpt-2", "smollm", "deepseek-llm", "deepseek-coder",
-		"deepseek-v3", "phi-2", "starcoder", "falcon", "refact", "tekken", "gpt-4o", "llama4"} {
+		"deepseek-v3", "phi-2", "starcoder", "falcon", "refact", "tekken", "gpt-4o", "llama4", "kimi-k2"} {
 		if _, err := lookupPre(name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}

@@ -172,7 +172,9 @@ func New(v Vocab) (*Tokenizer, error) {
 	}
 	if t.kind == KindBPE {
 		if v.Merges == nil {
-			return nil, invalidf("BPE vocabulary without tokenizer.ggml.merges")
+			// llama.cpp loads a kimi-k2 file without merges and then encodes
+			// every word byte by byte; the model was not trained on that.
+			return nil, invalidf("BPE vocabulary without tokenizer.ggml.merges; reconvert the model with a current llama.cpp convert_hf_to_gguf.py")
 		}
 		t.merges = buildMerges(v.Merges)
 	}
