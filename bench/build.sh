@@ -89,6 +89,14 @@ if [ ! -x "$build/kquantbench" ] || [ "$here/kquantbench.c" -nt "$build/kquantbe
 		-o "$build/kquantbench" "$here/kquantbench.c" \
 		-L"$lib" -l:libggml-base.so -Wl,-rpath,"$lib" -ldl -lm
 fi
+# bench/build/vecdotbench (ggml's vec_dot per type) loads a ggml CPU backend
+# variant itself (dlopen) and links only ggml-base.
+if [ ! -x "$build/vecdotbench" ] || [ "$here/vecdotbench.c" -nt "$build/vecdotbench" ]; then
+	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+		-I"$inc/ggml/include" -DLLAMA_LIB_DIR="\"$lib\"" \
+		-o "$build/vecdotbench" "$here/vecdotbench.c" \
+		-L"$lib" -l:libggml-base.so -Wl,-rpath,"$lib" -ldl -lm
+fi
 if [ ! -x "$build/membw" ] || [ "$here/membw.c" -nt "$build/membw" ]; then
 	gcc -O3 -std=c11 -D_POSIX_C_SOURCE=200809L -march=native -Wall -Wextra -Werror \
 		-o "$build/membw" "$here/membw.c" -lpthread

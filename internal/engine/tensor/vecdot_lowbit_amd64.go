@@ -28,4 +28,7 @@ func setLowbitAVX2(t *kernelTable) {
 	t.vecDot[IQ4_NL] = vecDotIQ4_NLAVX2
 	t.vecDot[IQ4_XS] = vecDotIQ4_XSAVX2
 	t.vecDot[MXFP4] = vecDotMXFP4AVX2
+	t.vecDotTile[MXFP4] = tiledLowbit([4]lowbitTileFunc{vecDotMXFP4Tile1AVX2, vecDotMXFP4Tile2AVX2, vecDotMXFP4Tile3AVX2, vecDotMXFP4Tile4AVX2}, MXFP4, vecDotMXFP4AVX2)
+	t.vecDotTile[IQ4_NL] = tiledLowbit([4]lowbitTileFunc{vecDotIQ4NLTile1AVX2, vecDotIQ4NLTile2AVX2, vecDotIQ4NLTile3AVX2, vecDotIQ4NLTile4AVX2}, IQ4_NL, vecDotIQ4_NLAVX2)
+	t.vecDotTile[IQ4_XS] = tiledIQ4_XS
 }

@@ -46,18 +46,6 @@ DATA lb32w<>+16(SB)/8, $0x0020002000200020
 DATA lb32w<>+24(SB)/8, $0x0020002000200020
 GLOBL lb32w<>(SB), RODATA|NOPTR, $32
 
-DATA lbones32<>+0(SB)/8, $0x0000000100000001
-DATA lbones32<>+8(SB)/8, $0x0000000100000001
-GLOBL lbones32<>(SB), RODATA|NOPTR, $16
-
-DATA lbtwos32<>+0(SB)/8, $0x0000000200000002
-DATA lbtwos32<>+8(SB)/8, $0x0000000200000002
-GLOBL lbtwos32<>(SB), RODATA|NOPTR, $16
-
-DATA lbsub32<>+0(SB)/8, $0x0020000000200000
-DATA lbsub32<>+8(SB)/8, $0x0020000000200000
-GLOBL lbsub32<>(SB), RODATA|NOPTR, $16
-
 // A broadcast pair of int16 (a, b) spread to a in the low 128-bit lane and
 // b in the high one: the scales of two consecutive 16-element sub-blocks.
 DATA lbpair<>+0(SB)/8, $0x0100010001000100
@@ -229,21 +217,18 @@ TEXT ·vecDotMXFP4AVX2(SB), NOSPLIT, $16-60
 	SHRQ    $2, R10
 	JE      fp4rest
 
-	// Four blocks per iteration: e8m0Half of the four exponents at once,
-	// (e−1)<<23, or 0x00200000<<e where e < 2.
+	// Four blocks per iteration: e8m0Half of the four exponents from
+	// e8m0HalfTab (vecdot_lowbittile_amd64.s).
+	LEAQ        ·e8m0HalfTab(SB), R9
 fp4quad:
 	MOVBLZX     (SI), AX
-	VMOVD       AX, X2
-	VPINSRB     $4, 17(SI), X2, X2
-	VPINSRB     $8, 34(SI), X2, X2
-	VPINSRB     $12, 51(SI), X2, X2
-	VPSUBD      lbones32<>(SB), X2, X4
-	VPSLLD      $23, X4, X4
-	VMOVDQU     lbsub32<>(SB), X5
-	VPSLLVD     X2, X5, X5
-	VMOVDQU     lbtwos32<>(SB), X6
-	VPCMPGTD    X2, X6, X6
-	VPBLENDVB   X6, X5, X4, X2
+	MOVBLZX     17(SI), BX
+	MOVBLZX     34(SI), CX
+	MOVBLZX     51(SI), DX
+	VMOVSS      (R9)(AX*4), X2
+	VINSERTPS   $0x10, (R9)(BX*4), X2, X2
+	VINSERTPS   $0x20, (R9)(CX*4), X2, X2
+	VINSERTPS   $0x30, (R9)(DX*4), X2, X2
 	YSCALES4
 	VMULPS      X3, X2, X2
 	VMOVUPS     X2, (SP)
