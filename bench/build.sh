@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds bench/build/llamabench, bench/build/kvref, bench/build/synthref,
-# bench/build/tokref and bench/build/membw against the prebuilt llama.cpp
+# bench/build/tokref, bench/build/vecdotbench and bench/build/membw against the prebuilt llama.cpp
 # that bench/package-lock.json pins. node-llama-cpp ships the shared
 # libraries but not the headers; the headers come from the llama.cpp source
 # bundle in the same package, so they match the libraries exactly.
@@ -69,7 +69,7 @@ llama-server | llama-server-native)
 esac
 
 # libllama_tool NAME builds build/NAME from NAME.c against the package's
-# libllama (the C harnesses: llamabench, kvref, synthref, tokref).
+# libllama (the C harnesses: llamabench, kvref, synthref, tokref, vecdotbench).
 libllama_tool() {
 	if [ ! -x "$build/$1" ] || [ "$here/$1.c" -nt "$build/$1" ]; then
 		gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
@@ -77,10 +77,10 @@ libllama_tool() {
 			-DLLAMA_LIB_DIR="\"$lib\"" \
 			-o "$build/$1" "$here/$1.c" \
 			-L"$lib" -l:libllama.v0.4.0.so -l:libggml.v0.4.0.so -l:libggml-base.so \
-			-Wl,-rpath,"$lib"
+			-Wl,-rpath,"$lib" -ldl
 	fi
 }
-for tool in llamabench kvref synthref tokref; do
+for tool in llamabench kvref synthref tokref vecdotbench; do
 	libllama_tool "$tool"
 done
 if [ ! -x "$build/membw" ] || [ "$here/membw.c" -nt "$build/membw" ]; then

@@ -363,15 +363,16 @@ TEXT ·vecDotQ8_0AVX2(SB), NOSPLIT, $0-60
 	VXORPS  Y1, Y1, Y1
 	VMOVDQU ones16<>(SB), Y15
 
-	// Two blocks per iteration into two accumulators, so consecutive
-	// blocks do not wait on each other's FMA.
+	// Two blocks per iteration, both into Y0 in block order: the order
+	// the register tiles (vecdot_q8tile_amd64.s) keep per pair, so they
+	// match this kernel bit for bit.
 	MOVQ  CX, DX
 	SHRQ  $1, DX
 	JE    q8one
 
 q8pair:
 	Q8BLOCK(0, 0, Y0)
-	Q8BLOCK(34, 34, Y1)
+	Q8BLOCK(34, 34, Y0)
 	ADDQ $68, SI
 	ADDQ $68, DI
 	DECQ DX
@@ -383,7 +384,6 @@ q8one:
 	Q8BLOCK(0, 0, Y0)
 
 q8done:
-	VADDPS     Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
@@ -405,8 +405,9 @@ TEXT ·vecDotQ4_0AVX2(SB), NOSPLIT, $0-60
 	JE      q40one
 
 q40pair:
+	// Both blocks into Y0, in order, as vecDotQ8_0AVX2.
 	Q40BLOCK(0, 0, Y0)
-	Q40BLOCK(18, 34, Y1)
+	Q40BLOCK(18, 34, Y0)
 	ADDQ $36, SI
 	ADDQ $68, DI
 	DECQ DX
@@ -418,7 +419,6 @@ q40one:
 	Q40BLOCK(0, 0, Y0)
 
 q40done:
-	VADDPS     Y1, Y0, Y0
 	HSUM8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
