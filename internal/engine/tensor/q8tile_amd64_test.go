@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"syscall"
 	"testing"
-	"time"
+	"unsafe"
 )
 
 // avx2Kernels returns the AVX2 table, skipping where the CPU lacks it.
@@ -71,19 +73,22 @@ func TestQ8TileAVX2(t *testing.T) {
 }
 
 // BenchmarkQ8TileAVX2 compares the AVX2 Q8_0 and Q4_0 tiles with the
-// one-row kernel looped over the same pairs (64 rows, n = 2048, against 8
-// and 64 activations), alternating the two in each iteration so a noisy
-// machine slows both alike; tile/loop is the time ratio.
+// one-row kernel looped over the same pairs (64 rows, n = 2048, against 1,
+// 8 and 64 activations; one is decode, through the 4×1 rows kernel),
+// alternating the two in each iteration so a noisy machine slows both
+// alike; tile/loop is the ratio of their thread CPU times.
 func BenchmarkQ8TileAVX2(b *testing.B) {
 	k := avx2Kernels(b)
 	const n, nrows = 2048, 64
 	for _, typ := range []Type{Q8_0, Q4_0} {
 		one := map[Type]VecDotFunc{Q8_0: vecDotQ8_0AVX2, Q4_0: vecDotQ4_0AVX2}[typ]
-		for _, nacts := range []int{8, 64} {
+		for _, nacts := range []int{1, 8, 64} {
 			row, act := benchOperands(b, typ, n)
 			rows, acts := bytes.Repeat(row, nrows), bytes.Repeat(act, nacts)
 			out := make([]float32, nrows*nacts)
 			b.Run(fmt.Sprintf("%s/acts=%d", typ, nacts), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 				var tile, loop float64
 				for b.Loop() {
 					t0 := nanotime()
@@ -109,7 +114,8 @@ func BenchmarkQ8TileAVX2(b *testing.B) {
 
 // BenchmarkVecDotOneRow times the AVX2 one-row Q8_0 and Q4_0 kernels
 // called directly, 64 rows against one activation row, as
-// bench/vecdotbench.c times ggml's vec_dot: ns/row compares the two.
+// bench/vecdotbench.c times ggml's vec_dot: cpu-ns/row (thread CPU time)
+// compares the two.
 func BenchmarkVecDotOneRow(b *testing.B) {
 	const nrows = 64
 	if f := cpuFeatures(); !f.AVX2 || !f.FMA || !f.F16C {
@@ -123,20 +129,31 @@ func BenchmarkVecDotOneRow(b *testing.B) {
 			row, act := benchOperands(b, c.typ, n)
 			rows := bytes.Repeat(row, nrows)
 			b.Run(fmt.Sprintf("%s/n=%d", c.typ, n), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
 				var sink float32
+				t0 := nanotime()
 				for b.Loop() {
 					for r := 0; r < nrows; r++ {
 						sink += c.fn(rows[r*len(row):(r+1)*len(row)], act, n)
 					}
 				}
 				_ = sink
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*nrows), "ns/row")
+				b.ReportMetric(float64(nanotime()-t0)/float64(b.N*nrows), "cpu-ns/row")
 			})
 		}
 	}
 }
 
-// nanotime is a monotonic clock reading in nanoseconds.
-func nanotime() int64 { return time.Since(benchEpoch).Nanoseconds() }
-
-var benchEpoch = time.Now()
+// nanotime is the calling thread's CPU time in nanoseconds
+// (CLOCK_THREAD_CPUTIME_ID): on a machine shared with other work it counts
+// only the time this thread ran, so the benchmarks lock their goroutine to
+// its thread and time with it.
+func nanotime() int64 {
+	var ts syscall.Timespec
+	const clockThreadCPUTime = 3
+	if _, _, e := syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0); e != 0 {
+		panic(e)
+	}
+	return ts.Nano()
+}
