@@ -5,9 +5,12 @@ package tensor
 //go:generate sh -c "python3 gen_q8tile.py > vecdot_q8tile_amd64.s"
 
 // AVX2 register tiles of Q8_0 and Q4_0 weights (vecdot_q8tile_amd64.s):
-// four rows against two (Tile42) or one (Tile41) activation rows of nb
-// blocks, each output bit for bit the one-row AVX2 kernel's for its pair.
-// They are tile4Funcs; Tile41 ignores actStride.
+// four rows against four (Tile44), two (Tile42) or one (Tile41) activation
+// rows of nb blocks, each output bit for bit the one-row AVX2 kernel's for
+// its pair. They are tile4Funcs; Tile41 ignores actStride.
+
+//go:noescape
+func vecDotQ8_0Tile44AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 //go:noescape
 func vecDotQ8_0Tile42AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
@@ -16,38 +19,65 @@ func vecDotQ8_0Tile42AVX2(rows *byte, rowStride int, acts *byte, actStride int, 
 func vecDotQ8_0Tile41AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 //go:noescape
+func vecDotQ4_0Tile44AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+//go:noescape
 func vecDotQ4_0Tile42AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 //go:noescape
 func vecDotQ4_0Tile41AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
-// rowsByFour is a VecDotRowsFunc for 32-element blocks of rb bytes a row:
-// four rows at a time through tile41, the rest through one, which must
-// compute what tile41 computes per pair.
-func rowsByFour(tile41 tile4Func, one VecDotFunc, blockBytes int) VecDotRowsFunc {
-	return func(rows []byte, stride int, act []byte, n int, out []float32) {
-		nb := n / 32
-		r4 := 0
-		if nb > 0 {
-			r4 = len(out) &^ 3
+// q8Tiles are the three tiles of one weight type and its one-row kernel.
+type q8Tiles struct {
+	t44, t42, t41 tile4Func
+	one           VecDotFunc
+	blockBytes    int // weight bytes per 32 elements
+}
+
+// tile is a VecDotTileFunc: each four rows against the activations four,
+// then two, then one at a time (the few activations a mixture-of-experts
+// batch routes to one expert still take the wide tiles), and the rows
+// past the last four one pair at a time.
+func (q q8Tiles) tile(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+	nb := n / 32
+	r4 := 0
+	if nb > 0 {
+		r4 = nrows &^ 3
+	}
+	for r := 0; r < r4; r += 4 {
+		a := 0
+		for ; a+4 <= nacts; a += 4 {
+			q.t44(&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
 		}
-		for r := 0; r < r4; r += 4 {
-			tile41(&rows[r*stride], stride, &act[0], 0, nb, &out[r], 0)
+		if a+2 <= nacts {
+			q.t42(&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
+			a += 2
 		}
-		rb := nb * blockBytes
-		for r := r4; r < len(out); r++ {
-			out[r] = one(rows[r*stride:r*stride+rb], act, n)
+		if a < nacts {
+			q.t41(&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
 		}
 	}
+	rb, ab := nb*q.blockBytes, nb*34
+	for a := 0; a < nacts; a++ {
+		act := acts[a*actStride : a*actStride+ab]
+		for r := r4; r < nrows; r++ {
+			out[a*outStride+r] = q.one(w[r*rowStride:r*rowStride+rb], act, n)
+		}
+	}
+}
+
+// rows is the VecDotRowsFunc: tile with one activation.
+func (q q8Tiles) rows(w []byte, stride int, act []byte, n int, out []float32) {
+	q.tile(w, stride, len(out), act, 0, 1, n, out, 0)
 }
 
 // setQ8TileAVX2 puts the Q8_0 and Q4_0 rows and tile kernels into an AVX2
 // table whose one-pair kernels are vecDotQ8_0AVX2 and vecDotQ4_0AVX2.
 func setQ8TileAVX2(t *kernelTable) {
-	t.vecDotRows[Q8_0] = rowsByFour(vecDotQ8_0Tile41AVX2, vecDotQ8_0AVX2, 34)
-	t.vecDotTile[Q8_0] = tiled(vecDotQ8_0Tile42AVX2, 2, t.vecDotRows[Q8_0], 32, 34, 34)
-	t.vecDotRows[Q4_0] = rowsByFour(vecDotQ4_0Tile41AVX2, vecDotQ4_0AVX2, 18)
-	t.vecDotTile[Q4_0] = tiled(vecDotQ4_0Tile42AVX2, 2, t.vecDotRows[Q4_0], 32, 18, 34)
+	q8 := q8Tiles{vecDotQ8_0Tile44AVX2, vecDotQ8_0Tile42AVX2, vecDotQ8_0Tile41AVX2, vecDotQ8_0AVX2, 34}
+	q4 := q8Tiles{vecDotQ4_0Tile44AVX2, vecDotQ4_0Tile42AVX2, vecDotQ4_0Tile41AVX2, vecDotQ4_0AVX2, 18}
+	t.vecDotRows[Q8_0], t.vecDotTile[Q8_0] = q8.rows, q8.tile
+	t.vecDotRows[Q4_0], t.vecDotTile[Q4_0] = q4.rows, q4.tile
 }
 
 // clearQ8TileAVX2 removes them again where the table swaps in other
