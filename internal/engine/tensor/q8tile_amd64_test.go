@@ -73,16 +73,16 @@ func TestQ8TileAVX2(t *testing.T) {
 }
 
 // BenchmarkQ8TileAVX2 compares the AVX2 Q8_0 and Q4_0 tiles with the
-// one-row kernel looped over the same pairs (64 rows, n = 2048, against 1,
-// 8 and 64 activations; one is decode, through the 4×1 rows kernel),
-// alternating the two in each iteration so a noisy machine slows both
-// alike; tile/loop is the ratio of their thread CPU times.
+// one-row kernel looped over the same pairs (64 rows, n = 2048, against 3,
+// 8 and 64 activations; three take a 4×2 and a 4×1 tile), alternating the
+// two in each iteration so a noisy machine slows both alike; tile/loop is
+// the ratio of their thread CPU times.
 func BenchmarkQ8TileAVX2(b *testing.B) {
 	k := avx2Kernels(b)
 	const n, nrows = 2048, 64
 	for _, typ := range []Type{Q8_0, Q4_0} {
 		one := map[Type]VecDotFunc{Q8_0: vecDotQ8_0AVX2, Q4_0: vecDotQ4_0AVX2}[typ]
-		for _, nacts := range []int{1, 8, 64} {
+		for _, nacts := range []int{3, 8, 64} {
 			row, act := benchOperands(b, typ, n)
 			rows, acts := bytes.Repeat(row, nrows), bytes.Repeat(act, nacts)
 			out := make([]float32, nrows*nacts)
@@ -139,6 +139,30 @@ func BenchmarkVecDotOneRow(b *testing.B) {
 					}
 				}
 				_ = sink
+				b.ReportMetric(float64(nanotime()-t0)/float64(b.N*nrows), "cpu-ns/row")
+			})
+		}
+	}
+}
+
+// BenchmarkQ8Decode times decode's path through the AVX2 table, one
+// activation against 64 rows (in cache) and 2048 rows (4.4 MB of Q8_0,
+// streamed from memory), n = 2048, in thread CPU time per row.
+func BenchmarkQ8Decode(b *testing.B) {
+	k := avx2Kernels(b)
+	const n = 2048
+	for _, typ := range []Type{Q8_0, Q4_0} {
+		for _, nrows := range []int{64, 2048} {
+			row, act := benchOperands(b, typ, n)
+			rows := bytes.Repeat(row, nrows)
+			out := make([]float32, nrows)
+			b.Run(fmt.Sprintf("%s/rows=%d", typ, nrows), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				t0 := nanotime()
+				for b.Loop() {
+					k.VecDotTile(typ, rows, len(row), nrows, act, len(act), 1, n, out, nrows)
+				}
 				b.ReportMetric(float64(nanotime()-t0)/float64(b.N*nrows), "cpu-ns/row")
 			})
 		}
