@@ -363,6 +363,21 @@ bf16done:
 	Q8BLOCKSCALE(xo, yo)          \
 	VFMADD231PS Y2, Y6, ACC
 
+// Q8BLOCKSCALE2 is Q8BLOCKSCALE for two blocks at once, the first's scale
+// product into all lanes of Y2 and the second's (at xo2, yo2) into Y3.
+#define Q8BLOCKSCALE2(xo, yo, xo2, yo2) \
+	MOVWLZX      xo(SI), AX          \
+	VMOVD        AX, X2              \
+	VPINSRW      $1, yo(DI), X2, X2  \
+	VPINSRW      $2, xo2(SI), X2, X2 \
+	VPINSRW      $3, yo2(DI), X2, X2 \
+	VCVTPH2PS    X2, X2              \
+	VMOVSHDUP    X2, X3              \
+	VMULPS       X3, X2, X2          \
+	VPERMILPS    $0xaa, X2, X3       \
+	VBROADCASTSS X2, Y2              \
+	VBROADCASTSS X3, Y3
+
 // QBLOCK2 adds two consecutive blocks, the second at xo2(SI), yo2(DI), to
 // ACC in the same order as two QBLOCKs, with one VPHADDD and one
 // conversion: the second block's folded sums land in lanes 2, 3, 6, 7 and
@@ -372,11 +387,10 @@ bf16done:
 	INT(xo2, yo2, Y8)             \
 	VPHADDD     Y8, Y6, Y6        \
 	VCVTDQ2PS   Y6, Y6            \
-	Q8BLOCKSCALE(xo, yo)          \
+	Q8BLOCKSCALE2(xo, yo, xo2, yo2) \
 	VFMADD231PS Y2, Y6, ACC       \
 	VPERMILPS   $0x4e, Y6, Y6     \
-	Q8BLOCKSCALE(xo2, yo2)        \
-	VFMADD231PS Y2, Y6, ACC
+	VFMADD231PS Y3, Y6, ACC
 
 // HSUMQ8 reduces the accumulator of QBLOCK and QBLOCK2 to (l0+l4)+(l1+l5)
 // in lane 0 of X.
