@@ -3,8 +3,9 @@
 #   python3 gen_q8tile.py > vecdot_q8tile_amd64.s       (or go generate)
 #
 # One kernel per (type, A): four weight rows against A = 4, 2 or 1
-# activation rows (A = 1 for the one an odd count leaves). Per block and pair the
-# integer work is the one-row kernels' (vecdot_amd64.s, Q8INT / Q40INT):
+# activation rows (A = 1 for the one an odd count leaves). Per block and
+# pair the integer work is the one-row kernels' (vecdot_amd64.s, Q8INT /
+# Q40INT):
 # eight int32 lane sums e0..e7 of four products each, exact. VPHADDD folds
 # them to four, (e0+e1, e2+e3) in lanes 0, 1 and (e4+e5, e6+e7) in lanes
 # 4, 5, and a second pair's into lanes 2, 3, 6, 7 of the same register (two

@@ -712,9 +712,10 @@ q6kdone:
 	VZEROUPPER
 	RET
 
-// Q8BLOCKVNNI adds a block as Q8INT computes it, with the two multiply-add steps fused into one
-// VPDPBUSD (AVX512_VNNI on ymm registers, EVEX encoded), same exactness, and without
-// the VPHADDD fold (its own order; the AVX-512 table has its own tiles).
+// Q8BLOCKVNNI adds a block as Q8INT computes it, the two multiply-add
+// steps fused into one VPDPBUSD (AVX512_VNNI on ymm registers, EVEX
+// encoded), same exactness, without the VPHADDD fold: its own order, which
+// the AVX-512 table's own tiles follow.
 #define Q8BLOCKVNNI(xo, yo, ACC) \
 	Q8BLOCKSCALE(xo, yo)          \
 	VMOVDQU     (xo+2)(SI), Y4    \
@@ -849,7 +850,8 @@ q8rdone:
 	VZEROUPPER
 	RET
 
-// Q40BLOCKVNNI is Q8BLOCKVNNI for Q4_0 (Q40INT), with VPDPBUSD for Σq·y and Σ8·y.
+// Q40BLOCKVNNI is Q8BLOCKVNNI for Q4_0 (as Q40INT), with VPDPBUSD for Σq·y
+// and Σ8·y.
 #define Q40BLOCKVNNI(xo, yo, ACC) \
 	Q8BLOCKSCALE(xo, yo)          \
 	VMOVDQU     (xo+2)(SI), X4    \
