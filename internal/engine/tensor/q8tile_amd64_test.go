@@ -24,7 +24,7 @@ func avx2Kernels(tb testing.TB) Kernels {
 }
 
 // TestQ8TileAVX2 checks the AVX2 Q8_0 and Q4_0 tiles and rows kernels on
-// every shape around their 4×2 and 4×1 register tiles (rows 1..9 against
+// every shape around their 4×4, 4×2 and 4×1 register tiles (rows 1..9 against
 // activations 1..9), one to many blocks, padded strides and the integer
 // extremes: every output is bit for bit the one-row kernel's for its pair,
 // and nothing outside the tile is written.
