@@ -343,6 +343,7 @@ func archTable(f Features) *kernelTable {
 	t.vecDot[Q6_K] = vecDotQ6_KAVX2
 	setKTileAVX2(t)
 	setLowbitAVX2(t)
+	setQ8TileAVX2(t)
 	t.expSub = expSubAVX2
 	t.swiglu = swigluAVX2
 	t.scaleMax = scaleMaxAVX2
@@ -354,6 +355,7 @@ func archTable(f Features) *kernelTable {
 		return t
 	}
 	t.name = "avx512"
+	clearQ8TileAVX2(t)
 	t.vecDotTile[F32] = tiled(vecDotF32Tile43AVX512, 3, loopRows(F32, vecDotF32AVX2), 1, 4, 4)
 	t.vecDotRows[F16] = rowsOf(vecDotF16RowsAVX512)
 	t.vecDotTile[F16] = tiled(vecDotF16Tile43AVX512, 3, t.vecDotRows[F16], 1, 2, 2)

@@ -320,38 +320,85 @@ bf16done:
 	VMULSS       X3, X2, X2   \
 	VBROADCASTSS X2, Y2
 
-// Q8BLOCK adds the Q8_0·Q8_0 block at xo(SI), yo(DI) to ACC.
-// VPMADDUBSW multiplies unsigned by signed bytes, so the sign of each weight
-// moves onto its activation. That is exact while the activation is not
-// −128, which the activation quantizers never produce: the pair sums stay
-// within ±2·128·127 and never saturate.
-#define Q8BLOCK(xo, yo, ACC) \
-	Q8BLOCKSCALE(xo, yo)          \
+// Q8INT leaves in T the eight int32 lane sums of the Q8_0·Q8_0 block at
+// xo(SI), yo(DI), four products each. VPMADDUBSW multiplies unsigned by
+// signed bytes, so the sign of each weight moves onto its activation. That
+// is exact while the activation is not −128, which the activation
+// quantizers never produce: the pair sums stay within ±2·128·127 and never
+// saturate.
+#define Q8INT(xo, yo, T) \
 	VMOVDQU     (xo+2)(SI), Y4    \
 	VMOVDQU     (yo+2)(DI), Y5    \
-	VPSIGNB     Y4, Y4, Y6        \
+	VPSIGNB     Y4, Y4, T         \
 	VPSIGNB     Y4, Y5, Y5        \
-	VPMADDUBSW  Y5, Y6, Y6        \
-	VPMADDWD    Y15, Y6, Y6       \
-	VCVTDQ2PS   Y6, Y6            \
-	VFMADD231PS Y2, Y6, ACC
+	VPMADDUBSW  Y5, T, T          \
+	VPMADDWD    Y15, T, T
 
-// Q40BLOCK adds the Q4_0·Q8_0 block at xo(SI), yo(DI) to ACC. The nibbles q
+// Q40INT is Q8INT for the Q4_0·Q8_0 block at xo(SI), yo(DI). The nibbles q
 // stay unsigned: Σ(q−8)·y = Σq·y − Σ8·y, both through VPMADDUBSW, exact for
 // every activation byte.
-#define Q40BLOCK(xo, yo, ACC) \
-	Q8BLOCKSCALE(xo, yo)          \
+#define Q40INT(xo, yo, T) \
 	VMOVDQU     (xo+2)(SI), X4    \
 	VPSRLW      $4, X4, X5        \
 	VINSERTI128 $1, X5, Y4, Y4    \
 	VPAND       Y14, Y4, Y4       \
 	VMOVDQU     (yo+2)(DI), Y5    \
-	VPMADDUBSW  Y5, Y4, Y6        \
+	VPMADDUBSW  Y5, Y4, T         \
 	VPMADDUBSW  Y5, Y13, Y7       \
-	VPSUBW      Y7, Y6, Y6        \
-	VPMADDWD    Y15, Y6, Y6       \
+	VPSUBW      Y7, T, T          \
+	VPMADDWD    Y15, T, T
+
+// The accumulation order, shared with the register tiles (gen_q8tile.py,
+// which fold two pairs' sums into one register): VPHADDD folds a block's
+// eight lane sums to four, (e0+e1, e2+e3) in lanes 0, 1 and (e4+e5, e6+e7)
+// in lanes 4, 5; each of those lanes takes fp16(x.d)·fp16(y.d) times its
+// sum by one fused multiply-add per block, in block order; HSUMQ8 reduces
+// them as (l0+l4)+(l1+l5). Lanes 2, 3, 6 and 7 are scratch.
+
+// QBLOCK adds the block at xo(SI), yo(DI) (INT: Q8INT or Q40INT) to ACC.
+#define QBLOCK(INT, xo, yo, ACC) \
+	INT(xo, yo, Y6)               \
+	VPHADDD     Y6, Y6, Y6        \
 	VCVTDQ2PS   Y6, Y6            \
+	Q8BLOCKSCALE(xo, yo)          \
 	VFMADD231PS Y2, Y6, ACC
+
+// Q8BLOCKSCALE2 is Q8BLOCKSCALE for two blocks at once, the first's scale
+// product into all lanes of Y2 and the second's (at xo2, yo2) into Y3.
+#define Q8BLOCKSCALE2(xo, yo, xo2, yo2) \
+	MOVWLZX      xo(SI), AX          \
+	VMOVD        AX, X2              \
+	VPINSRW      $1, yo(DI), X2, X2  \
+	VPINSRW      $2, xo2(SI), X2, X2 \
+	VPINSRW      $3, yo2(DI), X2, X2 \
+	VCVTPH2PS    X2, X2              \
+	VMOVSHDUP    X2, X3              \
+	VMULPS       X3, X2, X2          \
+	VPERMILPS    $0xaa, X2, X3       \
+	VBROADCASTSS X2, Y2              \
+	VBROADCASTSS X3, Y3
+
+// QBLOCK2 adds two consecutive blocks, the second at xo2(SI), yo2(DI), to
+// ACC in the same order as two QBLOCKs, with one VPHADDD and one
+// conversion: the second block's folded sums land in lanes 2, 3, 6, 7 and
+// are moved to 0, 1, 4, 5 for their multiply-add.
+#define QBLOCK2(INT, xo, yo, xo2, yo2, ACC) \
+	INT(xo, yo, Y6)               \
+	INT(xo2, yo2, Y8)             \
+	VPHADDD     Y8, Y6, Y6        \
+	VCVTDQ2PS   Y6, Y6            \
+	Q8BLOCKSCALE2(xo, yo, xo2, yo2) \
+	VFMADD231PS Y2, Y6, ACC       \
+	VPERMILPS   $0x4e, Y6, Y6     \
+	VFMADD231PS Y3, Y6, ACC
+
+// HSUMQ8 reduces the accumulator of QBLOCK and QBLOCK2 to (l0+l4)+(l1+l5)
+// in lane 0 of X.
+#define HSUMQ8(Y, X, T) \
+	VEXTRACTF128 $1, Y, T \
+	VADDPS       T, X, X  \
+	VPERMILPS    $0xb1, X, T \
+	VADDPS       T, X, X
 
 // func vecDotQ8_0AVX2(row, act []byte, n int) float32
 TEXT ·vecDotQ8_0AVX2(SB), NOSPLIT, $0-60
@@ -360,18 +407,16 @@ TEXT ·vecDotQ8_0AVX2(SB), NOSPLIT, $0-60
 	MOVQ    n+48(FP), CX
 	SHRQ    $5, CX
 	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
 	VMOVDQU ones16<>(SB), Y15
 
-	// Two blocks per iteration into two accumulators, so consecutive
-	// blocks do not wait on each other's FMA.
+	// Two blocks per iteration (QBLOCK2), in the order the register
+	// tiles keep per pair, so they match this kernel bit for bit.
 	MOVQ  CX, DX
 	SHRQ  $1, DX
 	JE    q8one
 
 q8pair:
-	Q8BLOCK(0, 0, Y0)
-	Q8BLOCK(34, 34, Y1)
+	QBLOCK2(Q8INT, 0, 0, 34, 34, Y0)
 	ADDQ $68, SI
 	ADDQ $68, DI
 	DECQ DX
@@ -380,11 +425,10 @@ q8pair:
 q8one:
 	TESTQ $1, CX
 	JE    q8done
-	Q8BLOCK(0, 0, Y0)
+	QBLOCK(Q8INT, 0, 0, Y0)
 
 q8done:
-	VADDPS     Y1, Y0, Y0
-	HSUM8(Y0, X0, X1)
+	HSUMQ8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -396,7 +440,6 @@ TEXT ·vecDotQ4_0AVX2(SB), NOSPLIT, $0-60
 	MOVQ    n+48(FP), CX
 	SHRQ    $5, CX
 	VXORPS  Y0, Y0, Y0
-	VXORPS  Y1, Y1, Y1
 	VMOVDQU ones16<>(SB), Y15
 	VMOVDQU nib<>(SB), Y14
 	VMOVDQU eights<>(SB), Y13
@@ -405,8 +448,7 @@ TEXT ·vecDotQ4_0AVX2(SB), NOSPLIT, $0-60
 	JE      q40one
 
 q40pair:
-	Q40BLOCK(0, 0, Y0)
-	Q40BLOCK(18, 34, Y1)
+	QBLOCK2(Q40INT, 0, 0, 18, 34, Y0)
 	ADDQ $36, SI
 	ADDQ $68, DI
 	DECQ DX
@@ -415,11 +457,10 @@ q40pair:
 q40one:
 	TESTQ $1, CX
 	JE    q40done
-	Q40BLOCK(0, 0, Y0)
+	QBLOCK(Q40INT, 0, 0, Y0)
 
 q40done:
-	VADDPS     Y1, Y0, Y0
-	HSUM8(Y0, X0, X1)
+	HSUMQ8(Y0, X0, X1)
 	VMOVSS     X0, ret+56(FP)
 	VZEROUPPER
 	RET
@@ -671,8 +712,10 @@ q6kdone:
 	VZEROUPPER
 	RET
 
-// Q8BLOCKVNNI is Q8BLOCK with the two multiply-add steps fused into one
-// VPDPBUSD (AVX512_VNNI on ymm registers, EVEX encoded), same exactness.
+// Q8BLOCKVNNI adds a block as Q8INT computes it, the two multiply-add
+// steps fused into one VPDPBUSD (AVX512_VNNI on ymm registers, EVEX
+// encoded), same exactness, without the VPHADDD fold: its own order, which
+// the AVX-512 table's own tiles follow.
 #define Q8BLOCKVNNI(xo, yo, ACC) \
 	Q8BLOCKSCALE(xo, yo)          \
 	VMOVDQU     (xo+2)(SI), Y4    \
@@ -807,7 +850,8 @@ q8rdone:
 	VZEROUPPER
 	RET
 
-// Q40BLOCKVNNI is Q40BLOCK with VPDPBUSD for Σq·y and Σ8·y.
+// Q40BLOCKVNNI is Q8BLOCKVNNI for Q4_0 (as Q40INT), with VPDPBUSD for Σq·y
+// and Σ8·y.
 #define Q40BLOCKVNNI(xo, yo, ACC) \
 	Q8BLOCKSCALE(xo, yo)          \
 	VMOVDQU     (xo+2)(SI), X4    \
