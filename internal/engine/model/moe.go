@@ -349,7 +349,7 @@ func (s *Shard) expertGateUp(a *arena, ly *layer, h []float32, n int, pair, star
 	j.bias = [2][]float32{ly.oai.gateExpsBias, ly.oai.upExpsBias}
 	mat := &ly.gateExps.all
 	j.dotF32 = s.usesDotF32(mat)
-	if j.dotF32 || mat.typ == tensor.F32 {
+	if j.dotF32 || mat.typ == tensor.F32 { // expertFloatActs
 		xe := a.xe[:rows*d]
 		for r, i := range pair {
 			t := i / k
@@ -374,6 +374,18 @@ func (s *Shard) expertGateUp(a *arena, ly *layer, h []float32, n int, pair, star
 		}
 	}
 	s.runExperts(a, start)
+}
+
+// expertFloatActs says whether the expert gate and up matmuls read float
+// activations, gathered into a.xe a row per (token, expert) pair, rather
+// than each token's activations rounded once to the vec-dot type.
+func (s *Shard) expertFloatActs() bool {
+	for i := range s.layers {
+		if g := s.layers[i].gateExps; g != nil && (s.usesDotF32(&g.all) || g.all.typ == tensor.F32) {
+			return true
+		}
+	}
+	return false
 }
 
 // expertMatmul computes, for every expert e and grouped row r in [start[e],
