@@ -110,7 +110,9 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 		a.estart = grow(a.estart, mc.NExpert+1)
 		a.rowOf = grow(a.rowOf, pairs)
 		a.epair = grow(a.epair, pairs)
-		a.xe = grow(a.xe, pairs*cfg.NEmbd)
+		if s.expertFloatActs() {
+			a.xe = grow(a.xe, pairs*cfg.NEmbd)
+		}
 		a.egate = grow(a.egate, pairs*mc.NFF)
 		a.eup = grow(a.eup, pairs*mc.NFF)
 		a.edown = grow(a.edown, pairs*cfg.NEmbd)

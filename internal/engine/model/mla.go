@@ -70,7 +70,7 @@ func (s *Shard) mlaQKV(a *arena, ly *layer, h []float32, n int, q, k, v []float3
 		}
 	}
 	abs := a.my[:nh*n*kvr]
-	s.expertMatmul(a, xe, nope, start, ly.mla.kB, abs, nil, nil)
+	s.expertMatmul(a, xe, nope, start, ly.mla.kB, nil, abs)
 	qd := nh * kw
 	for t := 0; t < n; t++ {
 		for hh := 0; hh < nh; hh++ {
@@ -99,7 +99,7 @@ func (s *Shard) mlaOut(a *arena, ly *layer, att []float32, n int) []float32 {
 		}
 	}
 	ye := a.my[:nh*n*vl]
-	s.expertMatmul(a, xe, kvr, start, ly.mla.vB, ye, nil, nil)
+	s.expertMatmul(a, xe, kvr, start, ly.mla.vB, nil, ye)
 	out := a.mo[:n*nh*vl]
 	for t := 0; t < n; t++ {
 		for hh := 0; hh < nh; hh++ {

@@ -226,27 +226,11 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 	rows := n * k
 	start, rowOf, pair := a.estart[:mc.NExpert+1], a.rowOf[:rows], a.epair[:rows]
 	moeGroups(sel, mc.NExpert, start, rowOf, pair)
-	// The grouped rows: each pair's token's activations, then its expert's
-	// gate, up and down outputs.
-	xe := a.xe[:rows*d]
-	for r, i := range pair {
-		t := i / k
-		copy(xe[r*d:(r+1)*d], h[t*d:(t+1)*d])
-	}
+	// The grouped rows: each pair's expert's gate (then its activation),
+	// up and down outputs.
 	gate, up, down := a.egate[:rows*nff], a.eup[:rows*nff], a.edown[:rows*d]
-	s.expertMatmul(a, xe, d, start, ly.gateExps, gate, ly.upExps, up)
-	if ly.oai.upExpsBias != nil {
-		// gpt-oss: each expert's biases (ggml_add_id), then SwiGLU-OAI.
-		expertBias(pair, sel, up, ly.oai.upExpsBias, nff)
-		expertBias(pair, sel, gate, ly.oai.gateExpsBias, nff)
-		s.rows(a, opSwiGLUOAI, gate, up, nil, nff, rows)
-	} else {
-		s.rows(a, opSwiGLU, gate, up, nil, nff, rows)
-	}
-	s.expertMatmul(a, gate, nff, start, ly.downExps, down, nil, nil)
-	if ly.oai.downExpsBias != nil {
-		expertBias(pair, sel, down, ly.oai.downExpsBias, d)
-	}
+	s.expertGateUp(a, ly, h, n, pair, start, gate, up)
+	s.expertMatmul(a, gate, nff, start, ly.downExps, ly.oai.downExpsBias, down)
 	// llama.cpp weights each expert's output (one rounding) and sums the
 	// experts in selection order.
 	for t := 0; t < n; t++ {
@@ -277,29 +261,27 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 	}
 }
 
-// expertBias adds to each grouped row r (pair pair[r], routed to expert
-// sel[pair[r]]) that expert's bias row of width w in b.
-func expertBias(pair []int, sel []int32, x, b []float32, w int) {
-	for r, i := range pair {
-		e := int(sel[i])
-		addBias(x[r*w:(r+1)*w], b[e*w:(e+1)*w])
-	}
-}
-
 // expertTask is one item of an expert matmul: weight rows [r0, r1) of
-// matrix m of expert e against the grouped activation rows [t0, t1).
+// each matrix of expert e against the grouped activation rows [t0, t1).
 type expertTask struct {
-	e, m   int
+	e      int
 	r0, r1 int
 	t0, t1 int
 }
 
 // expertJob multiplies each expert's grouped activation rows by one or two
-// of its matrices (gate and up read the same activations).
+// of its matrices. With two (gate and up, which read the same
+// activations), each item also applies the gated activation glu to its
+// rows of the two outputs while they are in cache: every element of it
+// depends only on the gate and up values at its place, so cutting the rows
+// into items changes no bit, and no second pass over the rows is needed.
 type expertJob struct {
 	k      tensor.Kernels
+	nm     int // matrices: 1, or 2 for gate and up
 	mats   [2]*experts
 	outs   [2][]float32
+	bias   [2][]float32 // per-expert bias rows (gpt-oss), nil for none
+	glu    rowsOp       // opSwiGLU or opSwiGLUOAI, with two matrices
 	tasks  []expertTask
 	x      []float32 // F32 activations (dotF32)
 	cols   int
@@ -311,38 +293,110 @@ type expertJob struct {
 func (j *expertJob) do(_, lo, hi int) {
 	for it := lo; it < hi; it++ {
 		tk := j.tasks[it]
-		ex := j.mats[tk.m]
-		m := ex.expert(tk.e)
-		out := j.outs[tk.m]
-		if j.dotF32 {
-			for t := tk.t0; t < tk.t1; t++ {
-				xt := j.x[t*j.cols : (t+1)*j.cols]
-				o := out[t*m.rows:]
-				for r := tk.r0; r < tk.r1; r++ {
-					o[r] = j.k.DotF32(m.typ, m.row(r), xt)
+		for mi := range j.nm {
+			m := j.mats[mi].expert(tk.e)
+			out := j.outs[mi]
+			if j.dotF32 {
+				for t := tk.t0; t < tk.t1; t++ {
+					xt := j.x[t*j.cols : (t+1)*j.cols]
+					o := out[t*m.rows:]
+					for r := tk.r0; r < tk.r1; r++ {
+						o[r] = j.k.DotF32(m.typ, m.row(r), xt)
+					}
+				}
+			} else {
+				j.k.VecDotTile(m.typ, m.data[tk.r0*m.rowBytes:tk.r1*m.rowBytes], m.rowBytes, tk.r1-tk.r0,
+					j.act[tk.t0*j.ab:tk.t1*j.ab], j.ab, tk.t1-tk.t0, m.cols, out[tk.t0*m.rows+tk.r0:], m.rows)
+			}
+			if b := j.bias[mi]; b != nil {
+				// ggml_add_id: expert e's bias row.
+				be := b[tk.e*m.rows+tk.r0 : tk.e*m.rows+tk.r1]
+				for t := tk.t0; t < tk.t1; t++ {
+					addBias(out[t*m.rows+tk.r0:t*m.rows+tk.r1], be)
 				}
 			}
-			continue
 		}
-		j.k.VecDotTile(m.typ, m.data[tk.r0*m.rowBytes:tk.r1*m.rowBytes], m.rowBytes, tk.r1-tk.r0,
-			j.act[tk.t0*j.ab:tk.t1*j.ab], j.ab, tk.t1-tk.t0, m.cols, out[tk.t0*m.rows+tk.r0:], m.rows)
+		if j.nm == 2 {
+			w := j.mats[0].rows
+			for t := tk.t0; t < tk.t1; t++ {
+				g, u := j.outs[0][t*w+tk.r0:t*w+tk.r1], j.outs[1][t*w+tk.r0:t*w+tk.r1]
+				if j.glu == opSwiGLUOAI {
+					swigluOAI(g, u)
+				} else {
+					j.k.SwiGLU(g, u)
+				}
+			}
+		}
 	}
 }
 
+// expertGateUp computes, for every grouped row r (pair pair[r] of the n
+// rows h, routed to the expert whose rows [start[e], start[e+1]) hold r),
+// gate[r] = glu(h·gateᵀ + bias, h·upᵀ + bias) with that expert's gate and
+// up matrices, and leaves up[r] as its up projection. Each token's
+// activations are rounded to the vec-dot type once, not once per expert it
+// was routed to, and their bytes gathered into the grouped order.
+func (s *Shard) expertGateUp(a *arena, ly *layer, h []float32, n int, pair, start []int, gate, up []float32) {
+	d, k := s.Config.NEmbd, s.Config.MoE.NExpertUsed
+	rows := len(pair)
+	j := &a.ej
+	*j = expertJob{k: s.k, nm: 2, cols: d, glu: opSwiGLU, tasks: a.etasks[:0]}
+	if s.Config.OAI {
+		j.glu = opSwiGLUOAI
+	}
+	j.mats = [2]*experts{ly.gateExps, ly.upExps}
+	j.outs = [2][]float32{gate, up}
+	j.bias = [2][]float32{ly.oai.gateExpsBias, ly.oai.upExpsBias}
+	mat := &ly.gateExps.all
+	j.dotF32 = s.usesDotF32(mat)
+	if j.dotF32 || mat.typ == tensor.F32 { // expertFloatActs
+		xe := a.xe[:rows*d]
+		for r, i := range pair {
+			t := i / k
+			copy(xe[r*d:(r+1)*d], h[t*d:(t+1)*d])
+		}
+		j.x = xe
+		if !j.dotF32 {
+			j.ab, j.act = 4*d, tensor.F32Bytes(xe)
+		}
+	} else {
+		ab, _ := tensor.RowBytes(tensor.VecDotType(mat.typ), int64(d))
+		j.ab = int(ab)
+		act := a.act[:n*j.ab]
+		q := &a.qj
+		*q = quantJob{k: s.k, typ: mat.typ, x: h, cols: d, act: act, ab: j.ab}
+		s.pool.run(q, n, 8, n*d)
+		*q = quantJob{}
+		j.act = a.eact[:rows*j.ab]
+		for r, i := range pair {
+			t := i / k
+			copy(j.act[r*j.ab:(r+1)*j.ab], act[t*j.ab:(t+1)*j.ab])
+		}
+	}
+	s.runExperts(a, start)
+}
+
+// expertFloatActs says whether the expert gate and up matmuls read float
+// activations, gathered into a.xe a row per (token, expert) pair, rather
+// than each token's activations rounded once to the vec-dot type.
+func (s *Shard) expertFloatActs() bool {
+	for i := range s.layers {
+		if g := s.layers[i].gateExps; g != nil && (s.usesDotF32(&g.all) || g.all.typ == tensor.F32) {
+			return true
+		}
+	}
+	return false
+}
+
 // expertMatmul computes, for every expert e and grouped row r in [start[e],
-// start[e+1]), out[r] = x[r]·(expert e of m)ᵀ, and likewise for m2 into
-// out2 when m2 is not nil (it must read the same activations as m). The
-// activations are rounded to the weights' vec-dot type as in matmul.
-func (s *Shard) expertMatmul(a *arena, x []float32, cols int, start []int, m *experts, out []float32, m2 *experts, out2 []float32) {
+// start[e+1]), out[r] = x[r]·(expert e of m)ᵀ, plus expert e's row of bias
+// when bias is not nil. The activations are rounded to the weights'
+// vec-dot type as in matmul.
+func (s *Shard) expertMatmul(a *arena, x []float32, cols int, start []int, m *experts, bias, out []float32) {
 	rows := start[len(start)-1]
 	j := &a.ej
-	*j = expertJob{k: s.k, x: x, cols: cols, tasks: a.etasks[:0]}
-	j.mats[0], j.outs[0] = m, out
-	nm := 1
-	if m2 != nil {
-		j.mats[1], j.outs[1] = m2, out2
-		nm = 2
-	}
+	*j = expertJob{k: s.k, nm: 1, x: x, cols: cols, tasks: a.etasks[:0]}
+	j.mats[0], j.outs[0], j.bias[0] = m, out, bias
 	mat := &m.all
 	j.dotF32 = s.usesDotF32(mat)
 	switch {
@@ -359,27 +413,35 @@ func (s *Shard) expertMatmul(a *arena, x []float32, cols int, start []int, m *ex
 		s.pool.run(q, rows, 8, rows*cols)
 		*q = quantJob{}
 	}
+	s.runExperts(a, start)
+}
+
+// runExperts cuts the expert job a.ej, whose matrices, outputs and
+// activations are set, into tasks and runs them. A decode step's tasks
+// are decodeRowChunk runs of rows of each selected expert (each token its
+// own expert here), a prefill's tiles of weight rows against up to
+// prefillTokens of the expert's grouped rows.
+func (s *Shard) runExperts(a *arena, start []int) {
+	j := &a.ej
+	ex := j.mats[0]
 	work := 0
 	for e := 0; e+1 < len(start); e++ {
 		t0, t1 := start[e], start[e+1]
 		if t0 == t1 {
 			continue
 		}
-		for mi := 0; mi < nm; mi++ {
-			ex := j.mats[mi]
-			em := ex.expert(e)
-			tokTile, rc := 1, s.decodeRowChunk(&em)
-			if t1-t0 > 1 {
-				tokTile = prefillTokens
-				rc = min(max(tileBytes/em.rowBytes&^3, 4), maxTileRows)
-			}
-			for tt := t0; tt < t1; tt += tokTile {
-				for r := 0; r < ex.rows; r += rc {
-					j.tasks = append(j.tasks, expertTask{e: e, m: mi, r0: r, r1: min(r+rc, ex.rows), t0: tt, t1: min(tt+tokTile, t1)})
-				}
-			}
-			work += ex.rows * cols * (t1 - t0)
+		em := ex.expert(e)
+		tokTile, rc := 1, s.decodeRowChunk(&em)
+		if t1-t0 > 1 {
+			tokTile = prefillTokens
+			rc = min(max(tileBytes/em.rowBytes&^3, 4), maxTileRows)
 		}
+		for tt := t0; tt < t1; tt += tokTile {
+			for r := 0; r < ex.rows; r += rc {
+				j.tasks = append(j.tasks, expertTask{e: e, r0: r, r1: min(r+rc, ex.rows), t0: tt, t1: min(tt+tokTile, t1)})
+			}
+		}
+		work += j.nm * ex.rows * j.cols * (t1 - t0)
 	}
 	a.etasks = j.tasks[:0] // keep the grown backing array
 	s.pool.run(j, len(j.tasks), 1, work)

@@ -134,3 +134,23 @@ func runTwice(t *testing.T, path string, prompt []int32, next int32) []float32 {
 	}
 	return append(out, r.Logits...)
 }
+
+// TestMoEFloatGatherOnlyWhenNeeded checks that the per-(token, expert) copy
+// of the float activations exists only where the expert matmuls read
+// floats (exact activations): a quantized model rounds each token once and
+// gathers its bytes, so a 512-row batch of a 30B-A3B-like shape does not
+// carry the 32 MB buffer.
+func TestMoEFloatGatherOnlyWhenNeeded(t *testing.T) {
+	path := smallMoE(t, tensor.Q8_0)
+	for _, exact := range []bool{false, true} {
+		s, _ := openShard(t, path, whole, Options{Threads: 2, ExactActivations: exact})
+		t.Cleanup(s.Close)
+		c := s.NewCache(64)
+		if _, err := s.Forward(c, Batch{Tokens: []int32{1, 2, 3, 4}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(c.ar.xe) > 0; got != exact {
+			t.Errorf("exact activations %v: float gather buffer of %d values", exact, len(c.ar.xe))
+		}
+	}
+}
