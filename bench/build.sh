@@ -1,6 +1,6 @@
 #!/bin/sh
 # Builds bench/build/llamabench, bench/build/kvref, bench/build/synthref,
-# bench/build/tokref, bench/build/kquantbench and bench/build/membw against
+# bench/build/tokref, bench/build/vecdotbench and bench/build/membw against
 # the prebuilt llama.cpp that bench/package-lock.json pins. node-llama-cpp ships the shared
 # libraries but not the headers; the headers come from the llama.cpp source
 # bundle in the same package, so they match the libraries exactly.
@@ -83,12 +83,6 @@ libllama_tool() {
 for tool in llamabench kvref synthref tokref; do
 	libllama_tool "$tool"
 done
-if [ ! -x "$build/kquantbench" ] || [ "$here/kquantbench.c" -nt "$build/kquantbench" ]; then
-	gcc -O2 -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
-		-I"$inc/include" -I"$inc/ggml/include" -DLLAMA_LIB_DIR="\"$lib\"" \
-		-o "$build/kquantbench" "$here/kquantbench.c" \
-		-L"$lib" -l:libggml-base.so -Wl,-rpath,"$lib" -ldl -lm
-fi
 # bench/build/vecdotbench (ggml's vec_dot per type) loads a ggml CPU backend
 # variant itself (dlopen) and links only ggml-base.
 if [ ! -x "$build/vecdotbench" ] || [ "$here/vecdotbench.c" -nt "$build/vecdotbench" ]; then

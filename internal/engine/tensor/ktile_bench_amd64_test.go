@@ -11,7 +11,7 @@ import (
 
 // BenchmarkKQuantRow times the AVX2 one-row K-quant kernels over 64
 // distinct rows of n elements against one Q8_K activation row, reporting
-// ns/row: the same shapes bench/kquantbench.c times ggml's vec_dot on.
+// ns/row: the same shapes bench/vecdotbench.c (-type q4_k, q6_k) times ggml's vec_dot on.
 func BenchmarkKQuantRow(b *testing.B) {
 	const nrows = 64
 	for _, c := range []struct {

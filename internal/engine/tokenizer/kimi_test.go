@@ -1,12 +1,10 @@
 package tokenizer
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -110,31 +108,7 @@ func TestKimiK2Reference(t *testing.T) {
 				t.Fatal(err)
 			}
 			tok := loadGGUF(t, dst)
-			b, err := os.ReadFile(filepath.Join("testdata", "kimi-k2-"+name+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var doc struct {
-				Cases []struct {
-					Text       string  `json:"text"`
-					IDs        []int32 `json:"ids"`
-					IDsDefault []int32 `json:"ids_default"`
-				} `json:"cases"`
-			}
-			if err := json.Unmarshal(b, &doc); err != nil {
-				t.Fatal(err)
-			}
-			if len(doc.Cases) < 184 {
-				t.Fatalf("%d cases, want the 184 gen-kimi-k2.sh writes", len(doc.Cases))
-			}
-			for _, c := range doc.Cases {
-				if got := tok.Encode(c.Text, EncodeOptions{}); !slices.Equal(got, c.IDs) {
-					t.Errorf("%q:\n got %v\nwant %v", c.Text, got, c.IDs)
-				}
-				if got := tok.Encode(c.Text, EncodeOptions{AddSpecial: true, ParseSpecial: true}); !slices.Equal(got, c.IDsDefault) {
-					t.Errorf("%q with specials:\n got %v\nwant %v", c.Text, got, c.IDsDefault)
-				}
-			}
+			checkTokref(t, tok, "kimi-k2-"+name+".json", 184)
 		})
 	}
 }
