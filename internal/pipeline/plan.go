@@ -11,6 +11,10 @@ type item struct {
 	tokens []int32   // rank 0: the ids to embed
 	hidden []float32 // other ranks: rows × width hidden values
 	spec   Spec      // open
+	// group is the micro-batch a decode step belongs to: on ranks after
+	// the first, the number of the object it arrived in; 0 on rank 0,
+	// which forms the micro-batches.
+	group uint64
 }
 
 // batch is what a stage computes next: one control item (open, release),
@@ -27,11 +31,17 @@ type batch struct {
 // A sequence's items run in arrival order: an item is eligible only when no
 // earlier pending item is of the same sequence. The first eligible open or
 // release runs at once (no compute; a release frees memory). Otherwise the
-// eligible decode steps, oldest first and at most decodeCap of them, run
-// together as one step, unless the last batch was a decode step and a
-// prefill chunk is eligible: then the oldest eligible chunk runs, so that
-// decoding sequences cannot starve a prompt, nor a long prompt stall every
-// decoding sequence for more than one chunk.
+// eligible decode steps of the oldest one's group, oldest first and at
+// most decodeCap of them, run together as one step, unless the last batch
+// was a decode step and a prefill chunk is eligible: then the oldest
+// eligible chunk runs, so that decoding sequences cannot starve a prompt,
+// nor a long prompt stall every decoding sequence for more than one chunk.
+//
+// Keeping to one group is what keeps the stages overlapping: a rank that
+// merged the micro-batches queued before it (the slowest rank, or one
+// whose core was taken for a moment) would send them on, and back to rank
+// 0, as one; rank 0 would split them again, but meanwhile every other rank
+// idles, and they merge again at the next hiccup.
 func plan(pending []item, lastDecode bool, decodeCap int) batch {
 	decodeCap = max(decodeCap, 1)
 	var (
@@ -59,7 +69,7 @@ func plan(pending []item, lastDecode bool, decodeCap int) batch {
 				prefill = i
 			}
 		case KindDecode:
-			if len(decode) < decodeCap {
+			if len(decode) < decodeCap && (len(decode) == 0 || it.group == pending[decode[0]].group) {
 				decode = append(decode, i)
 			}
 		}

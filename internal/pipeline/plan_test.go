@@ -8,6 +8,9 @@ import (
 
 func it(k Kind, seq uint64) item { return item{kind: k, seq: seq} }
 
+// git is an item of micro-batch group g.
+func git(k Kind, seq, g uint64) item { return item{kind: k, seq: seq, group: g} }
+
 func TestPlan(t *testing.T) {
 	const (
 		O = KindOpen
@@ -35,6 +38,10 @@ func TestPlan(t *testing.T) {
 		{"prefill_after_decode", []item{it(D, 1), it(P, 2), it(P, 3)}, true, 8, batch{P, []int{1}}},
 		{"decode_after_prefill", []item{it(P, 2), it(D, 1)}, false, 8, batch{D, []int{1}}},
 		{"decode_again_without_prefill", []item{it(D, 1)}, true, 8, batch{D, []int{0}}},
+		{"one_group", []item{git(D, 1, 1), git(D, 2, 1), git(D, 3, 2), git(D, 4, 2)}, false, 8, batch{D, []int{0, 1}}},
+		{"oldest_group_first", []item{git(D, 3, 2), git(D, 1, 1), git(D, 2, 1), git(D, 4, 2)}, false, 8, batch{D, []int{0, 3}}},
+		{"group_after_blocked_one", []item{git(D, 1, 1), git(D, 1, 2), git(D, 2, 2)}, false, 8, batch{D, []int{0}}},
+		{"group_capped", []item{git(D, 1, 1), git(D, 2, 1), git(D, 3, 1)}, false, 2, batch{D, []int{0, 1}}},
 		{"blocked_prefill", []item{it(O, 1), it(P, 1)}, true, 8, batch{O, []int{0}}},
 	}
 	for _, tt := range tests {

@@ -15,6 +15,7 @@ type worker struct {
 	pending    []item
 	outq       [][]byte // encoded objects waiting for the sender, in order
 	lastDecode bool     // the last computed batch was a decode step
+	received   uint64   // objects received: the group of the next one's items
 
 	counts StageStats // the work counters
 
@@ -110,8 +111,9 @@ func (w *worker) receive(m inMsg) error {
 		return w.fault("receive", protoErr("%s object of %d-wide rows, the model's are %d", o.kind, o.width, w.s.width))
 	}
 	row := 0
+	w.received++
 	for _, e := range o.entries {
-		it := item{kind: o.kind, seq: e.seq, pos: e.pos, rows: e.rows, spec: o.spec}
+		it := item{kind: o.kind, seq: e.seq, pos: e.pos, rows: e.rows, spec: o.spec, group: w.received}
 		if o.width != 0 {
 			it.hidden = o.hidden[row*o.width : (row+e.rows)*o.width]
 			row += e.rows
@@ -130,7 +132,17 @@ func (w *worker) execute(b batch) error {
 	w.pending = without(w.pending, b.idx)
 	if b.kind == KindPrefill || b.kind == KindDecode {
 		start := time.Now()
-		defer func() { w.counts.Busy += time.Since(start) }()
+		defer func() {
+			end := time.Now()
+			w.counts.Busy += end.Sub(start)
+			if w.s.cfg.Trace != nil {
+				seqs := make([]uint64, len(items))
+				for i, it := range items {
+					seqs[i] = it.seq
+				}
+				w.s.cfg.Trace(StepTrace{Rank: w.s.cfg.Rank, Kind: b.kind, Seqs: seqs, Start: start, End: end})
+			}
+		}()
 	}
 	var err error
 	switch b.kind {
