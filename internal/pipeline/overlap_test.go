@@ -102,13 +102,23 @@ func TestMicroBatchesOverlap(t *testing.T) {
 			for i, pr := range prompts {
 				equalTokens(t, fmt.Sprintf("prompt %d", i), got[i], reference(t, path, pr, tokens, sample.Params{}))
 			}
+			// Rank 0 groups the sequences into micro-batches of two (four
+			// over two or three ranks), though their first tokens come back
+			// one by one.
+			sizes := tr.decodeSizes(0)
+			if full := countOf(sizes, 2); full < len(sizes)/2 {
+				t.Errorf("rank 0's micro-batches hold %v sequences; want mostly 2", sizes)
+			}
 			both, rank0, pairs := tr.decodeOverlap(t)
 			t.Logf("ranks 0 and 1 decoded at once for %v of rank 0's %v (%d pairs of steps)", both, rank0, pairs)
-			// Every sequence generates 48 tokens; with two micro-batches in
-			// flight nearly every step of rank 0 overlaps one of rank 1.
-			if pairs < tokens || both < rank0/4 {
-				t.Errorf("ranks 0 and 1 decoded at once for %v of rank 0's %v of decode steps (%d pairs of steps); want a quarter or more and at least %d pairs",
-					both, rank0, pairs, tokens)
+			// Every sequence generates 48 tokens. With two micro-batches in
+			// flight on two ranks, nearly every step of rank 0 overlaps one
+			// of rank 1 (on three, about half do); with one batch of every
+			// sequence none would, but for the first tokens' stagger. The
+			// bounds leave room for a loaded machine's preemptions.
+			if pairs < tokens/2 || both < rank0/8 {
+				t.Errorf("ranks 0 and 1 decoded at once for %v of rank 0's %v of decode steps (%d pairs of steps); want an eighth or more and at least %d pairs",
+					both, rank0, pairs, tokens/2)
 			}
 		})
 	}
@@ -164,4 +174,27 @@ func TestDownstreamKeepsMicroBatches(t *testing.T) {
 	if len(w.outq) != 4+len(groups) {
 		t.Fatalf("rank 1 queued %d objects for rank 2, want 4 opens and %d decode objects", len(w.outq), len(groups))
 	}
+}
+
+// decodeSizes lists the sizes of a rank's decode steps in order.
+func (tr *traces) decodeSizes(rank int) []int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var out []int
+	for _, s := range tr.all {
+		if s.Rank == rank && s.Kind == KindDecode {
+			out = append(out, len(s.Seqs))
+		}
+	}
+	return out
+}
+
+func countOf(xs []int, v int) int {
+	n := 0
+	for _, x := range xs {
+		if x == v {
+			n++
+		}
+	}
+	return n
 }

@@ -28,6 +28,11 @@ type worker struct {
 	// Rank 0 only.
 	queue []*waiting          // submitted, waiting for a slot, in order
 	live  map[uint64]*headSeq // admitted and not finished
+	// The decode micro-batches sent and not all back: the batch each
+	// sequence's step went in, and how many tokens each still waits for.
+	flight    map[uint64]uint64
+	batchLeft map[uint64]int
+	batches   uint64 // micro-batches sent so far: the next one's number
 }
 
 // seqState is one sequence at one rank.
@@ -63,6 +68,7 @@ func newWorker(s *Stage) *worker {
 	w := &worker{s: s, seqs: make(map[uint64]*seqState)}
 	if s.first {
 		w.live = make(map[uint64]*headSeq)
+		w.flight, w.batchLeft = make(map[uint64]uint64), make(map[uint64]int)
 	}
 	return w
 }
@@ -76,11 +82,12 @@ func (w *worker) accepting() bool {
 
 // next plans the next batch.
 func (w *worker) next() batch {
-	decodeCap := w.s.maxBatch
+	decodeCap, decodeMin := w.s.maxBatch, 1
 	if w.s.first {
 		decodeCap = headDecodeCap(len(w.live), w.s.cfg.Ranks, w.s.maxBatch)
+		decodeMin = headDecodeMin(len(w.batchLeft), w.s.cfg.Ranks, decodeCap)
 	}
-	return plan(w.pending, w.lastDecode, decodeCap)
+	return plan(w.pending, w.lastDecode, decodeCap, decodeMin)
 }
 
 func (w *worker) fault(op string, err error) error {
@@ -158,6 +165,13 @@ func (w *worker) execute(b batch) error {
 		w.lastDecode = true
 		w.counts.DecodeSteps++
 		w.counts.DecodeRows += len(items)
+		if w.s.first {
+			w.batches++
+			for _, it := range items {
+				w.flight[it.seq] = w.batches
+			}
+			w.batchLeft[w.batches] = len(items)
+		}
 		err = w.decode(items)
 	}
 	return err
