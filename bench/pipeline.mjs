@@ -194,7 +194,8 @@ let pipeBase = pipe[0];
 for (const b of pipe) if ((await call(b, "GET", "/v1/diagnostics/node")).nodeId === two.ranks[0]) pipeBase = b;
 log(`split instance ${two.inst}: ranks on ${two.ranks.join(", ")}; requests to ${pipeBase}; ${st.instances[two.inst].placement.map((p) => JSON.stringify(p.layers ?? p)).join(" ")}`);
 
-const prompt = await longPrompt(single);
+// Only the TTFT rows need the long prompt (finding it prefills ~1024 tokens up to four times).
+const prompt = modes.has("ttft") ? await longPrompt(single) : "";
 for (const b of [single, pipeBase]) await stream(b, 999, 8); // warm-up
 
 const fig = { single: { decode: [], c4: [], c8: [], ttft: [] }, pipeline: { decode: [], c4: [], c8: [], ttft: [] } };

@@ -18,7 +18,8 @@
 # MODEL defaults to a synthesized 1b-shape Q8_0 (written once to
 # $TMPDIR/skulk-bench-1b-q8_0.gguf, ~1.1 GB). Needs root, iproute2, taskset,
 # node. Leaves nothing behind: the namespaces, the bridge and the homes go
-# at exit.
+# at exit (KEEP_LOGS=DIR first copies the three nodes' logs there; with
+# LOG_LEVEL=debug they hold each stage's busy time every 5 s).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -61,6 +62,7 @@ cleanup() {
 	if [ -n "${failed:-}" ]; then
 		for n in "${ns[@]}"; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2 || true; done
 	fi
+	if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$work"/*.log "$KEEP_LOGS"/ || true; fi
 	for n in "${ns[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
 	ip link del skpbc 2>/dev/null || true
 	rm -rf "$work"

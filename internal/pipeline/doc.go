@@ -23,11 +23,15 @@
 //
 // Several sequences are in flight at once. Each stage plans its next batch
 // with plan, a pure function of its pending work: opens and releases first,
-// then the decode steps of every ready sequence as one model.Shard.Step (on
-// rank 0, at most the live sequences divided by the ranks, so that the
-// ranks work on different micro-batches at the same time), alternating with
-// prefill chunks so neither starves the other. Links keep order, so a
-// sequence's objects reach every rank in the order rank 0 sent them.
+// then the decode steps of ready sequences as one model.Shard.Step,
+// alternating with prefill chunks so neither starves the other. Rank 0
+// forms the micro-batches: the live sequences divided by the ranks, so
+// that the ranks work on different micro-batches at the same time (a short
+// one waits while as many as there are ranks are in flight, so that
+// sequences that started one by one come together); every later rank
+// steps each micro-batch as it came, never merged with the next one. Links
+// keep order, so a sequence's objects reach every rank in the order rank 0
+// sent them.
 //
 // # Objects
 //

@@ -233,6 +233,12 @@ func (w *worker) admit() {
 // sequences that ended meanwhile (cancelled while their step was in
 // flight) are dropped.
 func (w *worker) onToken(seq uint64, pos int, tok int32, records []sample.Logprob) error {
+	if b, ok := w.flight[seq]; ok {
+		delete(w.flight, seq)
+		if w.batchLeft[b]--; w.batchLeft[b] == 0 {
+			delete(w.batchLeft, b)
+		}
+	}
 	hs := w.live[seq]
 	if hs == nil {
 		return nil

@@ -24,6 +24,9 @@ type Options struct {
 	Head     HeadConfig
 	// Constrain is the last stage's StageConfig.Constrain.
 	Constrain func(src []byte) (Constraint, error)
+	// Trace is every stage's StageConfig.Trace; the stages call it
+	// concurrently.
+	Trace func(StepTrace)
 }
 
 // Pipeline runs a model split into stages in this process, one goroutine
@@ -103,7 +106,7 @@ func New(f *gguf.File, ranges []model.Range, opt Options) (*Pipeline, error) {
 		}
 	}
 	for i, sh := range p.shards {
-		cfg := StageConfig{Shard: sh, Rank: i, Ranks: n, MaxBatch: opt.MaxBatch, Head: opt.Head, Constrain: opt.Constrain}
+		cfg := StageConfig{Shard: sh, Rank: i, Ranks: n, MaxBatch: opt.MaxBatch, Head: opt.Head, Constrain: opt.Constrain, Trace: opt.Trace}
 		if n > 1 {
 			cfg.In, cfg.Out = p.links[(i+n-1)%n], p.links[i]
 		}

@@ -11,6 +11,10 @@ type item struct {
 	tokens []int32   // rank 0: the ids to embed
 	hidden []float32 // other ranks: rows × width hidden values
 	spec   Spec      // open
+	// group is the micro-batch a decode step belongs to: on ranks after
+	// the first, the number of the object it arrived in; 0 on rank 0,
+	// which forms the micro-batches.
+	group uint64
 }
 
 // batch is what a stage computes next: one control item (open, release),
@@ -27,12 +31,21 @@ type batch struct {
 // A sequence's items run in arrival order: an item is eligible only when no
 // earlier pending item is of the same sequence. The first eligible open or
 // release runs at once (no compute; a release frees memory). Otherwise the
-// eligible decode steps, oldest first and at most decodeCap of them, run
-// together as one step, unless the last batch was a decode step and a
-// prefill chunk is eligible: then the oldest eligible chunk runs, so that
-// decoding sequences cannot starve a prompt, nor a long prompt stall every
-// decoding sequence for more than one chunk.
-func plan(pending []item, lastDecode bool, decodeCap int) batch {
+// eligible decode steps of the oldest one's group, oldest first and at
+// most decodeCap of them, run together as one step, unless the last batch
+// was a decode step and a prefill chunk is eligible: then the oldest
+// eligible chunk runs, so that decoding sequences cannot starve a prompt,
+// nor a long prompt stall every decoding sequence for more than one chunk.
+// A decode step of fewer than decodeMin sequences waits (a prefill chunk
+// may run meanwhile): rank 0 holds a short micro-batch back while enough
+// others keep the ranks busy, so that it grows (see headDecodeMin).
+//
+// Keeping to one group is what keeps the stages overlapping: a rank that
+// merged the micro-batches queued before it (the slowest rank, or one
+// whose core was taken for a moment) would send them on, and back to rank
+// 0, as one; rank 0 would split them again, but meanwhile every other rank
+// idles, and they merge again at the next hiccup.
+func plan(pending []item, lastDecode bool, decodeCap, decodeMin int) batch {
 	decodeCap = max(decodeCap, 1)
 	var (
 		decode  []int
@@ -59,10 +72,13 @@ func plan(pending []item, lastDecode bool, decodeCap int) batch {
 				prefill = i
 			}
 		case KindDecode:
-			if len(decode) < decodeCap {
+			if len(decode) < decodeCap && (len(decode) == 0 || it.group == pending[decode[0]].group) {
 				decode = append(decode, i)
 			}
 		}
+	}
+	if len(decode) < min(decodeMin, decodeCap) {
+		decode = nil
 	}
 	switch {
 	case len(decode) > 0 && (prefill < 0 || !lastDecode):
@@ -80,6 +96,20 @@ func plan(pending []item, lastDecode bool, decodeCap int) batch {
 func headDecodeCap(live, ranks, maxBatch int) int {
 	ranks = max(ranks, 1)
 	return max(1, min(maxBatch, (live+ranks-1)/ranks))
+}
+
+// headDecodeMin is the fewest decode steps rank 0 runs as one micro-batch:
+// any number while fewer micro-batches than ranks are in flight (a rank
+// would idle), else a full one (headDecodeCap). Without it, sequences that
+// came out of their prefills one by one would go round as micro-batches of
+// one each for good: rank 0, faster than the last rank, finds each token
+// alone and steps it at once, and every rank pays a step's fixed cost per
+// sequence.
+func headDecodeMin(inFlight, ranks, decodeCap int) int {
+	if inFlight < ranks {
+		return 1
+	}
+	return decodeCap
 }
 
 // chunks cuts a prompt into prefill items of at most size tokens each,

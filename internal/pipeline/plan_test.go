@@ -8,6 +8,9 @@ import (
 
 func it(k Kind, seq uint64) item { return item{kind: k, seq: seq} }
 
+// git is an item of micro-batch group g.
+func git(k Kind, seq, g uint64) item { return item{kind: k, seq: seq, group: g} }
+
 func TestPlan(t *testing.T) {
 	const (
 		O = KindOpen
@@ -20,26 +23,35 @@ func TestPlan(t *testing.T) {
 		pending    []item
 		lastDecode bool
 		decodeCap  int
+		decodeMin  int
 		want       batch
 	}{
-		{"nothing", nil, false, 8, batch{}},
-		{"open_first", []item{it(P, 1), it(D, 2), it(O, 3)}, false, 8, batch{O, []int{2}}},
-		{"release_first", []item{it(D, 2), it(R, 1)}, false, 8, batch{R, []int{1}}},
-		{"open_before_its_chunks", []item{it(O, 1), it(P, 1), it(P, 1)}, false, 8, batch{O, []int{0}}},
-		{"chunks_in_order", []item{it(P, 1), it(P, 1)}, false, 8, batch{P, []int{0}}},
-		{"release_waits_for_its_step", []item{it(D, 1), it(R, 1)}, false, 8, batch{D, []int{0}}},
-		{"decodes_together", []item{it(D, 1), it(P, 4), it(D, 2), it(D, 3)}, false, 8, batch{D, []int{0, 2, 3}}},
-		{"decode_cap", []item{it(D, 1), it(D, 2), it(D, 3)}, false, 2, batch{D, []int{0, 1}}},
-		{"zero_cap_is_one", []item{it(D, 1), it(D, 2)}, false, 0, batch{D, []int{0}}},
-		{"one_step_per_sequence", []item{it(D, 1), it(D, 1), it(D, 2)}, false, 8, batch{D, []int{0, 2}}},
-		{"prefill_after_decode", []item{it(D, 1), it(P, 2), it(P, 3)}, true, 8, batch{P, []int{1}}},
-		{"decode_after_prefill", []item{it(P, 2), it(D, 1)}, false, 8, batch{D, []int{1}}},
-		{"decode_again_without_prefill", []item{it(D, 1)}, true, 8, batch{D, []int{0}}},
-		{"blocked_prefill", []item{it(O, 1), it(P, 1)}, true, 8, batch{O, []int{0}}},
+		{"nothing", nil, false, 8, 1, batch{}},
+		{"open_first", []item{it(P, 1), it(D, 2), it(O, 3)}, false, 8, 1, batch{O, []int{2}}},
+		{"release_first", []item{it(D, 2), it(R, 1)}, false, 8, 1, batch{R, []int{1}}},
+		{"open_before_its_chunks", []item{it(O, 1), it(P, 1), it(P, 1)}, false, 8, 1, batch{O, []int{0}}},
+		{"chunks_in_order", []item{it(P, 1), it(P, 1)}, false, 8, 1, batch{P, []int{0}}},
+		{"release_waits_for_its_step", []item{it(D, 1), it(R, 1)}, false, 8, 1, batch{D, []int{0}}},
+		{"decodes_together", []item{it(D, 1), it(P, 4), it(D, 2), it(D, 3)}, false, 8, 1, batch{D, []int{0, 2, 3}}},
+		{"decode_cap", []item{it(D, 1), it(D, 2), it(D, 3)}, false, 2, 1, batch{D, []int{0, 1}}},
+		{"zero_cap_is_one", []item{it(D, 1), it(D, 2)}, false, 0, 1, batch{D, []int{0}}},
+		{"one_step_per_sequence", []item{it(D, 1), it(D, 1), it(D, 2)}, false, 8, 1, batch{D, []int{0, 2}}},
+		{"prefill_after_decode", []item{it(D, 1), it(P, 2), it(P, 3)}, true, 8, 1, batch{P, []int{1}}},
+		{"decode_after_prefill", []item{it(P, 2), it(D, 1)}, false, 8, 1, batch{D, []int{1}}},
+		{"decode_again_without_prefill", []item{it(D, 1)}, true, 8, 1, batch{D, []int{0}}},
+		{"one_group", []item{git(D, 1, 1), git(D, 2, 1), git(D, 3, 2), git(D, 4, 2)}, false, 8, 1, batch{D, []int{0, 1}}},
+		{"oldest_group_first", []item{git(D, 3, 2), git(D, 1, 1), git(D, 2, 1), git(D, 4, 2)}, false, 8, 1, batch{D, []int{0, 3}}},
+		{"group_after_blocked_one", []item{git(D, 1, 1), git(D, 1, 2), git(D, 2, 2)}, false, 8, 1, batch{D, []int{0}}},
+		{"group_capped", []item{git(D, 1, 1), git(D, 2, 1), git(D, 3, 1)}, false, 2, 1, batch{D, []int{0, 1}}},
+		{"short_group_waits", []item{it(D, 1)}, false, 2, 2, batch{}},
+		{"short_group_lets_prefill_run", []item{it(D, 1), it(P, 2)}, false, 2, 2, batch{P, []int{1}}},
+		{"full_group_runs", []item{it(D, 1), it(D, 2), it(D, 3)}, false, 2, 2, batch{D, []int{0, 1}}},
+		{"min_above_cap_is_cap", []item{it(D, 1), it(D, 2)}, false, 2, 5, batch{D, []int{0, 1}}},
+		{"blocked_prefill", []item{it(O, 1), it(P, 1)}, true, 8, 1, batch{O, []int{0}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := plan(tt.pending, tt.lastDecode, tt.decodeCap)
+			got := plan(tt.pending, tt.lastDecode, tt.decodeCap, tt.decodeMin)
 			if got.kind != tt.want.kind || !slices.Equal(got.idx, tt.want.idx) {
 				t.Fatalf("plan = %v %v, want %v %v", got.kind, got.idx, tt.want.kind, tt.want.idx)
 			}
@@ -53,6 +65,16 @@ func TestHeadDecodeCap(t *testing.T) {
 	} {
 		if got := headDecodeCap(c.live, c.ranks, c.maxBatch); got != c.want {
 			t.Errorf("headDecodeCap(%d, %d, %d) = %d, want %d", c.live, c.ranks, c.maxBatch, got, c.want)
+		}
+	}
+}
+
+func TestHeadDecodeMin(t *testing.T) {
+	for _, c := range []struct{ inFlight, ranks, decodeCap, want int }{
+		{0, 2, 2, 1}, {1, 2, 2, 1}, {2, 2, 2, 2}, {3, 2, 2, 2}, {2, 3, 4, 1}, {3, 3, 4, 4}, {0, 1, 8, 1}, {1, 1, 8, 8},
+	} {
+		if got := headDecodeMin(c.inFlight, c.ranks, c.decodeCap); got != c.want {
+			t.Errorf("headDecodeMin(%d, %d, %d) = %d, want %d", c.inFlight, c.ranks, c.decodeCap, got, c.want)
 		}
 	}
 }

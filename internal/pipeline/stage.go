@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,6 +52,19 @@ type StageConfig struct {
 	Constrain func(src []byte) (Constraint, error)
 	// Logger receives faults; nil discards them.
 	Logger *slog.Logger
+	// Trace, when set, is called on the stage's goroutine after each
+	// prefill chunk or decode step it computed; it must return quickly.
+	Trace func(StepTrace)
+}
+
+// StepTrace is one prefill chunk or decode step a stage computed: which
+// sequences, and when. Benchmarks and tests read the stages' overlap from
+// it.
+type StepTrace struct {
+	Rank       int
+	Kind       Kind // KindPrefill or KindDecode
+	Seqs       []uint64
+	Start, End time.Time
 }
 
 // Constraint restricts a sequence's tokens on the last rank (a grammar,
@@ -297,6 +311,12 @@ func (s *Stage) loop(ctx context.Context, w *worker, inCh <-chan inMsg, sendCh c
 		case out <- head:
 			w.outq[0] = nil
 			w.outq = w.outq[1:]
+			// Let the sender write it before this goroutine starts its
+			// next step: with one engine thread and GOMAXPROCS 1 (a
+			// process pinned to one core) the step would hold the only P
+			// and the object would wait for the runtime to preempt it,
+			// ~10 ms on every hop, while the next rank idles.
+			runtime.Gosched()
 		case m := <-in:
 			if err := w.receive(m); err != nil {
 				return err

@@ -15,6 +15,7 @@ type worker struct {
 	pending    []item
 	outq       [][]byte // encoded objects waiting for the sender, in order
 	lastDecode bool     // the last computed batch was a decode step
+	received   uint64   // objects received: the group of the next one's items
 
 	counts StageStats // the work counters
 
@@ -27,6 +28,11 @@ type worker struct {
 	// Rank 0 only.
 	queue []*waiting          // submitted, waiting for a slot, in order
 	live  map[uint64]*headSeq // admitted and not finished
+	// The decode micro-batches sent and not all back: the batch each
+	// sequence's step went in, and how many tokens each still waits for.
+	flight    map[uint64]uint64
+	batchLeft map[uint64]int
+	batches   uint64 // micro-batches sent so far: the next one's number
 }
 
 // seqState is one sequence at one rank.
@@ -62,6 +68,7 @@ func newWorker(s *Stage) *worker {
 	w := &worker{s: s, seqs: make(map[uint64]*seqState)}
 	if s.first {
 		w.live = make(map[uint64]*headSeq)
+		w.flight, w.batchLeft = make(map[uint64]uint64), make(map[uint64]int)
 	}
 	return w
 }
@@ -75,11 +82,12 @@ func (w *worker) accepting() bool {
 
 // next plans the next batch.
 func (w *worker) next() batch {
-	decodeCap := w.s.maxBatch
+	decodeCap, decodeMin := w.s.maxBatch, 1
 	if w.s.first {
 		decodeCap = headDecodeCap(len(w.live), w.s.cfg.Ranks, w.s.maxBatch)
+		decodeMin = headDecodeMin(len(w.batchLeft), w.s.cfg.Ranks, decodeCap)
 	}
-	return plan(w.pending, w.lastDecode, decodeCap)
+	return plan(w.pending, w.lastDecode, decodeCap, decodeMin)
 }
 
 func (w *worker) fault(op string, err error) error {
@@ -110,8 +118,9 @@ func (w *worker) receive(m inMsg) error {
 		return w.fault("receive", protoErr("%s object of %d-wide rows, the model's are %d", o.kind, o.width, w.s.width))
 	}
 	row := 0
+	w.received++
 	for _, e := range o.entries {
-		it := item{kind: o.kind, seq: e.seq, pos: e.pos, rows: e.rows, spec: o.spec}
+		it := item{kind: o.kind, seq: e.seq, pos: e.pos, rows: e.rows, spec: o.spec, group: w.received}
 		if o.width != 0 {
 			it.hidden = o.hidden[row*o.width : (row+e.rows)*o.width]
 			row += e.rows
@@ -130,7 +139,17 @@ func (w *worker) execute(b batch) error {
 	w.pending = without(w.pending, b.idx)
 	if b.kind == KindPrefill || b.kind == KindDecode {
 		start := time.Now()
-		defer func() { w.counts.Busy += time.Since(start) }()
+		defer func() {
+			end := time.Now()
+			w.counts.Busy += end.Sub(start)
+			if w.s.cfg.Trace != nil {
+				seqs := make([]uint64, len(items))
+				for i, it := range items {
+					seqs[i] = it.seq
+				}
+				w.s.cfg.Trace(StepTrace{Rank: w.s.cfg.Rank, Kind: b.kind, Seqs: seqs, Start: start, End: end})
+			}
+		}()
 	}
 	var err error
 	switch b.kind {
@@ -146,6 +165,13 @@ func (w *worker) execute(b batch) error {
 		w.lastDecode = true
 		w.counts.DecodeSteps++
 		w.counts.DecodeRows += len(items)
+		if w.s.first {
+			w.batches++
+			for _, it := range items {
+				w.flight[it.seq] = w.batches
+			}
+			w.batchLeft[w.batches] = len(items)
+		}
 		err = w.decode(items)
 	}
 	return err

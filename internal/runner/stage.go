@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
@@ -89,6 +90,9 @@ func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	ctx, cancel := context.WithCancel(context.Background())
 	go st.Run(ctx)
 	go watchOut(out, inLink)
+	if log.Enabled(ctx, slog.LevelDebug) {
+		go reportStage(ctx, st, log, 5*time.Second)
+	}
 	l.stage = &stageRun{stage: st, first: spec.First, cancel: cancel}
 	log.Info("pipeline stage connected", "rank", spec.Rank, "ranks", ps.Ranks, "blocks", fmt.Sprintf("[%d, %d)", spec.Start, spec.End))
 	return l, nil
@@ -135,6 +139,46 @@ func watchOut(out net.Conn, in pipeline.Link) {
 	var b [1]byte
 	out.Read(b[:])
 	in.Close()
+}
+
+// reportStage logs, at debug level, the work a stage did in each period
+// it did any: how much of the period it computed (busy) against the CPU
+// time the runner process got, the mean decode micro-batch. It is how a
+// benchmark sees whether the stages overlap. It stops with ctx.
+func reportStage(ctx context.Context, st *pipeline.Stage, log *slog.Logger, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last pipeline.StageStats
+	lastAt, lastCPU := time.Now(), processCPU()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s, err := st.Stats(ctx)
+		if err != nil {
+			return
+		}
+		now, cpu := time.Now(), processCPU()
+		if steps := s.DecodeSteps - last.DecodeSteps; steps > 0 || s.PrefillChunks > last.PrefillChunks {
+			el := now.Sub(lastAt).Seconds()
+			log.Debug("pipeline stage work", "rank", s.Rank, "seconds", el,
+				"busy", (s.Busy-last.Busy).Seconds()/el, "cpu", (cpu-lastCPU).Seconds()/el,
+				"decode_steps", steps, "mean_batch", float64(s.DecodeRows-last.DecodeRows)/float64(max(steps, 1)),
+				"prefill_chunks", s.PrefillChunks-last.PrefillChunks, "live", s.Live, "sequences", s.Sequences)
+		}
+		last, lastAt, lastCPU = s, now, cpu
+	}
+}
+
+// processCPU is the CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // close stops the stage; its links close with it.
