@@ -117,6 +117,21 @@ func whitespaceRun(c *splitCtx, m *emitter, pos, a, e int, crlf bool) int {
 // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // With maxDigits 1 it is Qwen2's expression, which llama.cpp runs through
 // std::regex; the splits are the same.
+// digitGroups emits the run of digits at pos in groups of at most
+// maxDigits (llama3's and kimi-k2's \p{N}{1,3}) and returns its end.
+func digitGroups(c *splitCtx, m *emitter, pos, a, e, maxDigits int) int {
+	ini := pos
+	for c.flags(pos, a, e)&fNumber != 0 {
+		pos++
+		if pos-ini >= maxDigits {
+			m.add(pos)
+			ini = pos
+		}
+	}
+	m.add(pos)
+	return pos
+}
+
 func splitLlama3(maxDigits int) pass {
 	return func(c *splitCtx, in, out []span) []span {
 		const other = fLetter | fNumber | fWhitespace
@@ -140,15 +155,7 @@ func splitLlama3(maxDigits int) pass {
 					continue
 				}
 				if f&fNumber != 0 {
-					ini := pos
-					for c.flags(pos, a, e)&fNumber != 0 {
-						pos++
-						if pos-ini >= maxDigits {
-							m.add(pos)
-							ini = pos
-						}
-					}
-					m.add(pos)
+					pos = digitGroups(c, &m, pos, a, e, maxDigits)
 					continue
 				}
 				f2 := f

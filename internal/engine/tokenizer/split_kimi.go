@@ -65,15 +65,7 @@ func splitKimiK2(c *splitCtx, in, out []span) []span {
 				continue
 			}
 			if f&fNumber != 0 {
-				ini := pos
-				for c.flags(pos, a, e)&fNumber != 0 {
-					pos++
-					if pos-ini >= 3 {
-						m.add(pos)
-						ini = pos
-					}
-				}
-				m.add(pos)
+				pos = digitGroups(c, &m, pos, a, e, 3)
 				continue
 			}
 			// ' ?[^\s\p{L}\p{N}]+[\r\n]*'
