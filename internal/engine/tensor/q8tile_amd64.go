@@ -27,18 +27,22 @@ func vecDotQ4_0Tile42AVX2(rows *byte, rowStride int, acts *byte, actStride int, 
 //go:noescape
 func vecDotQ4_0Tile41AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
-// q8Tiles are the three tiles of one weight type and its one-row kernel.
+// q8Tiles are the three tiles of one weight type and its rows kernel (the
+// one-row kernel row after row, loopRows).
 type q8Tiles struct {
 	t44, t42, t41 tile4Func
-	one           VecDotFunc
+	rows          VecDotRowsFunc
 	blockBytes    int // weight bytes per 32 elements
 }
 
 // tile is a VecDotTileFunc: each four rows against the activations four,
 // then two, then one at a time (the few activations a mixture-of-experts
 // batch routes to one expert still take the wide tiles), and the rows
-// past the last four one pair at a time; a single activation (decode) goes
-// to rows.
+// past the last four by rows; a single activation (decode) goes to rows
+// alone. Decode streams its rows from memory, and one sequential stream
+// (what the prefetchers follow best) beats the 4×1 tile's four interleaved
+// ones there (BenchmarkQ8Decode: 2048 streamed rows took about 1.3× as
+// long through the tile).
 func (q q8Tiles) tile(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
 	nb := n / 32
 	r4 := 0
@@ -62,32 +66,14 @@ func (q q8Tiles) tile(w []byte, rowStride, nrows int, acts []byte, actStride, na
 			q.t41(&w[r*rowStride], rowStride, &acts[a*actStride], actStride, nb, &out[a*outStride+r], outStride)
 		}
 	}
-	rb, ab := nb*q.blockBytes, nb*34
-	for a := 0; a < nacts; a++ {
-		act := acts[a*actStride : a*actStride+ab]
-		for r := r4; r < nrows; r++ {
-			out[a*outStride+r] = q.one(w[r*rowStride:r*rowStride+rb], act, n)
-		}
-	}
-}
-
-// rows is the VecDotRowsFunc: the one-row kernel row after row. Decode
-// streams its rows from memory, and one sequential stream (what the
-// prefetchers follow best) beats the 4×1 tile's four interleaved ones
-// there (BenchmarkQ8Decode: 2048 streamed rows took about 1.3× as
-// long through the tile).
-func (q q8Tiles) rows(w []byte, stride int, act []byte, n int, out []float32) {
-	rb := n / 32 * q.blockBytes
-	for r := range out {
-		out[r] = q.one(w[r*stride:r*stride+rb], act, n)
-	}
+	tileEdges(q.rows, w, rowStride, nrows, r4, acts, actStride, nacts, nacts, n, nb*q.blockBytes, nb*34, out, outStride)
 }
 
 // setQ8TileAVX2 puts the Q8_0 and Q4_0 rows and tile kernels into an AVX2
 // table whose one-pair kernels are vecDotQ8_0AVX2 and vecDotQ4_0AVX2.
 func setQ8TileAVX2(t *kernelTable) {
-	q8 := q8Tiles{vecDotQ8_0Tile44AVX2, vecDotQ8_0Tile42AVX2, vecDotQ8_0Tile41AVX2, vecDotQ8_0AVX2, 34}
-	q4 := q8Tiles{vecDotQ4_0Tile44AVX2, vecDotQ4_0Tile42AVX2, vecDotQ4_0Tile41AVX2, vecDotQ4_0AVX2, 18}
+	q8 := q8Tiles{vecDotQ8_0Tile44AVX2, vecDotQ8_0Tile42AVX2, vecDotQ8_0Tile41AVX2, loopRows(Q8_0, vecDotQ8_0AVX2), 34}
+	q4 := q8Tiles{vecDotQ4_0Tile44AVX2, vecDotQ4_0Tile42AVX2, vecDotQ4_0Tile41AVX2, loopRows(Q4_0, vecDotQ4_0AVX2), 18}
 	t.vecDotRows[Q8_0], t.vecDotTile[Q8_0] = q8.rows, q8.tile
 	t.vecDotRows[Q4_0], t.vecDotTile[Q4_0] = q4.rows, q4.tile
 }
