@@ -9,8 +9,13 @@
 // ggml_quantize_chunk, the activation a Gaussian row through the type's
 // from_float into its vec_dot_type.
 //
+// With -gemv 1 (mxfp4 only) it times instead the product llama.cpp's
+// decode takes on AVX2: the rows repacked eight at a time into
+// block_mxfp4x8 (as repack.cpp's repack_mxfp4_to_mxfp4_8_bl does) and
+// multiplied by ggml_gemv_mxfp4_8x8_q8_0.
+//
 // usage: vecdotbench -type mxfp4|iq4_nl|iq4_xs|q8_0|q4_0|q4_k|q6_k
-//                    [-n N] [-rows R] [-ms MS] [-variant haswell]
+//                    [-n N] [-rows R] [-ms MS] [-variant haswell] [-gemv 1]
 // Output: one line, "TYPE n=N ns/row=X sum=S", X from the fastest pass
 // over the rows.
 
@@ -56,9 +61,52 @@ static double now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+// time_gemv repacks MXFP4 rows (17-byte blocks: exponent, 16 code bytes)
+// eight at a time into block_mxfp4x8 (eight exponents, then the rows'
+// code bytes interleaved eight at a time) and times ggml's gemv over them.
+static int time_gemv(void *lib, const char *tname, int n, int nrows, int ms, const uint8_t *w, const uint8_t *act) {
+    typedef void (*gemv_fn)(int, float *, size_t, const void *, const void *, int, int);
+    gemv_fn gemv = (gemv_fn)dlsym(lib, "ggml_gemv_mxfp4_8x8_q8_0");
+    if (!gemv) {
+        fprintf(stderr, "vecdotbench: the library lacks ggml_gemv_mxfp4_8x8_q8_0\n");
+        return 1;
+    }
+    int nb = n / 32;
+    uint8_t *pk = malloc((size_t)nrows / 8 * (size_t)nb * 136);
+    uint8_t *dst = pk;
+    for (int r0 = 0; r0 < nrows; r0 += 8) {
+        for (int b = 0; b < nb; b++) {
+            for (int i = 0; i < 8; i++) {
+                dst[i] = w[((size_t)(r0 + i) * nb + b) * 17];
+            }
+            for (int i = 0; i < 16; i++) {
+                const uint8_t *src = w + ((size_t)(r0 + i % 8) * nb + b) * 17 + 1 + (i / 8) * 8;
+                memcpy(dst + 8 + i * 8, src, 8);
+            }
+            dst += 136;
+        }
+    }
+    float *out = malloc(sizeof(float) * (size_t)nrows);
+    float sum = 0;
+    double best = 1e30, t0 = now(), t = t0;
+    while (t - t0 < ms * 1e-3) {
+        double p0 = now();
+        gemv(n, out, (size_t)nrows, pk, act, 1, nrows);
+        t = now();
+        for (int r = 0; r < nrows; r++) {
+            sum += out[r];
+        }
+        if (t - p0 < best) {
+            best = t - p0;
+        }
+    }
+    printf("%s gemv8x8 n=%d ns/row=%.1f sum=%g\n", tname, n, best * 1e9 / nrows, (double)sum);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *tname = "mxfp4", *variant = "haswell";
-    int n = 2880, nrows = 64, ms = 1000;
+    int n = 2880, nrows = 64, ms = 1000, gemv = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "-type")) {
             tname = argv[i + 1];
@@ -68,6 +116,8 @@ int main(int argc, char **argv) {
             nrows = atoi(argv[i + 1]);
         } else if (!strcmp(argv[i], "-ms")) {
             ms = atoi(argv[i + 1]);
+        } else if (!strcmp(argv[i], "-gemv")) {
+            gemv = atoi(argv[i + 1]);
         } else if (!strcmp(argv[i], "-variant")) {
             variant = argv[i + 1];
         } else {
@@ -80,6 +130,10 @@ int main(int argc, char **argv) {
         if (!strcmp(types[i].name, tname)) {
             type = types[i].type;
         }
+    }
+    if (gemv && (type != GGML_TYPE_MXFP4 || nrows % 8 != 0)) {
+        fprintf(stderr, "vecdotbench: -gemv 1 takes -type mxfp4 and -rows a multiple of 8\n");
+        return 2;
     }
     if (type == GGML_TYPE_COUNT || n <= 0 || nrows <= 0 || n % ggml_blck_size(type) != 0) {
         fprintf(stderr, "vecdotbench: bad -type %s or -n %d (a multiple of the block size) or -rows %d\n", tname, n, nrows);
@@ -125,6 +179,9 @@ int main(int argc, char **argv) {
     // Passes over the rows until ms have gone; the fastest pass is the
     // figure, the one least disturbed by other work on a shared machine.
     float sum = 0, s;
+    if (gemv) {
+        return time_gemv(lib, tname, n, nrows, ms, w, act);
+    }
     double best = 1e30, t0 = now(), t = t0;
     while (t - t0 < ms * 1e-3) {
         double p0 = now();

@@ -264,6 +264,21 @@ func (f *File) Close() error {
 	return c.Close()
 }
 
+// pageDropper is a mapping that can hand whole pages of a range back to
+// the OS.
+type pageDropper interface{ drop(b []byte) }
+
+// Drop tells the OS the process is done reading b, a range of a tensor's
+// data from TensorData that the caller has copied elsewhere (packed
+// weights): on a memory-mapped file the range's whole pages leave the
+// process's resident memory; the page cache keeps them while it has room,
+// and a later read would fault them back in. Elsewhere it does nothing.
+func (f *File) Drop(b []byte) {
+	if d, ok := f.closer.(pageDropper); ok {
+		d.drop(b)
+	}
+}
+
 // Get returns the metadata value for key.
 func (f *File) Get(key string) (Value, bool) {
 	i, ok := f.kv[key]

@@ -5,6 +5,7 @@ package gguf
 import (
 	"fmt"
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -12,6 +13,25 @@ import (
 type mapping []byte
 
 func (m mapping) Close() error { return unix.Munmap(m) }
+
+// drop advises the kernel that the whole pages of b, which must lie in m,
+// are not needed; the advice is best effort, so its error is ignored.
+func (m mapping) drop(b []byte) {
+	if len(b) == 0 || len(m) == 0 {
+		return
+	}
+	base := uintptr(unsafe.Pointer(unsafe.SliceData([]byte(m))))
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if start < base || start+uintptr(len(b)) > base+uintptr(len(m)) {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	lo := (start - base + page - 1) / page * page
+	hi := (start - base + uintptr(len(b))) / page * page
+	if hi > lo {
+		_ = unix.Madvise(m[lo:hi], unix.MADV_DONTNEED)
+	}
+}
 
 // Open memory-maps the file at path read-only and parses it.
 func Open(path string) (*File, error) {

@@ -266,10 +266,13 @@ func smallGptOss(t *testing.T) string {
 // (what a CPU without SIMD kernels runs).
 func TestDecodeAllocs(t *testing.T) {
 	for _, m := range smallCases() {
-		for _, k := range []tensor.Kernels{tensor.Best(), tensor.Generic()} {
-			t.Run(m.name+"/"+k.Name(), func(t *testing.T) {
-				s, _ := openShard(t, m.file(t), whole, Options{Threads: 2})
-				s.k = k
+		for _, kc := range []string{tensor.CapNone, tensor.CapGeneric} {
+			name := kc
+			if kc == tensor.CapNone {
+				name = "best"
+			}
+			t.Run(m.name+"/"+name, func(t *testing.T) {
+				s, _ := openShard(t, m.file(t), whole, Options{Threads: 2, Kernels: kc})
 				c := s.NewCache(256)
 				if _, err := s.Forward(c, Batch{Tokens: []int32{1, 2, 3}}); err != nil {
 					t.Fatal(err)

@@ -304,6 +304,9 @@ func (j *expertJob) do(_, lo, hi int) {
 						o[r] = j.k.DotF32(m.typ, m.row(r), xt)
 					}
 				}
+			} else if m.packed > 0 {
+				j.k.VecDotPacked(m.typ, m.data[tk.r0*m.rowBytes:tk.r1*m.rowBytes], tk.r1-tk.r0,
+					j.act[tk.t0*j.ab:tk.t1*j.ab], j.ab, tk.t1-tk.t0, m.cols, out[tk.t0*m.rows+tk.r0:], m.rows)
 			} else {
 				j.k.VecDotTile(m.typ, m.data[tk.r0*m.rowBytes:tk.r1*m.rowBytes], m.rowBytes, tk.r1-tk.r0,
 					j.act[tk.t0*j.ab:tk.t1*j.ab], j.ab, tk.t1-tk.t0, m.cols, out[tk.t0*m.rows+tk.r0:], m.rows)
@@ -435,6 +438,9 @@ func (s *Shard) runExperts(a *arena, start []int) {
 		if t1-t0 > 1 {
 			tokTile = prefillTokens
 			rc = min(max(tileBytes/em.rowBytes&^3, 4), maxTileRows)
+		}
+		if g := em.packed; g > 0 {
+			rc = (rc + g - 1) / g * g // packed rows split between groups only
 		}
 		for tt := t0; tt < t1; tt += tokTile {
 			for r := 0; r < ex.rows; r += rc {

@@ -8,7 +8,9 @@ import (
 )
 
 // matrix is a 2-D weight in its stored type: rows of cols elements each,
-// aliasing the file's mapping.
+// aliasing the file's mapping, or, when packed, in the kernels' interleaved
+// layout (tensor.Kernels.Pack) in memory of its own, groups of rows taking
+// the bytes the rows took.
 type matrix struct {
 	name     string
 	typ      tensor.Type
@@ -16,6 +18,7 @@ type matrix struct {
 	cols     int
 	rowBytes int
 	data     []byte
+	packed   int // rows per packed group; 0 when stored as in the file
 }
 
 func (m *matrix) row(i int) []byte { return m.data[i*m.rowBytes : (i+1)*m.rowBytes] }
@@ -24,6 +27,9 @@ func (m *matrix) row(i int) []byte { return m.data[i*m.rowBytes : (i+1)*m.rowByt
 type loader struct {
 	f *gguf.File
 	k tensor.Kernels
+	// pack lets expert tensors be packed for the kernels (not when the
+	// shard keeps exact activations, whose products read rows one by one).
+	pack bool
 }
 
 func (l loader) has(name string) bool { _, ok := l.f.Tensor(name); return ok }
@@ -66,7 +72,18 @@ func (l loader) experts(name string, n, rows, cols int) (*experts, error) {
 		return nil, err
 	}
 	rb, _ := tensor.RowBytes(ti.Type, int64(cols))
-	return &experts{all: matrix{name: name, typ: ti.Type, rows: n * rows, cols: cols, rowBytes: int(rb), data: data}, n: n, rows: rows}, nil
+	x := &experts{all: matrix{name: name, typ: ti.Type, rows: n * rows, cols: cols, rowBytes: int(rb), data: data}, n: n, rows: rows}
+	if g := l.k.PackRows(ti.Type); l.pack && g > 0 && rows%g == 0 {
+		// Each expert is a whole number of groups, so expert e's groups
+		// still take the bytes of its rows.
+		packed := make([]byte, len(data))
+		if err := l.k.Pack(ti.Type, data, n*rows, cols, packed); err != nil {
+			return nil, fmt.Errorf("model: tensor %s: %w", name, err)
+		}
+		l.f.Drop(data)
+		x.all.data, x.all.packed = packed, g
+	}
+	return x, nil
 }
 
 // vector loads a 1-D tensor of n elements and dequantizes it to F32.

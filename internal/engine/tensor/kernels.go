@@ -48,10 +48,14 @@ type kernelTable struct {
 	vecDotRows  [typeSlots]VecDotRowsFunc // nil: loop over vecDot
 	dotF32Tile  [typeSlots]DotF32TileFunc // nil: loop over dotF32
 	quantizeAct [typeSlots]QuantizeFunc   // indexed by the activation type
-	expSub      ExpSubFunc
-	swiglu      SwiGLUFunc
-	scaleMax    func(x []float32, s float32) float32
-	scale       func(x []float32, s float32)
+	// Packed weights (pack.go): rows per group, 0 for none.
+	packRows     [typeSlots]int
+	pack         [typeSlots]func(src []byte, rows, nb int, dst []byte)
+	vecDotPacked [typeSlots]VecDotPackedFunc
+	expSub       ExpSubFunc
+	swiglu       SwiGLUFunc
+	scaleMax     func(x []float32, s float32) float32
+	scale        func(x []float32, s float32)
 }
 
 // Kernels is an immutable table of compute kernels, one per type and

@@ -344,6 +344,7 @@ func archTable(f Features) *kernelTable {
 	setKTileAVX2(t)
 	setLowbitAVX2(t)
 	setQ8TileAVX2(t)
+	setPackAVX2(t)
 	t.expSub = expSubAVX2
 	t.swiglu = swigluAVX2
 	t.scaleMax = scaleMaxAVX2

@@ -1,0 +1,193 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// packedKernels returns Best() when it packs t, and skips the test with
+// the reason when it does not.
+func packedKernels(tb testing.TB, t Type) Kernels {
+	tb.Helper()
+	k := Best()
+	if k.PackRows(t) == 0 {
+		tb.Skipf("the %s kernels do not pack %s (only AVX2 does)", k.Name(), t)
+	}
+	return k
+}
+
+// mxfp4x8Ref is the packed kernels' sum of one unpacked MXFP4 row with a
+// Q8_0 activation row, spelled out: block by block, acc ← acc + float(Σ
+// v·y) × (e8m0Half(e) × fp16(d)), the product of the scales rounded to
+// float32 and the multiply-add rounded once (exact in big.Float, then
+// rounded to the nearest float32, subnormals included).
+func mxfp4x8Ref(row, act []byte, nb int) float32 {
+	var acc float32
+	for b := range nb {
+		w, y := row[17*b:17*b+17], act[34*b:34*b+34]
+		var isum int64
+		for j := range 16 {
+			isum += int64(kvaluesMXFP4[w[1+j]&0xf]) * int64(int8(y[2+j]))
+			isum += int64(kvaluesMXFP4[w[1+j]>>4]) * int64(int8(y[2+j+16]))
+		}
+		d := float32(e8m0Half(w[0]) * F16ToF32(uint16(y[0])|uint16(y[1])<<8))
+		p := new(big.Float).SetPrec(200).SetInt64(isum)
+		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(d)))
+		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(acc)))
+		acc, _ = p.Float32()
+	}
+	return acc
+}
+
+// packOperands draws rows of nb MXFP4 blocks (exponents from the
+// subnormal scales to far above real weights', short of overflowing a
+// sum) and nacts Q8_0 activation rows.
+func packOperands(tb testing.TB, rows, nb, nacts int, seed uint64) (w, acts []byte) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(seed, 7))
+	w = make([]byte, rows*nb*17)
+	exps := []byte{0, 1, 2, 3, 100, 118, 120, 127, 130, 160}
+	for i := range rows * nb {
+		blk := w[17*i : 17*i+17]
+		blk[0] = exps[r.IntN(len(exps))]
+		for j := 1; j < 17; j++ {
+			blk[j] = byte(r.Uint32())
+		}
+	}
+	acts = make([]byte, nacts*nb*34)
+	for a := range nacts {
+		x := make([]float32, 32*nb)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		if err := QuantizeAct(MXFP4, x, acts[a*nb*34:(a+1)*nb*34]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return w, acts
+}
+
+func TestPackedMXFP4MatchesReference(t *testing.T) {
+	k := packedKernels(t, MXFP4)
+	for _, tc := range []struct{ groups, nb, nacts int }{
+		{1, 1, 1}, {1, 2, 3}, {2, 3, 1}, {3, 90, 2}, {1, 256, 5}, {4, 7, 4},
+	} {
+		t.Run(fmt.Sprintf("groups=%d/nb=%d/acts=%d", tc.groups, tc.nb, tc.nacts), func(t *testing.T) {
+			rows, n := 8*tc.groups, 32*tc.nb
+			w, acts := packOperands(t, rows, tc.nb, tc.nacts, uint64(rows*1000+tc.nb))
+			packed := make([]byte, len(w))
+			if err := k.Pack(MXFP4, w, rows, n, packed); err != nil {
+				t.Fatal(err)
+			}
+			ab := tc.nb * 34
+			out := make([]float32, tc.nacts*rows)
+			k.VecDotPacked(MXFP4, packed, rows, acts, ab, tc.nacts, n, out, rows)
+			for a := range tc.nacts {
+				for r := range rows {
+					want := mxfp4x8Ref(w[r*tc.nb*17:(r+1)*tc.nb*17], acts[a*ab:(a+1)*ab], tc.nb)
+					if got := out[a*rows+r]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("row %d, act %d: %v (%#x), reference %v (%#x)", r, a, got, math.Float32bits(got), want, math.Float32bits(want))
+					}
+					// The unpacked kernels sum in another order: close, not equal.
+					one := k.VecDot(MXFP4, w[r*tc.nb*17:(r+1)*tc.nb*17], acts[a*ab:(a+1)*ab], n)
+					if d := math.Abs(float64(one - want)); d > 1e-5*math.Max(1, math.Abs(float64(want))) {
+						t.Errorf("row %d, act %d: packed %v, unpacked %v", r, a, want, one)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPackedMXFP4SplitsAgree multiplies the same packed rows and
+// activations whole and cut into single groups and single activations: a
+// matmul may split its rows and tokens any way and get the same bits.
+func TestPackedMXFP4SplitsAgree(t *testing.T) {
+	k := packedKernels(t, MXFP4)
+	const groups, nb, nacts = 5, 36, 6
+	rows, n, ab := 8*groups, 32*nb, 34*nb
+	w, acts := packOperands(t, rows, nb, nacts, 42)
+	packed := make([]byte, len(w))
+	if err := k.Pack(MXFP4, w, rows, n, packed); err != nil {
+		t.Fatal(err)
+	}
+	whole := make([]float32, nacts*rows)
+	k.VecDotPacked(MXFP4, packed, rows, acts, ab, nacts, n, whole, rows)
+	cut := make([]float32, nacts*rows)
+	gb := 8 * nb * 17
+	for g := range groups {
+		for a := range nacts {
+			k.VecDotPacked(MXFP4, packed[g*gb:(g+1)*gb], 8, acts[a*ab:], ab, 1, n, cut[a*rows+8*g:], rows)
+		}
+	}
+	for i := range whole {
+		if math.Float32bits(whole[i]) != math.Float32bits(cut[i]) {
+			t.Fatalf("result %d: whole %v, cut %v", i, whole[i], cut[i])
+		}
+	}
+}
+
+func TestPackErrors(t *testing.T) {
+	k := packedKernels(t, MXFP4)
+	w := make([]byte, 8*17)
+	var se *SizeError
+	if err := k.Pack(MXFP4, w[:7*17], 7, 32, make([]byte, 7*17)); err == nil {
+		t.Error("7 rows packed into groups of 8")
+	}
+	if err := k.Pack(MXFP4, w, 8, 32, make([]byte, 10)); !errors.As(err, &se) {
+		t.Errorf("short destination: %v, want a *SizeError", err)
+	}
+	if err := k.Pack(MXFP4, w, 8, 30, make([]byte, len(w))); !errors.As(err, &se) {
+		t.Errorf("30-element rows: %v, want a *SizeError", err)
+	}
+	var ue *UnsupportedError
+	if err := k.Pack(Q8_0, make([]byte, 8*34), 8, 32, make([]byte, 8*34)); !errors.As(err, &ue) {
+		t.Errorf("Q8_0: %v, want an *UnsupportedError", err)
+	}
+	if g := Generic().PackRows(MXFP4); g != 0 {
+		t.Errorf("the generic kernels pack MXFP4 into groups of %d", g)
+	}
+}
+
+// BenchmarkVecDotPacked times a decode step's product over MXFP4 rows
+// packed and as stored (the one-row kernel through VecDotTile), in ns per
+// row from the fastest pass: 64 rows stay in cache, 16384 stream from
+// memory.
+func BenchmarkVecDotPacked(b *testing.B) {
+	k := packedKernels(b, MXFP4)
+	for _, n := range []int{1024, 2880} {
+		for _, rows := range []int{64, 16384} {
+			nb := n / 32
+			w, act := packOperands(b, rows, nb, 1, 3)
+			packed := make([]byte, len(w))
+			if err := k.Pack(MXFP4, w, rows, n, packed); err != nil {
+				b.Fatal(err)
+			}
+			out := make([]float32, rows)
+			for _, packedRun := range []bool{false, true} {
+				name := "stored"
+				if packedRun {
+					name = "packed"
+				}
+				b.Run(fmt.Sprintf("n=%d/rows=%d/%s", n, rows, name), func(b *testing.B) {
+					fastest := time.Duration(math.MaxInt64)
+					for b.Loop() {
+						t0 := time.Now()
+						if packedRun {
+							k.VecDotPacked(MXFP4, packed, rows, act, len(act), 1, n, out, rows)
+						} else {
+							k.VecDotTile(MXFP4, w, nb*17, rows, act, len(act), 1, n, out, rows)
+						}
+						fastest = min(fastest, time.Since(t0))
+					}
+					b.ReportMetric(float64(fastest.Nanoseconds())/float64(rows), "ns/row")
+				})
+			}
+		}
+	}
+}
