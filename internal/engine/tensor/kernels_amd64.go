@@ -370,7 +370,7 @@ func archTable(f Features) *kernelTable {
 		t.vecDot[Q5_K] = vecDotQ5_KVNNI
 		t.vecDotRows[Q5_K] = rowsOf(vecDotQ5_KRowsVNNI)
 		t.vecDotTile[Q5_K] = tiledQuads(vecDotQ5_KTileVNNI, 4, t.vecDotRows[Q5_K], QK_K, 176, 292)
-		t.vecDotTile[Q6_K] = tiled(vecDotQ6_KTile4VNNI, 4, loopRows(Q6_K, vecDotQ6_KAVX2), QK_K, 210, 292)
+		t.vecDotTile[Q6_K] = tiled(vecDotQ6_KTile4VNNI, 4, t.vecDotRows[Q6_K], QK_K, 210, 292)
 		t.vecDotTile[Q4_K] = tiledQuads(vecDotQ4_KTileVNNI, 4, t.vecDotRows[Q4_K], QK_K, 144, 292)
 	}
 	t.vecDot[Q4_0] = vecDotQ4_0VNNI

@@ -41,12 +41,15 @@ func vecDotQ6_KTile22AVX2(rows *byte, rowStride int, acts *byte, actStride int, 
 // setKTileAVX2 puts the AVX2 K-quant register tiles into t, whose one-row
 // Q4_K, Q5_K and Q6_K kernels must be the AVX2 ones they match.
 func setKTileAVX2(t *kernelTable) {
+	t.vecDotRows[Q4_K] = asmRows(Q4_K, vecDotQ4_KRowsAVX2)
+	t.vecDotRows[Q5_K] = asmRows(Q5_K, vecDotQ5_KRowsAVX2)
+	t.vecDotRows[Q6_K] = asmRows(Q6_K, vecDotQ6_KRowsAVX2)
 	t.vecDotTile[Q4_K] = tiledPairs([3]tile4Func{vecDotQ4_KTile22AVX2, vecDotQ4_KTile23AVX2, vecDotQ4_KTile24AVX2},
-		loopRows(Q4_K, vecDotQ4_KAVX2), 144, 292)
+		t.vecDotRows[Q4_K], 144, 292)
 	t.vecDotTile[Q5_K] = tiledPairs([3]tile4Func{vecDotQ5_KTile22AVX2, vecDotQ5_KTile23AVX2, vecDotQ5_KTile24AVX2},
-		loopRows(Q5_K, vecDotQ5_KAVX2), 176, 292)
+		t.vecDotRows[Q5_K], 176, 292)
 	t.vecDotTile[Q6_K] = tiledPairs([3]tile4Func{vecDotQ6_KTile22AVX2, vecDotQ6_KTile23AVX2, vecDotQ6_KTile24AVX2},
-		loopRows(Q6_K, vecDotQ6_KAVX2), 210, 292)
+		t.vecDotRows[Q6_K], 210, 292)
 }
 
 // tiledPairs is tiled (kernels_amd64.go) for K-quant tiles of two rows by

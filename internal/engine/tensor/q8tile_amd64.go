@@ -28,7 +28,7 @@ func vecDotQ4_0Tile42AVX2(rows *byte, rowStride int, acts *byte, actStride int, 
 func vecDotQ4_0Tile41AVX2(rows *byte, rowStride int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
 // q8Tiles are the three tiles of one weight type and its rows kernel (the
-// one-row kernel row after row, loopRows).
+// one-row kernel row after row, asmRows).
 type q8Tiles struct {
 	t44, t42, t41 tile4Func
 	rows          VecDotRowsFunc
@@ -72,8 +72,8 @@ func (q q8Tiles) tile(w []byte, rowStride, nrows int, acts []byte, actStride, na
 // setQ8TileAVX2 puts the Q8_0 and Q4_0 rows and tile kernels into an AVX2
 // table whose one-pair kernels are vecDotQ8_0AVX2 and vecDotQ4_0AVX2.
 func setQ8TileAVX2(t *kernelTable) {
-	q8 := q8Tiles{vecDotQ8_0Tile44AVX2, vecDotQ8_0Tile42AVX2, vecDotQ8_0Tile41AVX2, loopRows(Q8_0, vecDotQ8_0AVX2), 34}
-	q4 := q8Tiles{vecDotQ4_0Tile44AVX2, vecDotQ4_0Tile42AVX2, vecDotQ4_0Tile41AVX2, loopRows(Q4_0, vecDotQ4_0AVX2), 18}
+	q8 := q8Tiles{vecDotQ8_0Tile44AVX2, vecDotQ8_0Tile42AVX2, vecDotQ8_0Tile41AVX2, asmRows(Q8_0, vecDotQ8_0RowsAVX2), 34}
+	q4 := q8Tiles{vecDotQ4_0Tile44AVX2, vecDotQ4_0Tile42AVX2, vecDotQ4_0Tile41AVX2, asmRows(Q4_0, vecDotQ4_0RowsAVX2), 18}
 	t.vecDotRows[Q8_0], t.vecDotTile[Q8_0] = q8.rows, q8.tile
 	t.vecDotRows[Q4_0], t.vecDotTile[Q4_0] = q4.rows, q4.tile
 }

@@ -28,7 +28,12 @@ func setLowbitAVX2(t *kernelTable) {
 	t.vecDot[IQ4_NL] = vecDotIQ4_NLAVX2
 	t.vecDot[IQ4_XS] = vecDotIQ4_XSAVX2
 	t.vecDot[MXFP4] = vecDotMXFP4AVX2
-	t.vecDotTile[MXFP4] = tiledLowbit([4]lowbitTileFunc{vecDotMXFP4Tile1AVX2, vecDotMXFP4Tile2AVX2, vecDotMXFP4Tile3AVX2, vecDotMXFP4Tile4AVX2}, MXFP4, vecDotMXFP4AVX2)
-	t.vecDotTile[IQ4_NL] = tiledLowbit([4]lowbitTileFunc{vecDotIQ4NLTile1AVX2, vecDotIQ4NLTile2AVX2, vecDotIQ4NLTile3AVX2, vecDotIQ4NLTile4AVX2}, IQ4_NL, vecDotIQ4_NLAVX2)
+	t.vecDotRows[Q2_K] = asmRows(Q2_K, vecDotQ2_KRowsAVX2)
+	t.vecDotRows[Q3_K] = asmRows(Q3_K, vecDotQ3_KRowsAVX2)
+	t.vecDotRows[IQ4_NL] = asmRows(IQ4_NL, vecDotIQ4_NLRowsAVX2)
+	t.vecDotRows[IQ4_XS] = asmRows(IQ4_XS, vecDotIQ4_XSRowsAVX2)
+	t.vecDotRows[MXFP4] = asmRows(MXFP4, vecDotMXFP4RowsAVX2)
+	t.vecDotTile[MXFP4] = tiledLowbit([4]lowbitTileFunc{vecDotMXFP4Tile1AVX2, vecDotMXFP4Tile2AVX2, vecDotMXFP4Tile3AVX2, vecDotMXFP4Tile4AVX2}, t.vecDotRows[MXFP4])
+	t.vecDotTile[IQ4_NL] = tiledLowbit([4]lowbitTileFunc{vecDotIQ4NLTile1AVX2, vecDotIQ4NLTile2AVX2, vecDotIQ4NLTile3AVX2, vecDotIQ4NLTile4AVX2}, t.vecDotRows[IQ4_NL])
 	t.vecDotTile[IQ4_XS] = tiledIQ4_XS
 }

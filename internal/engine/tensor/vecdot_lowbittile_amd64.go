@@ -44,14 +44,14 @@ const lowbitTileScales = 1024
 
 // tiledLowbit builds the VecDotTileFunc of a 32-element-block type with
 // Q8_0 activations from its tiles by activation count (tiles[na-1]) and
-// its one-row kernel.
-func tiledLowbit(tiles [4]lowbitTileFunc, t Type, one VecDotFunc) VecDotTileFunc {
+// its one-row kernel's rows loop.
+func tiledLowbit(tiles [4]lowbitTileFunc, rows VecDotRowsFunc) VecDotTileFunc {
 	return func(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
 		nb := n / 32
 		if nacts == 1 || nb == 0 || nb > lowbitTileScales {
 			ab := nb * 34
 			for a := 0; a < nacts; a++ {
-				rowByRow(t, one, w, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
+				rows(w, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
 			}
 			return
 		}
@@ -103,7 +103,7 @@ func tiledIQ4_XS(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, 
 		if na == 1 || nb == 0 {
 			ab := nb * 292
 			for a := a0; a < a0+na; a++ {
-				rowByRow(IQ4_XS, vecDotIQ4_XSAVX2, w, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
+				rowsAsm(IQ4_XS, vecDotIQ4_XSRowsAVX2, w, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
 			}
 			continue
 		}
