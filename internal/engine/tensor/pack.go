@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Packed weights. A matrix-vector product over weights stored row after
 // row decodes each row on its own and reduces it to one number at the
@@ -106,17 +109,17 @@ var mxfp4Slots = [2][4]int{{0, 1, 4, 5}, {2, 3, 6, 7}}
 func packMXFP4x8(src []byte, rows, nb int, dst []byte) {
 	rb := nb * 17
 	for g := 0; g < rows/mxfp4Group; g++ {
+		in := src[g*mxfp4Group*rb : (g+1)*mxfp4Group*rb]
 		for b := 0; b < nb; b++ {
 			out := dst[(g*nb+b)*mxfp4GroupSize:][:mxfp4GroupSize]
-			block := func(r int) []byte { return src[(g*mxfp4Group+r)*rb+b*17:][:17] }
 			for r := range mxfp4Group {
-				out[r] = block(r)[0]
+				out[r] = in[r*rb+b*17]
 			}
-			for half := range 2 { // code bytes 0–7, then 8–15
-				for q, slots := range mxfp4Slots {
-					for s, r := range slots {
-						copy(out[8+64*half+32*q+8*s:][:8], block(r)[1+8*half:][:8])
-					}
+			for q, slots := range mxfp4Slots {
+				for s, r := range slots {
+					blk := in[r*rb+b*17+1:][:16]
+					binary.LittleEndian.PutUint64(out[8+32*q+8*s:], binary.LittleEndian.Uint64(blk))      // code bytes 0–7
+					binary.LittleEndian.PutUint64(out[72+32*q+8*s:], binary.LittleEndian.Uint64(blk[8:])) // 8–15
 				}
 			}
 		}

@@ -191,3 +191,17 @@ func BenchmarkVecDotPacked(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPack times packing MXFP4 rows at load, in MB/s of weights.
+func BenchmarkPack(b *testing.B) {
+	k := packedKernels(b, MXFP4)
+	const rows, n = 2880, 2880
+	w, _ := packOperands(b, rows, n/32, 1, 5)
+	dst := make([]byte, len(w))
+	b.SetBytes(int64(len(w)))
+	for b.Loop() {
+		if err := k.Pack(MXFP4, w, rows, n, dst); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
