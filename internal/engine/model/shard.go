@@ -142,7 +142,11 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	// bit at one position (testdata/synthetic/kvref-synth-deepseek2-*).
 	quantized := s.kvType.BlockElems() > 1 && cfg.MLA.KVLoraRank == 0
 	s.rotK, s.rotV = rotationSizes(cfg.HeadDim, quantized)
-	l := loader{f: f, k: k, pack: !opt.ExactActivations}
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = DefaultThreads()
+	}
+	l := loader{f: f, k: k, pack: !opt.ExactActivations, threads: threads}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {
 			return nil, fmt.Errorf("model: missing tensor token_embd.weight")
@@ -182,10 +186,6 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 			return nil, err
 		}
 		s.layers = append(s.layers, ly)
-	}
-	threads := opt.Threads
-	if threads <= 0 {
-		threads = DefaultThreads()
 	}
 	s.actRowBytes = s.maxActRowBytes()
 	s.pool = newPool(threads, spinFor)
