@@ -11,8 +11,8 @@ import (
 
 // lowbitBenchTypes are the ≤4-bit types with tiles that mixture-of-experts
 // files ship their experts in (gpt-oss: MXFP4; the 2-bit quantizations of
-// DeepSeek and Kimi K2: Q2_K).
-var lowbitBenchTypes = []Type{MXFP4, IQ4_NL, IQ4_XS, Q2_K}
+// DeepSeek and Kimi K2: Q2_K, Q3_K).
+var lowbitBenchTypes = []Type{MXFP4, IQ4_NL, IQ4_XS, Q2_K, Q3_K}
 
 // BenchmarkVecDotRowNs times the one-pair kernel of the best table over 64
 // distinct rows against one activation row, at gpt-oss's hidden size and at

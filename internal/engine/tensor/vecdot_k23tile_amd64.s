@@ -5,9 +5,9 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
-// AVX2 tiles of Q2_K weights against Q8_K activations: out[a·outStride+r]
-// for r < nrows, a < na, each bit for bit what vecDotQ2_KAVX2 returns for
-// that pair. nb ≥ 1 blocks of 256, nrows ≥ 1; strides: rows and
+// AVX2 tiles of Q2_K and Q3_K weights against Q8_K activations:
+// out[a·outStride+r] for r < nrows, a < na, each bit for bit what
+// vecDotQ2_KAVX2 or vecDotQ3_KAVX2 returns for that pair. nb ≥ 1 blocks of 256, nrows ≥ 1; strides: rows and
 // activations in bytes, out in elements.
 
 DATA k2three<>+0(SB)/8, $0x0303030303030303
@@ -22,6 +22,24 @@ GLOBL k2nib<>(SB), RODATA|NOPTR, $16
 
 // A broadcast pair of int16 (a, b) spread to a in the low 128-bit lane and
 // b in the high one: the scales of two consecutive 16-element sub-blocks.
+DATA k3four<>+0(SB)/8, $0x0404040404040404
+DATA k3four<>+8(SB)/8, $0x0404040404040404
+DATA k3four<>+16(SB)/8, $0x0404040404040404
+DATA k3four<>+24(SB)/8, $0x0404040404040404
+GLOBL k3four<>(SB), RODATA|NOPTR, $32
+
+DATA k3one8<>+0(SB)/8, $0x0101010101010101
+DATA k3one8<>+8(SB)/8, $0x0101010101010101
+DATA k3one8<>+16(SB)/8, $0x0101010101010101
+DATA k3one8<>+24(SB)/8, $0x0101010101010101
+GLOBL k3one8<>(SB), RODATA|NOPTR, $32
+
+DATA k3w32<>+0(SB)/8, $0x0020002000200020
+DATA k3w32<>+8(SB)/8, $0x0020002000200020
+DATA k3w32<>+16(SB)/8, $0x0020002000200020
+DATA k3w32<>+24(SB)/8, $0x0020002000200020
+GLOBL k3w32<>(SB), RODATA|NOPTR, $32
+
 DATA k2pair<>+0(SB)/8, $0x0100010001000100
 DATA k2pair<>+8(SB)/8, $0x0100010001000100
 DATA k2pair<>+16(SB)/8, $0x0302030203020302
@@ -713,5 +731,851 @@ q2kt4block:
 	ADDQ         rowStride+8(FP), R13
 	DECQ         R12
 	JNZ          q2kt4row
+	VZEROUPPER
+	RET
+
+// func vecDotQ3_KTile2AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
+TEXT ·vecDotQ3_KTile2AVX2(SB), NOSPLIT, $304-64
+	MOVQ    rows+0(FP), R13
+	MOVQ    nrows+16(FP), R12
+	MOVQ    actStride+32(FP), R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    out+48(FP), AX
+	MOVQ    AX, 288(SP)
+	VMOVDQU k2three<>(SB), Y14
+	VMOVDQU k2pair<>(SB), Y13
+	VMOVDQU k3four<>(SB), Y12
+
+q3kt2row:
+	VXORPS  Y4, Y4, Y4
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y4, 192(SP)
+	MOVQ    R13, SI
+	MOVQ    acts+24(FP), DI
+	MOVQ    nb+40(FP), AX
+	MOVQ    AX, 296(SP)
+
+q3kt2block:
+	// The row's d as a float in X2.
+	MOVWLZX      108(SI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	MOVL         96(SI), AX
+	MOVL         100(SI), BX
+	MOVL         104(SI), DX
+	MOVL         AX, R10
+	ANDL         $0x0f0f0f0f, R10
+	MOVL         DX, R11
+	ANDL         $0x03030303, R11
+	SHLL         $4, R11
+	ORL          R11, R10
+	MOVL         BX, R11
+	ANDL         $0x0f0f0f0f, R11
+	MOVL         DX, CX
+	SHRL         $2, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, R11
+	SHLQ         $32, R11
+	ORQ          R11, R10
+	SHRL         $4, AX
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         DX, CX
+	SHRL         $4, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, AX
+	SHRL         $4, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DX, CX
+	SHRL         $6, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, BX
+	SHLQ         $32, BX
+	ORQ          BX, AX
+	VMOVQ        R10, X5
+	VPINSRQ      $1, AX, X5, X5
+	VPMOVZXBW    X5, Y5
+	VPSUBW       k3w32<>(SB), Y5, Y5
+	VMOVDQU      Y5, 0(SP)
+	// Activation 0: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 32(SP)
+	// Activation 1: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI)(R8*1), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 64(SP)
+	VPMADDWD     260(DI), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y0, Y0, Y0
+	VPSUBD       Y6, Y0, Y0
+	VPMADDWD     260(DI)(R8*1), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y1, Y1, Y1
+	VPSUBD       Y6, Y1, Y1
+	VMOVDQU      (SI), Y11
+	VMOVDQU      k3one8<>(SB), Y8
+	VMOVDQU      32(SI), Y10
+	// Chunk 0: u = low bits + 4 where hmask has the chunk's bit.
+	VPAND        Y14, Y10, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 0(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   4(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   4(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	// Chunk 1: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $2, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 4(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   36(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   36(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	// Chunk 2: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $4, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 8(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   68(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   68(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	// Chunk 3: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $6, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 12(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   100(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   100(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VMOVDQU      64(SI), Y10
+	// Chunk 4: u = low bits + 4 where hmask has the chunk's bit.
+	VPAND        Y14, Y10, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 16(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   132(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   132(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	// Chunk 5: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $2, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 20(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   164(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   164(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	// Chunk 6: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $4, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 24(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   196(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   196(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	// Chunk 7: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $6, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 28(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   228(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   228(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      160(SP), Y7
+	VFMADD231PS  32(SP), Y0, Y7
+	VMOVUPS      Y7, 160(SP)
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      192(SP), Y7
+	VFMADD231PS  64(SP), Y1, Y7
+	VMOVUPS      Y7, 192(SP)
+	ADDQ         $110, SI
+	ADDQ         $292, DI
+	DECQ         296(SP)
+	JNZ          q3kt2block
+
+	MOVQ         288(SP), BX
+	MOVQ         outStride+56(FP), DX
+	SHLQ         $2, DX
+	VMOVUPS      160(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         DX, BX
+	VMOVUPS      192(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         $4, 288(SP)
+	ADDQ         rowStride+8(FP), R13
+	DECQ         R12
+	JNZ          q3kt2row
+	VZEROUPPER
+	RET
+
+// func vecDotQ3_KTile3AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
+TEXT ·vecDotQ3_KTile3AVX2(SB), NOSPLIT, $304-64
+	MOVQ    rows+0(FP), R13
+	MOVQ    nrows+16(FP), R12
+	MOVQ    actStride+32(FP), R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    out+48(FP), AX
+	MOVQ    AX, 288(SP)
+	VMOVDQU k2three<>(SB), Y14
+	VMOVDQU k2pair<>(SB), Y13
+	VMOVDQU k3four<>(SB), Y12
+
+q3kt3row:
+	VXORPS  Y4, Y4, Y4
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y4, 192(SP)
+	VMOVUPS Y4, 224(SP)
+	MOVQ    R13, SI
+	MOVQ    acts+24(FP), DI
+	MOVQ    nb+40(FP), AX
+	MOVQ    AX, 296(SP)
+
+q3kt3block:
+	// The row's d as a float in X2.
+	MOVWLZX      108(SI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	MOVL         96(SI), AX
+	MOVL         100(SI), BX
+	MOVL         104(SI), DX
+	MOVL         AX, R10
+	ANDL         $0x0f0f0f0f, R10
+	MOVL         DX, R11
+	ANDL         $0x03030303, R11
+	SHLL         $4, R11
+	ORL          R11, R10
+	MOVL         BX, R11
+	ANDL         $0x0f0f0f0f, R11
+	MOVL         DX, CX
+	SHRL         $2, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, R11
+	SHLQ         $32, R11
+	ORQ          R11, R10
+	SHRL         $4, AX
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         DX, CX
+	SHRL         $4, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, AX
+	SHRL         $4, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DX, CX
+	SHRL         $6, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, BX
+	SHLQ         $32, BX
+	ORQ          BX, AX
+	VMOVQ        R10, X5
+	VPINSRQ      $1, AX, X5, X5
+	VPMOVZXBW    X5, Y5
+	VPSUBW       k3w32<>(SB), Y5, Y5
+	VMOVDQU      Y5, 0(SP)
+	// Activation 0: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 32(SP)
+	// Activation 1: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI)(R8*1), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 64(SP)
+	// Activation 2: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI)(R8*2), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 96(SP)
+	VPMADDWD     260(DI), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y0, Y0, Y0
+	VPSUBD       Y6, Y0, Y0
+	VPMADDWD     260(DI)(R8*1), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y1, Y1, Y1
+	VPSUBD       Y6, Y1, Y1
+	VPMADDWD     260(DI)(R8*2), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y2, Y2, Y2
+	VPSUBD       Y6, Y2, Y2
+	VMOVDQU      (SI), Y11
+	VMOVDQU      k3one8<>(SB), Y8
+	VMOVDQU      32(SI), Y10
+	// Chunk 0: u = low bits + 4 where hmask has the chunk's bit.
+	VPAND        Y14, Y10, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 0(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   4(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   4(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   4(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	// Chunk 1: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $2, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 4(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   36(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   36(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   36(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	// Chunk 2: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $4, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 8(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   68(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   68(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   68(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	// Chunk 3: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $6, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 12(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   100(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   100(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   100(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VMOVDQU      64(SI), Y10
+	// Chunk 4: u = low bits + 4 where hmask has the chunk's bit.
+	VPAND        Y14, Y10, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 16(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   132(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   132(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   132(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	// Chunk 5: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $2, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 20(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   164(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   164(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   164(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	// Chunk 6: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $4, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 24(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   196(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   196(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   196(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	// Chunk 7: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $6, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 28(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   228(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   228(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   228(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      160(SP), Y7
+	VFMADD231PS  32(SP), Y0, Y7
+	VMOVUPS      Y7, 160(SP)
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      192(SP), Y7
+	VFMADD231PS  64(SP), Y1, Y7
+	VMOVUPS      Y7, 192(SP)
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      224(SP), Y7
+	VFMADD231PS  96(SP), Y2, Y7
+	VMOVUPS      Y7, 224(SP)
+	ADDQ         $110, SI
+	ADDQ         $292, DI
+	DECQ         296(SP)
+	JNZ          q3kt3block
+
+	MOVQ         288(SP), BX
+	MOVQ         outStride+56(FP), DX
+	SHLQ         $2, DX
+	VMOVUPS      160(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         DX, BX
+	VMOVUPS      192(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         DX, BX
+	VMOVUPS      224(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         $4, 288(SP)
+	ADDQ         rowStride+8(FP), R13
+	DECQ         R12
+	JNZ          q3kt3row
+	VZEROUPPER
+	RET
+
+// func vecDotQ3_KTile4AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
+TEXT ·vecDotQ3_KTile4AVX2(SB), NOSPLIT, $304-64
+	MOVQ    rows+0(FP), R13
+	MOVQ    nrows+16(FP), R12
+	MOVQ    actStride+32(FP), R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    out+48(FP), AX
+	MOVQ    AX, 288(SP)
+	VMOVDQU k2three<>(SB), Y14
+	VMOVDQU k2pair<>(SB), Y13
+	VMOVDQU k3four<>(SB), Y12
+
+q3kt4row:
+	VXORPS  Y4, Y4, Y4
+	VMOVUPS Y4, 160(SP)
+	VMOVUPS Y4, 192(SP)
+	VMOVUPS Y4, 224(SP)
+	VMOVUPS Y4, 256(SP)
+	MOVQ    R13, SI
+	MOVQ    acts+24(FP), DI
+	MOVQ    nb+40(FP), AX
+	MOVQ    AX, 296(SP)
+
+q3kt4block:
+	// The row's d as a float in X2.
+	MOVWLZX      108(SI), AX
+	VMOVD        AX, X2
+	VCVTPH2PS    X2, X2
+	MOVL         96(SI), AX
+	MOVL         100(SI), BX
+	MOVL         104(SI), DX
+	MOVL         AX, R10
+	ANDL         $0x0f0f0f0f, R10
+	MOVL         DX, R11
+	ANDL         $0x03030303, R11
+	SHLL         $4, R11
+	ORL          R11, R10
+	MOVL         BX, R11
+	ANDL         $0x0f0f0f0f, R11
+	MOVL         DX, CX
+	SHRL         $2, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, R11
+	SHLQ         $32, R11
+	ORQ          R11, R10
+	SHRL         $4, AX
+	ANDL         $0x0f0f0f0f, AX
+	MOVL         DX, CX
+	SHRL         $4, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, AX
+	SHRL         $4, BX
+	ANDL         $0x0f0f0f0f, BX
+	MOVL         DX, CX
+	SHRL         $6, CX
+	ANDL         $0x03030303, CX
+	SHLL         $4, CX
+	ORL          CX, BX
+	SHLQ         $32, BX
+	ORQ          BX, AX
+	VMOVQ        R10, X5
+	VPINSRQ      $1, AX, X5, X5
+	VPMOVZXBW    X5, Y5
+	VPSUBW       k3w32<>(SB), Y5, Y5
+	VMOVDQU      Y5, 0(SP)
+	// Activation 0: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 32(SP)
+	// Activation 1: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI)(R8*1), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 64(SP)
+	// Activation 2: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI)(R8*2), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 96(SP)
+	// Activation 3: d·y.d kept; its sums start at −4·Σ sc·bsum.
+	VMULSS       (DI)(R9*1), X2, X3
+	VBROADCASTSS X3, Y3
+	VMOVUPS      Y3, 128(SP)
+	VPMADDWD     260(DI), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y0, Y0, Y0
+	VPSUBD       Y6, Y0, Y0
+	VPMADDWD     260(DI)(R8*1), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y1, Y1, Y1
+	VPSUBD       Y6, Y1, Y1
+	VPMADDWD     260(DI)(R8*2), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y2, Y2, Y2
+	VPSUBD       Y6, Y2, Y2
+	VPMADDWD     260(DI)(R9*1), Y5, Y6
+	VPSLLD       $2, Y6, Y6
+	VPXOR        Y3, Y3, Y3
+	VPSUBD       Y6, Y3, Y3
+	VMOVDQU      (SI), Y11
+	VMOVDQU      k3one8<>(SB), Y8
+	VMOVDQU      32(SI), Y10
+	// Chunk 0: u = low bits + 4 where hmask has the chunk's bit.
+	VPAND        Y14, Y10, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 0(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   4(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   4(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   4(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   4(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	// Chunk 1: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $2, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 4(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   36(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   36(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   36(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   36(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	// Chunk 2: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $4, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 8(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   68(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   68(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   68(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   68(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	// Chunk 3: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $6, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 12(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   100(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   100(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   100(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   100(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VMOVDQU      64(SI), Y10
+	// Chunk 4: u = low bits + 4 where hmask has the chunk's bit.
+	VPAND        Y14, Y10, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 16(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   132(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   132(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   132(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   132(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	// Chunk 5: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $2, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 20(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   164(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   164(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   164(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   164(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	// Chunk 6: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $4, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 24(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   196(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   196(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   196(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   196(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	// Chunk 7: u = low bits + 4 where hmask has the chunk's bit.
+	VPSRLW       $6, Y10, Y4
+	VPAND        Y14, Y4, Y4
+	VPAND        Y11, Y8, Y5
+	VPCMPEQB     Y8, Y5, Y5
+	VPAND        Y12, Y5, Y5
+	VPOR         Y5, Y4, Y4
+	VPADDB       Y8, Y8, Y8
+	VPBROADCASTD 28(SP), Y7
+	VPSHUFB      Y13, Y7, Y7
+	VPMADDUBSW   228(DI), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y0, Y0
+	VPMADDUBSW   228(DI)(R8*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y1, Y1
+	VPMADDUBSW   228(DI)(R8*2), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y2, Y2
+	VPMADDUBSW   228(DI)(R9*1), Y4, Y9
+	VPMADDWD     Y7, Y9, Y9
+	VPADDD       Y9, Y3, Y3
+	VCVTDQ2PS    Y0, Y0
+	VMOVUPS      160(SP), Y7
+	VFMADD231PS  32(SP), Y0, Y7
+	VMOVUPS      Y7, 160(SP)
+	VCVTDQ2PS    Y1, Y1
+	VMOVUPS      192(SP), Y7
+	VFMADD231PS  64(SP), Y1, Y7
+	VMOVUPS      Y7, 192(SP)
+	VCVTDQ2PS    Y2, Y2
+	VMOVUPS      224(SP), Y7
+	VFMADD231PS  96(SP), Y2, Y7
+	VMOVUPS      Y7, 224(SP)
+	VCVTDQ2PS    Y3, Y3
+	VMOVUPS      256(SP), Y7
+	VFMADD231PS  128(SP), Y3, Y7
+	VMOVUPS      Y7, 256(SP)
+	ADDQ         $110, SI
+	ADDQ         $292, DI
+	DECQ         296(SP)
+	JNZ          q3kt4block
+
+	MOVQ         288(SP), BX
+	MOVQ         outStride+56(FP), DX
+	SHLQ         $2, DX
+	VMOVUPS      160(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         DX, BX
+	VMOVUPS      192(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         DX, BX
+	VMOVUPS      224(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         DX, BX
+	VMOVUPS      256(SP), Y0
+	HSUM8(Y0, X0, X1)
+	VMOVSS       X0, (BX)
+	ADDQ         $4, 288(SP)
+	ADDQ         rowStride+8(FP), R13
+	DECQ         R12
+	JNZ          q3kt4row
 	VZEROUPPER
 	RET

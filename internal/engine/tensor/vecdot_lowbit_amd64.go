@@ -36,5 +36,5 @@ func setLowbitAVX2(t *kernelTable) {
 	t.vecDotTile[MXFP4] = tiledLowbit([4]lowbitTileFunc{vecDotMXFP4Tile1AVX2, vecDotMXFP4Tile2AVX2, vecDotMXFP4Tile3AVX2, vecDotMXFP4Tile4AVX2}, t.vecDotRows[MXFP4])
 	t.vecDotTile[IQ4_NL] = tiledLowbit([4]lowbitTileFunc{vecDotIQ4NLTile1AVX2, vecDotIQ4NLTile2AVX2, vecDotIQ4NLTile3AVX2, vecDotIQ4NLTile4AVX2}, t.vecDotRows[IQ4_NL])
 	t.vecDotTile[IQ4_XS] = tiledIQ4_XS
-	t.vecDotTile[Q2_K] = tiledQ2_K
+	setK23TileAVX2(t)
 }
