@@ -244,7 +244,8 @@ func TestCancel(t *testing.T) {
 
 // TestCancelRace cancels sequences at every point of their life (queued,
 // opening, prefilling, decoding) and checks that every stage ends up
-// holding nothing.
+// holding nothing, and that rank 0 counts every decode micro-batch back,
+// those of cancelled sequences included.
 func TestCancelRace(t *testing.T) {
 	p := testPipeline(t, testFile(t, "models/stories260K.gguf"), 3, Options{Head: HeadConfig{Slots: 3, ChunkSize: 2}})
 	ctx := t.Context()
@@ -272,6 +273,18 @@ func TestCancelRace(t *testing.T) {
 		}
 	}
 	stagesHold(t, p, 0)
+	var head StageStats
+	waitFor(t, 10*time.Second, "rank 0 still counts decode micro-batches in flight", func() bool {
+		st, err := p.Stats(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = st[0]
+		return head.InFlight == 0
+	})
+	if head.DecodeSteps == 0 {
+		t.Fatal("no decode step ran: the check above saw nothing")
+	}
 }
 
 // TestLinkFault closes the link between ranks 1 and 2 while four

@@ -412,6 +412,10 @@ type StageStats struct {
 	// Rank 0 only.
 	Live   int // sequences admitted and not finished
 	Queued int // sequences waiting for a slot
+	// InFlight is the decode micro-batches whose tokens have not all come
+	// back: rank 0 waits for full micro-batches while it is at least the
+	// number of ranks, so one never counted down would slow it for good.
+	InFlight int
 }
 
 // Stats snapshots the stage; it fails once the stage has stopped.

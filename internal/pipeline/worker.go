@@ -382,6 +382,7 @@ func (w *worker) emit(out []sampled) {
 func (w *worker) stats() StageStats {
 	st := w.counts
 	st.Rank, st.Sequences, st.Pending, st.Live, st.Queued = w.s.cfg.Rank, len(w.seqs), len(w.pending), len(w.live), len(w.queue)
+	st.InFlight = len(w.batchLeft)
 	for _, ss := range w.seqs {
 		st.Positions += ss.cache.Len()
 	}
