@@ -45,6 +45,10 @@ type GenerateParams struct {
 	// logits bit for bit (the runner reads prompts in chunks between other
 	// sequences' steps, and reuses cached prefixes).
 	Prefill func(prompt []int32, capacity int) (*model.Cache, []float32, error)
+	// Preserved, indexed by token id, marks control tokens whose text the
+	// stream keeps (a chat dialect's markers); the rest decode to nothing,
+	// as in llama_detokenize without special tokens. Nil keeps none.
+	Preserved []bool
 }
 
 // Constraint restricts what may be generated; grammar.Constraint is one.
@@ -166,7 +170,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	if p.Constraint != nil {
 		sampler.SetConstraint(p.Constraint)
 	}
-	text := textStream{tok: m.Tok}
+	text := textStream{tok: m.Tok, preserved: p.Preserved}
 
 	start := time.Now()
 	cache, logits, err := prefill(prompt, len(prompt)+budget)
@@ -266,14 +270,17 @@ func (m *Model) EncodePrompt(text string) []int32 {
 }
 
 // textStream turns generated tokens into text as llama-server streams it:
-// each token's piece, held back while a UTF-8 character is incomplete.
+// each token's piece, held back while a UTF-8 character is incomplete;
+// control tokens only when preserved.
 type textStream struct {
-	tok     *tokenizer.Tokenizer
-	pending []byte
+	tok       *tokenizer.Tokenizer
+	preserved []bool
+	pending   []byte
 }
 
 func (s *textStream) push(id int32) string {
-	s.pending = append(s.pending, s.tok.Piece(id, false)...)
+	keep := id >= 0 && int(id) < len(s.preserved) && s.preserved[id]
+	s.pending = append(s.pending, s.tok.Piece(id, keep)...)
 	cut := utf8Cut(s.pending)
 	text := strings.ToValidUTF8(string(s.pending[:cut]), "\uFFFD")
 	s.pending = append(s.pending[:0], s.pending[cut:]...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/tokenizer"
 )
 
 // maskAll is a constraint that allows nothing.
@@ -127,5 +128,57 @@ func TestEncodePrompt(t *testing.T) {
 	templated := m.EncodePrompt(m.Tok.TokenText(bos) + "Hello")
 	if len(plain) < 2 || plain[0] != bos || plain[1] == bos || !slices.Equal(plain, templated) {
 		t.Fatalf("plain %v, with the BOS text %v", plain, templated)
+	}
+}
+
+// TestGeneratePreserved scripts a generation that draws a control token
+// (stories260K's BOS) between two words: the streamed text drops it, as
+// llama_detokenize without special tokens does, unless Preserved marks
+// it, as the runner marks a chat dialect's markers.
+func TestGeneratePreserved(t *testing.T) {
+	m, err := Open(filepath.Join("..", "..", "testdata", "models", "stories260K.gguf"), Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	bos := m.Tok.BOS()
+	if !m.Tok.IsControl(bos) {
+		t.Fatalf("BOS %d is not a control token", bos)
+	}
+	words := m.Tok.Encode("once there", tokenizer.EncodeOptions{})
+	script := []int32{words[0], bos, words[len(words)-1]}
+	logitsFor := func(i int) []float32 {
+		l := make([]float32, m.Config.NVocab)
+		for j := range l {
+			l[j] = float32(math.Inf(-1))
+		}
+		l[script[min(i, len(script)-1)]] = 0
+		return l
+	}
+	run := func(preserved []bool) string {
+		step := 0
+		p := GenerateParams{MaxTokens: len(script), Preserved: preserved,
+			Prefill: func([]int32, int) (*model.Cache, []float32, error) { return nil, logitsFor(0), nil },
+			Step: func(*model.Cache, int32) ([]float32, error) {
+				step++
+				return logitsFor(step), nil
+			}}
+		var text string
+		if _, err := m.Generate(t.Context(), m.EncodePrompt("x"), p, func(tok Token) error {
+			text += tok.Text
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return text
+	}
+	bosText := m.Tok.TokenText(bos)
+	plain := run(nil)
+	marks := make([]bool, m.Config.NVocab)
+	marks[bos] = true
+	kept := run(marks)
+	first, last := m.Tok.Piece(script[0], false), m.Tok.Piece(script[2], false)
+	if bosText == "" || plain != first+last || kept != first+bosText+last {
+		t.Fatalf("text %q without preserved tokens, %q with BOS (%q) preserved", plain, kept, bosText)
 	}
 }

@@ -7,9 +7,10 @@ import "github.com/skulk/skulk/internal/engine/tokenizer"
 // loops other than Generate's (a pipeline's rank 0).
 type TextStream struct{ s textStream }
 
-// NewTextStream returns an empty stream over tok's pieces.
-func NewTextStream(tok *tokenizer.Tokenizer) *TextStream {
-	return &TextStream{s: textStream{tok: tok}}
+// NewTextStream returns an empty stream over tok's pieces, keeping the
+// text of the control tokens preserved marks (GenerateParams.Preserved).
+func NewTextStream(tok *tokenizer.Tokenizer, preserved []bool) *TextStream {
+	return &TextStream{s: textStream{tok: tok, preserved: preserved}}
 }
 
 // Push adds a generated token and returns the text it completes.

@@ -29,6 +29,10 @@ type chatSetup struct {
 	tmplErr   error
 	dialect   output.Dialect
 	reasoning bool // the template knows <think> blocks
+	// preserved marks the control tokens whose text a chat answer keeps:
+	// the dialect's markers, which the output parser reads (llama-server's
+	// preserved tokens). Kimi K2's call markers are control tokens.
+	preserved []bool
 }
 
 // loadModel opens, checks and warms the model on the kernels within the
@@ -115,7 +119,8 @@ func setupChat(m *engine.Model, override string) (chatSetup, error) {
 		return chatSetup{tmplErr: err}, nil
 	}
 	d := dialectOf(t.Family())
-	return chatSetup{tmpl: t, dialect: d, reasoning: d == output.Harmony || strings.Contains(t.Source(), "<think>")}, nil
+	return chatSetup{tmpl: t, dialect: d, reasoning: d == output.Harmony || strings.Contains(t.Source(), "<think>"),
+		preserved: m.Tok.ControlTokens(d.Markers())}, nil
 }
 
 func dialectOf(f chat.Family) output.Dialect {

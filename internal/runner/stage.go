@@ -234,7 +234,7 @@ func generateStaged(ctx context.Context, l *loaded, req infer.Request, p prepare
 	defer seq.Cancel() // does nothing once it ended
 	toClient(infer.Chunk{Kind: infer.ChunkDelta, Usage: &infer.Usage{PromptTokens: len(p.prompt)}})
 	st := newStreamer(l.m.Tok, p, p.structured.sampling(req.Sampling), emit)
-	text := engine.NewTextStream(l.m.Tok)
+	text := engine.NewTextStream(l.m.Tok, p.params.Preserved)
 	finish := infer.FinishLength
 	for {
 		tok, err := seq.NextToken(ctx)

@@ -278,6 +278,9 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 		return p, infer.ParamErrorf(param, "the prompt has %d tokens, but the context window is %d tokens", len(p.prompt), l.context)
 	}
 	p.params = RequestParams(req.Sampling, randomSeed)
+	if p.chat {
+		p.params.Preserved = l.chat.preserved
+	}
 	if err := p.params.Sample.Validate(); err != nil {
 		return p, infer.ParamErrorf("sampling", "%v", err)
 	}

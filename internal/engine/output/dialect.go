@@ -85,6 +85,28 @@ const (
 var markerVocabulary = append([]string{tagToolCall, tagToolCallClose, tagPythonTag, tagEOM, tagToolCalls, tagArgs, tagCallID},
 	append(deepSeekSection.all(), kimiSection.all()...)...)
 
+// Markers are the texts d's parser reads in a generation: its call markers
+// and the reasoning tags. A vocabulary may type them as control tokens,
+// which decode to nothing; the runner renders those tokens as their text
+// (llama-server's preserved tokens) so that the parser sees them.
+func (d Dialect) Markers() []string {
+	ms := []string{tagThink, tagThinkClose}
+	switch d {
+	case Hermes, QwenXML:
+		ms = append(ms, tagToolCall, tagToolCallClose)
+	case Llama3:
+		ms = append(ms, tagPythonTag)
+	case Mistral:
+		ms = append(ms, tagToolCalls, tagArgs, tagCallID)
+	case Harmony:
+		ms = append(ms, harmonyMarkers...)
+	}
+	if m, ok := d.section(); ok {
+		ms = append(ms, m.all()...)
+	}
+	return ms
+}
+
 // opener returns the marker that opens a call block in d, if any.
 func (d Dialect) opener() string {
 	switch d {

@@ -39,6 +39,21 @@ func (t *Tokenizer) IsEOG(id int32) bool {
 // EOG returns the end-of-generation tokens in ascending order.
 func (t *Tokenizer) EOG() []int32 { return slices.Clone(t.eog) }
 
+// ControlTokens marks, by token id, the control tokens whose text is one
+// of texts (nil when there are none).
+func (t *Tokenizer) ControlTokens(texts []string) []bool {
+	var marks []bool
+	for id := range t.tokens {
+		if t.tokens[id].attr&attrControl != 0 && slices.Contains(texts, t.tokens[id].text) {
+			if marks == nil {
+				marks = make([]bool, len(t.tokens))
+			}
+			marks[id] = true
+		}
+	}
+	return marks
+}
+
 // IsControl reports whether id is a control token.
 func (t *Tokenizer) IsControl(id int32) bool {
 	return id >= 0 && int(id) < len(t.tokens) && t.tokens[id].attr&attrControl != 0
