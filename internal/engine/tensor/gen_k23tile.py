@@ -81,21 +81,68 @@ GLOBL k2pair<>(SB), RODATA|NOPTR, $32
 """)
 
 
-def kernel(na):
-    name = "vecDotQ2_KTile%dAVX2" % na
-    lbl = "q2kt%d" % na
+def prologue(name, frame, outp, consts):
+    # The frame, the row and activation registers, the output address in
+    # the frame and the constant registers.
     w("")
     w("// func %s(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)" % name)
-    w("TEXT ·%s(SB), NOSPLIT, $%d-64" % (name, FRAME))
+    w("TEXT ·%s(SB), NOSPLIT, $%d-64" % (name, frame))
     w("\tMOVQ    rows+0(FP), R13")
     w("\tMOVQ    nrows+16(FP), R12")
     w("\tMOVQ    actStride+32(FP), R8")
     w("\tLEAQ    (R8)(R8*2), R9")
     w("\tMOVQ    out+48(FP), AX")
-    w("\tMOVQ    AX, %d(SP)" % OUTP)
-    w("\tVMOVDQU k2three<>(SB), Y14")
-    w("\tVMOVDQU k2pair<>(SB), Y13")
+    w("\tMOVQ    AX, %d(SP)" % outp)
+    for sym, reg in consts:
+        w("\tVMOVDQU %s<>(SB), %s" % (sym, reg))
     w("")
+
+
+def chunk_products(na, c, bits):
+    # The chunk's scale pair broadcast, then each activation's products
+    # with the quants in bits, times the scales, into its int32 sums.
+    w("\tVPBROADCASTD %d(SP), Y7" % (4 * c))
+    w("\tVPSHUFB      Y13, Y7, Y7")
+    for a in range(na):
+        w("\tVPMADDUBSW   %d%s, %s, Y9" % (4 + 32 * c, ACTP[a], bits))
+        w("\tVPMADDWD     Y7, Y9, Y9")
+        w("\tVPADDD       Y9, Y%d, Y%d" % (a, a))
+
+
+def fold_block(na, acc, scale):
+    # Each activation's block sum times its scale into its accumulator.
+    for a in range(na):
+        w("\tVCVTDQ2PS    Y%d, Y%d" % (a, a))
+        w("\tVMOVUPS      %d(SP), Y7" % (acc + 32 * a))
+        w("\tVFMADD231PS  %d(SP), Y%d, Y7" % (scale + 32 * a, a))
+        w("\tVMOVUPS      Y7, %d(SP)" % (acc + 32 * a))
+
+
+def epilogue(na, lbl, outp, acc, sub):
+    # Each activation's accumulator (less its min accumulator at sub, when
+    # given) reduced into out[a·outStride + r]; then the next row.
+    w("\tMOVQ         %d(SP), BX" % outp)
+    w("\tMOVQ         outStride+56(FP), DX")
+    w("\tSHLQ         $2, DX")
+    for a in range(na):
+        w("\tVMOVUPS      %d(SP), Y0" % (acc + 32 * a))
+        if sub is not None:
+            w("\tVSUBPS       %d(SP), Y0, Y0" % (sub + 32 * a))
+        w("\tHSUM8(Y0, X0, X1)")
+        w("\tVMOVSS       X0, (BX)")
+        if a + 1 < na:
+            w("\tADDQ         DX, BX")
+    w("\tADDQ         $4, %d(SP)" % outp)
+    w("\tADDQ         rowStride+8(FP), R13")
+    w("\tDECQ         R12")
+    w("\tJNZ          %srow" % lbl)
+    w("\tVZEROUPPER")
+    w("\tRET")
+
+
+def kernel(na):
+    lbl = "q2kt%d" % na
+    prologue("vecDotQ2_KTile%dAVX2" % na, FRAME, OUTP, [("k2three", "Y14"), ("k2pair", "Y13")])
     w("%srow:" % lbl)
     w("\tVXORPS  Y4, Y4, Y4")
     for a in range(na):
@@ -143,39 +190,15 @@ def kernel(na):
                 w("\tVPAND        Y14, Y8, Y8")
             else:
                 w("\tVPAND        Y14, Y10, Y8")
-            w("\tVPBROADCASTD %d(SP), Y7" % (SCALES + 4 * c))
-            w("\tVPSHUFB      Y13, Y7, Y7")
-            for a in range(na):
-                w("\tVPMADDUBSW   %d%s, Y8, Y9" % (4 + 32 * c, ACTP[a]))
-                w("\tVPMADDWD     Y7, Y9, Y9")
-                w("\tVPADDD       Y9, Y%d, Y%d" % (a, a))
-    for a in range(na):
-        w("\tVCVTDQ2PS    Y%d, Y%d" % (a, a))
-        w("\tVMOVUPS      %d(SP), Y7" % (ACC0 + 32 * a))
-        w("\tVFMADD231PS  %d(SP), Y%d, Y7" % (DALL + 32 * a, a))
-        w("\tVMOVUPS      Y7, %d(SP)" % (ACC0 + 32 * a))
+            chunk_products(na, c, "Y8")
+    fold_block(na, ACC0, DALL)
     w("\tADDQ         $84, SI")
     w("\tADDQ         $292, DI")
     w("\tDECQ         CX")
     w("\tJNZ          %sblock" % lbl)
     w("")
     w("\t// sum − min, reduced, to out[a·outStride + r].")
-    w("\tMOVQ         %d(SP), BX" % OUTP)
-    w("\tMOVQ         outStride+56(FP), DX")
-    w("\tSHLQ         $2, DX")
-    for a in range(na):
-        w("\tVMOVUPS      %d(SP), Y0" % (ACC0 + 32 * a))
-        w("\tVSUBPS       %d(SP), Y0, Y0" % (ACC1 + 32 * a))
-        w("\tHSUM8(Y0, X0, X1)")
-        w("\tVMOVSS       X0, (BX)")
-        if a + 1 < na:
-            w("\tADDQ         DX, BX")
-    w("\tADDQ         $4, %d(SP)" % OUTP)
-    w("\tADDQ         rowStride+8(FP), R13")
-    w("\tDECQ         R12")
-    w("\tJNZ          %srow" % lbl)
-    w("\tVZEROUPPER")
-    w("\tRET")
+    epilogue(na, lbl, OUTP, ACC0, ACC1)
 
 
 # Q3_K frame layout.
@@ -234,21 +257,8 @@ VMOVDQU Y5, 0(SP)""".split("\n"):
 
 
 def kernel3(na):
-    name = "vecDotQ3_KTile%dAVX2" % na
     lbl = "q3kt%d" % na
-    w("")
-    w("// func %s(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)" % name)
-    w("TEXT ·%s(SB), NOSPLIT, $%d-64" % (name, K3FRAME))
-    w("\tMOVQ    rows+0(FP), R13")
-    w("\tMOVQ    nrows+16(FP), R12")
-    w("\tMOVQ    actStride+32(FP), R8")
-    w("\tLEAQ    (R8)(R8*2), R9")
-    w("\tMOVQ    out+48(FP), AX")
-    w("\tMOVQ    AX, %d(SP)" % K3OUTP)
-    w("\tVMOVDQU k2three<>(SB), Y14")
-    w("\tVMOVDQU k2pair<>(SB), Y13")
-    w("\tVMOVDQU k3four<>(SB), Y12")
-    w("")
+    prologue("vecDotQ3_KTile%dAVX2" % na, K3FRAME, K3OUTP, [("k2three", "Y14"), ("k2pair", "Y13"), ("k3four", "Y12")])
     w("%srow:" % lbl)
     w("\tVXORPS  Y4, Y4, Y4")
     for a in range(na):
@@ -291,37 +301,14 @@ def kernel3(na):
             w("\tVPAND        Y12, Y5, Y5")
             w("\tVPOR         Y5, Y4, Y4")
             w("\tVPADDB       Y8, Y8, Y8")
-            w("\tVPBROADCASTD %d(SP), Y7" % (4 * c))
-            w("\tVPSHUFB      Y13, Y7, Y7")
-            for a in range(na):
-                w("\tVPMADDUBSW   %d%s, Y4, Y9" % (4 + 32 * c, ACTP[a]))
-                w("\tVPMADDWD     Y7, Y9, Y9")
-                w("\tVPADDD       Y9, Y%d, Y%d" % (a, a))
-    for a in range(na):
-        w("\tVCVTDQ2PS    Y%d, Y%d" % (a, a))
-        w("\tVMOVUPS      %d(SP), Y7" % (K3ACC + 32 * a))
-        w("\tVFMADD231PS  %d(SP), Y%d, Y7" % (K3DY + 32 * a, a))
-        w("\tVMOVUPS      Y7, %d(SP)" % (K3ACC + 32 * a))
+            chunk_products(na, c, "Y4")
+    fold_block(na, K3ACC, K3DY)
     w("\tADDQ         $110, SI")
     w("\tADDQ         $292, DI")
     w("\tDECQ         %d(SP)" % K3BLK)
     w("\tJNZ          %sblock" % lbl)
     w("")
-    w("\tMOVQ         %d(SP), BX" % K3OUTP)
-    w("\tMOVQ         outStride+56(FP), DX")
-    w("\tSHLQ         $2, DX")
-    for a in range(na):
-        w("\tVMOVUPS      %d(SP), Y0" % (K3ACC + 32 * a))
-        w("\tHSUM8(Y0, X0, X1)")
-        w("\tVMOVSS       X0, (BX)")
-        if a + 1 < na:
-            w("\tADDQ         DX, BX")
-    w("\tADDQ         $4, %d(SP)" % K3OUTP)
-    w("\tADDQ         rowStride+8(FP), R13")
-    w("\tDECQ         R12")
-    w("\tJNZ          %srow" % lbl)
-    w("\tVZEROUPPER")
-    w("\tRET")
+    epilogue(na, lbl, K3OUTP, K3ACC, None)
 
 
 for na in (2, 3, 4):
