@@ -74,6 +74,11 @@ func (j *matmulJob) do(_, lo, hi int) {
 			}
 			continue
 		}
+		if m.packed > 0 {
+			j.k.VecDotPacked(m.typ, m.data[r0*m.rowBytes:r1*m.rowBytes], r1-r0,
+				j.act[t0*j.ab:t1*j.ab], j.ab, t1-t0, m.cols, out[t0*m.rows+r0:], m.rows)
+			continue
+		}
 		j.k.VecDotTile(m.typ, m.data[r0*m.rowBytes:r1*m.rowBytes], m.rowBytes, r1-r0,
 			j.act[t0*j.ab:t1*j.ab], j.ab, t1-t0, m.cols, out[t0*m.rows+r0:], m.rows)
 	}
@@ -157,6 +162,9 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 		rc := s.decodeRowChunk(p.m)
 		if n > 1 {
 			rc = min(max(tileBytes/p.m.rowBytes&^3, 4), maxTileRows)
+		}
+		if g := p.m.packed; g > 0 {
+			rc = (rc + g - 1) / g * g // packed rows split between groups only
 		}
 		j.rowChunk[i] = rc
 		chunks += (p.m.rows + rc - 1) / rc

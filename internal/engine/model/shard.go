@@ -146,7 +146,7 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
-	l := loader{f: f, k: k, pack: !opt.ExactActivations, threads: threads}
+	l := loader{f: f, k: k, allowPack: !opt.ExactActivations, threads: threads}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {
 			return nil, fmt.Errorf("model: missing tensor token_embd.weight")
@@ -171,7 +171,11 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 		if !l.has(name) {
 			name = "token_embd.weight" // tied embeddings
 		}
-		if s.output, err = l.matrix(name, cfg.NVocab, cfg.NEmbd); err != nil {
+		load := l.packed
+		if name == "token_embd.weight" {
+			load = l.matrix // the embeddings' rows are read one by one too
+		}
+		if s.output, err = load(name, cfg.NVocab, cfg.NEmbd); err != nil {
 			return nil, err
 		}
 	}
@@ -203,7 +207,7 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 			return nil
 		}
 		var mx *matrix
-		mx, err = l.matrix(p+name, rows, cols)
+		mx, err = l.packed(p+name, rows, cols)
 		return mx
 	}
 	v := func(name string, n int, optional bool) []float32 {

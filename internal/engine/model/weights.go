@@ -29,9 +29,9 @@ func (m *matrix) row(i int) []byte { return m.data[i*m.rowBytes : (i+1)*m.rowByt
 type loader struct {
 	f *gguf.File
 	k tensor.Kernels
-	// pack lets expert tensors be packed for the kernels (not when the
+	// allowPack lets weights be packed for the kernels (not when the
 	// shard keeps exact activations, whose products read rows one by one).
-	pack bool
+	allowPack bool
 	// threads pack a tensor's groups side by side (gpt-oss-120b's 60 GB of
 	// experts take about 40 s on one core).
 	threads int
@@ -59,6 +59,39 @@ func (l loader) matrix(name string, rows, cols int) (*matrix, error) {
 	return &matrix{name: name, typ: ti.Type, rows: rows, cols: cols, rowBytes: int(rb), data: data}, nil
 }
 
+// packed loads name as matrix does and packs it for the kernels when they
+// pack its type and its rows are whole groups. Only matrices that are
+// multiplied and never read by the row (not the token embeddings) may be
+// loaded this way.
+func (l loader) packed(name string, rows, cols int) (*matrix, error) {
+	m, err := l.matrix(name, rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.pack(m, rows); err != nil {
+		return nil, fmt.Errorf("model: tensor %s: %w", name, err)
+	}
+	return m, nil
+}
+
+// pack packs m in place when the kernels pack its type and unit (the rows
+// of one expert, or all of them) is a whole number of groups, so that
+// expert e's groups still take the bytes of its rows; it releases the
+// file's pages of the rows.
+func (l loader) pack(m *matrix, unit int) error {
+	g := l.k.PackRows(m.typ)
+	if !l.allowPack || g == 0 || unit%g != 0 {
+		return nil
+	}
+	packed := make([]byte, len(m.data))
+	if err := l.packGroups(m.typ, m.data, m.rows, m.cols, g, packed); err != nil {
+		return err
+	}
+	l.f.Drop(m.data)
+	m.data, m.packed = packed, g
+	return nil
+}
+
 // experts loads name as n expert matrices of rows × cols (GGML dims
 // [cols, rows, n]).
 func (l loader) experts(name string, n, rows, cols int) (*experts, error) {
@@ -78,15 +111,8 @@ func (l loader) experts(name string, n, rows, cols int) (*experts, error) {
 	}
 	rb, _ := tensor.RowBytes(ti.Type, int64(cols))
 	x := &experts{all: matrix{name: name, typ: ti.Type, rows: n * rows, cols: cols, rowBytes: int(rb), data: data}, n: n, rows: rows}
-	if g := l.k.PackRows(ti.Type); l.pack && g > 0 && rows%g == 0 {
-		// Each expert is a whole number of groups, so expert e's groups
-		// still take the bytes of its rows.
-		packed := make([]byte, len(data))
-		if err := l.packGroups(ti.Type, data, n*rows, cols, g, packed); err != nil {
-			return nil, fmt.Errorf("model: tensor %s: %w", name, err)
-		}
-		l.f.Drop(data)
-		x.all.data, x.all.packed = packed, g
+	if err := l.pack(&x.all, rows); err != nil {
+		return nil, fmt.Errorf("model: tensor %s: %w", name, err)
 	}
 	return x, nil
 }

@@ -105,6 +105,31 @@ const (
 // packed block, in order.
 var mxfp4Slots = [2][4]int{{0, 1, 4, 5}, {2, 3, 6, 7}}
 
+// The Q8_0 group of eight rows, block by block (272 bytes, the size of the
+// eight rows' 34-byte blocks): the eight fp16 scales in row order, then
+// for k = 0..7 the quants 4k..4k+3 of rows 0..7, four bytes a row. A
+// 32-byte load then holds four quants of every row, one row per int32
+// lane, and the activation's matching four bytes broadcast across it.
+const q8GroupSize = 8 * 34
+
+// packQ8_0x8 packs rows (a multiple of eight) of nb Q8_0 blocks each.
+func packQ8_0x8(src []byte, rows, nb int, dst []byte) {
+	rb := nb * 34
+	for g := 0; g < rows/8; g++ {
+		in := src[g*8*rb : (g+1)*8*rb]
+		for b := 0; b < nb; b++ {
+			out := dst[(g*nb+b)*q8GroupSize:][:q8GroupSize]
+			for r := range 8 {
+				blk := in[r*rb+b*34:][:34]
+				copy(out[2*r:2*r+2], blk[:2])
+				for k := range 8 {
+					copy(out[16+32*k+4*r:][:4], blk[2+4*k:][:4])
+				}
+			}
+		}
+	}
+}
+
 // packMXFP4x8 packs rows (a multiple of eight) of nb MXFP4 blocks each.
 func packMXFP4x8(src []byte, rows, nb int, dst []byte) {
 	rb := nb * 17

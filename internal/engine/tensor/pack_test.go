@@ -44,6 +44,101 @@ func mxfp4x8Ref(row, act []byte, nb int) float32 {
 	return acc
 }
 
+// q8x8Ref is the packed Q8_0 kernels' sum of one unpacked row with a Q8_0
+// activation row, in their order: block by block, acc ← acc + float(Σ w·y)
+// × (fp16(d_w) × fp16(d_y)), the product of the scales rounded to float32
+// and the multiply-add rounded once.
+func q8x8Ref(row, act []byte, nb int) float32 {
+	var acc float32
+	for b := range nb {
+		w, y := row[34*b:34*b+34], act[34*b:34*b+34]
+		var isum int64
+		for j := range 32 {
+			isum += int64(int8(w[2+j])) * int64(int8(y[2+j]))
+		}
+		d := float32(F16ToF32(uint16(w[0])|uint16(w[1])<<8) * F16ToF32(uint16(y[0])|uint16(y[1])<<8))
+		p := new(big.Float).SetPrec(200).SetInt64(isum)
+		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(d)))
+		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(acc)))
+		acc, _ = p.Float32()
+	}
+	return acc
+}
+
+// q8PackOperands draws rows of nb Q8_0 blocks, some with quants at −128
+// and 127 (the widest products VPMADDUBSW sees), and nacts activations.
+func q8PackOperands(tb testing.TB, rows, nb, nacts int, seed uint64) (w, acts []byte) {
+	tb.Helper()
+	r := rand.New(rand.NewPCG(seed, 9))
+	w = make([]byte, 0, rows*nb*34)
+	for i := range rows {
+		x := make([]float32, 32*nb)
+		for j := range x {
+			x[j] = float32(r.NormFloat64()) * 0.05
+		}
+		q, err := Quantize(Q8_0, x)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if i%3 == 0 {
+			for b := range nb {
+				for j := 2; j < 34; j++ {
+					q[b*34+j] = []byte{0x80, 0x7f}[r.IntN(2)]
+				}
+			}
+		}
+		w = append(w, q...)
+	}
+	acts = make([]byte, nacts*nb*34)
+	for a := range nacts {
+		x := make([]float32, 32*nb)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		if err := QuantizeAct(Q8_0, x, acts[a*nb*34:(a+1)*nb*34]); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return w, acts
+}
+
+func TestPackedQ8_0MatchesReference(t *testing.T) {
+	k := packedKernels(t, Q8_0)
+	for _, tc := range []struct{ groups, nb, nacts int }{
+		{1, 1, 1}, {1, 2, 2}, {2, 3, 3}, {3, 32, 4}, {1, 64, 5}, {2, 7, 7}, {1, 5, 9},
+	} {
+		t.Run(fmt.Sprintf("groups=%d/nb=%d/acts=%d", tc.groups, tc.nb, tc.nacts), func(t *testing.T) {
+			rows, n, ab := 8*tc.groups, 32*tc.nb, 34*tc.nb
+			w, acts := q8PackOperands(t, rows, tc.nb, tc.nacts, uint64(rows*1000+tc.nb))
+			packed := make([]byte, len(w))
+			if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
+				t.Fatal(err)
+			}
+			outStride := rows + 3
+			out := make([]float32, tc.nacts*outStride)
+			k.VecDotPacked(Q8_0, packed, rows, acts, ab, tc.nacts, n, out, outStride)
+			for a := range tc.nacts {
+				for r := range rows {
+					row := w[r*ab : (r+1)*ab]
+					want := q8x8Ref(row, acts[a*ab:(a+1)*ab], tc.nb)
+					if got := out[a*outStride+r]; math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("row %d, act %d: %v, reference %v", r, a, got, want)
+					}
+					one := k.VecDot(Q8_0, row, acts[a*ab:(a+1)*ab], n)
+					if d := math.Abs(float64(one - want)); d > 1e-5*math.Max(1, math.Abs(float64(want))) {
+						t.Errorf("row %d, act %d: packed %v, unpacked %v", r, a, want, one)
+					}
+				}
+				for r := rows; r < outStride && a+1 < tc.nacts; r++ {
+					if out[a*outStride+r] != 0 {
+						t.Fatalf("act %d: out[%d] past the rows was written", a, r)
+					}
+				}
+			}
+		})
+	}
+}
+
 // packOperands draws rows of nb MXFP4 blocks (exponents from the
 // subnormal scales to far above real weights', short of overflowing a
 // sum) and nacts Q8_0 activation rows.
@@ -132,6 +227,34 @@ func TestPackedMXFP4SplitsAgree(t *testing.T) {
 	}
 }
 
+// TestPackedQ8_0SplitsAgree is TestPackedMXFP4SplitsAgree for Q8_0,
+// whose kernels differ by activation count: one activation at a time
+// must give the bits of four, three and two at once.
+func TestPackedQ8_0SplitsAgree(t *testing.T) {
+	k := packedKernels(t, Q8_0)
+	const groups, nb, nacts = 3, 20, 7
+	rows, n, ab := 8*groups, 32*nb, 34*nb
+	w, acts := q8PackOperands(t, rows, nb, nacts, 43)
+	packed := make([]byte, len(w))
+	if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
+		t.Fatal(err)
+	}
+	whole := make([]float32, nacts*rows)
+	k.VecDotPacked(Q8_0, packed, rows, acts, ab, nacts, n, whole, rows)
+	cut := make([]float32, nacts*rows)
+	gb := 8 * ab
+	for g := range groups {
+		for a := range nacts {
+			k.VecDotPacked(Q8_0, packed[g*gb:(g+1)*gb], 8, acts[a*ab:], ab, 1, n, cut[a*rows+8*g:], rows)
+		}
+	}
+	for i := range whole {
+		if math.Float32bits(whole[i]) != math.Float32bits(cut[i]) {
+			t.Fatalf("result %d: whole %v, cut %v", i, whole[i], cut[i])
+		}
+	}
+}
+
 func TestPackErrors(t *testing.T) {
 	k := packedKernels(t, MXFP4)
 	w := make([]byte, 8*17)
@@ -146,8 +269,8 @@ func TestPackErrors(t *testing.T) {
 		t.Errorf("30-element rows: %v, want a *SizeError", err)
 	}
 	var ue *UnsupportedError
-	if err := k.Pack(Q8_0, make([]byte, 8*34), 8, 32, make([]byte, 8*34)); !errors.As(err, &ue) {
-		t.Errorf("Q8_0: %v, want an *UnsupportedError", err)
+	if err := k.Pack(Q4_K, make([]byte, 8*144), 8, 256, make([]byte, 8*144)); !errors.As(err, &ue) {
+		t.Errorf("Q4_K: %v, want an *UnsupportedError", err)
 	}
 	if g := Generic().PackRows(MXFP4); g != 0 {
 		t.Errorf("the generic kernels pack MXFP4 into groups of %d", g)
@@ -203,5 +326,53 @@ func BenchmarkPack(b *testing.B) {
 		if err := k.Pack(MXFP4, w, rows, n, dst); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPackedQ8_0 times Q8_0 rows packed against as stored: a decode
+// step's product (one activation; 64 rows stay in cache, 16384 stream
+// from memory), ns per row, and a prefill tile (64 rows × 64 activations,
+// the stored rows through the 4×4 register tiles), ns per pair; fastest
+// pass.
+func BenchmarkPackedQ8_0(b *testing.B) {
+	k := packedKernels(b, Q8_0)
+	fastest := func(b *testing.B, per int, f func()) {
+		best := time.Duration(math.MaxInt64)
+		for b.Loop() {
+			t0 := time.Now()
+			f()
+			best = min(best, time.Since(t0))
+		}
+		b.ReportMetric(float64(best.Nanoseconds())/float64(per), "ns/op-unit")
+	}
+	for _, n := range []int{1024, 2048} {
+		nb, ab := n/32, n/32*34
+		for _, rows := range []int{64, 16384} {
+			w, act := q8PackOperands(b, rows, nb, 1, 4)
+			packed := make([]byte, len(w))
+			if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
+				b.Fatal(err)
+			}
+			out := make([]float32, rows)
+			b.Run(fmt.Sprintf("decode/n=%d/rows=%d/stored", n, rows), func(b *testing.B) {
+				fastest(b, rows, func() { k.VecDotTile(Q8_0, w, ab, rows, act, ab, 1, n, out, rows) })
+			})
+			b.Run(fmt.Sprintf("decode/n=%d/rows=%d/packed", n, rows), func(b *testing.B) {
+				fastest(b, rows, func() { k.VecDotPacked(Q8_0, packed, rows, act, ab, 1, n, out, rows) })
+			})
+		}
+		const rows, nacts = 64, 64
+		w, acts := q8PackOperands(b, rows, nb, nacts, 5)
+		packed := make([]byte, len(w))
+		if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
+			b.Fatal(err)
+		}
+		out := make([]float32, rows*nacts)
+		b.Run(fmt.Sprintf("prefill/n=%d/stored", n), func(b *testing.B) {
+			fastest(b, rows*nacts, func() { k.VecDotTile(Q8_0, w, ab, rows, acts, ab, nacts, n, out, rows) })
+		})
+		b.Run(fmt.Sprintf("prefill/n=%d/packed", n), func(b *testing.B) {
+			fastest(b, rows*nacts, func() { k.VecDotPacked(Q8_0, packed, rows, acts, ab, nacts, n, out, rows) })
+		})
 	}
 }
