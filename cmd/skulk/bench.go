@@ -37,7 +37,7 @@ func newBenchCmd(s stdio) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels})
+		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, NoPack: ecfg.NoPack})
 		if err != nil {
 			return err
 		}

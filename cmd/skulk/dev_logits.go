@@ -36,7 +36,7 @@ func newDevLogitsCmd(s stdio) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, ExactActivations: *exact, Kernels: ecfg.Kernels})
+		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, ExactActivations: *exact, Kernels: ecfg.Kernels, NoPack: ecfg.NoPack})
 		if err != nil {
 			return err
 		}

@@ -55,7 +55,7 @@ func newGenerateCmd(s stdio) *cobra.Command {
 		}
 		sampling := infer.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(cmd, *seed)}
 		params := runner.RequestParams(sampling, rand.Uint64)
-		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, CacheType: *cacheType})
+		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, NoPack: ecfg.NoPack, CacheType: *cacheType})
 		if err != nil {
 			return err
 		}
@@ -63,7 +63,7 @@ func newGenerateCmd(s stdio) *cobra.Command {
 		params.DraftMax = *draftMax
 		switch {
 		case *draftModel != "":
-			d, err := engine.Open(*draftModel, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, CacheType: *cacheType})
+			d, err := engine.Open(*draftModel, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, NoPack: ecfg.NoPack, CacheType: *cacheType})
 			if err != nil {
 				return err
 			}

@@ -158,6 +158,11 @@ type Engine struct {
 	// CPU: "generic" (the portable Go kernels), "avx2" (no AVX-512) or
 	// "neon" (no SDOT); empty means the best the CPU has. For testing.
 	Kernels string
+	// NoPack (SKULK_PACK=off) keeps weights as the file stores them,
+	// memory-mapped, instead of packing them for the kernels into memory
+	// of their own (slower, but the OS can drop and reread mapped pages
+	// when a model nearly fills the machine's memory).
+	NoPack bool
 	// Slots (SKULK_SLOTS) is how many requests each runner generates at
 	// once; 0 leaves the runner's default (runner.DefaultSlots, as far as
 	// the window holds them). A runner refuses to load with more than its
@@ -184,6 +189,13 @@ func EngineFromEnv(getenv func(string) string) (Engine, error) {
 	default:
 		return Engine{}, fmt.Errorf("config: SKULK_KERNELS=%q must be %s, %s or %s (or unset for the best the CPU has)",
 			e.Kernels, KernelsGeneric, KernelsAVX2, KernelsNEON)
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("SKULK_PACK"))); v {
+	case "", "on", "1", "true":
+	case "off", "0", "false":
+		e.NoPack = true
+	default:
+		return Engine{}, fmt.Errorf("config: SKULK_PACK=%q must be on or off (off keeps weights as the file stores them)", v)
 	}
 	if v := strings.TrimSpace(getenv("SKULK_SLOTS")); v != "" {
 		n, err := strconv.Atoi(v)
@@ -231,6 +243,9 @@ func (n Node) String() string {
 	kernels := n.Engine.Kernels
 	if kernels == "" {
 		kernels = "best"
+	}
+	if n.Engine.NoPack {
+		kernels += ",unpacked"
 	}
 	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d group_connect_timeout=%s log_free_floor=%s",
 		n.Home, n.APIAddr, n.APIOpen, n.MetricsPublic, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,

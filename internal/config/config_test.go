@@ -155,6 +155,11 @@ func TestFromEnvVariables(t *testing.T) {
 		{name: "kernels_neon", env: map[string]string{"SKULK_KERNELS": "neon"}, check: func(n Node) bool { return n.Engine.Kernels == KernelsNEON }},
 		{name: "kernels_unknown", env: map[string]string{"SKULK_KERNELS": "avx512"}, check: func(n Node) bool { return n.Engine.Kernels == "" },
 			wantErr: `SKULK_KERNELS="avx512" must be generic, avx2 or neon`},
+		{name: "pack_default", env: map[string]string{}, check: func(n Node) bool { return !n.Engine.NoPack }},
+		{name: "pack_off", env: map[string]string{"SKULK_PACK": " OFF "}, check: func(n Node) bool { return n.Engine.NoPack }},
+		{name: "pack_on", env: map[string]string{"SKULK_PACK": "1"}, check: func(n Node) bool { return !n.Engine.NoPack }},
+		{name: "pack_unknown", env: map[string]string{"SKULK_PACK": "sometimes"}, check: func(n Node) bool { return !n.Engine.NoPack },
+			wantErr: `SKULK_PACK="sometimes" must be on or off`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,9 @@ type Options struct {
 	// (tensor.Capped; config reads it from SKULK_KERNELS); "" uses the best
 	// the CPU has.
 	Kernels string
+	// NoPack keeps the weights as the file stores them (model.Options;
+	// config reads it from SKULK_PACK=off).
+	NoPack bool
 	// Range selects a shard; the zero value means the whole model.
 	Range *model.Range
 	// CacheType is the K/V cache element type (model.Options.CacheType):
@@ -63,7 +66,7 @@ func load(f *gguf.File, opt Options) (*Model, error) {
 	if opt.Range != nil {
 		r = *opt.Range
 	}
-	s, err := model.Load(f, r, model.Options{Threads: opt.Threads, ExactActivations: opt.ExactActivations, Kernels: opt.Kernels, CacheType: opt.CacheType})
+	s, err := model.Load(f, r, model.Options{Threads: opt.Threads, ExactActivations: opt.ExactActivations, Kernels: opt.Kernels, NoPack: opt.NoPack, CacheType: opt.CacheType})
 	if err != nil {
 		return nil, err
 	}

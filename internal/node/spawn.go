@@ -42,6 +42,9 @@ func runnerFlags(level slog.Level, eng config.Engine) []string {
 	if eng.Kernels != "" {
 		flags = append(flags, "-kernels", eng.Kernels)
 	}
+	if eng.NoPack {
+		flags = append(flags, "-no-pack")
+	}
 	if eng.Slots > 0 {
 		flags = append(flags, "-slots", strconv.Itoa(eng.Slots))
 	}

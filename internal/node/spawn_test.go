@@ -20,6 +20,8 @@ func TestRunnerFlags(t *testing.T) {
 		{name: "defaults", level: slog.LevelInfo, want: []string{"-log-level", "INFO"}},
 		{name: "generic_kernels", level: slog.LevelDebug, eng: config.Engine{Kernels: config.KernelsGeneric},
 			want: []string{"-log-level", "DEBUG", "-kernels", "generic"}},
+		{name: "unpacked", level: slog.LevelInfo, eng: config.Engine{NoPack: true},
+			want: []string{"-log-level", "INFO", "-no-pack"}},
 		{name: "serving", level: slog.LevelInfo, eng: config.Engine{Slots: 16, PrefixCacheMB: new(0)},
 			want: []string{"-log-level", "INFO", "-slots", "16", "-prefix-cache-mb", "0"}},
 	}

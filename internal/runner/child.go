@@ -23,6 +23,7 @@ const DefaultSlots = 8
 // serving is how a runner serves its model, from its flags.
 type serving struct {
 	kernels  string // the engine's kernel cap (--kernels)
+	noPack   bool   // keep weights as the file stores them (--no-pack)
 	slots    int    // tasks generated at once
 	explicit bool   // slots was set (else DefaultSlots, as far as the window holds them)
 	prefixMB int    // the prefix cache's bound in MiB; 0 keeps none, AutoPrefixCache the window's KV
@@ -43,6 +44,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	chunk := fs.Int("prefill-chunk", DefaultPrefillChunk, "most prompt tokens read per step (fewer beside running sequences' decode steps, as their step times allow); 0 reads a prompt whole, stalling them")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
 	kernels := fs.String("kernels", "", "cap the engine's kernel set: generic, avx2 or neon (a node passes its SKULK_KERNELS); empty uses the best the CPU has")
+	noPack := fs.Bool("no-pack", false, "keep weights as the file stores them, memory-mapped, instead of packing them for the kernels (a node passes SKULK_PACK=off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,7 +72,7 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: lv, ReplaceAttr: durationText}))
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "slots" })
-	return serve(ctx, stdin, stdout, log, serving{kernels: *kernels, slots: *slots, explicit: explicit, prefixMB: *prefixMB, chunk: *chunk})
+	return serve(ctx, stdin, stdout, log, serving{kernels: *kernels, noPack: *noPack, slots: *slots, explicit: explicit, prefixMB: *prefixMB, chunk: *chunk})
 }
 
 func durationText(_ []string, a slog.Attr) slog.Attr {

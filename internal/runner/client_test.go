@@ -46,11 +46,12 @@ func TestLoadReady(t *testing.T) {
 }
 
 // TestGreedyMatchesLlamaCpp: a runner gives llama.cpp's greedy text, on
-// the best kernels for the CPU and on the portable ones a node asks for
-// with SKULK_KERNELS=generic (the child's -kernels flag).
+// the best kernels for the CPU, on the portable ones a node asks for with
+// SKULK_KERNELS=generic (the child's -kernels flag), and with the weights
+// as stored (SKULK_PACK=off, -no-pack).
 func TestGreedyMatchesLlamaCpp(t *testing.T) {
 	prompt, want, promptTokens, n := reference(t)
-	for _, args := range [][]string{nil, {"-kernels", "generic"}} {
+	for _, args := range [][]string{nil, {"-kernels", "generic"}, {"-no-pack"}} {
 		t.Run(strings.Join(append([]string{"args"}, args...), "_"), func(t *testing.T) {
 			c := loadedClient(t, LoadSpec{}, args...)
 			r := generateAll(t, c, "t1", greedy(prompt, n))

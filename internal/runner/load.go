@@ -53,7 +53,7 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		return nil, errors.New("runner: load: model_path is required")
 	}
 	if spec.Pipeline != nil {
-		return openStage(spec, kernels, log, warming)
+		return openStage(spec, opts, log, warming)
 	}
 	whole := spec.Start == 0 && spec.End == 0
 	if !whole && !(spec.Start == 0 && spec.First && spec.Last) {
@@ -65,7 +65,7 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 	if l, ok, err := openEncoder(spec, kernels, log, warming); ok {
 		return l, err
 	}
-	opt := engine.Options{Threads: spec.Threads, Kernels: kernels, CacheType: spec.CacheType}
+	opt := engine.Options{Threads: spec.Threads, Kernels: kernels, NoPack: opts.noPack, CacheType: spec.CacheType}
 	if !whole {
 		opt.Range = &model.Range{Start: spec.Start, End: spec.End, First: true, Last: true}
 	}
@@ -98,7 +98,7 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		m.Close()
 		return nil, err
 	}
-	if l.spec, err = openSpeculative(m, spec, kernels); err != nil {
+	if l.spec, err = openSpeculative(m, spec, opts); err != nil {
 		m.Close()
 		return nil, err
 	}

@@ -28,7 +28,7 @@ type speculative struct {
 }
 
 // openSpeculative checks spec.Speculative and opens its draft model.
-func openSpeculative(m *engine.Model, spec LoadSpec, kernels string) (speculative, error) {
+func openSpeculative(m *engine.Model, spec LoadSpec, opts serving) (speculative, error) {
 	s := spec.Speculative
 	if s == nil {
 		return speculative{}, nil
@@ -43,7 +43,7 @@ func openSpeculative(m *engine.Model, spec LoadSpec, kernels string) (speculativ
 		if s.DraftModelPath == "" {
 			return speculative{}, fmt.Errorf("%w: mode %q needs draft_model_path", ErrSpeculative, s.Mode)
 		}
-		d, err := engine.Open(s.DraftModelPath, engine.Options{Threads: spec.Threads, Kernels: kernels, CacheType: spec.CacheType})
+		d, err := engine.Open(s.DraftModelPath, engine.Options{Threads: spec.Threads, Kernels: opts.kernels, NoPack: opts.noPack, CacheType: spec.CacheType})
 		if err != nil {
 			return speculative{}, fmt.Errorf("%w: draft model: %w", ErrSpeculative, err)
 		}

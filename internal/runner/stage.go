@@ -36,7 +36,7 @@ type stageRun struct {
 // openStage loads blocks [Start, End) of the model and joins the pipeline
 // through the node's edge socket: the runner is ready only once both of its
 // links reach its neighbours.
-func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) (*loaded, error) {
+func openStage(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
 	ps := spec.Pipeline
 	switch {
 	case ps.Ranks < 2 || spec.Rank < 0 || spec.Rank >= ps.Ranks:
@@ -50,7 +50,7 @@ func openStage(spec LoadSpec, kernels string, log *slog.Logger, warming func()) 
 	case spec.Threads < 0 || spec.ContextTokens < 0:
 		return nil, fmt.Errorf("runner: load: threads (%d) and context_tokens (%d) must not be negative", spec.Threads, spec.ContextTokens)
 	}
-	m, err := engine.Open(spec.ModelPath, engine.Options{Threads: spec.Threads, Kernels: kernels, CacheType: spec.CacheType,
+	m, err := engine.Open(spec.ModelPath, engine.Options{Threads: spec.Threads, Kernels: opts.kernels, NoPack: opts.noPack, CacheType: spec.CacheType,
 		Range: &model.Range{Start: spec.Start, End: spec.End, First: spec.First, Last: spec.Last}})
 	if err != nil {
 		return nil, fmt.Errorf("runner: load: %w", err)

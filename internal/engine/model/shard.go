@@ -28,6 +28,12 @@ type Options struct {
 	// them to the weights' dot-product type as llama.cpp does. Slower for
 	// quantized weights; the reference for checking dequantization.
 	ExactActivations bool
+	// NoPack keeps every weight as the file stores it, memory-mapped,
+	// instead of packing the types the kernels pack (tensor.Kernels.Pack)
+	// into memory of their own: for a machine whose memory the model
+	// nearly fills, where mapped pages can be dropped and read again but a
+	// packed copy cannot. Decode and prefill are slower without packing.
+	NoPack bool
 	// F32Cache keeps the key/value cache in float32 instead of fp16
 	// (llama.cpp's default, and ours): twice the memory, the setting of
 	// reference runs made with an F32 cache.
@@ -146,7 +152,7 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	if threads <= 0 {
 		threads = DefaultThreads()
 	}
-	l := loader{f: f, k: k, allowPack: !opt.ExactActivations, threads: threads}
+	l := loader{f: f, k: k, allowPack: !opt.ExactActivations && !opt.NoPack, threads: threads}
 	if r.First || r.Last {
 		if !l.has("token_embd.weight") && r.First {
 			return nil, fmt.Errorf("model: missing tensor token_embd.weight")
