@@ -1,6 +1,6 @@
-# Generates vecdot_q8pack_amd64.s, the AVX2 products of packed Q8_0 weights
-# (pack.go: eight rows to a group, each 4-byte run of a block's quants
-# interleaved row by row) with Q8_0 activations:
+# Generates vecdot_q8pack_amd64.s, the AVX2 products of packed Q8_0 and
+# Q4_0 weights (pack.go: eight rows to a group, each 4-byte run of a
+# block's quants interleaved row by row) with Q8_0 activations:
 #   python3 gen_q8pack.py > vecdot_q8pack_amd64.s   (or go generate)
 #
 # One kernel per activation count na (1..4). A 32-byte load holds four
@@ -13,6 +13,11 @@
 # whatever na, so a decode step (na = 1) and a prefill tile agree bit for
 # bit. The weights' signs move onto the activations so VPMADDUBSW takes
 # |w| ≤ 128 by |y| ≤ 127: no pair saturates.
+#
+# Q4_0 the same way: a 32-byte load holds code bytes 4k..4k+3 of each row,
+# whose low nibbles are elements 4k..4k+3 and high nibbles 16+4k..; the
+# nibbles q (0..15) go to VPMADDUBSW unsigned, and Σ(q−8)·y = Σq·y − 8·Σy,
+# the second sum once per activation block for all eight rows.
 
 ACTP = ["(DI)", "(DI)(R8*1)", "(DI)(R8*2)", "(DI)(R9*1)"]
 OUTP = ["(R10)", "(R10)(R11*1)", "(R10)(R11*2)", "(R10)(R12*1)"]
@@ -33,7 +38,19 @@ DATA q8pones16<>+0(SB)/8, $0x0001000100010001
 DATA q8pones16<>+8(SB)/8, $0x0001000100010001
 DATA q8pones16<>+16(SB)/8, $0x0001000100010001
 DATA q8pones16<>+24(SB)/8, $0x0001000100010001
-GLOBL q8pones16<>(SB), RODATA|NOPTR, $32""")
+GLOBL q8pones16<>(SB), RODATA|NOPTR, $32
+
+DATA q4pnib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4pnib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4pnib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4pnib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q4pnib<>(SB), RODATA|NOPTR, $32
+
+DATA q4peights<>+0(SB)/8, $0x0808080808080808
+DATA q4peights<>+8(SB)/8, $0x0808080808080808
+DATA q4peights<>+16(SB)/8, $0x0808080808080808
+DATA q4peights<>+24(SB)/8, $0x0808080808080808
+GLOBL q4peights<>(SB), RODATA|NOPTR, $32""")
 
 
 def kernel(na):
@@ -99,6 +116,84 @@ def kernel(na):
     w("\tRET")
 
 
+def kernel4(na):
+    name = "q4x8Dot%dAVX2" % na
+    lbl = "q4p%d" % na
+    w("")
+    w("// func %s(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)" % name)
+    w("TEXT ·%s(SB), NOSPLIT, $0-56" % name)
+    w("\tMOVQ    packed+0(FP), SI")
+    w("\tMOVQ    groups+8(FP), BX")
+    w("\tMOVQ    actStride+24(FP), R8")
+    w("\tLEAQ    (R8)(R8*2), R9")
+    w("\tMOVQ    out+40(FP), R10")
+    w("\tMOVQ    outStride+48(FP), R11")
+    w("\tSHLQ    $2, R11")
+    w("\tLEAQ    (R11)(R11*2), R12")
+    w("\tVMOVDQU q8pones16<>(SB), Y15")
+    w("\tVMOVDQU q4peights<>(SB), Y14")
+    w("\tTESTQ   BX, BX")
+    w("\tJE      %sdone" % lbl)
+    w("")
+    w("%sgroup:" % lbl)
+    w("\tMOVQ    acts+16(FP), DI")
+    w("\tMOVQ    nb+32(FP), CX")
+    for a in range(na):
+        w("\tVXORPS  Y%d, Y%d, Y%d" % (a, a, a))
+    w("")
+    w("%sblock:" % lbl)
+    for a in range(na):
+        w("\tVPXOR        Y%d, Y%d, Y%d" % (4 + a, 4 + a, 4 + a))
+    for k in range(4):
+        w("\t// Code bytes 4k..4k+3 of the eight rows, k = %d: elements 4k.. low, 16+4k.. high." % k)
+        w("\tVMOVDQU      %d(SI), Y8" % (16 + 32 * k))
+        w("\tVPSRLW       $4, Y8, Y9")
+        w("\tVPAND        q4pnib<>(SB), Y8, Y8")
+        w("\tVPAND        q4pnib<>(SB), Y9, Y9")
+        for a in range(na):
+            w("\tVPBROADCASTD %d%s, Y10" % (2 + 4 * k, ACTP[a]))
+            w("\tVPMADDUBSW   Y10, Y8, Y11")
+            w("\tVPBROADCASTD %d%s, Y10" % (18 + 4 * k, ACTP[a]))
+            w("\tVPMADDUBSW   Y10, Y9, Y12")
+            w("\tVPADDW       Y12, Y11, Y11")
+            w("\tVPMADDWD     Y15, Y11, Y11")
+            w("\tVPADDD       Y11, Y%d, Y%d" % (4 + a, 4 + a))
+    w("\t// 8·Σy off every row's sum; then the scales as for Q8_0.")
+    for a in range(na):
+        w("\tVPMADDUBSW   2%s, Y14, Y10" % ACTP[a])
+        w("\tVPMADDWD     Y15, Y10, Y10")
+        w("\tVPHADDD      Y10, Y10, Y10")
+        w("\tVPHADDD      Y10, Y10, Y10")
+        w("\tVPERM2I128   $1, Y10, Y10, Y11")
+        w("\tVPADDD       Y11, Y10, Y10")
+        w("\tVPSUBD       Y10, Y%d, Y%d" % (4 + a, 4 + a))
+    w("\tVCVTPH2PS    (SI), Y12")
+    for a in range(na):
+        w("\tMOVWLZX      %s, AX" % ACTP[a])
+        w("\tVMOVD        AX, X13")
+        w("\tVCVTPH2PS    X13, X13")
+        w("\tVBROADCASTSS X13, Y13")
+        w("\tVMULPS       Y13, Y12, Y13")
+        w("\tVCVTDQ2PS    Y%d, Y11" % (4 + a))
+        w("\tVFMADD231PS  Y13, Y11, Y%d" % a)
+    w("\tADDQ         $144, SI")
+    w("\tADDQ         $34, DI")
+    w("\tDECQ         CX")
+    w("\tJNZ          %sblock" % lbl)
+    w("")
+    for a in range(na):
+        w("\tVMOVUPS      Y%d, %s" % (a, OUTP[a]))
+    w("\tADDQ         $32, R10")
+    w("\tDECQ         BX")
+    w("\tJNZ          %sgroup" % lbl)
+    w("")
+    w("%sdone:" % lbl)
+    w("\tVZEROUPPER")
+    w("\tRET")
+
+
 for na in range(1, 5):
     kernel(na)
+for na in range(1, 5):
+    kernel4(na)
 print("\n".join(out))

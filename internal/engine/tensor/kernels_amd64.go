@@ -357,9 +357,11 @@ func archTable(f Features) *kernelTable {
 	}
 	t.name = "avx512"
 	clearQ8TileAVX2(t)
-	// The VNNI kernels below multiply Q8_0 rows as stored; the packed
-	// AVX2 kernel was not measured against them (no AVX-512 machine).
+	// The VNNI kernels below multiply Q8_0 and Q4_0 rows as stored; the
+	// packed AVX2 kernels were not measured against them (no AVX-512
+	// machine).
 	t.packRows[Q8_0], t.pack[Q8_0], t.vecDotPacked[Q8_0] = 0, nil, nil
+	t.packRows[Q4_0], t.pack[Q4_0], t.vecDotPacked[Q4_0] = 0, nil, nil
 	t.vecDotTile[F32] = tiled(vecDotF32Tile43AVX512, 3, loopRows(F32, vecDotF32AVX2), 1, 4, 4)
 	t.vecDotRows[F16] = rowsOf(vecDotF16RowsAVX512)
 	t.vecDotTile[F16] = tiled(vecDotF16Tile43AVX512, 3, t.vecDotRows[F16], 1, 2, 2)

@@ -130,6 +130,30 @@ func packQ8_0x8(src []byte, rows, nb int, dst []byte) {
 	}
 }
 
+// The Q4_0 group of eight rows, block by block (144 bytes): the eight fp16
+// scales in row order, then for k = 0..3 the code bytes 4k..4k+3 of rows
+// 0..7, four bytes a row (low nibbles elements 4k..4k+3, high nibbles
+// 16+4k..16+4k+3).
+const q4GroupSize = 8 * 18
+
+// packQ4_0x8 packs rows (a multiple of eight) of nb Q4_0 blocks each.
+func packQ4_0x8(src []byte, rows, nb int, dst []byte) {
+	rb := nb * 18
+	for g := 0; g < rows/8; g++ {
+		in := src[g*8*rb : (g+1)*8*rb]
+		for b := 0; b < nb; b++ {
+			out := dst[(g*nb+b)*q4GroupSize:][:q4GroupSize]
+			for r := range 8 {
+				blk := in[r*rb+b*18:][:18]
+				copy(out[2*r:2*r+2], blk[:2])
+				for k := range 4 {
+					copy(out[16+32*k+4*r:][:4], blk[2+4*k:][:4])
+				}
+			}
+		}
+	}
+}
+
 // packMXFP4x8 packs rows (a multiple of eight) of nb MXFP4 blocks each.
 func packMXFP4x8(src []byte, rows, nb int, dst []byte) {
 	rb := nb * 17

@@ -42,32 +42,53 @@ func q8x8Dot3AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, o
 //go:noescape
 func q8x8Dot4AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
-// vecDotPackedQ8_0AVX2 is the VecDotPackedFunc of Q8_0 on AVX2: the
-// activations four at a time through every group, the last one to three
-// in the kernel of their count.
-func vecDotPackedQ8_0AVX2(packed []byte, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
-	nb := n / 32
-	if nb == 0 {
-		for a := 0; a < nacts; a++ {
-			clear(out[a*outStride : a*outStride+nrows])
+// q4x8Dot{1..4}AVX2 are the same for packed Q4_0 groups (q4x8Ref).
+
+//go:noescape
+func q4x8Dot1AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+//go:noescape
+func q4x8Dot2AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+//go:noescape
+func q4x8Dot3AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+//go:noescape
+func q4x8Dot4AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+// packedDotFunc multiplies packed groups with a fixed number of
+// activations.
+type packedDotFunc func(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+
+// packedDots makes the VecDotPackedFunc of a 32-element type from its
+// kernels by activation count (kernels[1..4]): the activations four at a
+// time through every group, the last one to three in the kernel of their
+// count.
+func packedDots(kernels [5]packedDotFunc) VecDotPackedFunc {
+	return func(packed []byte, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
+		nb := n / 32
+		if nb == 0 {
+			for a := 0; a < nacts; a++ {
+				clear(out[a*outStride : a*outStride+nrows])
+			}
+			return
 		}
-		return
-	}
-	kernels := [5]func(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int){
-		1: q8x8Dot1AVX2, 2: q8x8Dot2AVX2, 3: q8x8Dot3AVX2, 4: q8x8Dot4AVX2,
-	}
-	for a0 := 0; a0 < nacts; a0 += 4 {
-		na := min(4, nacts-a0)
-		kernels[na](&packed[0], nrows/8, &acts[a0*actStride], actStride, nb, &out[a0*outStride], outStride)
+		for a0 := 0; a0 < nacts; a0 += 4 {
+			na := min(4, nacts-a0)
+			kernels[na](&packed[0], nrows/8, &acts[a0*actStride], actStride, nb, &out[a0*outStride], outStride)
+		}
 	}
 }
 
-// setPackAVX2 packs MXFP4 and Q8_0 weights for the AVX2 kernels.
+// setPackAVX2 packs MXFP4, Q8_0 and Q4_0 weights for the AVX2 kernels.
 func setPackAVX2(t *kernelTable) {
 	t.packRows[MXFP4] = mxfp4Group
 	t.pack[MXFP4] = packMXFP4x8
 	t.vecDotPacked[MXFP4] = vecDotPackedMXFP4AVX2
 	t.packRows[Q8_0] = 8
 	t.pack[Q8_0] = packQ8_0x8
-	t.vecDotPacked[Q8_0] = vecDotPackedQ8_0AVX2
+	t.vecDotPacked[Q8_0] = packedDots([5]packedDotFunc{1: q8x8Dot1AVX2, 2: q8x8Dot2AVX2, 3: q8x8Dot3AVX2, 4: q8x8Dot4AVX2})
+	t.packRows[Q4_0] = 8
+	t.pack[Q4_0] = packQ4_0x8
+	t.vecDotPacked[Q4_0] = packedDots([5]packedDotFunc{1: q4x8Dot1AVX2, 2: q4x8Dot2AVX2, 3: q4x8Dot3AVX2, 4: q4x8Dot4AVX2})
 }

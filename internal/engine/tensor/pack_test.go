@@ -65,25 +65,46 @@ func q8x8Ref(row, act []byte, nb int) float32 {
 	return acc
 }
 
-// q8PackOperands draws rows of nb Q8_0 blocks, some with quants at −128
-// and 127 (the widest products VPMADDUBSW sees), and nacts activations.
-func q8PackOperands(tb testing.TB, rows, nb, nacts int, seed uint64) (w, acts []byte) {
+// q4x8Ref is q8x8Ref for a Q4_0 row: Σ (q−8)·y per block.
+func q4x8Ref(row, act []byte, nb int) float32 {
+	var acc float32
+	for b := range nb {
+		w, y := row[18*b:18*b+18], act[34*b:34*b+34]
+		var isum int64
+		for j := range 16 {
+			isum += int64(int(w[2+j]&0xf)-8) * int64(int8(y[2+j]))
+			isum += int64(int(w[2+j]>>4)-8) * int64(int8(y[2+j+16]))
+		}
+		d := float32(F16ToF32(uint16(w[0])|uint16(w[1])<<8) * F16ToF32(uint16(y[0])|uint16(y[1])<<8))
+		p := new(big.Float).SetPrec(200).SetInt64(isum)
+		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(d)))
+		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(acc)))
+		acc, _ = p.Float32()
+	}
+	return acc
+}
+
+// q8PackOperands draws rows of nb blocks of typ (Q8_0 or Q4_0), a third
+// of them with extreme quants (Q8_0 −128 and 127, Q4_0 0 and 15: the
+// widest products VPMADDUBSW sees), and nacts Q8_0 activations.
+func q8PackOperands(tb testing.TB, typ Type, rows, nb, nacts int, seed uint64) (w, acts []byte) {
 	tb.Helper()
 	r := rand.New(rand.NewPCG(seed, 9))
-	w = make([]byte, 0, rows*nb*34)
+	bb := typ.BlockBytes()
+	w = make([]byte, 0, rows*nb*bb)
 	for i := range rows {
 		x := make([]float32, 32*nb)
 		for j := range x {
 			x[j] = float32(r.NormFloat64()) * 0.05
 		}
-		q, err := Quantize(Q8_0, x)
+		q, err := Quantize(typ, x)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		if i%3 == 0 {
 			for b := range nb {
-				for j := 2; j < 34; j++ {
-					q[b*34+j] = []byte{0x80, 0x7f}[r.IntN(2)]
+				for j := 2; j < bb; j++ {
+					q[b*bb+j] = map[Type][]byte{Q8_0: {0x80, 0x7f}, Q4_0: {0x00, 0xff, 0x0f, 0xf0}}[typ][r.IntN(2)]
 				}
 			}
 		}
@@ -102,29 +123,38 @@ func q8PackOperands(tb testing.TB, rows, nb, nacts int, seed uint64) (w, acts []
 	return w, acts
 }
 
-func TestPackedQ8_0MatchesReference(t *testing.T) {
-	k := packedKernels(t, Q8_0)
+// TestPackedQ8MatchesReference checks the packed Q8_0 and Q4_0 kernels
+// (1 to 4 activations at once, and more in fours) against the spelled-out
+// sum order, bit for bit, and against the unpacked kernels, closely.
+func TestPackedQ8MatchesReference(t *testing.T) {
+	for typ, ref := range map[Type]func(row, act []byte, nb int) float32{Q8_0: q8x8Ref, Q4_0: q4x8Ref} {
+		t.Run(typ.String(), func(t *testing.T) { packedQ8MatchesReference(t, typ, ref) })
+	}
+}
+
+func packedQ8MatchesReference(t *testing.T, typ Type, ref func(row, act []byte, nb int) float32) {
+	k := packedKernels(t, typ)
 	for _, tc := range []struct{ groups, nb, nacts int }{
 		{1, 1, 1}, {1, 2, 2}, {2, 3, 3}, {3, 32, 4}, {1, 64, 5}, {2, 7, 7}, {1, 5, 9},
 	} {
 		t.Run(fmt.Sprintf("groups=%d/nb=%d/acts=%d", tc.groups, tc.nb, tc.nacts), func(t *testing.T) {
-			rows, n, ab := 8*tc.groups, 32*tc.nb, 34*tc.nb
-			w, acts := q8PackOperands(t, rows, tc.nb, tc.nacts, uint64(rows*1000+tc.nb))
+			rows, n, ab, rb := 8*tc.groups, 32*tc.nb, 34*tc.nb, typ.BlockBytes()*tc.nb
+			w, acts := q8PackOperands(t, typ, rows, tc.nb, tc.nacts, uint64(rows*1000+tc.nb))
 			packed := make([]byte, len(w))
-			if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
+			if err := k.Pack(typ, w, rows, n, packed); err != nil {
 				t.Fatal(err)
 			}
 			outStride := rows + 3
 			out := make([]float32, tc.nacts*outStride)
-			k.VecDotPacked(Q8_0, packed, rows, acts, ab, tc.nacts, n, out, outStride)
+			k.VecDotPacked(typ, packed, rows, acts, ab, tc.nacts, n, out, outStride)
 			for a := range tc.nacts {
 				for r := range rows {
-					row := w[r*ab : (r+1)*ab]
-					want := q8x8Ref(row, acts[a*ab:(a+1)*ab], tc.nb)
+					row := w[r*rb : (r+1)*rb]
+					want := ref(row, acts[a*ab:(a+1)*ab], tc.nb)
 					if got := out[a*outStride+r]; math.Float32bits(got) != math.Float32bits(want) {
 						t.Fatalf("row %d, act %d: %v, reference %v", r, a, got, want)
 					}
-					one := k.VecDot(Q8_0, row, acts[a*ab:(a+1)*ab], n)
+					one := k.VecDot(typ, row, acts[a*ab:(a+1)*ab], n)
 					if d := math.Abs(float64(one - want)); d > 1e-5*math.Max(1, math.Abs(float64(want))) {
 						t.Errorf("row %d, act %d: packed %v, unpacked %v", r, a, want, one)
 					}
@@ -227,31 +257,35 @@ func TestPackedMXFP4SplitsAgree(t *testing.T) {
 	}
 }
 
-// TestPackedQ8_0SplitsAgree is TestPackedMXFP4SplitsAgree for Q8_0,
-// whose kernels differ by activation count: one activation at a time
-// must give the bits of four, three and two at once.
-func TestPackedQ8_0SplitsAgree(t *testing.T) {
-	k := packedKernels(t, Q8_0)
-	const groups, nb, nacts = 3, 20, 7
-	rows, n, ab := 8*groups, 32*nb, 34*nb
-	w, acts := q8PackOperands(t, rows, nb, nacts, 43)
-	packed := make([]byte, len(w))
-	if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
-		t.Fatal(err)
-	}
-	whole := make([]float32, nacts*rows)
-	k.VecDotPacked(Q8_0, packed, rows, acts, ab, nacts, n, whole, rows)
-	cut := make([]float32, nacts*rows)
-	gb := 8 * ab
-	for g := range groups {
-		for a := range nacts {
-			k.VecDotPacked(Q8_0, packed[g*gb:(g+1)*gb], 8, acts[a*ab:], ab, 1, n, cut[a*rows+8*g:], rows)
-		}
-	}
-	for i := range whole {
-		if math.Float32bits(whole[i]) != math.Float32bits(cut[i]) {
-			t.Fatalf("result %d: whole %v, cut %v", i, whole[i], cut[i])
-		}
+// TestPackedQ8SplitsAgree is TestPackedMXFP4SplitsAgree for Q8_0 and
+// Q4_0, whose kernels differ by activation count: one activation at a
+// time must give the bits of four, three and two at once.
+func TestPackedQ8SplitsAgree(t *testing.T) {
+	for _, typ := range []Type{Q8_0, Q4_0} {
+		t.Run(typ.String(), func(t *testing.T) {
+			k := packedKernels(t, typ)
+			const groups, nb, nacts = 3, 20, 7
+			rows, n, ab := 8*groups, 32*nb, 34*nb
+			w, acts := q8PackOperands(t, typ, rows, nb, nacts, 43)
+			packed := make([]byte, len(w))
+			if err := k.Pack(typ, w, rows, n, packed); err != nil {
+				t.Fatal(err)
+			}
+			whole := make([]float32, nacts*rows)
+			k.VecDotPacked(typ, packed, rows, acts, ab, nacts, n, whole, rows)
+			cut := make([]float32, nacts*rows)
+			gb := 8 * typ.BlockBytes() * nb
+			for g := range groups {
+				for a := range nacts {
+					k.VecDotPacked(typ, packed[g*gb:(g+1)*gb], 8, acts[a*ab:], ab, 1, n, cut[a*rows+8*g:], rows)
+				}
+			}
+			for i := range whole {
+				if math.Float32bits(whole[i]) != math.Float32bits(cut[i]) {
+					t.Fatalf("result %d: whole %v, cut %v", i, whole[i], cut[i])
+				}
+			}
+		})
 	}
 }
 
@@ -348,7 +382,7 @@ func BenchmarkPackedQ8_0(b *testing.B) {
 	for _, n := range []int{1024, 2048} {
 		nb, ab := n/32, n/32*34
 		for _, rows := range []int{64, 16384} {
-			w, act := q8PackOperands(b, rows, nb, 1, 4)
+			w, act := q8PackOperands(b, Q8_0, rows, nb, 1, 4)
 			packed := make([]byte, len(w))
 			if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
 				b.Fatal(err)
@@ -362,7 +396,7 @@ func BenchmarkPackedQ8_0(b *testing.B) {
 			})
 		}
 		const rows, nacts = 64, 64
-		w, acts := q8PackOperands(b, rows, nb, nacts, 5)
+		w, acts := q8PackOperands(b, Q8_0, rows, nb, nacts, 5)
 		packed := make([]byte, len(w))
 		if err := k.Pack(Q8_0, w, rows, n, packed); err != nil {
 			b.Fatal(err)

@@ -14,6 +14,18 @@ DATA q8pones16<>+16(SB)/8, $0x0001000100010001
 DATA q8pones16<>+24(SB)/8, $0x0001000100010001
 GLOBL q8pones16<>(SB), RODATA|NOPTR, $32
 
+DATA q4pnib<>+0(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4pnib<>+8(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4pnib<>+16(SB)/8, $0x0f0f0f0f0f0f0f0f
+DATA q4pnib<>+24(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL q4pnib<>(SB), RODATA|NOPTR, $32
+
+DATA q4peights<>+0(SB)/8, $0x0808080808080808
+DATA q4peights<>+8(SB)/8, $0x0808080808080808
+DATA q4peights<>+16(SB)/8, $0x0808080808080808
+DATA q4peights<>+24(SB)/8, $0x0808080808080808
+GLOBL q4peights<>(SB), RODATA|NOPTR, $32
+
 // func q8x8Dot1AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
 TEXT ·q8x8Dot1AVX2(SB), NOSPLIT, $0-56
 	MOVQ    packed+0(FP), SI
@@ -743,5 +755,675 @@ q8p4block:
 	JNZ          q8p4group
 
 q8p4done:
+	VZEROUPPER
+	RET
+
+// func q4x8Dot1AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+TEXT ·q4x8Dot1AVX2(SB), NOSPLIT, $0-56
+	MOVQ    packed+0(FP), SI
+	MOVQ    groups+8(FP), BX
+	MOVQ    actStride+24(FP), R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    out+40(FP), R10
+	MOVQ    outStride+48(FP), R11
+	SHLQ    $2, R11
+	LEAQ    (R11)(R11*2), R12
+	VMOVDQU q8pones16<>(SB), Y15
+	VMOVDQU q4peights<>(SB), Y14
+	TESTQ   BX, BX
+	JE      q4p1done
+
+q4p1group:
+	MOVQ    acts+16(FP), DI
+	MOVQ    nb+32(FP), CX
+	VXORPS  Y0, Y0, Y0
+
+q4p1block:
+	VPXOR        Y4, Y4, Y4
+	// Code bytes 4k..4k+3 of the eight rows, k = 0: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      16(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 2(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	// Code bytes 4k..4k+3 of the eight rows, k = 1: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      48(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 6(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	// Code bytes 4k..4k+3 of the eight rows, k = 2: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      80(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 10(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	// Code bytes 4k..4k+3 of the eight rows, k = 3: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      112(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 14(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	// 8·Σy off every row's sum; then the scales as for Q8_0.
+	VPMADDUBSW   2(DI), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y4, Y4
+	VCVTPH2PS    (SI), Y12
+	MOVWLZX      (DI), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y4, Y11
+	VFMADD231PS  Y13, Y11, Y0
+	ADDQ         $144, SI
+	ADDQ         $34, DI
+	DECQ         CX
+	JNZ          q4p1block
+
+	VMOVUPS      Y0, (R10)
+	ADDQ         $32, R10
+	DECQ         BX
+	JNZ          q4p1group
+
+q4p1done:
+	VZEROUPPER
+	RET
+
+// func q4x8Dot2AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+TEXT ·q4x8Dot2AVX2(SB), NOSPLIT, $0-56
+	MOVQ    packed+0(FP), SI
+	MOVQ    groups+8(FP), BX
+	MOVQ    actStride+24(FP), R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    out+40(FP), R10
+	MOVQ    outStride+48(FP), R11
+	SHLQ    $2, R11
+	LEAQ    (R11)(R11*2), R12
+	VMOVDQU q8pones16<>(SB), Y15
+	VMOVDQU q4peights<>(SB), Y14
+	TESTQ   BX, BX
+	JE      q4p2done
+
+q4p2group:
+	MOVQ    acts+16(FP), DI
+	MOVQ    nb+32(FP), CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+
+q4p2block:
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	// Code bytes 4k..4k+3 of the eight rows, k = 0: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      16(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 2(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 2(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	// Code bytes 4k..4k+3 of the eight rows, k = 1: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      48(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 6(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 6(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	// Code bytes 4k..4k+3 of the eight rows, k = 2: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      80(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 10(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 10(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	// Code bytes 4k..4k+3 of the eight rows, k = 3: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      112(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 14(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 14(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	// 8·Σy off every row's sum; then the scales as for Q8_0.
+	VPMADDUBSW   2(DI), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y4, Y4
+	VPMADDUBSW   2(DI)(R8*1), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y5, Y5
+	VCVTPH2PS    (SI), Y12
+	MOVWLZX      (DI), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y4, Y11
+	VFMADD231PS  Y13, Y11, Y0
+	MOVWLZX      (DI)(R8*1), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y5, Y11
+	VFMADD231PS  Y13, Y11, Y1
+	ADDQ         $144, SI
+	ADDQ         $34, DI
+	DECQ         CX
+	JNZ          q4p2block
+
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, (R10)(R11*1)
+	ADDQ         $32, R10
+	DECQ         BX
+	JNZ          q4p2group
+
+q4p2done:
+	VZEROUPPER
+	RET
+
+// func q4x8Dot3AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+TEXT ·q4x8Dot3AVX2(SB), NOSPLIT, $0-56
+	MOVQ    packed+0(FP), SI
+	MOVQ    groups+8(FP), BX
+	MOVQ    actStride+24(FP), R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    out+40(FP), R10
+	MOVQ    outStride+48(FP), R11
+	SHLQ    $2, R11
+	LEAQ    (R11)(R11*2), R12
+	VMOVDQU q8pones16<>(SB), Y15
+	VMOVDQU q4peights<>(SB), Y14
+	TESTQ   BX, BX
+	JE      q4p3done
+
+q4p3group:
+	MOVQ    acts+16(FP), DI
+	MOVQ    nb+32(FP), CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+
+q4p3block:
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	// Code bytes 4k..4k+3 of the eight rows, k = 0: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      16(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 2(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 2(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 2(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	// Code bytes 4k..4k+3 of the eight rows, k = 1: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      48(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 6(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 6(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 6(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	// Code bytes 4k..4k+3 of the eight rows, k = 2: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      80(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 10(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 10(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 10(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	// Code bytes 4k..4k+3 of the eight rows, k = 3: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      112(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 14(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 14(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 14(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	// 8·Σy off every row's sum; then the scales as for Q8_0.
+	VPMADDUBSW   2(DI), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y4, Y4
+	VPMADDUBSW   2(DI)(R8*1), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y5, Y5
+	VPMADDUBSW   2(DI)(R8*2), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y6, Y6
+	VCVTPH2PS    (SI), Y12
+	MOVWLZX      (DI), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y4, Y11
+	VFMADD231PS  Y13, Y11, Y0
+	MOVWLZX      (DI)(R8*1), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y5, Y11
+	VFMADD231PS  Y13, Y11, Y1
+	MOVWLZX      (DI)(R8*2), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y6, Y11
+	VFMADD231PS  Y13, Y11, Y2
+	ADDQ         $144, SI
+	ADDQ         $34, DI
+	DECQ         CX
+	JNZ          q4p3block
+
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, (R10)(R11*1)
+	VMOVUPS      Y2, (R10)(R11*2)
+	ADDQ         $32, R10
+	DECQ         BX
+	JNZ          q4p3group
+
+q4p3done:
+	VZEROUPPER
+	RET
+
+// func q4x8Dot4AVX2(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)
+TEXT ·q4x8Dot4AVX2(SB), NOSPLIT, $0-56
+	MOVQ    packed+0(FP), SI
+	MOVQ    groups+8(FP), BX
+	MOVQ    actStride+24(FP), R8
+	LEAQ    (R8)(R8*2), R9
+	MOVQ    out+40(FP), R10
+	MOVQ    outStride+48(FP), R11
+	SHLQ    $2, R11
+	LEAQ    (R11)(R11*2), R12
+	VMOVDQU q8pones16<>(SB), Y15
+	VMOVDQU q4peights<>(SB), Y14
+	TESTQ   BX, BX
+	JE      q4p4done
+
+q4p4group:
+	MOVQ    acts+16(FP), DI
+	MOVQ    nb+32(FP), CX
+	VXORPS  Y0, Y0, Y0
+	VXORPS  Y1, Y1, Y1
+	VXORPS  Y2, Y2, Y2
+	VXORPS  Y3, Y3, Y3
+
+q4p4block:
+	VPXOR        Y4, Y4, Y4
+	VPXOR        Y5, Y5, Y5
+	VPXOR        Y6, Y6, Y6
+	VPXOR        Y7, Y7, Y7
+	// Code bytes 4k..4k+3 of the eight rows, k = 0: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      16(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 2(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 2(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 2(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPBROADCASTD 2(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 18(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	// Code bytes 4k..4k+3 of the eight rows, k = 1: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      48(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 6(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 6(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 6(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPBROADCASTD 6(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 22(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	// Code bytes 4k..4k+3 of the eight rows, k = 2: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      80(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 10(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 10(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 10(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPBROADCASTD 10(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 26(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	// Code bytes 4k..4k+3 of the eight rows, k = 3: elements 4k.. low, 16+4k.. high.
+	VMOVDQU      112(SI), Y8
+	VPSRLW       $4, Y8, Y9
+	VPAND        q4pnib<>(SB), Y8, Y8
+	VPAND        q4pnib<>(SB), Y9, Y9
+	VPBROADCASTD 14(DI), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y4, Y4
+	VPBROADCASTD 14(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI)(R8*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y5, Y5
+	VPBROADCASTD 14(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI)(R8*2), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y6, Y6
+	VPBROADCASTD 14(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y8, Y11
+	VPBROADCASTD 30(DI)(R9*1), Y10
+	VPMADDUBSW   Y10, Y9, Y12
+	VPADDW       Y12, Y11, Y11
+	VPMADDWD     Y15, Y11, Y11
+	VPADDD       Y11, Y7, Y7
+	// 8·Σy off every row's sum; then the scales as for Q8_0.
+	VPMADDUBSW   2(DI), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y4, Y4
+	VPMADDUBSW   2(DI)(R8*1), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y5, Y5
+	VPMADDUBSW   2(DI)(R8*2), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y6, Y6
+	VPMADDUBSW   2(DI)(R9*1), Y14, Y10
+	VPMADDWD     Y15, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPHADDD      Y10, Y10, Y10
+	VPERM2I128   $1, Y10, Y10, Y11
+	VPADDD       Y11, Y10, Y10
+	VPSUBD       Y10, Y7, Y7
+	VCVTPH2PS    (SI), Y12
+	MOVWLZX      (DI), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y4, Y11
+	VFMADD231PS  Y13, Y11, Y0
+	MOVWLZX      (DI)(R8*1), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y5, Y11
+	VFMADD231PS  Y13, Y11, Y1
+	MOVWLZX      (DI)(R8*2), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y6, Y11
+	VFMADD231PS  Y13, Y11, Y2
+	MOVWLZX      (DI)(R9*1), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	VBROADCASTSS X13, Y13
+	VMULPS       Y13, Y12, Y13
+	VCVTDQ2PS    Y7, Y11
+	VFMADD231PS  Y13, Y11, Y3
+	ADDQ         $144, SI
+	ADDQ         $34, DI
+	DECQ         CX
+	JNZ          q4p4block
+
+	VMOVUPS      Y0, (R10)
+	VMOVUPS      Y1, (R10)(R11*1)
+	VMOVUPS      Y2, (R10)(R11*2)
+	VMOVUPS      Y3, (R10)(R12*1)
+	ADDQ         $32, R10
+	DECQ         BX
+	JNZ          q4p4group
+
+q4p4done:
 	VZEROUPPER
 	RET
