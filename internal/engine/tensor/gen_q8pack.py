@@ -53,9 +53,9 @@ DATA q4peights<>+24(SB)/8, $0x0808080808080808
 GLOBL q4peights<>(SB), RODATA|NOPTR, $32""")
 
 
-def kernel(na):
-    name = "q8x8Dot%dAVX2" % na
-    lbl = "q8p%d" % na
+def prologue(name, lbl, na, consts):
+    # The registers of the group loop, the accumulators zeroed, the block
+    # loop's head with the int32 sums zeroed.
     w("")
     w("// func %s(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)" % name)
     w("TEXT ·%s(SB), NOSPLIT, $0-56" % name)
@@ -68,6 +68,8 @@ def kernel(na):
     w("\tSHLQ    $2, R11")
     w("\tLEAQ    (R11)(R11*2), R12")
     w("\tVMOVDQU q8pones16<>(SB), Y15")
+    for sym, reg in consts:
+        w("\tVMOVDQU %s<>(SB), %s" % (sym, reg))
     w("\tTESTQ   BX, BX")
     w("\tJE      %sdone" % lbl)
     w("")
@@ -80,17 +82,11 @@ def kernel(na):
     w("%sblock:" % lbl)
     for a in range(na):
         w("\tVPXOR        Y%d, Y%d, Y%d" % (4 + a, 4 + a, 4 + a))
-    for k in range(8):
-        w("\t// Quants 4k..4k+3 of the eight rows, k = %d." % k)
-        w("\tVMOVDQU      %d(SI), Y8" % (16 + 32 * k))
-        w("\tVPSIGNB      Y8, Y8, Y9")
-        for a in range(na):
-            w("\tVPBROADCASTD %d%s, Y10" % (2 + 4 * k, ACTP[a]))
-            w("\tVPSIGNB      Y8, Y10, Y10")
-            w("\tVPMADDUBSW   Y10, Y9, Y11")
-            w("\tVPMADDWD     Y15, Y11, Y11")
-            w("\tVPADDD       Y11, Y%d, Y%d" % (4 + a, 4 + a))
-    w("\t// The rows' scales, times each activation block's, into the sums.")
+
+
+def fold_block(na, tmp):
+    # The rows' eight scales times each activation block's, and the int32
+    # sums as floats times those, into the accumulators (tmp is scratch).
     w("\tVCVTPH2PS    (SI), Y12")
     for a in range(na):
         w("\tMOVWLZX      %s, AX" % ACTP[a])
@@ -98,9 +94,12 @@ def kernel(na):
         w("\tVCVTPH2PS    X13, X13")
         w("\tVBROADCASTSS X13, Y13")
         w("\tVMULPS       Y13, Y12, Y13")
-        w("\tVCVTDQ2PS    Y%d, Y14" % (4 + a))
-        w("\tVFMADD231PS  Y13, Y14, Y%d" % a)
-    w("\tADDQ         $272, SI")
+        w("\tVCVTDQ2PS    Y%d, %s" % (4 + a, tmp))
+        w("\tVFMADD231PS  Y13, %s, Y%d" % (tmp, a))
+
+
+def epilogue(na, lbl):
+    # The next activation block, the loops' tails and the group's stores.
     w("\tADDQ         $34, DI")
     w("\tDECQ         CX")
     w("\tJNZ          %sblock" % lbl)
@@ -116,34 +115,28 @@ def kernel(na):
     w("\tRET")
 
 
+def kernel(na):
+    lbl = "q8p%d" % na
+    prologue("q8x8Dot%dAVX2" % na, lbl, na, [])
+    for k in range(8):
+        w("\t// Quants 4k..4k+3 of the eight rows, k = %d." % k)
+        w("\tVMOVDQU      %d(SI), Y8" % (16 + 32 * k))
+        w("\tVPSIGNB      Y8, Y8, Y9")
+        for a in range(na):
+            w("\tVPBROADCASTD %d%s, Y10" % (2 + 4 * k, ACTP[a]))
+            w("\tVPSIGNB      Y8, Y10, Y10")
+            w("\tVPMADDUBSW   Y10, Y9, Y11")
+            w("\tVPMADDWD     Y15, Y11, Y11")
+            w("\tVPADDD       Y11, Y%d, Y%d" % (4 + a, 4 + a))
+    w("\t// The rows' scales, times each activation block's, into the sums.")
+    fold_block(na, "Y14")
+    w("\tADDQ         $272, SI")
+    epilogue(na, lbl)
+
+
 def kernel4(na):
-    name = "q4x8Dot%dAVX2" % na
     lbl = "q4p%d" % na
-    w("")
-    w("// func %s(packed *byte, groups int, acts *byte, actStride int, nb int, out *float32, outStride int)" % name)
-    w("TEXT ·%s(SB), NOSPLIT, $0-56" % name)
-    w("\tMOVQ    packed+0(FP), SI")
-    w("\tMOVQ    groups+8(FP), BX")
-    w("\tMOVQ    actStride+24(FP), R8")
-    w("\tLEAQ    (R8)(R8*2), R9")
-    w("\tMOVQ    out+40(FP), R10")
-    w("\tMOVQ    outStride+48(FP), R11")
-    w("\tSHLQ    $2, R11")
-    w("\tLEAQ    (R11)(R11*2), R12")
-    w("\tVMOVDQU q8pones16<>(SB), Y15")
-    w("\tVMOVDQU q4peights<>(SB), Y14")
-    w("\tTESTQ   BX, BX")
-    w("\tJE      %sdone" % lbl)
-    w("")
-    w("%sgroup:" % lbl)
-    w("\tMOVQ    acts+16(FP), DI")
-    w("\tMOVQ    nb+32(FP), CX")
-    for a in range(na):
-        w("\tVXORPS  Y%d, Y%d, Y%d" % (a, a, a))
-    w("")
-    w("%sblock:" % lbl)
-    for a in range(na):
-        w("\tVPXOR        Y%d, Y%d, Y%d" % (4 + a, 4 + a, 4 + a))
+    prologue("q4x8Dot%dAVX2" % na, lbl, na, [("q4peights", "Y14")])
     for k in range(4):
         w("\t// Code bytes 4k..4k+3 of the eight rows, k = %d: elements 4k.. low, 16+4k.. high." % k)
         w("\tVMOVDQU      %d(SI), Y8" % (16 + 32 * k))
@@ -167,29 +160,9 @@ def kernel4(na):
         w("\tVPERM2I128   $1, Y10, Y10, Y11")
         w("\tVPADDD       Y11, Y10, Y10")
         w("\tVPSUBD       Y10, Y%d, Y%d" % (4 + a, 4 + a))
-    w("\tVCVTPH2PS    (SI), Y12")
-    for a in range(na):
-        w("\tMOVWLZX      %s, AX" % ACTP[a])
-        w("\tVMOVD        AX, X13")
-        w("\tVCVTPH2PS    X13, X13")
-        w("\tVBROADCASTSS X13, Y13")
-        w("\tVMULPS       Y13, Y12, Y13")
-        w("\tVCVTDQ2PS    Y%d, Y11" % (4 + a))
-        w("\tVFMADD231PS  Y13, Y11, Y%d" % a)
+    fold_block(na, "Y11")
     w("\tADDQ         $144, SI")
-    w("\tADDQ         $34, DI")
-    w("\tDECQ         CX")
-    w("\tJNZ          %sblock" % lbl)
-    w("")
-    for a in range(na):
-        w("\tVMOVUPS      Y%d, %s" % (a, OUTP[a]))
-    w("\tADDQ         $32, R10")
-    w("\tDECQ         BX")
-    w("\tJNZ          %sgroup" % lbl)
-    w("")
-    w("%sdone:" % lbl)
-    w("\tVZEROUPPER")
-    w("\tRET")
+    epilogue(na, lbl)
 
 
 for na in range(1, 5):

@@ -110,19 +110,22 @@ var mxfp4Slots = [2][4]int{{0, 1, 4, 5}, {2, 3, 6, 7}}
 // for k = 0..7 the quants 4k..4k+3 of rows 0..7, four bytes a row. A
 // 32-byte load then holds four quants of every row, one row per int32
 // lane, and the activation's matching four bytes broadcast across it.
-const q8GroupSize = 8 * 34
-
 // packQ8_0x8 packs rows (a multiple of eight) of nb Q8_0 blocks each.
-func packQ8_0x8(src []byte, rows, nb int, dst []byte) {
-	rb := nb * 34
+func packQ8_0x8(src []byte, rows, nb int, dst []byte) { packQuads(src, rows, nb, 34, dst) }
+
+// packQuads packs rows (a multiple of eight) of nb blocks of bb bytes, an
+// fp16 scale and then quants (Q8_0, Q4_0): per block the eight scales in
+// row order, then each 4-byte run of quants of rows 0..7 in turn.
+func packQuads(src []byte, rows, nb, bb int, dst []byte) {
+	rb, gb := nb*bb, 8*bb
 	for g := 0; g < rows/8; g++ {
 		in := src[g*8*rb : (g+1)*8*rb]
 		for b := 0; b < nb; b++ {
-			out := dst[(g*nb+b)*q8GroupSize:][:q8GroupSize]
+			out := dst[(g*nb+b)*gb:][:gb]
 			for r := range 8 {
-				blk := in[r*rb+b*34:][:34]
+				blk := in[r*rb+b*bb:][:bb]
 				copy(out[2*r:2*r+2], blk[:2])
-				for k := range 8 {
+				for k := range (bb - 2) / 4 {
 					copy(out[16+32*k+4*r:][:4], blk[2+4*k:][:4])
 				}
 			}
@@ -134,25 +137,9 @@ func packQ8_0x8(src []byte, rows, nb int, dst []byte) {
 // scales in row order, then for k = 0..3 the code bytes 4k..4k+3 of rows
 // 0..7, four bytes a row (low nibbles elements 4k..4k+3, high nibbles
 // 16+4k..16+4k+3).
-const q4GroupSize = 8 * 18
 
 // packQ4_0x8 packs rows (a multiple of eight) of nb Q4_0 blocks each.
-func packQ4_0x8(src []byte, rows, nb int, dst []byte) {
-	rb := nb * 18
-	for g := 0; g < rows/8; g++ {
-		in := src[g*8*rb : (g+1)*8*rb]
-		for b := 0; b < nb; b++ {
-			out := dst[(g*nb+b)*q4GroupSize:][:q4GroupSize]
-			for r := range 8 {
-				blk := in[r*rb+b*18:][:18]
-				copy(out[2*r:2*r+2], blk[:2])
-				for k := range 4 {
-					copy(out[16+32*k+4*r:][:4], blk[2+4*k:][:4])
-				}
-			}
-		}
-	}
-}
+func packQ4_0x8(src []byte, rows, nb int, dst []byte) { packQuads(src, rows, nb, 18, dst) }
 
 // packMXFP4x8 packs rows (a multiple of eight) of nb MXFP4 blocks each.
 func packMXFP4x8(src []byte, rows, nb int, dst []byte) {

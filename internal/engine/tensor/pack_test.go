@@ -35,13 +35,19 @@ func mxfp4x8Ref(row, act []byte, nb int) float32 {
 			isum += int64(kvaluesMXFP4[w[1+j]&0xf]) * int64(int8(y[2+j]))
 			isum += int64(kvaluesMXFP4[w[1+j]>>4]) * int64(int8(y[2+j+16]))
 		}
-		d := float32(e8m0Half(w[0]) * F16ToF32(uint16(y[0])|uint16(y[1])<<8))
-		p := new(big.Float).SetPrec(200).SetInt64(isum)
-		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(d)))
-		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(acc)))
-		acc, _ = p.Float32()
+		acc = fmaRound(acc, isum, float32(e8m0Half(w[0])*F16ToF32(uint16(y[0])|uint16(y[1])<<8)))
 	}
 	return acc
+}
+
+// fmaRound is acc + isum·d computed exactly and rounded once to the
+// nearest float32 (subnormals included): one FMA of the kernels.
+func fmaRound(acc float32, isum int64, d float32) float32 {
+	p := new(big.Float).SetPrec(200).SetInt64(isum)
+	p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(d)))
+	p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(acc)))
+	f, _ := p.Float32()
+	return f
 }
 
 // q8x8Ref is the packed Q8_0 kernels' sum of one unpacked row with a Q8_0
@@ -56,11 +62,7 @@ func q8x8Ref(row, act []byte, nb int) float32 {
 		for j := range 32 {
 			isum += int64(int8(w[2+j])) * int64(int8(y[2+j]))
 		}
-		d := float32(F16ToF32(uint16(w[0])|uint16(w[1])<<8) * F16ToF32(uint16(y[0])|uint16(y[1])<<8))
-		p := new(big.Float).SetPrec(200).SetInt64(isum)
-		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(d)))
-		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(acc)))
-		acc, _ = p.Float32()
+		acc = fmaRound(acc, isum, float32(F16ToF32(uint16(w[0])|uint16(w[1])<<8)*F16ToF32(uint16(y[0])|uint16(y[1])<<8)))
 	}
 	return acc
 }
@@ -75,11 +77,7 @@ func q4x8Ref(row, act []byte, nb int) float32 {
 			isum += int64(int(w[2+j]&0xf)-8) * int64(int8(y[2+j]))
 			isum += int64(int(w[2+j]>>4)-8) * int64(int8(y[2+j+16]))
 		}
-		d := float32(F16ToF32(uint16(w[0])|uint16(w[1])<<8) * F16ToF32(uint16(y[0])|uint16(y[1])<<8))
-		p := new(big.Float).SetPrec(200).SetInt64(isum)
-		p.Mul(p, new(big.Float).SetPrec(200).SetFloat64(float64(d)))
-		p.Add(p, new(big.Float).SetPrec(200).SetFloat64(float64(acc)))
-		acc, _ = p.Float32()
+		acc = fmaRound(acc, isum, float32(F16ToF32(uint16(w[0])|uint16(w[1])<<8)*F16ToF32(uint16(y[0])|uint16(y[1])<<8)))
 	}
 	return acc
 }
