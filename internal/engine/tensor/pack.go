@@ -10,10 +10,11 @@ import (
 // end. Kernels that interleave the bytes of a group of rows instead hold
 // one row per vector lane: the block scales of the group convert in one
 // instruction, one activation load serves every row of the group, and the
-// group's sums come out in one register, ready to store. For MXFP4 on AVX2
-// this takes a decode step's product from 16 to 9 instructions per row and
-// block (llama.cpp repacks MXFP4 the same way for the same reason, into a
-// layout of its own).
+// group's sums come out in one register, ready to store. On AVX2 this
+// takes a decode step's product from 16 to 9 instructions per row and
+// block for MXFP4 and from 14 to 8 for Q8_0 (llama.cpp repacks MXFP4 and
+// Q4_0 for the same reason, into layouts of its own). Packed here: MXFP4,
+// Q8_0 and Q4_0, eight rows to a group.
 //
 // A packed matrix is multiplied only by VecDotPacked, which sums each
 // (row, activation) pair in one fixed order whatever the number of
