@@ -73,6 +73,8 @@ type cpuFacts struct {
 	Cap      string // SKULK_KERNELS
 	Kernels  string // the set the engine picks; "" when the cap is unknown
 	CapErr   string
+	Packed   string // the weight types packed at load ("Q8_0, Q4_0, MXFP4"); "" for none
+	NoPack   bool   // SKULK_PACK=off
 }
 
 type memoryFacts struct {
@@ -207,6 +209,12 @@ func historyCheck(h historyFacts) check {
 func cpuCheck(p cpuFacts) check {
 	c := check{Name: "cpu", Status: statusOK}
 	c.Detail = fmt.Sprintf("%s, %d logical CPUs, features: %s; kernel set: %s", p.Arch, p.Cores, p.Features, p.Kernels)
+	switch {
+	case p.NoPack:
+		c.Detail += "; weights kept as stored (SKULK_PACK=off)"
+	case p.Packed != "":
+		c.Detail += "; " + p.Packed + " weights packed at load"
+	}
 	switch {
 	case p.CapErr != "":
 		c.Status, c.Detail = statusFail, fmt.Sprintf("%s, features: %s; SKULK_KERNELS=%q: %s", p.Arch, p.Features, p.Cap, p.CapErr)

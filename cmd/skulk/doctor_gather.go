@@ -44,7 +44,7 @@ func gatherFacts(ctx context.Context, o doctorOptions) doctorFacts {
 	var wg sync.WaitGroup
 	wg.Go(func() { f.Hub = gatherHub(ctx, o) })
 	f.History = gatherHistory(o.cfg.Home)
-	f.CPU = gatherCPU(o.cfg.Engine.Kernels)
+	f.CPU = gatherCPU(o.cfg.Engine.Kernels, o.cfg.Engine.NoPack)
 	f.Memory = gatherMemory(o.cfg.MemoryBudget)
 	f.Disk = gatherDisk(o.cfg.Home, o.cfg.LogFreeFloor)
 	f.Key = gatherKey(o.cfg)
@@ -99,14 +99,21 @@ func gatherHistory(home string) historyFacts {
 	return h
 }
 
-func gatherCPU(cap string) cpuFacts {
+func gatherCPU(cap string, noPack bool) cpuFacts {
 	feat := tensor.CPUFeatures()
 	c := cpuFacts{Arch: runtime.GOOS + "/" + runtime.GOARCH, Cores: runtime.NumCPU(), Features: feat.String(), Cap: cap,
-		SIMD: (feat.AVX2 && feat.FMA) || feat.NEON}
+		SIMD: (feat.AVX2 && feat.FMA) || feat.NEON, NoPack: noPack}
 	if k, err := tensor.Capped(cap); err != nil {
 		c.CapErr = err.Error()
 	} else {
 		c.Kernels = k.Name()
+		var packed []string
+		for _, t := range []tensor.Type{tensor.Q8_0, tensor.Q4_0, tensor.MXFP4} {
+			if k.PackRows(t) > 0 {
+				packed = append(packed, t.String())
+			}
+		}
+		c.Packed = strings.Join(packed, ", ")
 	}
 	return c
 }

@@ -97,7 +97,8 @@ func TestDoctorLocalChecks(t *testing.T) {
 		{"memory ok", memoryCheck(memoryFacts{TotalBytes: 16 * gib, Available: 8 * gib}), statusOK},
 		{"memory low", memoryCheck(memoryFacts{TotalBytes: 16 * gib, Available: gib / 2}), statusWarn},
 		{"budget over total", memoryCheck(memoryFacts{TotalBytes: 16 * gib, Available: 8 * gib, BudgetBytes: 32 * gib}), statusWarn},
-		{"cpu best", cpuCheck(cpuFacts{Features: "avx2 fma", SIMD: true, Kernels: "avx2"}), statusOK},
+		{"cpu best", cpuCheck(cpuFacts{Features: "avx2 fma", SIMD: true, Kernels: "avx2", Packed: "Q8_0, Q4_0, MXFP4"}), statusOK},
+		{"cpu unpacked", cpuCheck(cpuFacts{Features: "avx2 fma", SIMD: true, Kernels: "avx2", Packed: "Q8_0", NoPack: true}), statusOK},
 		{"cpu no simd", cpuCheck(cpuFacts{Features: "none", Kernels: "generic"}), statusWarn},
 		{"cpu bad cap", cpuCheck(cpuFacts{Cap: "sse", CapErr: "unknown"}), statusFail},
 		{"key 0600", keyCheck(keyFacts{Path: "/h/cluster-key", Exists: true, Mode: 0o600}), statusOK},
@@ -229,5 +230,27 @@ func TestDoctorLiveNode(t *testing.T) {
 	text, _ := cmd.Output()
 	if !strings.Contains(string(text), "ok    api") || !strings.Contains(string(text), " ok, ") {
 		t.Errorf("text:\n%s", text)
+	}
+}
+
+// TestCPUCheckPacking: the cpu line says which weight types are packed at
+// load, or that SKULK_PACK=off keeps them as stored.
+func TestCPUCheckPacking(t *testing.T) {
+	for _, tc := range []struct {
+		facts cpuFacts
+		want  string
+	}{
+		{cpuFacts{Kernels: "avx2", Packed: "Q8_0, Q4_0, MXFP4"}, "; Q8_0, Q4_0, MXFP4 weights packed at load"},
+		{cpuFacts{Kernels: "avx2", Packed: "Q8_0", NoPack: true}, "; weights kept as stored (SKULK_PACK=off)"},
+	} {
+		if d := cpuCheck(tc.facts).Detail; !strings.Contains(d, tc.want) {
+			t.Errorf("detail %q lacks %q", d, tc.want)
+		}
+	}
+	if d := cpuCheck(cpuFacts{Kernels: "generic"}).Detail; strings.Contains(d, "pack") {
+		t.Errorf("generic kernels: detail %q mentions packing", d)
+	}
+	if c := gatherCPU("", false); c.Kernels == "avx2" && c.Packed == "" {
+		t.Errorf("the avx2 kernels report no packed type: %+v", c)
 	}
 }
