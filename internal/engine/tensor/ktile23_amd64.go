@@ -27,15 +27,15 @@ func vecDotQ3_KTile3AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride
 //go:noescape
 func vecDotQ3_KTile4AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
-// k23TileFunc multiplies nrows rows of nb blocks with a fixed number of
-// activations.
-type k23TileFunc func(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
+// q8kTileFunc multiplies nrows rows of nb 256-element blocks with a fixed
+// number of Q8_K activations (the Q2_K, Q3_K and IQ4_XS tiles).
+type q8kTileFunc func(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
 
-// tiledK23 is the VecDotTileFunc of Q2_K or Q3_K from its tiles by
-// activation count (tiles[2..4]) and its row loop: the activations four at
-// a time, a last group of two or three in the smaller tile, and a single
-// one through the row loop.
-func tiledK23(t Type, rows asmRowsFunc, tiles [5]k23TileFunc) VecDotTileFunc {
+// tiledQ8K is the VecDotTileFunc of a type with Q8_K activations (Q2_K,
+// Q3_K, IQ4_XS) from its tiles by activation count (tiles[2..4]) and its
+// row loop: the activations four at a time, a last group of two or three
+// in the smaller tile, and a single one through the row loop.
+func tiledQ8K(t Type, rows asmRowsFunc, tiles [5]q8kTileFunc) VecDotTileFunc {
 	return func(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
 		nb := n / QK_K
 		ab := nb * 292
@@ -54,6 +54,6 @@ func tiledK23(t Type, rows asmRowsFunc, tiles [5]k23TileFunc) VecDotTileFunc {
 
 // setK23TileAVX2 puts the Q2_K and Q3_K tiles into an AVX2 table.
 func setK23TileAVX2(t *kernelTable) {
-	t.vecDotTile[Q2_K] = tiledK23(Q2_K, vecDotQ2_KRowsAVX2, [5]k23TileFunc{2: vecDotQ2_KTile2AVX2, 3: vecDotQ2_KTile3AVX2, 4: vecDotQ2_KTile4AVX2})
-	t.vecDotTile[Q3_K] = tiledK23(Q3_K, vecDotQ3_KRowsAVX2, [5]k23TileFunc{2: vecDotQ3_KTile2AVX2, 3: vecDotQ3_KTile3AVX2, 4: vecDotQ3_KTile4AVX2})
+	t.vecDotTile[Q2_K] = tiledQ8K(Q2_K, vecDotQ2_KRowsAVX2, [5]q8kTileFunc{2: vecDotQ2_KTile2AVX2, 3: vecDotQ2_KTile3AVX2, 4: vecDotQ2_KTile4AVX2})
+	t.vecDotTile[Q3_K] = tiledQ8K(Q3_K, vecDotQ3_KRowsAVX2, [5]q8kTileFunc{2: vecDotQ3_KTile2AVX2, 3: vecDotQ3_KTile3AVX2, 4: vecDotQ3_KTile4AVX2})
 }

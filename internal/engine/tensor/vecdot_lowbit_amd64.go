@@ -35,6 +35,6 @@ func setLowbitAVX2(t *kernelTable) {
 	t.vecDotRows[MXFP4] = asmRows(MXFP4, vecDotMXFP4RowsAVX2)
 	t.vecDotTile[MXFP4] = tiledLowbit([4]lowbitTileFunc{vecDotMXFP4Tile1AVX2, vecDotMXFP4Tile2AVX2, vecDotMXFP4Tile3AVX2, vecDotMXFP4Tile4AVX2}, t.vecDotRows[MXFP4])
 	t.vecDotTile[IQ4_NL] = tiledLowbit([4]lowbitTileFunc{vecDotIQ4NLTile1AVX2, vecDotIQ4NLTile2AVX2, vecDotIQ4NLTile3AVX2, vecDotIQ4NLTile4AVX2}, t.vecDotRows[IQ4_NL])
-	t.vecDotTile[IQ4_XS] = tiledIQ4_XS
+	t.vecDotTile[IQ4_XS] = tiledQ8K(IQ4_XS, vecDotIQ4_XSRowsAVX2, [5]q8kTileFunc{2: vecDotIQ4XSTile2AVX2, 3: vecDotIQ4XSTile3AVX2, 4: vecDotIQ4XSTile4AVX2})
 	setK23TileAVX2(t)
 }

@@ -88,25 +88,3 @@ func vecDotIQ4XSTile3AVX2(rows *byte, rowStride, nrows int, acts *byte, actStrid
 
 //go:noescape
 func vecDotIQ4XSTile4AVX2(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
-
-// xsTileFunc is the shape of the IQ4_XS tiles.
-type xsTileFunc func(rows *byte, rowStride, nrows int, acts *byte, actStride int, nb int, out *float32, outStride int)
-
-// tiledIQ4_XS is the VecDotTileFunc of IQ4_XS: the activations four at a
-// time, a last group of two or three in the smaller tile, and a single
-// one through the one-row kernel.
-func tiledIQ4_XS(w []byte, rowStride, nrows int, acts []byte, actStride, nacts, n int, out []float32, outStride int) {
-	tiles := [5]xsTileFunc{2: vecDotIQ4XSTile2AVX2, 3: vecDotIQ4XSTile3AVX2, 4: vecDotIQ4XSTile4AVX2}
-	nb := n / QK_K
-	for a0 := 0; a0 < nacts; a0 += 4 {
-		na := min(4, nacts-a0)
-		if na == 1 || nb == 0 {
-			ab := nb * 292
-			for a := a0; a < a0+na; a++ {
-				rowsAsm(IQ4_XS, vecDotIQ4_XSRowsAVX2, w, rowStride, acts[a*actStride:a*actStride+ab], n, out[a*outStride:a*outStride+nrows])
-			}
-			continue
-		}
-		tiles[na](&w[0], rowStride, nrows, &acts[a0*actStride], actStride, nb, &out[a0*outStride], outStride)
-	}
-}
