@@ -63,24 +63,30 @@ func (j *matmulJob) do(_, lo, hi int) {
 		r0 := c * j.rowChunk[p]
 		r1 := min(r0+j.rowChunk[p], m.rows)
 		t0 := tt * j.tokTile
-		t1 := min(t0+j.tokTile, j.n)
-		if j.dotF32 {
-			for t := t0; t < t1; t++ {
-				xt := j.x[t*m.cols : (t+1)*m.cols]
-				o := out[t*m.rows:]
-				for r := r0; r < r1; r++ {
-					o[r] = j.k.DotF32(m.typ, m.row(r), xt)
-				}
+		m.block(j.k, r0, r1, t0, min(t0+j.tokTile, j.n), j.dotF32, j.x, j.act, j.ab, out)
+	}
+}
+
+// block computes out[t·m.rows + r] = row r of m · token t for rows [r0,
+// r1) and tokens [t0, t1): from the float activations x through DotF32
+// when dotF32, else from the activations act (ab bytes a row) in m's
+// vec-dot type, through the packed kernels when m is packed.
+func (m *matrix) block(k tensor.Kernels, r0, r1, t0, t1 int, dotF32 bool, x []float32, act []byte, ab int, out []float32) {
+	switch {
+	case dotF32:
+		for t := t0; t < t1; t++ {
+			xt := x[t*m.cols : (t+1)*m.cols]
+			o := out[t*m.rows:]
+			for r := r0; r < r1; r++ {
+				o[r] = k.DotF32(m.typ, m.row(r), xt)
 			}
-			continue
 		}
-		if m.packed > 0 {
-			j.k.VecDotPacked(m.typ, m.data[r0*m.rowBytes:r1*m.rowBytes], r1-r0,
-				j.act[t0*j.ab:t1*j.ab], j.ab, t1-t0, m.cols, out[t0*m.rows+r0:], m.rows)
-			continue
-		}
-		j.k.VecDotTile(m.typ, m.data[r0*m.rowBytes:r1*m.rowBytes], m.rowBytes, r1-r0,
-			j.act[t0*j.ab:t1*j.ab], j.ab, t1-t0, m.cols, out[t0*m.rows+r0:], m.rows)
+	case m.packed > 0:
+		k.VecDotPacked(m.typ, m.data[r0*m.rowBytes:r1*m.rowBytes], r1-r0,
+			act[t0*ab:t1*ab], ab, t1-t0, m.cols, out[t0*m.rows+r0:], m.rows)
+	default:
+		k.VecDotTile(m.typ, m.data[r0*m.rowBytes:r1*m.rowBytes], m.rowBytes, r1-r0,
+			act[t0*ab:t1*ab], ab, t1-t0, m.cols, out[t0*m.rows+r0:], m.rows)
 	}
 }
 
@@ -159,13 +165,7 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	rows, chunks := 0, 0
 	for i, p := range parts {
 		j.parts[i] = p
-		rc := s.decodeRowChunk(p.m)
-		if n > 1 {
-			rc = min(max(tileBytes/p.m.rowBytes&^3, 4), maxTileRows)
-		}
-		if g := p.m.packed; g > 0 {
-			rc = (rc + g - 1) / g * g // packed rows split between groups only
-		}
+		rc := s.rowChunk(p.m, n > 1)
 		j.rowChunk[i] = rc
 		chunks += (p.m.rows + rc - 1) / rc
 		j.ends[i] = chunks
@@ -175,6 +175,20 @@ func (s *Shard) matmulGroup(a *arena, x []float32, n int, parts []mmPart) {
 	tiles := (n + j.tokTile - 1) / j.tokTile
 	s.pool.run(j, tiles*chunks, 1, rows*cols*n)
 	*j = matmulJob{} // drop the references to x and the outputs
+}
+
+// rowChunk is the weight rows per chunk of a product over m: a decode
+// chunk for one token, a prefill tile's rows for a batch. A packed m is
+// split between its groups only.
+func (s *Shard) rowChunk(m *matrix, batch bool) int {
+	rc := s.decodeRowChunk(m)
+	if batch {
+		rc = min(max(tileBytes/m.rowBytes&^3, 4), maxTileRows)
+	}
+	if g := m.packed; g > 0 {
+		rc = (rc + g - 1) / g * g
+	}
+	return rc
 }
 
 // decodeRowChunk is the rows per chunk of a decode matmul over m: about

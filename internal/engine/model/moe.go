@@ -296,21 +296,7 @@ func (j *expertJob) do(_, lo, hi int) {
 		for mi := range j.nm {
 			m := j.mats[mi].expert(tk.e)
 			out := j.outs[mi]
-			if j.dotF32 {
-				for t := tk.t0; t < tk.t1; t++ {
-					xt := j.x[t*j.cols : (t+1)*j.cols]
-					o := out[t*m.rows:]
-					for r := tk.r0; r < tk.r1; r++ {
-						o[r] = j.k.DotF32(m.typ, m.row(r), xt)
-					}
-				}
-			} else if m.packed > 0 {
-				j.k.VecDotPacked(m.typ, m.data[tk.r0*m.rowBytes:tk.r1*m.rowBytes], tk.r1-tk.r0,
-					j.act[tk.t0*j.ab:tk.t1*j.ab], j.ab, tk.t1-tk.t0, m.cols, out[tk.t0*m.rows+tk.r0:], m.rows)
-			} else {
-				j.k.VecDotTile(m.typ, m.data[tk.r0*m.rowBytes:tk.r1*m.rowBytes], m.rowBytes, tk.r1-tk.r0,
-					j.act[tk.t0*j.ab:tk.t1*j.ab], j.ab, tk.t1-tk.t0, m.cols, out[tk.t0*m.rows+tk.r0:], m.rows)
-			}
+			m.block(j.k, tk.r0, tk.r1, tk.t0, tk.t1, j.dotF32, j.x, j.act, j.ab, out)
 			if b := j.bias[mi]; b != nil {
 				// ggml_add_id: expert e's bias row.
 				be := b[tk.e*m.rows+tk.r0 : tk.e*m.rows+tk.r1]
@@ -434,13 +420,9 @@ func (s *Shard) runExperts(a *arena, start []int) {
 			continue
 		}
 		em := ex.expert(e)
-		tokTile, rc := 1, s.decodeRowChunk(&em)
+		tokTile, rc := 1, s.rowChunk(&em, t1-t0 > 1)
 		if t1-t0 > 1 {
 			tokTile = prefillTokens
-			rc = min(max(tileBytes/em.rowBytes&^3, 4), maxTileRows)
-		}
-		if g := em.packed; g > 0 {
-			rc = (rc + g - 1) / g * g // packed rows split between groups only
 		}
 		for tt := t0; tt < t1; tt += tokTile {
 			for r := 0; r < ex.rows; r += rc {
