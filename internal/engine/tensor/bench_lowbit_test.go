@@ -108,7 +108,8 @@ func benchTileOperands(b *testing.B, typ Type, n, nrows, nacts int) (rows []byte
 	return bytes.Join(rs[:nrows], nil), len(rs[0]), bytes.Join(as[:nacts], nil), len(as[0])
 }
 
-// benchOperandsSeed is benchOperands from the stream seed.
+// benchOperandsSeed is a Gaussian weight row of typ and an activation row
+// in its vec-dot type, drawn from the stream seed.
 func benchOperandsSeed(b *testing.B, typ Type, n int, seed uint64) (row, act []byte) {
 	b.Helper()
 	r := rand.New(rand.NewPCG(seed, 2))

@@ -56,19 +56,11 @@ func benchKernels() []Kernels {
 	return ks
 }
 
+// benchOperands is a Gaussian weight row of typ and an activation row in
+// its vec-dot type, from stream 1 (benchOperandsSeed).
 func benchOperands(b *testing.B, typ Type, n int) (row, act []byte) {
 	b.Helper()
-	r := rand.New(rand.NewPCG(1, 2))
-	row, err := Quantize(typ, gaussian(r, n, 0.05))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ab, _ := RowBytes(VecDotType(typ), int64(n))
-	act = make([]byte, ab)
-	if err := QuantizeAct(typ, gaussian(r, n, 1), act); err != nil {
-		b.Fatal(err)
-	}
-	return row, act
+	return benchOperandsSeed(b, typ, n, 1)
 }
 
 // BenchmarkVecDot measures one row against one activation row through the

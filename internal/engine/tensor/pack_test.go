@@ -108,7 +108,13 @@ func q8PackOperands(tb testing.TB, typ Type, rows, nb, nacts int, seed uint64) (
 		}
 		w = append(w, q...)
 	}
-	acts = make([]byte, nacts*nb*34)
+	return w, q8Acts(tb, r, nb, nacts)
+}
+
+// q8Acts draws nacts Gaussian activation rows of nb Q8_0 blocks.
+func q8Acts(tb testing.TB, r *rand.Rand, nb, nacts int) []byte {
+	tb.Helper()
+	acts := make([]byte, nacts*nb*34)
 	for a := range nacts {
 		x := make([]float32, 32*nb)
 		for i := range x {
@@ -118,7 +124,7 @@ func q8PackOperands(tb testing.TB, typ Type, rows, nb, nacts int, seed uint64) (
 			tb.Fatal(err)
 		}
 	}
-	return w, acts
+	return acts
 }
 
 // TestPackedQ8MatchesReference checks the packed Q8_0 and Q4_0 kernels
@@ -182,17 +188,7 @@ func packOperands(tb testing.TB, rows, nb, nacts int, seed uint64) (w, acts []by
 			blk[j] = byte(r.Uint32())
 		}
 	}
-	acts = make([]byte, nacts*nb*34)
-	for a := range nacts {
-		x := make([]float32, 32*nb)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		if err := QuantizeAct(MXFP4, x, acts[a*nb*34:(a+1)*nb*34]); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	return w, acts
+	return w, q8Acts(tb, r, nb, nacts)
 }
 
 func TestPackedMXFP4MatchesReference(t *testing.T) {
