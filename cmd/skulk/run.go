@@ -46,6 +46,11 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 		cfg.GroupConnectTimeout = d
 		return err
 	})
+	fs.Func("voter-timeout", "how long `D` a voter of the control plane may be gone before a healthy member replaces it (SKULK_VOTER_TIMEOUT; default 5m)", func(v string) error {
+		d, err := time.ParseDuration(v)
+		cfg.VoterTimeout = d
+		return err
+	})
 	fs.BoolVar(&cfg.APIOpen, "api-open", cfg.APIOpen, "serve API clients on every address without a key when none is set (SKULK_API_OPEN=1; warned at start)")
 	fs.BoolVar(&cfg.MetricsPublic, "metrics-public", cfg.MetricsPublic, "serve GET /metrics to every address without a key (SKULK_METRICS_PUBLIC=1)")
 	envImportDirs := true

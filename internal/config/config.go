@@ -94,6 +94,10 @@ type Node struct {
 	// while it is master) tears it down and places it again; 0 means
 	// DefaultGroupConnectTimeout.
 	GroupConnectTimeout time.Duration
+	// VoterTimeout (--voter-timeout, SKULK_VOTER_TIMEOUT) is how long a
+	// voter of the control plane may be gone before a healthy learner
+	// replaces it; 0 means 5 minutes.
+	VoterTimeout time.Duration
 
 	// Cluster.
 	GossipAddr     string   // membership (SWIM gossip) HOST:PORT
@@ -298,7 +302,7 @@ func FromEnv(getenv func(string) string) Node {
 	for _, e := range []struct {
 		name string
 		d    *time.Duration
-	}{{"SKULK_HTTP_BODY_TIMEOUT", &n.HTTPBodyTimeout}, {"SKULK_HTTP_IDLE_TIMEOUT", &n.HTTPIdleTimeout}, {"SKULK_GROUP_CONNECT_TIMEOUT", &n.GroupConnectTimeout}} {
+	}{{"SKULK_HTTP_BODY_TIMEOUT", &n.HTTPBodyTimeout}, {"SKULK_HTTP_IDLE_TIMEOUT", &n.HTTPIdleTimeout}, {"SKULK_GROUP_CONNECT_TIMEOUT", &n.GroupConnectTimeout}, {"SKULK_VOTER_TIMEOUT", &n.VoterTimeout}} {
 		if v := getenv(e.name); v != "" {
 			var err error
 			if *e.d, err = time.ParseDuration(v); err != nil {
@@ -417,6 +421,9 @@ func (n Node) Validate() error {
 	}
 	if n.HTTPBodyTimeout < 0 || n.HTTPIdleTimeout < 0 {
 		return fmt.Errorf("config: SKULK_HTTP_BODY_TIMEOUT (%s) and SKULK_HTTP_IDLE_TIMEOUT (%s) must not be negative (0 turns the bound off)", n.HTTPBodyTimeout, n.HTTPIdleTimeout)
+	}
+	if n.VoterTimeout < 0 {
+		return fmt.Errorf("config: --voter-timeout (SKULK_VOTER_TIMEOUT) must not be negative (0: 5m)")
 	}
 	if n.GroupConnectTimeout < 0 {
 		return fmt.Errorf("config: --group-connect-timeout (SKULK_GROUP_CONNECT_TIMEOUT) must not be negative (0: %s)", DefaultGroupConnectTimeout)

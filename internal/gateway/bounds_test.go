@@ -9,9 +9,9 @@ import (
 
 	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/placement"
 )
 
@@ -32,16 +32,15 @@ func TestPlaceAndPreviewsCountPlacedRunners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := master.Recover(log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const node = ids.NodeID("node-a")
 	nodes := func() []placement.Node {
 		return []placement.Node{{ID: string(node), TotalBytes: 16 << 30, AvailableBytes: 8 << 30, Backends: []string{"native-cpu"}, MaxInstances: 2}}
 	}
-	m := master.New(master.Config{Node: node, Log: log, State: st, Restarted: true, Now: time.Now, Nodes: nodes,
+	m, err := controlplane.New(controlplane.Config{Node: node, Log: log, Found: true, StartedAt: time.Now(), Nodes: nodes,
 		Card: func(id ids.ModelID) (catalog.Card, bool) { return cat.Get(string(id)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n atomic.Int64
 	gw := New(Config{Node: node, Master: m, Catalog: func() *catalog.Catalog { return cat }, Nodes: nodes,
 		NewID: func() string { return fmt.Sprintf("id-%04d", n.Add(1)) }})
@@ -49,6 +48,11 @@ func TestPlaceAndPreviewsCountPlacedRunners(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
 	t.Cleanup(func() { <-done; log.Close() })
+	for deadline := time.Now().Add(10 * time.Second); !m.IsMaster(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the control plane did not elect itself")
+		}
+	}
 
 	// previews returns the width-1 preview's estimate, or false when none.
 	previews := func() (placement.Estimate, bool) {

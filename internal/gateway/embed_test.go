@@ -16,12 +16,12 @@ import (
 
 	"github.com/skulk/skulk/internal/admin"
 	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/placement"
 	"github.com/skulk/skulk/internal/runner"
 	"github.com/skulk/skulk/internal/supervise"
@@ -129,15 +129,14 @@ func cluster(t *testing.T) (*Gateway, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := master.Recover(log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	nodes := func() []placement.Node {
 		return []placement.Node{{ID: string(node), TotalBytes: 16 << 30, AvailableBytes: 8 << 30, Backends: []string{"native-cpu"}}}
 	}
-	m := master.New(master.Config{Node: node, Log: log, State: st, Restarted: true, Now: time.Now, Nodes: nodes,
+	m, err := controlplane.New(controlplane.Config{Node: node, Log: log, Found: true, StartedAt: time.Now(), Nodes: nodes,
 		Card: func(id ids.ModelID) (catalog.Card, bool) { return cat.Get(string(id)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var w *worker.Worker
 	serve := func(ctx context.Context, _ ids.NodeID, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
 		return w.Serve(ctx, inst, task, p)
@@ -169,6 +168,11 @@ func cluster(t *testing.T) (*Gateway, string) {
 		<-mdone
 		log.Close()
 	})
+	for deadline := time.Now().Add(10 * time.Second); !m.IsMaster(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the control plane did not elect itself")
+		}
+	}
 	for _, id := range []string{"synth-bert", builtin.ID} {
 		if _, err := gw.Place(t.Context(), admin.PlaceRequest{ModelID: ids.ModelID(id)}); err != nil {
 			t.Fatal(err)

@@ -29,6 +29,9 @@ type Error struct {
 	Class   Class  `json:"class"`
 	Message string `json:"message"`
 	Param   string `json:"param,omitempty"` // the offending request field, when known
+	// Code, when set, is the machine-readable code the error document
+	// carries instead of the class's own (no_quorum, commit_unknown...).
+	Code string `json:"code,omitempty"`
 }
 
 func (e *Error) Error() string { return e.Message }

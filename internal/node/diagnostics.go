@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/election"
+	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/membership"
@@ -78,16 +78,20 @@ type ClusterDiagnostics struct {
 	Refused       []Refusal         `json:"refused"`
 	// Edges lists every edge of every split instance (edgestats.go).
 	Edges []EdgeDiagnostics `json:"edges"`
+	// Consensus is the Raft group as this node sees it: term, leader,
+	// commit index, the voters and learners (and, on the leader, each
+	// one's match index).
+	Consensus controlplane.Consensus `json:"consensus"`
 }
 
-func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, own *persistence, edges func() *edges) func(ctx context.Context) (any, error) {
+func diagnostics(self ids.NodeID, ctl *controlplane.Plane, p *peers, refused *refusals, own *persistence, edges func() *edges) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
-		positions := map[ids.NodeID]election.Position{}
+		positions := map[ids.NodeID]controlplane.Position{}
 		persist := map[ids.NodeID]persistReading{}
 		if m := p.get(); m != nil {
 			for _, r := range m.Readings() {
-				if r.Key == election.PositionKey {
-					if pos, err := election.DecodePosition(r.Value); err == nil {
+				if r.Key == controlplane.PositionKey {
+					if pos, err := controlplane.DecodePosition(r.Value); err == nil {
 						positions[r.Node] = pos
 					}
 				}
@@ -97,7 +101,7 @@ func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, o
 		positions[self] = ctl.Position()
 		persist[self] = own.reading()
 		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all(),
-			Edges: []EdgeDiagnostics{}}
+			Edges: []EdgeDiagnostics{}, Consensus: ctl.ConsensusStatus()}
 		live := map[ids.NodeID]bool{self: true}
 		for _, n := range p.members() {
 			live[n] = true
@@ -107,12 +111,9 @@ func diagnostics(self ids.NodeID, ctl positioned, p *peers, refused *refusals, o
 				doc.Edges = edgeDiagnostics(st, e.links(p))
 			}
 			doc.Term = st.Term
-			if doc.MasterNodeID == "" {
-				doc.MasterNodeID = st.Master
-			}
 			for _, n := range st.NodeIDs() {
 				if !live[n] {
-					positions[n] = election.Position{}
+					positions[n] = controlplane.Position{}
 					live[n] = false
 				}
 			}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/skulk/skulk/internal/election"
+	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/membership"
@@ -40,8 +40,8 @@ func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness, own *persiste
 			case resourcesKey:
 				hasRes[r.Node] = true
 				resFresh[r.Node] = fresh.Observe(string(r.Node), r.Key, r.Version, now)
-			case election.PositionKey:
-				var pos election.Position
+			case controlplane.PositionKey:
+				var pos controlplane.Position
 				if json.Unmarshal(r.Value, &pos) == nil {
 					version[r.Node] = pos.Version
 				}

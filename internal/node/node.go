@@ -1,8 +1,8 @@
 // Package node is the composition root of `skulk run`: it builds every
 // subsystem from the configuration and starts them in order (event log,
-// model catalog, the control plane that serves as master or follower as
-// elected, gateway, QUIC transport, membership, worker, election, model
-// administration and the HTTP API), and stops them in reverse. It keeps
+// model catalog, the control plane (a member of the cluster's Raft group,
+// master while it leads), gateway, QUIC transport, membership, worker,
+// model administration and the HTTP API), and stops them in reverse. It keeps
 // what the node observes of itself and the cluster: its Prometheus metrics
 // (metrics.go), its timeline of cluster events (timeline.go) and its
 // runners' flight recorders (nodediag.go).
@@ -22,6 +22,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -30,9 +31,9 @@ import (
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/connlimit"
+	"github.com/skulk/skulk/internal/consensus"
 	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/dashboard"
-	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/gateway"
@@ -98,7 +99,8 @@ type fabric struct {
 	id        ids.NodeID
 	elog      *eventlog.Log
 	persist   *persistence
-	terms     *eventlog.TermStore
+	upgraded  *upgrade // the previous format's history, when this start converts it
+	unlock    func()
 	mods      *models
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
@@ -158,13 +160,8 @@ func (n *fabric) openStores() error {
 	n.onClose(func() { elog.Close() })
 	n.persist.logChanged(elog.Status())
 	n.noteLoss(elog.Status().Recovery)
-	var damaged *eventlog.TermDamagedError
-	switch n.terms, err = eventlog.OpenTermStore(filepath.Join(n.cfg.Home, "term"), nil); {
-	case errors.As(err, &damaged):
-		log.Error("the stored election term was damaged: this node's next term follows its log's and the cluster's; if it may have led the "+
-			"cluster since its log's last event, start it with the others, not alone", "err", err)
-	case err != nil:
-		return fmt.Errorf("node: %w", err)
+	if n.upgraded, err = readLegacyLog(n.cfg.Home, elog, log); err != nil {
+		return err
 	}
 	mods, err := newModels(n.cfg, n.id, n.metrics, log.With("component", "models"))
 	if err != nil {
@@ -212,10 +209,17 @@ func (n *fabric) openCluster() error {
 // instance's first rank: in process here, over QUIC elsewhere.
 func (n *fabric) buildServices() error {
 	log := n.log
-	n.ctl = controlplane.New(controlplane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
+	cfg := controlplane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
 		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
-		Terms: n.terms})
-	n.onClose(n.ctl.Stop)
+		Found: n.secret.origin == "generated", VoterTimeout: n.cfg.VoterTimeout}
+	if n.upgraded != nil {
+		cfg.Found, cfg.Initial = true, &n.upgraded.state
+	}
+	ctl, err := controlplane.New(cfg)
+	if err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	n.ctl = ctl
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
@@ -233,7 +237,7 @@ func (n *fabric) buildServices() error {
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
 		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval), n.persist),
-		Diagnostics: diagnostics(n.id, positioned{n.ctl, n.persist}, &n.peers, &n.refused, n.persist, func() *edges { return n.edges })})
+		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused, n.persist, func() *edges { return n.edges })})
 	return nil
 }
 
@@ -266,6 +270,7 @@ func (n *fabric) openListeners() error {
 		VerifyPeer: func(id ids.NodeID, k ed25519.PublicKey) error { return n.peers.verify(id, k) },
 		Handlers: map[string]transport.Handler{
 			transport.ALPNControl:   serveStreams(n.serveControl),
+			transport.ALPNRaft:      serveStreams(n.serveRaft),
 			transport.ALPNData:      serveStreams(n.serveData),
 			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
 			transport.ALPNEdge:      serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) { n.edges.serveEdge(ctx, c, s) }),
@@ -287,14 +292,17 @@ func (n *fabric) openListeners() error {
 	return nil
 }
 
-// serveControl serves a follower's replication stream, when this node is
-// master; a follower with a stale view of who is master re-resolves.
+// serveControl serves what a follower forwards to the leader.
 func (n *fabric) serveControl(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
-	if !n.ctl.IsMaster() {
-		s.Close()
-		return
+	replica.Serve(ctx, n.ctl.AsLeader(), c.Peer(), s)
+}
+
+// serveRaft steps a peer's raft messages; the transport authenticated the
+// peer, and a message must come from its raft id.
+func (n *fabric) serveRaft(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
+	if err := consensus.Serve(ctx, n.ctl.Raft(), consensus.RaftID(c.Peer()), s); err != nil && ctx.Err() == nil {
+		n.log.Debug("raft stream ended", "peer", c.Peer(), "err", err)
 	}
-	replica.Serve(ctx, n.ctl, c.Peer(), s)
 }
 
 // serveData runs a task another node owns.
@@ -314,8 +322,16 @@ func (n *fabric) joinCluster() error {
 	meta := membership.Meta{Node: n.id, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
 		Commit: SoftwareCommit, PublicKey: n.ident.PublicKey(),
 		API: advertised(addrPort(n.ln.Addr())), QUIC: advertised(addrPort(n.ep.Addr()))}
+	// The members the replicated configuration names: a restarted node
+	// finds its cluster again with no flags.
+	bootstrap := n.bootstrap
+	for _, m := range n.ctl.KnownMembers() {
+		if m.Gossip != "" && !slices.Contains(bootstrap, m.Gossip) {
+			bootstrap = append(bootstrap, m.Gossip)
+		}
+	}
 	mem, err := membership.New(membership.Config{ClusterKey: key, Meta: meta, BindAddr: n.cfg.GossipAddr,
-		BootstrapPeers: n.bootstrap, MDNS: !n.cfg.NoMDNS, Timing: clusterTiming(),
+		BootstrapPeers: bootstrap, MDNS: !n.cfg.NoMDNS, Timing: clusterTiming(),
 		Logger: n.log.With("component", "membership"), OnRefusal: n.refused.add})
 	if err != nil {
 		return fmt.Errorf("node: membership on %s (use --gossip-addr): %w", n.cfg.GossipAddr, err)
@@ -324,6 +340,10 @@ func (n *fabric) joinCluster() error {
 	n.onClose(func() { mem.Close() })
 	n.peers.m.Store(mem)
 	n.ctl.Dial = n.peers.dial(n.ep, transport.ALPNControl)
+	n.ctl.RaftDial = func(ctx context.Context, node ids.NodeID) (io.WriteCloser, error) {
+		return n.peers.dial(n.ep, transport.ALPNRaft)(ctx, node)
+	}
+	n.ctl.Peers = n.peers.positions
 	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now,
 		Logger: n.log.With("component", "lifecycle")}
 	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers),
@@ -345,12 +365,7 @@ func (n *fabric) joinCluster() error {
 func (n *fabric) noteLoss(rec eventlog.Recovery) {
 	switch {
 	case rec.Loss != nil:
-		// The term of the last event kept ranks the node in elections.
-		st, err := master.Recover(n.elog)
-		if err != nil {
-			n.log.Error("cannot replay the event log's good part", "err", err)
-		}
-		n.persist.setLoss(rec.Loss, st.Term)
+		n.persist.setLoss(rec.Loss)
 		n.log.Error("the event log lost history: this node will not lead with it while another member holds more; it takes the history back "+
 			"from the master, or run `skulk doctor --ack-log-loss` to go on without it", "lost_after", rec.Loss.After, "saved", rec.Loss.Saved,
 			"cause", rec.Loss.Cause)
@@ -429,18 +444,11 @@ func (n *fabric) serve(ctx context.Context) error {
 			}
 		})
 	}
-	changed := make(chan struct{}, 1)
-	elect := election.New(election.Config{Self: n.id, Members: n.mem, Roles: recordingRoles{positioned{n.ctl, n.persist}, n.timeline}, Changed: changed,
-		NetworkVer: n.secret.key.NetworkVersion(), Logger: log.With("component", "election")})
 	run("membership events", func() error {
 		for ev := range n.mem.Events() {
 			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
 			n.peers.remember(membership.Member{Node: ev.Node, Meta: ev.Meta, Gossip: ev.Gossip})
 			n.timeline.membership(ev)
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
 		}
 		return nil
 	})
@@ -454,7 +462,8 @@ func (n *fabric) serve(ctx context.Context) error {
 		n.edges.publishEdges(ctx, n.mem, n.ctl.State, log.With("component", "edges"))
 		return nil
 	})
-	run("election", func() error { return elect.Run(ctx) })
+	run("control plane", func() error { return n.ctl.Run(ctx) })
+	run("position", func() error { n.publishPosition(ctx); return nil })
 	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
 	run("api access", func() error { n.access.run(ctx); return nil })
@@ -469,7 +478,6 @@ func (n *fabric) serve(ctx context.Context) error {
 	n.srv.Shutdown(sctx)
 	n.mem.Leave(sctx)
 	scancel()
-	n.ctl.Stop()
 	n.mem.Close()
 	wg.Wait()
 	select {

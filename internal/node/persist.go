@@ -13,8 +13,6 @@ import (
 
 	"github.com/skulk/skulk/internal/api"
 	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/controlplane"
-	"github.com/skulk/skulk/internal/election"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/gateway"
 	"github.com/skulk/skulk/internal/ids"
@@ -146,7 +144,6 @@ type persistence struct {
 	mu       sync.Mutex
 	logIssue *storeIssue         // guarded by mu
 	loss     *eventlog.LossError // guarded by mu
-	lossTerm ids.Term            // guarded by mu: the term of the last event kept
 }
 
 // logOptions are the event log's options as the node configures them.
@@ -181,10 +178,10 @@ func (p *persistence) logChanged(s eventlog.Status) {
 }
 
 // setLoss records the loss the event log reported when it opened.
-func (p *persistence) setLoss(loss *eventlog.LossError, term ids.Term) {
+func (p *persistence) setLoss(loss *eventlog.LossError) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.loss, p.lossTerm = loss, term
+	p.loss = loss
 }
 
 // reading is this node's persistence reading now.
@@ -201,16 +198,6 @@ func (p *persistence) reading() persistReading {
 		}
 	}
 	return r
-}
-
-// historyLost is the loss the election must know of, nil when none.
-func (p *persistence) historyLost() *election.HistoryLoss {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.loss == nil {
-		return nil
-	}
-	return &election.HistoryLoss{After: ids.Index(p.loss.After), Term: p.lossTerm}
 }
 
 // run heals the response journal, watches for the operator's
@@ -260,27 +247,12 @@ func (p *persistence) checkAcknowledged() {
 	p.loss = nil
 }
 
-// positioned is the control plane as the election sees it, with this
-// node's durability: its position says what history its log lost, and a
-// node with lost history follows a master from its snapshot, which gives
-// the history back.
-type positioned struct {
-	*controlplane.Plane
-	p *persistence
-}
-
-func (r positioned) Position() election.Position {
-	pos := r.Plane.Position()
-	pos.HistoryLost = r.p.historyLost()
-	return pos
-}
-
-func (r positioned) BecomeFollower(ctx context.Context, master ids.NodeID, fresh bool) error {
-	return r.Plane.BecomeFollower(ctx, master, fresh || r.p.historyLost() != nil)
-}
-
 // LogDir is the event log's directory in a node's home.
-func LogDir(home string) string { return filepath.Join(home, "log") }
+func LogDir(home string) string { return filepath.Join(home, "raft") }
+
+// LegacyLogDir is where homes of the format before Raft kept the event
+// log; a node upgrades it into its first snapshot (upgrade.go).
+func LegacyLogDir(home string) string { return filepath.Join(home, "log") }
 
 // PendingLogLoss returns the history the event log in home lost and no
 // operator acknowledged, nil when none. It only reads: the node may run.

@@ -207,29 +207,6 @@ func describe(ie event.IndexedEvent) (kind string, node ids.NodeID, detail strin
 	return kind, node, fmt.Sprintf("%s [index %d, term %d]", detail, ie.Index, ie.Term), true
 }
 
-// recordingRoles is the control plane as the election drives it, writing
-// each change of this node's role into the timeline.
-type recordingRoles struct {
-	positioned // the control plane, with the persistence's say in its position
-	tl         *timeline
-}
-
-func (r recordingRoles) BecomeMaster(ctx context.Context, term ids.Term) error {
-	err := r.positioned.BecomeMaster(ctx, term)
-	r.tl.add("BecameMaster", r.Plane.Node, outcome(fmt.Sprintf("this node became master of term %d", term), err))
-	return err
-}
-
-func (r recordingRoles) BecomeFollower(ctx context.Context, master ids.NodeID, fresh bool) error {
-	err := r.positioned.BecomeFollower(ctx, master, fresh)
-	detail := "this node follows master " + string(master)
-	if fresh {
-		detail += ", discarding its own log tail (it was a deposed master)"
-	}
-	r.tl.add("BecameFollower", r.Plane.Node, outcome(detail, err))
-	return err
-}
-
 func outcome(detail string, err error) string {
 	if err != nil {
 		return detail + " failed: " + err.Error()

@@ -1,24 +1,17 @@
-// Package replica is the control plane between a master and its followers,
-// carried on any reliable byte stream (QUIC streams of ALPN
-// skulk/control/1 in a cluster, TCP in tests). It has two halves: Serve, on
-// the master, answers a follower's streams; Follower, on every other node,
-// keeps a local copy of the log and State in step with the master, serves
-// them to its node's worker and API, and forwards commands and worker
-// reports to the master.
+// Package replica carries what a follower forwards to the Raft leader of
+// the control plane: commands to decide and workers' reports, on any
+// reliable byte stream (QUIC streams of ALPN skulk/control/1 in a cluster).
+// Serve, on the leader, answers; Execute and Report, on a follower, ask.
 //
 // # Wire format
 //
 // Every stream starts with a hello frame naming what it is for; frames are
 // a 4-byte big-endian length followed by one CBOR map.
 //
-//	follow:  hello{op:"follow", after, after_term, after_master, fresh} →
-//	         [frame{snapshot}] frame{event}…            (until either side closes)
 //	command: hello{op:"command"} frame{command} → frame{events} | frame{err}
 //	report:  hello{op:"report"}  frame{report}  → frame{}       | frame{err}
 //
-// Events, commands and snapshots travel in their own canonical encodings
-// (internal/event, internal/state), so a follower's log holds the same bytes
-// as its master's.
+// Events and commands travel in their canonical encodings (internal/event).
 package replica
 
 import (
@@ -37,32 +30,23 @@ const MaxFrame = 256 << 20
 
 // Stream ops.
 const (
-	opFollow  = "follow"
 	opCommand = "command"
 	opReport  = "report"
 )
 
 type hello struct {
-	Op        string `cbor:"op"`
-	After     uint64 `cbor:"after"`
-	AfterTerm uint64 `cbor:"after_term"`
-	// AfterMaster is the master the follower's State names at After.
-	AfterMaster string `cbor:"after_master"`
-	// Fresh asks for a snapshot whatever the follower's position: a node
-	// that was master in a lost partition must not trust its own tail.
-	Fresh bool `cbor:"fresh"`
+	Op string `cbor:"op"`
 }
 
 type frame struct {
-	Snapshot []byte     `cbor:"snapshot,omitempty"`
-	Event    []byte     `cbor:"event,omitempty"`
-	Command  []byte     `cbor:"command,omitempty"`
-	Report   []byte     `cbor:"report,omitempty"`
-	Events   [][]byte   `cbor:"events,omitempty"`
-	Err      *wireError `cbor:"err,omitempty"`
+	Command []byte     `cbor:"command,omitempty"`
+	Report  []byte     `cbor:"report,omitempty"`
+	Events  [][]byte   `cbor:"events,omitempty"`
+	Err     *wireError `cbor:"err,omitempty"`
 }
 
 type wireError struct {
+	Code    string `cbor:"code,omitempty"`
 	Class   string `cbor:"class"`
 	Status  int    `cbor:"status"`
 	Message string `cbor:"message"`
@@ -112,6 +96,9 @@ type statusError interface{ HTTPStatus() int }
 
 func toWire(err error) *wireError {
 	w := &wireError{Class: string(infer.ClassOf(err)), Message: err.Error()}
+	if ie, ok := errors.AsType[*infer.Error](err); ok {
+		w.Code = ie.Code
+	}
 	var se statusError
 	var ie *infer.Error
 	if errors.As(err, &se) {
@@ -132,6 +119,7 @@ func toWire(err error) *wireError {
 // keeps the class (errors.As to *infer.Error) and the HTTP status the
 // master's answer would have had.
 type RemoteError struct {
+	Code    string
 	Class   infer.Class
 	Status  int
 	Message string
@@ -139,8 +127,10 @@ type RemoteError struct {
 
 func (e *RemoteError) Error() string   { return e.Message }
 func (e *RemoteError) HTTPStatus() int { return e.Status }
-func (e *RemoteError) Unwrap() error   { return &infer.Error{Class: e.Class, Message: e.Message} }
+func (e *RemoteError) Unwrap() error {
+	return &infer.Error{Class: e.Class, Code: e.Code, Message: e.Message}
+}
 
 func fromWire(w *wireError) error {
-	return &RemoteError{Class: infer.Class(w.Class), Status: w.Status, Message: w.Message}
+	return &RemoteError{Code: w.Code, Class: infer.Class(w.Class), Status: w.Status, Message: w.Message}
 }

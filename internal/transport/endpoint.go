@@ -30,6 +30,9 @@ const (
 	// ALPNTensors carries byte ranges of installed models' tensors to a
 	// member whose pipeline stage lacks the model (internal/tensorfetch).
 	ALPNTensors = "skulk/tensors/1"
+	// ALPNRaft carries the control plane's Raft messages
+	// (internal/consensus).
+	ALPNRaft = "skulk/raft/1"
 )
 
 // Defaults (DESIGN.md "Numbers to start from").

@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/controlplane"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/eventlog"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/master"
 	"github.com/skulk/skulk/internal/runner"
 	"github.com/skulk/skulk/internal/state"
 	"github.com/skulk/skulk/internal/testkit"
@@ -41,7 +41,7 @@ type harness struct {
 	t       *testing.T
 	dir     string
 	clk     *testkit.Clock
-	m       *master.Master
+	m       controlPlane
 	link    *fakeLink
 	runners chan *fakeRunner // every runner the default spawn made, in order
 	// spawns receives each spawn attempt when the test answers them
@@ -91,23 +91,31 @@ func (h *harness) startMaster() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := master.Recover(log)
-	if err != nil {
-		t.Fatal(err)
-	}
 	card, err := catalog.BuiltinCard()
 	if err != nil {
 		t.Fatal(err)
 	}
 	on := cmp.Or(h.masterOn, self)
-	h.m = master.New(master.Config{Node: on, Log: log, State: st, Restarted: true, Now: h.clk.Now,
+	p, err := controlplane.New(controlplane.Config{Node: on, Log: log, Found: true, StartedAt: time.Now(),
 		Card: func(id ids.ModelID) (catalog.Card, bool) { return card, string(id) == card.ID }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m = p
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); h.m.Run(ctx) }()
+	go func() { defer close(done); p.Run(ctx) }()
 	var once sync.Once
 	h.stopMaster = func() { once.Do(func() { cancel(); <-done; log.Close() }) }
 	t.Cleanup(h.stopMaster)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if st, _ := p.State(ctx); p.IsMaster() && st.Master == on {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the control plane did not elect itself")
+		}
+	}
 	h.link.set(h.m)
 }
 
@@ -445,25 +453,33 @@ func drain(ch <-chan infer.Chunk) []infer.Chunk {
 	return out
 }
 
+// controlPlane is the real control plane as the tests drive it.
+type controlPlane interface {
+	Execute(ctx context.Context, cmd event.Command) ([]event.IndexedEvent, error)
+	Report(ctx context.Context, src event.Source, ev event.Event) error
+	State(ctx context.Context) (state.State, error)
+	Subscribe(ctx context.Context, after ids.Index) (<-chan event.IndexedEvent, error)
+}
+
 // fakeLink is the worker's path to the master: the real master, behind a
 // link the test can cut (subscriptions end, calls for the State fail, as
 // while the node has no master) and restore.
 type fakeLink struct {
 	mu   sync.Mutex
-	m    *master.Master
+	m    controlPlane
 	down bool
 	cuts []chan struct{} // one per live subscription: closed by cut
 }
 
 var errNoMaster = errors.New("fake link: no master (the link is cut)")
 
-func (l *fakeLink) set(m *master.Master) {
+func (l *fakeLink) set(m controlPlane) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.m = m
 }
 
-func (l *fakeLink) cur() (*master.Master, error) {
+func (l *fakeLink) cur() (controlPlane, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.down {
