@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -13,10 +16,46 @@ import (
 func newClusterCmd(s stdio) *cobra.Command {
 	c := groupCmd(&cobra.Command{
 		Use:     "cluster",
-		Short:   "Cluster membership: print the invite line that joins a machine",
-		Example: "  skulk cluster invite",
+		Short:   "Cluster membership: the invite line that joins a machine, recovery when voters are gone",
+		Example: "  skulk cluster invite\n  skulk cluster recover",
 	})
-	c.AddCommand(newClusterInviteCmd(s))
+	c.AddCommand(newClusterInviteCmd(s), newClusterRecoverCmd(s))
+	return c
+}
+
+func newClusterRecoverCmd(s stdio) *cobra.Command {
+	var host string
+	var yes bool
+	c := &cobra.Command{
+		Use:   "recover",
+		Short: "Make this node the only voter when the others are gone for good",
+		Long: `Make the node the only voter of the cluster's control plane, so that it can
+decide again (place, delete, keys...) when a majority of the voters is gone for
+good, as with two machines of which one died.
+
+What it risks: decisions the lost voters committed and this node never
+received are lost, and if a lost voter comes back it rejoins as a learner
+of this node's history. Refused while a majority of the voters is reachable.`,
+		Example: `  skulk cluster recover          # asks for confirmation
+  skulk cluster recover --yes`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !yes {
+				fmt.Fprint(s.out, "This node becomes the only voter: decisions the lost voters made that it never saw are lost.\nType yes to go on: ")
+				line, _ := bufio.NewReader(s.in).ReadString('\n')
+				if strings.TrimSpace(line) != "yes" {
+					return fmt.Errorf("not recovered (no confirmation)")
+				}
+			}
+			if err := clientFor(host).call(cmd.Context(), http.MethodPost, "/v1/cluster/recover", nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintln(s.out, "recovered: this node is the only voter; other machines rejoin as they come back")
+			return nil
+		},
+	}
+	addHostFlag(c, &host)
+	c.Flags().BoolVar(&yes, "yes", false, "do not ask for confirmation")
 	return c
 }
 

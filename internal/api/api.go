@@ -196,6 +196,7 @@ func (s *server) routes() {
 	s.mux.HandleFunc("GET /v1/diagnostics/cluster/timeline", s.timeline)
 	s.mux.HandleFunc("GET /v1/diagnostics/node", s.nodeDiagnostics)
 	s.admin("POST /tracing", s.setTracing)
+	s.admin("POST /v1/cluster/recover", s.recoverCluster)
 	if s.cfg.Traces != nil {
 		s.mux.HandleFunc("GET /v1/traces/{id}", s.getTrace)
 	}

@@ -57,6 +57,28 @@ func (s *server) diagnostics(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, s.b.Diagnostics)
 }
 
+// clusterRecoverer is the optional Backend capability behind POST
+// /v1/cluster/recover.
+type clusterRecoverer interface {
+	RecoverCluster(ctx context.Context) error
+}
+
+// POST /v1/cluster/recover: this node becomes the control plane's only
+// voter, when the other voters are gone for good (refused with 409 while
+// a majority is reachable).
+func (s *server) recoverCluster(w http.ResponseWriter, r *http.Request) {
+	rc, ok := s.b.(clusterRecoverer)
+	if !ok {
+		s.writeError(w, r, infer.Errorf(infer.ClassNotFound, "this node cannot recover a cluster"))
+		return
+	}
+	if err := rc.RecoverCluster(r.Context()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"recovered": true})
+}
+
 // timelineSource is the optional Backend capability behind GET
 // /v1/diagnostics/cluster/timeline: what happened in the cluster in the
 // last minutes (0: the Backend's default window), oldest first.

@@ -472,7 +472,13 @@ type backend struct {
 	*timeline // GET /v1/diagnostics/cluster/timeline
 	// node builds GET /v1/diagnostics/node.
 	node func(context.Context) (any, error)
+	// recoverCluster is POST /v1/cluster/recover.
+	recoverCluster func(context.Context) error
 }
+
+// RecoverCluster answers POST /v1/cluster/recover: this node becomes the
+// control plane's only voter (skulk cluster recover).
+func (b backend) RecoverCluster(ctx context.Context) error { return b.recoverCluster(ctx) }
 
 // NodeDiagnostics answers GET /v1/diagnostics/node.
 func (b backend) NodeDiagnostics(ctx context.Context) (any, error) { return b.node(ctx) }

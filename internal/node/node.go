@@ -391,6 +391,19 @@ func (n *fabric) warning() string {
 	return strings.Join(parts, "; ")
 }
 
+// recoverCluster makes this node the only voter; refused while the
+// cluster can decide.
+func (n *fabric) recoverCluster(ctx context.Context) error {
+	if err := n.ctl.Recover(ctx); err != nil {
+		if errors.Is(err, controlplane.ErrMajorityReachable) {
+			return &infer.Error{Class: infer.ClassConflict, Code: "quorum_reachable", Message: err.Error()}
+		}
+		return err
+	}
+	n.timeline.add("ClusterRecovered", n.id, "the operator made this node the only voter (skulk cluster recover)")
+	return nil
+}
+
 // reportAsWorker reports a fact about this node to the master.
 func (n *fabric) reportAsWorker(ctx context.Context, ev event.Event) error {
 	return n.ctl.Report(ctx, event.Source{Role: event.RoleWorker, Node: n.id}, ev)
@@ -419,7 +432,7 @@ func (n *fabric) buildAPI() error {
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
 			Warning: n.warning, Traces: n.traces,
-		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics}, log.With("component", "api")),
+		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics, recoverCluster: n.recoverCluster}, log.With("component", "api")),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
