@@ -100,7 +100,6 @@ type fabric struct {
 	elog      *eventlog.Log
 	persist   *persistence
 	upgraded  *upgrade // the previous format's history, when this start converts it
-	unlock    func()
 	mods      *models
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
@@ -136,6 +135,11 @@ func (n *fabric) openHome() error {
 	if err := os.MkdirAll(n.cfg.Home, 0o755); err != nil {
 		return fmt.Errorf("node: cannot create the home directory %s: %w", n.cfg.Home, err)
 	}
+	unlock, err := lockHome(n.cfg.Home)
+	if err != nil {
+		return err
+	}
+	n.onClose(unlock)
 	id, err := loadNodeID(n.cfg.Home)
 	if err != nil {
 		return err
