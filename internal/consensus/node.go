@@ -300,7 +300,7 @@ func (n *Node) Bootstrap(ctx context.Context, data []byte) error {
 		if !n.fresh() {
 			return ErrNotFresh
 		}
-		return n.reset(1, 1, 1, data)
+		return n.reset(1, 1, 1, data, nil)
 	})
 }
 
@@ -313,11 +313,15 @@ func (n *Node) fresh() bool {
 
 // reset rewrites the log as one snapshot at (index, term) of data with
 // this node the only voter, restarts raft on it and campaigns.
-func (n *Node) reset(index, term, hsTerm uint64, data []byte) error {
+func (n *Node) reset(index, term, hsTerm uint64, data []byte, tail []*pb.Entry) error {
 	snap := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(index), Term: proto.Uint64(term),
 		ConfState: &pb.ConfState{Voters: []uint64{n.cfg.ID}}}}
-	hs := &pb.HardState{Term: proto.Uint64(hsTerm), Commit: proto.Uint64(index)}
-	if err := n.disk.rewrite(snap, hs); err != nil {
+	commit := index
+	if len(tail) > 0 {
+		commit = tail[len(tail)-1].GetIndex()
+	}
+	hs := &pb.HardState{Term: proto.Uint64(hsTerm), Commit: proto.Uint64(commit)}
+	if err := n.disk.rewrite(snap, hs, tail); err != nil {
 		return err
 	}
 	if err := n.restart(); err != nil {
@@ -326,10 +330,12 @@ func (n *Node) reset(index, term, hsTerm uint64, data []byte) error {
 	return n.rn.Campaign()
 }
 
-// ForceSingleVoter makes this node the only voter, keeping what it has
-// applied and dropping what it has not: the operator's way on when the
-// other voters are gone for good (skulk cluster recover). The caller
-// checks that no majority is reachable.
+// ForceSingleVoter makes this node the only voter: the operator's way on
+// when the other voters are gone for good (skulk cluster recover). Every
+// entry its log holds is kept and committed, including those it had not
+// learnt were committed (they may have been, on the majority that is
+// gone), as etcd's --force-new-cluster does. The caller checks that no
+// majority is reachable.
 func (n *Node) ForceSingleVoter(ctx context.Context) error {
 	return n.do(ctx, func() error {
 		if err := n.live(); err != nil {
@@ -344,7 +350,13 @@ func (n *Node) ForceSingleVoter(ctx context.Context) error {
 			return fmt.Errorf("consensus: the term at %d: %w", n.applied, err)
 		}
 		hs, _, _ := n.disk.mem.InitialState()
-		return n.reset(n.applied, term, hs.GetTerm(), data)
+		var tail []*pb.Entry
+		if last, _ := n.disk.mem.LastIndex(); last > n.applied {
+			if tail, err = n.disk.mem.Entries(n.applied+1, last+1, ^uint64(0)); err != nil {
+				return err
+			}
+		}
+		return n.reset(n.applied, term, hs.GetTerm(), data, tail)
 	})
 }
 

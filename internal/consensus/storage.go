@@ -230,8 +230,8 @@ func (d *disk) compact(index uint64, cs *pb.ConfState, data []byte) error {
 }
 
 // rewrite replaces the whole log by a snapshot (recovery, upgrade).
-func (d *disk) rewrite(snap *pb.Snapshot, hs *pb.HardState) error {
-	blob, err := encodeBlob(snap, hs, nil)
+func (d *disk) rewrite(snap *pb.Snapshot, hs *pb.HardState, tail []*pb.Entry) error {
+	blob, err := encodeBlob(snap, hs, tail)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,10 @@ func (d *disk) rewrite(snap *pb.Snapshot, hs *pb.HardState) error {
 	if err := d.mem.ApplySnapshot(snap); err != nil {
 		return err
 	}
-	return d.mem.SetHardState(hs)
+	if err := d.mem.SetHardState(hs); err != nil {
+		return err
+	}
+	return d.appendMem(tail)
 }
 
 // blob is a snapshot of raft's whole storage, for a log resuming after a

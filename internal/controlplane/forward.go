@@ -3,7 +3,9 @@ package controlplane
 import (
 	"context"
 	"errors"
+	"time"
 
+	"github.com/skulk/skulk/internal/consensus"
 	"github.com/skulk/skulk/internal/event"
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/infer"
@@ -13,19 +15,57 @@ import (
 // forwardCommand asks the leader to decide cmd. A leader out of reach
 // means nothing was asked: no_quorum, as on a side without a majority.
 func (p *Plane) forwardCommand(ctx context.Context, leader ids.NodeID, cmd event.Command) ([]event.IndexedEvent, error) {
+	ctx, stop := p.whileLeads(ctx, leader)
+	defer stop()
 	out, err := replica.Execute(ctx, replica.Dial(p.Dial), leader, cmd)
-	return out, p.forwardErr(err)
+	return out, p.forwardErr(ctx, err)
 }
 
 // forwardReport submits a worker's fact to the leader.
 func (p *Plane) forwardReport(ctx context.Context, leader ids.NodeID, ev event.Event) error {
-	return p.forwardErr(replica.Report(ctx, replica.Dial(p.Dial), leader, ev))
+	ctx, stop := p.whileLeads(ctx, leader)
+	defer stop()
+	return p.forwardErr(ctx, replica.Report(ctx, replica.Dial(p.Dial), leader, ev))
 }
 
-func (p *Plane) forwardErr(err error) error {
+// errLeaderChanged cancels a forwarded call whose leader is no longer the
+// one this node follows (it died or lost an election): a connection to a
+// dead node can look open for seconds.
+var errLeaderChanged = errors.New("the leader changed while it had the request")
+
+// whileLeads returns ctx cancelled once this node follows another leader
+// than leader.
+func (p *Plane) whileLeads(ctx context.Context, leader ids.NodeID) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	id := consensus.RaftID(leader)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if st := p.raft.Status(); st.Lead != id {
+					cancel(errLeaderChanged)
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
+}
+
+func (p *Plane) forwardErr(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(context.Cause(ctx), errLeaderChanged):
+		return &infer.Error{Class: infer.ClassUnavailable, Code: "commit_unknown",
+			Message: "the leader changed while it had the request; it may have taken effect: check the cluster's state before retrying"}
 	case errors.Is(err, replica.ErrNotDelivered):
 		return p.noQuorum()
 	case errors.Is(err, replica.ErrNoAnswer):

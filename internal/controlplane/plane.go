@@ -103,8 +103,12 @@ type Plane struct {
 	mach   *machine
 	sender *consensus.Sender
 
-	lead    atomic.Pointer[leadership]
-	started bool // guarded by the duty loop: a leadership was taken since start
+	lead atomic.Pointer[leadership]
+	// held is set (by the duty loop) once this process took any part: led,
+	// or followed another leader. A first leadership before that is a
+	// restart, whose master stops the node's runners of the previous
+	// process; after it, the node's own worker did that already.
+	held bool
 
 	mu        sync.Mutex // guards goneSince
 	goneSince map[uint64]time.Time
@@ -177,6 +181,9 @@ func (p *Plane) Run(ctx context.Context) error {
 				continue
 			}
 			p.follow(ctx, st)
+			if st.Lead != 0 && st.Lead != st.ID {
+				p.held = true
+			}
 			if st.Leader && now.Sub(lastConf) >= time.Second {
 				lastConf = now
 				p.membershipDuty(ctx, st, now)
@@ -238,8 +245,8 @@ func (p *Plane) follow(ctx context.Context, st consensus.Status) {
 }
 
 func (p *Plane) startLeading(ctx context.Context, term uint64) {
-	restarted := !p.started
-	p.started = true
+	restarted := !p.held
+	p.held = true
 	m := master.New(master.Config{Node: p.Node, Propose: p.propose, Applied: func() state.State { return p.mach.current().State },
 		Term: ids.Term(term), Restarted: restarted, Now: time.Now, Card: p.Card, Nodes: p.Nodes,
 		MaxInstancesPerModel: p.MaxPerModel, Logger: p.Logger.With("component", "master")})
@@ -435,6 +442,9 @@ func (p *Plane) membershipDuty(ctx context.Context, st consensus.Status, now tim
 	p.mu.Unlock()
 	cc := planConf(confView{Self: st.ID, Voters: st.Voters, Learners: st.Learners, Commit: st.Commit}, cands, p.VoterTimeout)
 	if cc == nil {
+		if len(st.Learners) > 0 {
+			p.Logger.Debug("voters unchanged", "voters", len(st.Voters), "learners", len(st.Learners), "commit", st.Commit, "candidates", fmt.Sprintf("%+v", cands))
+		}
 		return
 	}
 	p.Logger.Info("changing the voters", "change", cc.GetType().String(), "node", fmt.Sprintf("%x", cc.GetNodeId()))

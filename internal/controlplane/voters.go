@@ -51,8 +51,10 @@ func desiredVoters(n int) int {
 	return n
 }
 
-// caughtUp is how close to the commit index a learner must be to vote.
-const caughtUp = 16
+// caughtUp is how close to the commit index a learner must be to vote: a
+// learner this close catches up within a heartbeat or two, and a new
+// voter that lags does not stall decisions.
+const caughtUp = 1024
 
 // planConf is the leader's membership duty as a pure step: at most one
 // configuration change that brings the voters closer to what the members
