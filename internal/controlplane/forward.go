@@ -86,12 +86,12 @@ func (l leaderOnly) Execute(ctx context.Context, cmd event.Command) ([]event.Ind
 	if !l.p.IsMaster() {
 		return nil, l.p.noQuorum()
 	}
-	return l.p.Execute(ctx, cmd)
+	return l.p.execute(ctx, cmd)
 }
 
 func (l leaderOnly) Report(ctx context.Context, src event.Source, ev event.Event) error {
 	if !l.p.IsMaster() {
 		return l.p.noQuorum()
 	}
-	return l.p.Report(ctx, src, ev)
+	return l.p.report(ctx, src, ev)
 }

@@ -184,7 +184,7 @@ func (p *Plane) Run(ctx context.Context) error {
 			if st.Lead != 0 && st.Lead != st.ID {
 				p.held = true
 			}
-			if st.Leader && now.Sub(lastConf) >= time.Second {
+			if st.Leader && now.Sub(lastConf) >= 300*time.Millisecond {
 				lastConf = now
 				p.membershipDuty(ctx, st, now)
 			}
@@ -367,6 +367,10 @@ func (e *quorumError) Error() string {
 	if e.total == 0 {
 		return "no quorum: this node has not joined a cluster yet; retry in a moment"
 	}
+	if e.reach > e.total/2 {
+		return fmt.Sprintf("no quorum: no leader is reachable from this node (gossip shows %d of %d voters, which may be stale); "+
+			"an election may be under way: retry in a moment; nothing was changed", e.reach, e.total)
+	}
 	return fmt.Sprintf("no quorum: this node reaches %d of %d voters and a decision needs %d; nothing was changed. "+
 		"Placed instances keep serving; retry when the others are back, or run `skulk cluster recover` on a survivor if they are gone for good",
 		e.reach, e.total, e.total/2+1)
@@ -479,9 +483,43 @@ func (p *Plane) nodeOf(id uint64) (ids.NodeID, bool) {
 	return "", false
 }
 
+// Waits for a leader before giving up with no_quorum: an election takes
+// one to two seconds, and a caller should not see one that ends within
+// the wait. An API call still answers within 5 s; a worker's report, which
+// nobody waits on, tries for longer.
+const (
+	executeLeaderWait = 2500 * time.Millisecond
+	reportLeaderWait  = 30 * time.Second
+)
+
 // Execute decides a command: on the master when this node leads, else on
 // the leader it follows.
-func (p *Plane) Execute(ctx context.Context, cmd event.Command) ([]event.IndexedEvent, error) {
+func (p *Plane) Execute(ctx context.Context, cmd event.Command) (out []event.IndexedEvent, err error) {
+	err = p.retryNoQuorum(ctx, executeLeaderWait, func() error {
+		out, err = p.execute(ctx, cmd)
+		return err
+	})
+	return out, err
+}
+
+// retryNoQuorum calls f until it succeeds, fails otherwise than no_quorum,
+// or wait passes.
+func (p *Plane) retryNoQuorum(ctx context.Context, wait time.Duration, f func() error) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := f()
+		if !errors.Is(err, ErrNoQuorum) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Plane) execute(ctx context.Context, cmd event.Command) ([]event.IndexedEvent, error) {
 	if l := p.lead.Load(); l != nil {
 		out, err := l.master.Execute(ctx, cmd)
 		if errors.Is(err, master.ErrStopped) {
@@ -498,6 +536,10 @@ func (p *Plane) Execute(ctx context.Context, cmd event.Command) ([]event.Indexed
 
 // Report submits a worker's local fact, as Execute does a command.
 func (p *Plane) Report(ctx context.Context, src event.Source, ev event.Event) error {
+	return p.retryNoQuorum(ctx, reportLeaderWait, func() error { return p.report(ctx, src, ev) })
+}
+
+func (p *Plane) report(ctx context.Context, src event.Source, ev event.Event) error {
 	if l := p.lead.Load(); l != nil {
 		err := l.master.Report(ctx, src, ev)
 		if errors.Is(err, master.ErrStopped) {

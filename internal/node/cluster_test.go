@@ -125,6 +125,37 @@ type diag struct {
 	Refused []struct {
 		Addr, Reason string
 	} `json:"refused"`
+	Consensus struct {
+		Term    uint64 `json:"term"`
+		Leader  string `json:"leader"`
+		Commit  uint64 `json:"commitIndex"`
+		Members []struct {
+			Node  string  `json:"nodeId"`
+			Voter bool    `json:"voter"`
+			Match *uint64 `json:"matchIndex"`
+		} `json:"members"`
+	} `json:"consensus"`
+}
+
+// voters counts the voters the diagnostics name.
+func (d diag) voters() int {
+	n := 0
+	for _, m := range d.Consensus.Members {
+		if m.Voter {
+			n++
+		}
+	}
+	return n
+}
+
+// wantVoters is how many voters a cluster of n members settles on: all of
+// them up to five, an odd number from three on.
+func wantVoters(n int) int {
+	n = min(n, 5)
+	if n >= 3 && n%2 == 0 {
+		n--
+	}
+	return n
 }
 
 func (n *node) diagnostics() diag {

@@ -228,6 +228,7 @@ type stateDoc struct {
 	StateHash   string         `json:"stateHash"`
 	Nodes       map[string]any `json:"nodes"`
 	LastApplied uint64         `json:"lastAppliedIndex"`
+	Tracing     bool           `json:"tracing"`
 }
 
 func (n *node) state() stateDoc {
