@@ -437,8 +437,17 @@ func FuzzParse(f *testing.F) {
 	for _, c := range overlapCases {
 		f.Add(c.in)
 	}
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		file, err := Parse(b)
+		var file *File
+		err, alloc, _ := parseMeasured(func(b []byte) (*File, error) {
+			var err error
+			file, err = Parse(b)
+			return file, err
+		}, b)
+		checkBudget(t, b, alloc)
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
