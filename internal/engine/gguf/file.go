@@ -52,12 +52,12 @@ func parse(b []byte, whole bool) (*File, error) {
 		return nil, &FormatError{Field: "version", Offset: 4, Err: fmt.Errorf("%w %d (this reader handles versions 2 and 3)", ErrVersion, f.Version)}
 	}
 	// A tensor info is at least 8 (name length) + 4 (n_dims) + 4 (type) + 8 (offset) bytes.
-	nTensors, err := d.count("tensor_count", 24, maxTensors)
+	nTensors, err := d.count("tensor_count", 24, MaxTensors)
 	if err != nil {
 		return nil, err
 	}
 	// A KV is at least 8 (key length) + 4 (type) + 1 byte of value.
-	nKV, err := d.count("kv_count", 13, maxKVs)
+	nKV, err := d.count("kv_count", 13, MaxKVs)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func parse(b []byte, whole bool) (*File, error) {
 	}
 	f.Tensors = make([]TensorInfo, 0, nTensors)
 	f.tensors = make(map[string]int, nTensors)
-	var total uint64 // bytes of all tensors, bounded by maxDataBytes
+	var total uint64 // bytes of all tensors, bounded by MaxDataBytes
 	for i := 0; i < nTensors; i++ {
 		ti, err := readTensorInfo(d, i)
 		if err != nil {
@@ -102,8 +102,8 @@ func parse(b []byte, whole bool) (*File, error) {
 		if !whole && ti.Offset%f.Alignment != 0 {
 			return nil, d.fail(fmt.Sprintf("tensor[%q].offset", ti.Name), fmt.Errorf("%w: offset %d is not a multiple of the alignment %d", ErrInvalid, ti.Offset, f.Alignment))
 		}
-		if total += uint64(ti.Size); total > maxDataBytes {
-			return nil, d.fail(fmt.Sprintf("tensor[%q].dims", ti.Name), &LimitError{Limit: "total tensor bytes", Value: int64(total), Max: maxDataBytes})
+		if total += uint64(ti.Size); total > MaxDataBytes {
+			return nil, d.fail(fmt.Sprintf("tensor[%q].dims", ti.Name), &LimitError{Limit: "total tensor bytes", Value: int64(total), Max: MaxDataBytes})
 		}
 		f.tensors[ti.Name] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, ti)
@@ -194,7 +194,7 @@ func readKV(d *decoder, i int) (KV, error) {
 	if err != nil {
 		return KV{}, prefix(err, fmt.Sprintf("kv[%d]", i))
 	}
-	if n == 0 || n > maxKeyLen {
+	if n == 0 || n > MaxKeyLen {
 		return KV{}, &FormatError{Field: fmt.Sprintf("kv[%d].key", i), Offset: at, Err: fmt.Errorf("%w: key length %d", ErrInvalid, n)}
 	}
 	d.off = at
@@ -218,7 +218,7 @@ func readTensorInfo(d *decoder, i int) (TensorInfo, error) {
 	if err != nil {
 		return TensorInfo{}, prefix(err, fmt.Sprintf("tensor[%d]", i))
 	}
-	if name == "" || len(name) > maxKeyLen {
+	if name == "" || len(name) > MaxKeyLen {
 		return TensorInfo{}, d.fail(fmt.Sprintf("tensor[%d].name", i), fmt.Errorf("%w: tensor name of length %d", ErrInvalid, len(name)))
 	}
 	ti, err := readTensorShape(d, name)
@@ -266,8 +266,8 @@ func readTensorShape(d *decoder, name string) (TensorInfo, error) {
 	if ti.Size, err = tensor.RowBytes(ti.Type, int64(elems)); err != nil {
 		return TensorInfo{}, &FormatError{Field: ".dims", Offset: at, Err: fmt.Errorf("%w: %v", ErrInvalid, err)}
 	}
-	if ti.Size > maxDataBytes {
-		return TensorInfo{}, &FormatError{Field: ".dims", Offset: at, Err: &LimitError{Limit: "tensor bytes", Value: ti.Size, Max: maxDataBytes}}
+	if ti.Size > MaxDataBytes {
+		return TensorInfo{}, &FormatError{Field: ".dims", Offset: at, Err: &LimitError{Limit: "tensor bytes", Value: ti.Size, Max: MaxDataBytes}}
 	}
 	if ti.Offset, err = d.u64(".offset"); err != nil {
 		return TensorInfo{}, err

@@ -10,26 +10,26 @@ import (
 // bound what the file size alone does not: how deep arrays nest, how much a
 // header may hold, and how much memory parsing may take per byte of it.
 const (
-	// maxNesting bounds nested arrays (an array of arrays is depth 2), so a
+	// MaxNesting bounds nested arrays (an array of arrays is depth 2), so a
 	// crafted file cannot recurse deeply; real files nest at most 2.
-	maxNesting = 8
-	// maxKeyLen bounds metadata keys and tensor names; GGUF keys are short
+	MaxNesting = 8
+	// MaxKeyLen bounds metadata keys and tensor names; GGUF keys are short
 	// dotted names and GGML tensor names at most 64 bytes.
-	maxKeyLen = 1 << 16
+	MaxKeyLen = 1 << 16
 	// MaxHeaderBytes bounds the metadata and tensor infos. The largest real
 	// headers (256k-token vocabularies with merges) are a few tens of MiB.
 	MaxHeaderBytes = 256 << 20
-	// maxKVs and maxTensors bound the two counts; real files have about a
+	// MaxKVs and MaxTensors bound the two counts; real files have about a
 	// hundred metadata entries and a few thousand tensors.
-	maxKVs     = 1 << 20
-	maxTensors = 1 << 20
-	// maxArrayLen bounds one metadata array (vocabularies hold ~10^5–10^6).
-	maxArrayLen = 1 << 26
-	// maxStringLen bounds one metadata string (chat templates are KiBs).
-	maxStringLen = 64 << 20
-	// maxDataBytes bounds one tensor and the sum of all (64 TiB), so sizes
+	MaxKVs     = 1 << 20
+	MaxTensors = 1 << 20
+	// MaxArrayLen bounds one metadata array (vocabularies hold ~10^5–10^6).
+	MaxArrayLen = 1 << 26
+	// MaxStringLen bounds one metadata string (chat templates are KiBs).
+	MaxStringLen = 64 << 20
+	// MaxDataBytes bounds one tensor and the sum of all (64 TiB), so sizes
 	// derived from dimensions cannot overflow the arithmetic that uses them.
-	maxDataBytes = 1 << 46
+	MaxDataBytes = 1 << 46
 
 	// allocFactor and allocSlack make the memory budget of one parse: the
 	// reader charges each allocation it makes (an over-estimate of what the
@@ -69,7 +69,7 @@ func (e *LimitError) Error() string {
 
 func (e *LimitError) Unwrap() error { return ErrLimit }
 
-// budgetFor is the allocation budget of a parse of n input bytes.
-func budgetFor(n int) int64 {
+// ParseBudget is the allocation budget of a parse of n input bytes.
+func ParseBudget(n int) int64 {
 	return allocFactor*min(int64(n), MaxHeaderBytes) + allocSlack
 }

@@ -54,7 +54,7 @@ type decoder struct {
 	budget int64
 }
 
-func newDecoder(b []byte) *decoder { return &decoder{b: b, budget: budgetFor(len(b))} }
+func newDecoder(b []byte) *decoder { return &decoder{b: b, budget: ParseBudget(len(b))} }
 
 func (d *decoder) remaining() int64 { return int64(len(d.b)) - d.off }
 
@@ -127,11 +127,14 @@ func (d *decoder) count(field string, minSize, max int64) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if minSize > 0 && n > uint64(d.remaining()/minSize) {
-		return 0, &FormatError{Field: field, Offset: at, Err: fmt.Errorf("%w: count %d needs at least %d bytes, %d remain", ErrTooLarge, n, satMul(n, uint64(minSize)), d.remaining())}
-	}
+	// The limit first: a count past it is refused at once, also from a
+	// prefix (ParseHeader), where a count past the bytes read only asks the
+	// caller for a longer prefix.
 	if n > uint64(max) {
 		return 0, &FormatError{Field: field, Offset: at, Err: &LimitError{Limit: "count", Value: int64(min(n, 1<<63-1)), Max: max}}
+	}
+	if minSize > 0 && n > uint64(d.remaining()/minSize) {
+		return 0, &FormatError{Field: field, Offset: at, Err: fmt.Errorf("%w: count %d needs at least %d bytes, %d remain", ErrTooLarge, n, satMul(n, uint64(minSize)), d.remaining())}
 	}
 	return int(n), nil
 }
@@ -149,11 +152,11 @@ func (d *decoder) str(field string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if n > MaxStringLen { // first, as in count
+		return "", &FormatError{Field: field, Offset: at, Err: &LimitError{Limit: "string length", Value: int64(min(n, 1<<63-1)), Max: MaxStringLen}}
+	}
 	if n > uint64(d.remaining()) {
 		return "", &FormatError{Field: field, Offset: at, Err: fmt.Errorf("%w: string of %d bytes, %d remain", ErrTruncated, n, d.remaining())}
-	}
-	if n > maxStringLen {
-		return "", &FormatError{Field: field, Offset: at, Err: &LimitError{Limit: "string length", Value: int64(n), Max: maxStringLen}}
 	}
 	b, err := d.bytes(field, int64(n))
 	if err != nil {
@@ -228,8 +231,8 @@ func (d *decoder) value(field string, t ValueType, depth int) (any, error) {
 // level (1 for a top-level array). Every path into an array, nested or not,
 // passes the depth check here.
 func (d *decoder) array(field string, et ValueType, depth int) (Array, error) {
-	if depth > maxNesting {
-		return Array{}, d.fail(field, &LimitError{Limit: "nesting depth", Value: int64(depth), Max: maxNesting})
+	if depth > MaxNesting {
+		return Array{}, d.fail(field, &LimitError{Limit: "nesting depth", Value: int64(depth), Max: MaxNesting})
 	}
 	if !et.valid() {
 		return Array{}, d.fail(field+".elem_type", fmt.Errorf("%w: element type %d", ErrInvalid, uint32(et)))
@@ -241,7 +244,7 @@ func (d *decoder) array(field string, et ValueType, depth int) (Array, error) {
 	case TypeArray:
 		minSize = 12
 	}
-	n, err := d.count(field+".count", minSize, maxArrayLen)
+	n, err := d.count(field+".count", minSize, MaxArrayLen)
 	if err != nil {
 		return Array{}, err
 	}
