@@ -51,6 +51,9 @@ func ErrorFrom(e *infer.Error) ErrorResponse {
 	if e.Class == infer.ClassNotFound && e.Param == "model" {
 		code = "model_not_found"
 	}
+	if e.Code != "" {
+		code = e.Code
+	}
 	obj := ErrorObject{Message: e.Message, Type: typ}
 	if e.Param != "" {
 		obj.Param = &e.Param
