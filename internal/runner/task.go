@@ -291,6 +291,9 @@ func prepare(ctx context.Context, l *loaded, req infer.Request) (prepared, error
 func renderChat(ctx context.Context, l *loaded, req infer.Request) (string, output.Config, error) {
 	var cfg output.Config
 	cs := l.chat
+	if le, ok := errors.AsType[*chat.LimitError](cs.tmplErr); ok {
+		return "", cfg, templateLimit(le)
+	}
 	if cs.tmpl == nil {
 		return "", cfg, infer.Errorf(infer.ClassInternal, "the model's chat template does not compile: %v", cs.tmplErr)
 	}
@@ -320,8 +323,7 @@ func renderChat(ctx context.Context, l *loaded, req infer.Request) (string, outp
 	rendered, err := l.m.RenderChat(ctx, cs.tmpl, msgs, tools, req.TemplateKwargs, time.Now())
 	if err != nil {
 		if le, ok := errors.AsType[*chat.LimitError](err); ok {
-			return "", cfg, &infer.Error{Class: infer.ClassInvalid, Param: "messages", Code: infer.CodeTemplateLimit,
-				Message: fmt.Sprintf("the model's chat template would pass its %s budget on this conversation (%v); it may be hostile: send a raw prompt, or override the template", le.Budget, le)}
+			return "", cfg, templateLimit(le)
 		}
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			return "", cfg, err
@@ -343,6 +345,13 @@ func renderChat(ctx context.Context, l *loaded, req infer.Request) (string, outp
 		}
 	}
 	return rendered, cfg, nil
+}
+
+// templateLimit is the answer to a chat request whose template passes one
+// of its render budgets: a 400 with code template_limit.
+func templateLimit(le *chat.LimitError) *infer.Error {
+	return &infer.Error{Class: infer.ClassInvalid, Param: "messages", Code: infer.CodeTemplateLimit,
+		Message: fmt.Sprintf("the model's chat template would pass its %s budget on this conversation (%v); it may be hostile: send a raw prompt, or override the template", le.Budget, le)}
 }
 
 func chatMessage(m infer.Message) chat.Message {
