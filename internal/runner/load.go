@@ -106,7 +106,7 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		m.Close()
 		return nil, err
 	}
-	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk,
+	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk, meter: opts.meter,
 		prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)
 	return l, nil
 }
