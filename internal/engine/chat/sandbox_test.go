@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -124,5 +125,35 @@ func TestRealTemplatesWithinBudget(t *testing.T) {
 	msgs, tools := conversation(t, "tool_call_roundtrip")
 	if _, err := tpl.RenderContext(t.Context(), Input{Messages: msgs, Tools: tools, AddGenerationPrompt: true, Limits: tenth}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLongConversationWithinBudget renders a conversation of 2000 turns of
+// 2 KiB each (4 MiB of prompt) through every golden template: the default
+// budgets leave room for it.
+func TestLongConversationWithinBudget(t *testing.T) {
+	var msgs []Object
+	for i := range 2000 {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, Message{Role: role, Content: strings.Repeat("word ", 400)}.Object())
+	}
+	names, err := filepath.Glob("testdata/*.jinja")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("templates: %v %v", names, err)
+	}
+	for _, name := range names {
+		t.Run(filepath.Base(name), func(t *testing.T) {
+			tpl := mustParseFile(t, filepath.Base(name))
+			start := time.Now()
+			out, err := tpl.RenderContext(t.Context(), Input{Messages: msgs, AddGenerationPrompt: true, Now: time.Unix(0, 0)})
+			var le *LimitError
+			if errors.As(err, &le) {
+				t.Fatalf("a long conversation passes the %s budget", le.Budget)
+			}
+			t.Logf("%d bytes in %v (err %v)", len(out), time.Since(start), err)
+		})
 	}
 }
