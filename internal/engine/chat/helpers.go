@@ -72,6 +72,15 @@ func helpers(now time.Time, b *budget, macroText map[string]int64) map[string]ji
 			return indentFilter(b, args, kw)
 		},
 		fnPrefix + "m_format": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) { return formatMethod(b, args) },
+		fnPrefix + "m_append": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+			return growMethod(b, "append", args)
+		},
+		fnPrefix + "m_insert": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+			return growMethod(b, "insert", args)
+		},
+		fnPrefix + "m_update": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+			return growMethod(b, "update", args)
+		},
 
 		fnPrefix + "is_iterable": unaryFn(func(v jinja.Value) (jinja.Value, error) {
 			// jinja2's Undefined iterates (as empty), None does not.
@@ -478,6 +487,49 @@ func indentFilter(b *budget, args []jinja.Value, kwargs map[string]jinja.Value) 
 		lines[i] = padStr + line
 	}
 	return jinja.NewString(strings.Join(lines, "\n")), nil
+}
+
+// growMethod is list.append(x), list.insert(i, x) and dict.update(d), as
+// the engine does them, charging the slots they add.
+func growMethod(b *budget, name string, args []jinja.Value) (jinja.Value, error) {
+	if len(args) == 0 {
+		return jinja.Value{}, fmt.Errorf("internal: %s without its object", name)
+	}
+	obj, args := args[0], args[1:]
+	switch {
+	case name == "append" && obj.IsList():
+		if len(args) > 0 {
+			if err := b.charge(valueBytes); err != nil {
+				return jinja.Value{}, err
+			}
+			obj.AsList().Append(args[0])
+		}
+	case name == "insert" && obj.IsList():
+		if len(args) > 1 {
+			if err := b.charge(valueBytes); err != nil {
+				return jinja.Value{}, err
+			}
+			l := obj.AsList()
+			i := min(max(int(asInt(args[0])), 0), l.Len())
+			l.Items = append(l.Items, jinja.Value{})
+			copy(l.Items[i+1:], l.Items[i:])
+			l.Items[i] = args[1]
+		}
+	case name == "update" && obj.IsDict():
+		if len(args) > 0 && args[0].IsDict() {
+			other := args[0].AsDict()
+			if err := b.charge(int64(len(other.Keys)) * 2 * valueBytes); err != nil {
+				return jinja.Value{}, err
+			}
+			d := obj.AsDict()
+			for _, k := range other.Keys {
+				d.Set(k, other.Data[k])
+			}
+		}
+	default:
+		return jinja.Value{}, &pyError{Type: "AttributeError", Msg: fmt.Sprintf("'%s' object has no attribute '%s'", pyType(obj), name)}
+	}
+	return jinja.None(), nil
 }
 
 // formatMethod is the engine's str.format: "{i}" takes the i-th argument

@@ -36,7 +36,9 @@ var replacedFilters = map[string]bool{"tojson": true, "string": true, "join": tr
 
 // replacedMethods are string methods whose result a template can make
 // large; "s.NAME(args)" is rewritten to the helper fnPrefix+"m_"+NAME.
-var replacedMethods = map[string]bool{"replace": true, "format": true}
+// append, insert and update grow a list or dict in place: the helpers
+// charge what they add.
+var replacedMethods = map[string]bool{"replace": true, "format": true, "append": true, "insert": true, "update": true}
 
 // replacedTests are engine tests that differ from jinja2's; "x is NAME" is
 // rewritten to a call of the helper fnPrefix+"is_"+NAME.
