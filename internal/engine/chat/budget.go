@@ -15,13 +15,15 @@ import (
 //
 // What they bound: every operation the rewrite routes through a helper
 // (output of {{ }}, ~, +, *, slicing, range, join, replace, indent, format,
-// tojson, macro calls, the iterable of every for loop) counts a step and
+// tojson, append, insert, update, macro calls, the iterable of every for
+// loop) counts a step and
 // charges the bytes it allocates; every loop iteration counts a step and
 // charges the literal text of its body as output; every macro call charges
 // its body's literal text. The context is checked at every step. What they
 // do not bound: engine work between two steps that no helper sees (a list
-// literal, an engine filter such as upper or sort, list.append), which is
-// at most proportional to the template's size per step.
+// or dict literal, an engine filter such as upper, sort or map, list.pop),
+// which is at most proportional to the template's size and the values it
+// is given, per step.
 type Limits struct {
 	Steps  int64         // helper calls plus loop iterations
 	Output int64         // bytes the render may produce
