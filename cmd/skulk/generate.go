@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -142,5 +143,5 @@ func chatPrompt(m *engine.Model, system, user string) (string, error) {
 		msgs = append(msgs, chat.Message{Role: "system", Content: system})
 	}
 	msgs = append(msgs, chat.Message{Role: "user", Content: user})
-	return m.RenderChat(t, chat.Objects(msgs), nil, nil, time.Now())
+	return m.RenderChat(context.Background(), t, chat.Objects(msgs), nil, nil, time.Now())
 }

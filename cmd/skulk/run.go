@@ -156,7 +156,8 @@ func serveNode(cmd *cobra.Command, cfg config.Node, s stdio) error {
 	if err := cfg.Validate(); err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	return node.Run(cmd.Context(), cfg, newLogger(cfg, s), node.Options{Console: s.out})
+	log := newLogger(cfg, s)
+	return node.Run(cmd.Context(), cfg, log, node.Options{Console: nodeConsole(s.out, cfg.Home, log)})
 }
 
 func newLogger(cfg config.Node, s stdio) *slog.Logger {

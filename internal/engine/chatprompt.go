@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/chat"
@@ -20,8 +21,9 @@ func (m *Model) ChatTemplate(override string) (*chat.Template, error) {
 }
 
 // RenderChat renders messages through the model's template with the
-// assistant turn opened, as the prompt for a chat generation.
-func (m *Model) RenderChat(t *chat.Template, msgs []chat.Object, tools []chat.Object, kwargs map[string]any, now time.Time) (string, error) {
+// assistant turn opened, as the prompt for a chat generation, under the
+// template's default budgets; ctx ends the render early.
+func (m *Model) RenderChat(ctx context.Context, t *chat.Template, msgs []chat.Object, tools []chat.Object, kwargs map[string]any, now time.Time) (string, error) {
 	in := chat.Input{Messages: msgs, Tools: tools, AddGenerationPrompt: true, Kwargs: kwargs, Now: now}
 	if id := m.Tok.BOS(); id >= 0 {
 		in.BOS = m.Tok.TokenText(id)
@@ -29,5 +31,5 @@ func (m *Model) RenderChat(t *chat.Template, msgs []chat.Object, tools []chat.Ob
 	if id := m.Tok.EOS(); id >= 0 {
 		in.EOS = m.Tok.TokenText(id)
 	}
-	return t.Render(in)
+	return t.RenderContext(ctx, in)
 }

@@ -29,10 +29,15 @@ type Error struct {
 	Class   Class  `json:"class"`
 	Message string `json:"message"`
 	Param   string `json:"param,omitempty"` // the offending request field, when known
-	// Code, when set, is the machine-readable code the error document
-	// carries instead of the class's own (no_quorum, commit_unknown...).
+	// Code refines the class for clients that branch on it (OpenAI's
+	// error.code): template_limit, no_quorum, commit_unknown...; empty for
+	// most errors.
 	Code string `json:"code,omitempty"`
 }
+
+// CodeTemplateLimit is the code of a request refused because the model's
+// chat template would pass one of its render budgets on it.
+const CodeTemplateLimit = "template_limit"
 
 func (e *Error) Error() string { return e.Message }
 

@@ -231,7 +231,7 @@ func checkGGUF(id, path, shown string) error {
 		if fe, ok := errors.AsType[*gguf.FormatError](err); ok {
 			err = fe // without the resolved path: the answer names the file once, as sent
 		}
-		return infer.ParamErrorf("path", "%s is not a usable GGUF file: %v", shown, err)
+		return &fileError{api: infer.ParamErrorf("path", "%s is not a usable GGUF file: %v", shown, err), cause: err}
 	}
 	defer f.Close()
 	if _, err := catalog.CardFromGGUF(id, f); err != nil {
@@ -239,6 +239,17 @@ func checkGGUF(id, path, shown string) error {
 	}
 	return nil
 }
+
+// fileError is the invalid-request answer about a model file that also
+// keeps the reader's typed error (gguf.ErrLimit, gguf.ErrTruncated, ...) in
+// its chain, so a caller can tell why without parsing the message.
+type fileError struct {
+	api   *infer.Error
+	cause error
+}
+
+func (e *fileError) Error() string   { return e.api.Error() }
+func (e *fileError) Unwrap() []error { return []error{e.api, e.cause} }
 
 // PullModel starts the download of a model's weights on this node.
 func (m *Service) PullModel(ctx context.Context, id ids.ModelID) (any, error) {

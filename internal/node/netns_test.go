@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -197,8 +199,13 @@ func TestNetnsCluster(t *testing.T) {
 	// one); the others join with its invite line, which names no peer, so
 	// they find it through mDNS.
 	first := startNet(t, c, c.Host(1), nil, "SKULK_CLUSTER_KEY=")
-	if _, err := first.proc.WaitLog(`skulk run --join skulk1:`, 10*time.Second); err != nil {
-		t.Fatalf("the first node did not print its invite line: %v", err)
+	// Its output is no terminal: the invite goes to a private file in its
+	// home, and the log names the file, never the key.
+	if _, err := first.proc.WaitLog(`cluster-invite.txt`, 10*time.Second); err != nil {
+		t.Fatalf("the first node did not say where its invite line is: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(first.home, "cluster-invite.txt")); err != nil || !strings.Contains(string(b), "skulk run --join skulk1:") {
+		t.Fatalf("the first node's invite file: %q %v", b, err)
 	}
 	invite := inviteLine(t, first.home, "--no-peers")
 	nodes := []*netNode{first}

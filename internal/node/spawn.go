@@ -82,6 +82,9 @@ func (r clientRunner) Embed(ctx context.Context, task string, req infer.EmbedReq
 func (r clientRunner) Exited() <-chan struct{} { return r.c.Done() }
 
 func (r clientRunner) Err() error {
+	if err := r.c.Stall(); err != nil {
+		return fmt.Errorf("runner process (pid %d): %w", r.c.Pid(), err) // the status names the stall
+	}
 	if e := r.c.Exit(); !e.Success() {
 		return fmt.Errorf("runner process (pid %d) ended: %s", e.Pid, e)
 	}

@@ -34,9 +34,10 @@ var errBatcherStopped = errors.New("runner: the model is closing")
 // batchConfig tunes a batcher.
 type batchConfig struct {
 	gather      time.Duration
-	budget      int   // rows per step
-	chunk       int   // prompt tokens of one sequence per step; ≤ 0: whole prompts, alone
-	prefixBytes int64 // the prefix cache's bound; 0 keeps nothing
+	budget      int        // rows per step
+	chunk       int        // prompt tokens of one sequence per step; ≤ 0: whole prompts, alone
+	prefixBytes int64      // the prefix cache's bound; 0 keeps nothing
+	meter       *stepMeter // counts steps for the heartbeat; nil counts nothing
 }
 
 // batcher is continuous batching over one model: every task's sequence
@@ -291,6 +292,8 @@ func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want, prom
 	if b.onStep != nil {
 		b.onStep(wants, rows)
 	}
+	b.cfg.meter.begin()
+	defer b.cfg.meter.end()
 	var (
 		caches         []*model.Cache
 		counts         []int

@@ -22,12 +22,13 @@ const DefaultSlots = 8
 
 // serving is how a runner serves its model, from its flags.
 type serving struct {
-	kernels  string // the engine's kernel cap (--kernels)
-	noPack   bool   // keep weights as the file stores them (--no-pack)
-	slots    int    // tasks generated at once
-	explicit bool   // slots was set (else DefaultSlots, as far as the window holds them)
-	prefixMB int    // the prefix cache's bound in MiB; 0 keeps none, AutoPrefixCache the window's KV
-	chunk    int    // prompt tokens a step reads of one sequence; 0 reads prompts whole
+	kernels  string     // the engine's kernel cap (--kernels)
+	noPack   bool       // keep weights as the file stores them (--no-pack)
+	slots    int        // tasks generated at once
+	explicit bool       // slots was set (else DefaultSlots, as far as the window holds them)
+	prefixMB int        // the prefix cache's bound in MiB; 0 keeps none, AutoPrefixCache the window's KV
+	chunk    int        // prompt tokens a step reads of one sequence; 0 reads prompts whole
+	meter    *stepMeter // the batcher's step count, for the heartbeat
 }
 
 // readerGrace bounds the wait for the stdin reader at exit.
@@ -73,6 +74,26 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 	explicit := false
 	fs.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "slots" })
 	return serve(ctx, stdin, stdout, log, serving{kernels: *kernels, noPack: *noPack, slots: *slots, explicit: explicit, prefixMB: *prefixMB, chunk: *chunk})
+}
+
+// heartbeat sends the runner's progress every HeartbeatInterval until stop.
+// It skips a beat rather than wait when the writer is backed up: chunks
+// waiting to be written are progress too.
+func heartbeat(out chan<- Message, meter *stepMeter, stop <-chan struct{}) {
+	t := time.NewTicker(HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			p := meter.read()
+			select {
+			case out <- Message{Type: TypeProgress, Progress: &p}:
+			default:
+			}
+		case <-stop:
+			return
+		}
+	}
 }
 
 func durationText(_ []string, a slog.Attr) slog.Attr {
@@ -127,9 +148,14 @@ func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Log
 		readLoop(stdin, lines, stopRead)
 	}()
 
+	opts.meter = &stepMeter{}
 	s := &server{log: log, slots: opts.slots, opts: opts, out: out, tasks: map[string]*task{}, done: make(chan *task),
 		embeds: map[string]*embedTask{}, embedDone: make(chan *embedTask)}
+	stopBeat, beatDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(beatDone); heartbeat(out, opts.meter, stopBeat) }()
 	s.loop(ctx, lines, writeErr)
+	close(stopBeat)
+	<-beatDone
 
 	s.send(Message{Type: TypeStatus, Status: &Status{State: StateStopped, Reason: "shut down"}})
 	close(out)

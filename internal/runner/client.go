@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/skulk/skulk/internal/infer"
@@ -74,6 +75,7 @@ type Client struct {
 
 	closeOnce sync.Once
 	exit      supervise.Exit // written by run before done is closed
+	stall     *StallError    // written by run before done is closed; nil unless the watchdog killed the runner
 }
 
 type registerReq struct {
@@ -127,6 +129,16 @@ func Start(ctx context.Context, spec supervise.Spec, opt Options) (*Client, erro
 
 // Pid is the runner's process id.
 func (c *Client) Pid() int { return c.proc.Pid() }
+
+// Stall says why the watchdog killed the runner, once Done is closed: nil
+// when it did not.
+func (c *Client) Stall() error {
+	<-c.done
+	if c.stall == nil {
+		return nil
+	}
+	return c.stall
+}
 
 // Done is closed once the runner has exited and every task in flight has
 // been ended.
@@ -405,14 +417,44 @@ func (c *Client) run(msgs <-chan Message) {
 	loaded := false
 	procDone := c.proc.Done()
 	var last *Status // the runner's last own report
+	var w watch
+	tick := time.NewTicker(HeartbeatInterval)
+	defer tick.Stop()
 	for msgs != nil || procDone != nil {
 		select {
+		case now := <-tick.C:
+			w.busy(len(tasks) > 0 && load == nil && c.stall == nil, now)
+			if e := w.stalled(now); e != nil {
+				c.stall = e
+				c.log.Error("runner stalled; ending its tasks and killing it", "err", e)
+				for id, t := range tasks {
+					if !t.abandoned {
+						t.fail(id, stallChunk(e))
+					}
+					delete(tasks, id)
+				}
+				// SIGKILL: a stopped process takes no other signal. Its
+				// exit ends this loop as any exit does.
+				if err := c.proc.Signal(syscall.SIGKILL); err != nil {
+					c.log.Warn("could not kill the stalled runner", "err", err)
+				}
+			}
 		case m, ok := <-msgs:
 			if !ok {
 				msgs = nil
 				continue
 			}
+			now := time.Now()
+			w.line(now)
+			if len(tasks) == 0 {
+				w.busy(false, now)
+			} else if load == nil {
+				w.busy(true, now)
+			}
 			switch m.Type {
+			case TypeProgress:
+				w.progress(*m.Progress, now)
+				continue
 			case TypeStatus:
 				st := *m.Status
 				last = &st
@@ -426,6 +468,7 @@ func (c *Client) run(msgs <-chan Message) {
 					c.status(st)
 				}
 			case TypeChunk:
+				w.chunk(now)
 				t, ok := tasks[m.Task]
 				if !ok || t.stream == nil {
 					c.log.Debug("chunk for an unknown task", "task", m.Task)
@@ -501,6 +544,9 @@ func (c *Client) run(msgs <-chan Message) {
 	}
 	// The runner is gone and its output read to the end.
 	reason := "runner exited: " + c.exit.String()
+	if c.stall != nil {
+		reason = c.stall.Error() + " (" + c.exit.String() + ")"
+	}
 	for id, t := range tasks {
 		if !t.abandoned {
 			t.fail(id, infer.Errorf(infer.ClassInternal, "%s", reason))

@@ -23,6 +23,13 @@
 //	{"type":"chunk","task":"t1","chunk":<infer.Chunk>}
 //	{"type":"embedding","task":"t2","embedding":<infer.EmbedResult>} (or "error":<infer.Error>)
 //	{"type":"error","task":"t1","error":<infer.Error>}
+//	{"type":"progress","progress":{"steps":N,"in_step":true}}   (every HeartbeatInterval)
+//
+// The progress heartbeat feeds the Client's watchdog (watchdog.go): a
+// runner with tasks in flight that stays silent for StallSilence, or
+// heartbeats without running or completing a step and without a chunk for
+// StallIdle plus four of its longest measured steps, is stalled; its tasks
+// end with an error chunk of code runner_stalled and it is killed.
 //
 // A load is answered at once with status loading, then warming, then ready or
 // failed (with the reason). A generate task streams chunks and always ends

@@ -291,6 +291,9 @@ func TestEmbedProtocol(t *testing.T) {
 				t.Errorf("the runner wrote a bad line %q: %v", line, err)
 				return
 			}
+			if m.Type == TypeProgress {
+				continue // heartbeats
+			}
 			msgs <- m
 		}
 	}()
@@ -506,6 +509,10 @@ func TestDecodeEmbedLines(t *testing.T) {
 		{name: "without_task", line: `{"type":"embedding","embedding":{"embeddings":[],"prompt_tokens":0}}`},
 		{name: "chunk_with_embedding", line: `{"type":"chunk","task":"t","chunk":{"kind":"done"},"embedding":{"embeddings":[],"prompt_tokens":0}}`},
 		{name: "unknown_field", line: `{"type":"embedding","task":"t","embedding":{"embeddings":[],"prompt_tokens":0,"model":"m"}}`},
+		{name: "progress", line: `{"type":"progress","progress":{"steps":3,"in_step":true}}`, ok: true},
+		{name: "progress_without_payload", line: `{"type":"progress"}`},
+		{name: "progress_with_task", line: `{"type":"progress","task":"t","progress":{"steps":3}}`},
+		{name: "chunk_with_progress", line: `{"type":"chunk","task":"t","chunk":{"kind":"done"},"progress":{"steps":3}}`},
 	}
 	for _, tt := range messages {
 		t.Run("message_"+tt.name, func(t *testing.T) {

@@ -34,7 +34,7 @@ func TestHarmonyRequestPath(t *testing.T) {
 			ToolCalls: []infer.ToolCall{{ID: "call_0", Name: "get_weather", Arguments: `{"city":"Oslo","unit":"celsius"}`}}},
 		{Role: infer.RoleTool, ToolCallID: "call_0", Content: "21"},
 	}}
-	rendered, cfg, err := renderChat(l, req)
+	rendered, cfg, err := renderChat(t.Context(), l, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestHarmonyRequestPath(t *testing.T) {
 	}
 	// A forced call opens a commentary message for its value.
 	req.ToolChoice = infer.ToolChoice{Mode: "required"}
-	p, err := prepare(l, req)
+	p, err := prepare(t.Context(), l, req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/chat"
@@ -90,7 +92,9 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		m.Close()
 		return nil, err
 	}
-	if l.chat.tmplErr != nil {
+	if _, ok := errors.AsType[*chat.LimitError](l.chat.tmplErr); ok {
+		log.Warn("the model's chat template passes its render budgets on a one-message probe; chat requests will be refused (template_limit), raw prompts are served", "err", l.chat.tmplErr)
+	} else if l.chat.tmplErr != nil {
 		log.Warn("the model's chat template does not compile; chat requests will fail", "err", l.chat.tmplErr)
 	}
 	warming()
@@ -102,7 +106,7 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		m.Close()
 		return nil, err
 	}
-	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk,
+	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk, meter: opts.meter,
 		prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)
 	return l, nil
 }
@@ -117,6 +121,16 @@ func setupChat(m *engine.Model, override string) (chatSetup, error) {
 			return chatSetup{}, fmt.Errorf("runner: load: chat_template_override: %w", err)
 		}
 		return chatSetup{tmplErr: err}, nil
+	}
+	// A probe render of one short turn: a template that passes its budgets
+	// on that (a hostile one) serves raw prompts only, refusing chat
+	// requests with template_limit, instead of costing every chat request
+	// its budgets.
+	probe := chat.Input{Messages: []chat.Object{chat.Message{Role: "user", Content: "hi"}.Object()}, AddGenerationPrompt: true, Now: time.Now()}
+	if _, err := t.RenderContext(context.Background(), probe); err != nil {
+		if le, ok := errors.AsType[*chat.LimitError](err); ok {
+			return chatSetup{tmplErr: le}, nil
+		}
 	}
 	d := dialectOf(t.Family())
 	return chatSetup{tmpl: t, dialect: d, reasoning: d == output.Harmony || strings.Contains(t.Source(), "<think>"),

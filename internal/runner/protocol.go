@@ -111,6 +111,8 @@ const (
 	// TypeEmbedding answers an embed command: it carries the task's
 	// Embedding or its Error, and ends the task.
 	TypeEmbedding MessageType = "embedding"
+	// TypeProgress is the runner's heartbeat (see watchdog.go).
+	TypeProgress MessageType = "progress"
 )
 
 // Message is one child-to-parent line.
@@ -122,6 +124,7 @@ type Message struct {
 	Error  *infer.Error `json:"error,omitempty"`
 
 	Embedding *infer.EmbedResult `json:"embedding,omitempty"`
+	Progress  *Progress          `json:"progress,omitempty"`
 }
 
 // State is a runner's lifecycle state.
@@ -227,7 +230,12 @@ func DecodeMessage(line []byte) (Message, error) {
 		return Message{}, &ProtocolError{Reason: "malformed message", Err: err}
 	}
 	var ok bool
+	if m.Progress != nil && m.Type != TypeProgress {
+		return Message{}, &ProtocolError{Reason: fmt.Sprintf("message type %q needs exactly its own payload", m.Type)}
+	}
 	switch m.Type {
+	case TypeProgress:
+		ok = m.Progress != nil && m.Task == "" && m.Status == nil && m.Chunk == nil && m.Error == nil && m.Embedding == nil
 	case TypeStatus:
 		ok = m.Status != nil && m.Chunk == nil && m.Error == nil && m.Embedding == nil
 	case TypeChunk:

@@ -128,7 +128,7 @@ type ending struct {
 // reasoning and tool-call parsing and logprobs.
 func generate(ctx context.Context, l *loaded, req infer.Request, emit func(infer.Chunk)) (ending, error) {
 	var end ending
-	p, err := prepare(l, req)
+	p, err := prepare(ctx, l, req)
 	if err != nil {
 		return end, err
 	}
@@ -231,7 +231,7 @@ type prepared struct {
 }
 
 // prepare validates req and renders and tokenizes its prompt.
-func prepare(l *loaded, req infer.Request) (prepared, error) {
+func prepare(ctx context.Context, l *loaded, req infer.Request) (prepared, error) {
 	var p prepared
 	check := req
 	if check.Model == "" {
@@ -245,7 +245,7 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 	}
 	text := req.Prompt
 	if req.Chat {
-		rendered, cfg, err := renderChat(l, req)
+		rendered, cfg, err := renderChat(ctx, l, req)
 		if err != nil {
 			return p, err
 		}
@@ -288,9 +288,12 @@ func prepare(l *loaded, req infer.Request) (prepared, error) {
 }
 
 // renderChat renders the conversation and configures the output parser.
-func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
+func renderChat(ctx context.Context, l *loaded, req infer.Request) (string, output.Config, error) {
 	var cfg output.Config
 	cs := l.chat
+	if le, ok := errors.AsType[*chat.LimitError](cs.tmplErr); ok {
+		return "", cfg, templateLimit(le)
+	}
 	if cs.tmpl == nil {
 		return "", cfg, infer.Errorf(infer.ClassInternal, "the model's chat template does not compile: %v", cs.tmplErr)
 	}
@@ -317,8 +320,14 @@ func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
 		}
 		tools = append(tools, o)
 	}
-	rendered, err := l.m.RenderChat(cs.tmpl, msgs, tools, req.TemplateKwargs, time.Now())
+	rendered, err := l.m.RenderChat(ctx, cs.tmpl, msgs, tools, req.TemplateKwargs, time.Now())
 	if err != nil {
+		if le, ok := errors.AsType[*chat.LimitError](err); ok {
+			return "", cfg, templateLimit(le)
+		}
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return "", cfg, err
+		}
 		var te *chat.TemplateError
 		if errors.As(err, &te) {
 			return "", cfg, infer.ParamErrorf("messages", "the chat template refused the conversation: %s", te.Message)
@@ -336,6 +345,13 @@ func renderChat(l *loaded, req infer.Request) (string, output.Config, error) {
 		}
 	}
 	return rendered, cfg, nil
+}
+
+// templateLimit is the answer to a chat request whose template passes one
+// of its render budgets: a 400 with code template_limit.
+func templateLimit(le *chat.LimitError) *infer.Error {
+	return &infer.Error{Class: infer.ClassInvalid, Param: "messages", Code: infer.CodeTemplateLimit,
+		Message: fmt.Sprintf("the model's chat template would pass its %s budget on this conversation (%v); it may be hostile: send a raw prompt, or override the template", le.Budget, le)}
 }
 
 func chatMessage(m infer.Message) chat.Message {

@@ -16,37 +16,45 @@ const (
 	maxMacroDepth = 256     // nested macro calls; Python's recursion limit is about this deep
 )
 
-func limitError(what string) error {
-	return &pyError{Type: "OverflowError", Msg: what + " exceeds the renderer's limit"}
-}
+func limitError(what string) error { return &LimitError{Budget: what, Limit: limitOf[what]} }
 
-// boundedHelpers returns the bounded helpers; depth is per render.
-func boundedHelpers() map[string]func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error) {
+var limitOf = map[string]int64{"range": maxRangeLen, "repetition": maxRepeatLen, "macro depth": maxMacroDepth}
+
+// boundedHelpers returns the bounded helpers of one render, charging b;
+// macroText is the literal text of each macro's body.
+func boundedHelpers(b *budget, macroText map[string]int64) map[string]helperFn {
 	depth := 0
-	return map[string]func([]jinja.Value, map[string]jinja.Value) (jinja.Value, error){
-		"range": pyRange,
+	return map[string]helperFn{
+		"range": func(args []jinja.Value, kw map[string]jinja.Value) (jinja.Value, error) {
+			return pyRange(b, args, kw)
+		},
 		fnSlice: func(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) != 4 {
 				return jinja.Value{}, typeErrorf("slice takes start, stop and step")
 			}
 			return pySlice(args[0], args[1], args[2], args[3])
 		},
-		fnMul: binary(pyMul),
+		fnMul: binary(func(x, y jinja.Value) (jinja.Value, error) { return pyMul(b, x, y) }),
 		fnCall: func(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 			if len(args) == 0 || !args[0].IsCallable() {
 				return jinja.Value{}, typeErrorf("object is not callable")
 			}
 			if depth >= maxMacroDepth {
-				return jinja.Value{}, &pyError{Type: "RecursionError", Msg: "maximum macro recursion depth exceeded"}
+				return jinja.Value{}, limitError("macro depth")
+			}
+			fn := args[0].AsCallable()
+			// The macro's own text is written once per call.
+			if err := b.emit(macroText[fn.Name]); err != nil {
+				return jinja.Value{}, err
 			}
 			depth++
 			defer func() { depth-- }()
-			return args[0].AsCallable().Fn(args[1:], kwargs)
+			return fn.Fn(args[1:], kwargs)
 		},
 	}
 }
 
-func pyRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
+func pyRange(b *budget, args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) {
 	for _, a := range args {
 		if !a.IsInt() && !a.IsBool() {
 			return jinja.Value{}, typeErrorf("'%s' object cannot be interpreted as an integer", pyType(a))
@@ -74,7 +82,10 @@ func pyRange(args []jinja.Value, _ map[string]jinja.Value) (jinja.Value, error) 
 		n = (start - stop - step - 1) / -step
 	}
 	if n > maxRangeLen || n < 0 {
-		return jinja.Value{}, limitError("range()")
+		return jinja.Value{}, limitError("range")
+	}
+	if err := b.room(n * valueBytes); err != nil {
+		return jinja.Value{}, err
 	}
 	items := make([]jinja.Value, n)
 	for i := range items {
@@ -168,7 +179,7 @@ func pySlice(seq, startV, stopV, stepV jinja.Value) (jinja.Value, error) {
 }
 
 // pyMul is Python's *: numbers, or a string or list repeated.
-func pyMul(a, b jinja.Value) (jinja.Value, error) {
+func pyMul(bud *budget, a, b jinja.Value) (jinja.Value, error) {
 	switch {
 	case isNumeric(a) && isNumeric(b):
 		if a.IsFloat() || b.IsFloat() {
@@ -184,13 +195,19 @@ func pyMul(a, b jinja.Value) (jinja.Value, error) {
 	times := max(asInt(b), 0)
 	if a.IsString() {
 		if times > 0 && int64(len(a.AsString())) > maxRepeatLen/times {
-			return jinja.Value{}, limitError("string repetition")
+			return jinja.Value{}, limitError("repetition")
+		}
+		if err := bud.room(int64(len(a.AsString())) * times); err != nil {
+			return jinja.Value{}, err
 		}
 		return jinja.NewString(strings.Repeat(a.AsString(), int(times))), nil
 	}
 	items := a.AsList().Items
 	if times > 0 && int64(len(items)) > maxRepeatLen/times {
-		return jinja.Value{}, limitError("list repetition")
+		return jinja.Value{}, limitError("repetition")
+	}
+	if err := bud.room(int64(len(items)) * times * valueBytes); err != nil {
+		return jinja.Value{}, err
 	}
 	out := make([]jinja.Value, 0, int64(len(items))*times)
 	for range times {

@@ -22,10 +22,13 @@ type jsonOptions struct {
 	keySep      string
 	sortKeys    bool
 	sepsSet     bool
+	limit       int64  // the most bytes the output may take (the render's room)
+	budget      int64  // the budget limit stands for, for the error
+	budgetName  string // and its name
 }
 
 // tojsonFilter is the tojson filter transformers installs.
-func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
+func tojsonFilter(b *budget, args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Value, error) {
 	if len(args) == 0 {
 		return jinja.Value{}, errors.New("tojson: missing value")
 	}
@@ -55,6 +58,12 @@ func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 			switch {
 			case v.IsNone() || v.IsUndefined():
 			case v.IsInt():
+				if v.AsInt() > b.lim.Output { // one indented line would pass it
+					return jinja.Value{}, &LimitError{Budget: "output", Limit: b.lim.Output}
+				}
+				if err := b.room(v.AsInt()); err != nil {
+					return jinja.Value{}, err
+				}
 				opt.indented = true
 				opt.indent = strings.Repeat(" ", int(max(v.AsInt(), 0)))
 			case v.IsString():
@@ -84,6 +93,12 @@ func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 			opt.itemSep = ","
 		}
 	}
+	// The text may not pass the room left in the memory budget, nor the
+	// output budget: JSON that large could never be part of a prompt.
+	opt.limit, opt.budget, opt.budgetName = b.lim.Alloc-b.alloc, b.lim.Alloc, "memory"
+	if b.lim.Output < opt.limit {
+		opt.limit, opt.budget, opt.budgetName = b.lim.Output, b.lim.Output, "output"
+	}
 	var sb strings.Builder
 	if err := writeJSON(&sb, args[0], &opt, 0); err != nil {
 		return jinja.Value{}, err
@@ -92,6 +107,11 @@ func tojsonFilter(args []jinja.Value, kwargs map[string]jinja.Value) (jinja.Valu
 }
 
 func writeJSON(sb *strings.Builder, v jinja.Value, opt *jsonOptions, depth int) error {
+	// Checked per value, and in newline per line: between two checks the
+	// output grows by at most one scalar and one separator.
+	if int64(sb.Len()) > opt.limit {
+		return &LimitError{Budget: opt.budgetName, Limit: opt.budget}
+	}
 	switch {
 	case v.IsNone():
 		sb.WriteString("null")
@@ -164,6 +184,9 @@ func newline(sb *strings.Builder, opt *jsonOptions, depth int) {
 	}
 	sb.WriteByte('\n')
 	for range depth {
+		if int64(sb.Len()) > opt.limit {
+			return // writeJSON reports it
+		}
 		sb.WriteString(opt.indent)
 	}
 }

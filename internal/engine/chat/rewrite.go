@@ -30,7 +30,15 @@ const (
 
 // replacedFilters are engine filters that differ from transformers'; a use
 // of one is renamed to the helper of the same name with fnPrefix.
-var replacedFilters = map[string]bool{"tojson": true, "string": true, "join": true}
+// replace and indent are replaced for their cost: the helpers check the
+// size of the result before they build it.
+var replacedFilters = map[string]bool{"tojson": true, "string": true, "join": true, "replace": true, "indent": true}
+
+// replacedMethods are string methods whose result a template can make
+// large; "s.NAME(args)" is rewritten to the helper fnPrefix+"m_"+NAME.
+// append, insert and update grow a list or dict in place: the helpers
+// charge what they add.
+var replacedMethods = map[string]bool{"replace": true, "format": true, "append": true, "insert": true, "update": true}
 
 // replacedTests are engine tests that differ from jinja2's; "x is NAME" is
 // rewritten to a call of the helper fnPrefix+"is_"+NAME.
@@ -38,13 +46,13 @@ var replacedTests = map[string]bool{"iterable": true, "sequence": true, "number"
 
 // rewrite normalises newlines as jinja2's lexer does, drops one trailing
 // newline (keep_trailing_newline=False) and rewrites every tag.
-func rewrite(src string) (string, error) {
+func rewrite(src string) (string, literals, error) {
 	src = strings.ReplaceAll(src, "\r\n", "\n")
 	src = strings.ReplaceAll(src, "\r", "\n")
 	src = strings.TrimSuffix(src, "\n")
 	pieces, err := splitTags(src)
 	if err != nil {
-		return "", err
+		return "", literals{}, err
 	}
 	macros := map[string]bool{}
 	for _, p := range pieces {
@@ -52,23 +60,74 @@ func rewrite(src string) (string, error) {
 			macros[toks[1].text] = true
 		}
 	}
+	lits := countLiterals(pieces)
 	var sb strings.Builder
-	for _, p := range pieces {
+	for i, p := range pieces {
 		if p.kind == 0 || p.kind == '#' {
 			sb.WriteString(p.open + p.text + p.close)
 			continue
 		}
-		inner, err := rewriteTag(p, macros)
+		inner, err := rewriteTag(p, macros, lits.body[i])
 		if err != nil {
-			return "", fmt.Errorf("line %d: %w", p.line, err)
+			return "", literals{}, fmt.Errorf("line %d: %w", p.line, err)
 		}
 		// The engine knows no '+' markers; their lstrip opt-out is lost.
 		sb.WriteString(strings.Replace(p.open, "+", "", 1) + " " + inner + " " + strings.Replace(p.close, "+", "", 1))
 	}
-	return sb.String(), nil
+	return sb.String(), lits, nil
 }
 
-func rewriteTag(p piece, macros map[string]bool) (string, error) {
+// literals are the bytes of literal text a render may write without a
+// helper seeing them: the loop bodies' and macro bodies' text, written once
+// per iteration or call, which the budget charges as output there.
+type literals struct {
+	body   map[int]int64    // by piece index of a for tag: the text in its body
+	macros map[string]int64 // by macro name: the text in its body
+}
+
+// countLiterals sums the text inside each for loop and macro (nested
+// blocks' text included, an over-estimate). Unbalanced tags are left to
+// the engine's compiler to refuse.
+func countLiterals(pieces []piece) literals {
+	l := literals{body: map[int]int64{}, macros: map[string]int64{}}
+	type open struct {
+		at    int
+		macro string
+	}
+	var stack []open
+	for i, p := range pieces {
+		switch p.kind {
+		case 0:
+			for _, o := range stack {
+				if o.macro != "" {
+					l.macros[o.macro] += int64(len(p.text))
+				} else {
+					l.body[o.at] += int64(len(p.text))
+				}
+			}
+		case '%':
+			toks, err := tokenize(p.text)
+			if err != nil || len(toks) == 0 {
+				continue
+			}
+			switch toks[0].text {
+			case "for":
+				stack = append(stack, open{at: i})
+			case "macro":
+				if len(toks) > 1 {
+					stack = append(stack, open{at: i, macro: toks[1].text})
+				}
+			case "endfor", "endmacro":
+				if len(stack) > 0 {
+					stack = stack[:len(stack)-1]
+				}
+			}
+		}
+	}
+	return l
+}
+
+func rewriteTag(p piece, macros map[string]bool, lit int64) (string, error) {
 	toks, err := tokenize(p.text)
 	if err != nil {
 		return "", err
@@ -84,16 +143,16 @@ func rewriteTag(p piece, macros map[string]bool) (string, error) {
 		}
 		return fnStr + "(" + e + ")", nil
 	}
-	return rewriteStatement(toks, macros)
+	return rewriteStatement(toks, macros, lit)
 }
 
 // rewriteStatement rewrites the expressions inside a {% %} tag and leaves
 // the statement's own syntax as it was.
-func rewriteStatement(toks []token, macros map[string]bool) (string, error) {
+func rewriteStatement(toks []token, macros map[string]bool, lit int64) (string, error) {
 	if len(toks) == 0 {
 		return "", fmt.Errorf("empty statement")
 	}
-	ps := &parser{toks: toks, pos: 1, macros: macros}
+	ps := &parser{toks: toks, pos: 1, macros: macros, lit: lit}
 	kw := toks[0].text
 	switch kw {
 	case "if", "elif":
@@ -150,6 +209,7 @@ type parser struct {
 	toks   []token
 	pos    int
 	macros map[string]bool // names the template defines as macros
+	lit    int64           // a for tag's body text (countLiterals)
 }
 
 func (p *parser) peek() token {
@@ -514,6 +574,15 @@ func (p *parser) postfix(e string) (string, error) {
 				return "", p.unexpected("expected an attribute name")
 			}
 			p.pos++
+			if replacedMethods[t.text] && p.isOp("(") {
+				p.pos++
+				args, err := p.callArgs()
+				if err != nil {
+					return "", err
+				}
+				e = "((" + e + ")|" + fnPrefix + "m_" + t.text + "(" + args + "))"
+				continue
+			}
 			e += "." + t.text
 		case p.isOp("["):
 			p.pos++
@@ -730,7 +799,8 @@ func (p *parser) forStatement() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out := "for " + targets + " in " + fnIter + "(" + iter + ")"
+	// The helper charges each iteration a step and the body's literal text.
+	out := "for " + targets + " in " + pipe(fnIter, iter, strconv.FormatInt(p.lit, 10))
 	if p.isName("if") {
 		p.pos++
 		cond, err := p.expression(true)

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,8 +21,9 @@ var ErrReservedKwarg = errors.New("chat: kwarg name is reserved")
 // Template is a compiled chat template. It is immutable and safe for
 // concurrent use.
 type Template struct {
-	source   string // as given
-	compiled *jinja.Template
+	source    string // as given
+	compiled  *jinja.Template
+	macroText map[string]int64 // literal text of each macro's body; read only
 }
 
 // Parse compiles a chat template. Errors are *SyntaxError.
@@ -33,7 +35,7 @@ func Parse(source string) (t *Template, err error) {
 			t, err = nil, &SyntaxError{Err: fmt.Errorf("engine panic: %v", r)}
 		}
 	}()
-	rewritten, err := rewrite(source)
+	rewritten, lits, err := rewrite(source)
 	if err != nil {
 		return nil, &SyntaxError{Err: err}
 	}
@@ -41,7 +43,7 @@ func Parse(source string) (t *Template, err error) {
 	if err != nil {
 		return nil, &SyntaxError{Err: err}
 	}
-	return &Template{source: source, compiled: compiled}, nil
+	return &Template{source: source, compiled: compiled, macroText: lits.macros}, nil
 }
 
 // Source returns the template text as given to Parse.
@@ -63,21 +65,41 @@ type Input struct {
 	Kwargs map[string]any
 	// Now is the time strftime_now formats, as a naive wall-clock time.
 	Now time.Time
+	// Limits are the render's budgets; nil means DefaultLimits.
+	Limits *Limits
 }
 
 // reserved are the render variables a kwarg may not replace.
 var reserved = map[string]bool{"messages": true, "tools": true, "documents": true, "add_generation_prompt": true}
 
-// Render applies the template to in. A template's own refusal is a
-// *TemplateError; a failure in evaluation is a *RenderError; unusable input
-// is a *ValueError or ErrReservedKwarg.
-func (t *Template) Render(in Input) (out string, err error) {
+// Render applies the template to in under DefaultLimits (or in.Limits)
+// and no cancellation; see RenderContext.
+func (t *Template) Render(in Input) (string, error) {
+	return t.RenderContext(context.Background(), in)
+}
+
+// RenderContext applies the template to in. A template's own refusal is a
+// *TemplateError; a render that passes a budget of its Limits is a
+// *LimitError; the end of ctx ends the render with ctx's error; a failure
+// in evaluation is a *RenderError; unusable input is a *ValueError or
+// ErrReservedKwarg.
+func (t *Template) RenderContext(ctx context.Context, in Input) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = "", &RenderError{Err: fmt.Errorf("engine panic: %v", r)}
 		}
 	}()
-	data, err := variables(in)
+	lim := DefaultLimits
+	if in.Limits != nil {
+		lim = *in.Limits
+	}
+	rctx, cancel := context.WithTimeout(ctx, lim.Time)
+	defer cancel()
+	b := &budget{ctx: rctx, parent: ctx, lim: lim}
+	if err := b.live(); err != nil {
+		return "", err
+	}
+	data, err := variables(in, b, t.macroText)
 	if err != nil {
 		return "", err
 	}
@@ -87,16 +109,27 @@ func (t *Template) Render(in Input) (out string, err error) {
 		if errors.As(err, &te) {
 			return "", te
 		}
+		if le, ok := asLimit(err); ok {
+			return "", le
+		}
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			return "", ctx.Err()
+		}
 		if errors.Is(err, ErrNoClock) {
 			return "", ErrNoClock
 		}
 		return "", &RenderError{Err: err}
 	}
+	// The text outside loops and macros is written once; with the charges
+	// above this cannot pass the budget, but the check costs nothing.
+	if int64(len(out)) > lim.Output {
+		return "", &LimitError{Budget: "output", Limit: lim.Output}
+	}
 	return out, nil
 }
 
-func variables(in Input) (map[string]jinja.Value, error) {
-	data := helpers(in.Now)
+func variables(in Input, b *budget, macroText map[string]int64) (map[string]jinja.Value, error) {
+	data := helpers(in.Now, b, macroText)
 	for k, v := range in.Kwargs {
 		if reserved[k] || strings.HasPrefix(k, fnPrefix) {
 			return nil, fmt.Errorf("%w: %q", ErrReservedKwarg, k)

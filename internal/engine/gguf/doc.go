@@ -2,10 +2,13 @@
 // llama.cpp uses for model weights and metadata.
 //
 // The reader treats the file as hostile: every length, count, offset and
-// dimension is checked against the bytes that remain before anything is
-// allocated from it, so a truncated or crafted file yields a *FormatError
-// naming the field, never a panic and never an allocation larger than the
-// file itself. Tensor data is memory-mapped and returned as sub-slices of the
+// dimension is checked against the bytes that remain and against a stated
+// limit (limits.go: nesting depth, counts, string and header sizes, tensor
+// bytes) before anything is allocated from it, and every allocation is
+// charged to a budget of ParseBudget(file size), so a truncated or crafted
+// file yields a *FormatError naming the field (wrapping a *LimitError for a
+// passed limit, errors.Is ErrLimit), never a panic and never more memory
+// than a small multiple of its header. Tensor data is memory-mapped and returned as sub-slices of the
 // mapping, so loading a shard touches only the pages of the tensors it uses.
 //
 // Layout (all integers little-endian):

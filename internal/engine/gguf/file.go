@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -35,7 +36,7 @@ func Parse(b []byte) (*File, error) { return parse(b, true) }
 // read, and each tensor offset is checked for alignment as its info is read,
 // before a later info can run past the end of the prefix.
 func parse(b []byte, whole bool) (*File, error) {
-	d := &decoder{b: b}
+	d := newDecoder(b)
 	m, err := d.u32("magic")
 	if err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func parse(b []byte, whole bool) (*File, error) {
 	if m != magic {
 		return nil, &FormatError{Field: "magic", Offset: 0, Err: ErrNotGGUF}
 	}
-	f := &File{kv: map[string]int{}, tensors: map[string]int{}}
+	f := &File{}
 	if f.Version, err = d.u32("version"); err != nil {
 		return nil, err
 	}
@@ -51,16 +52,20 @@ func parse(b []byte, whole bool) (*File, error) {
 		return nil, &FormatError{Field: "version", Offset: 4, Err: fmt.Errorf("%w %d (this reader handles versions 2 and 3)", ErrVersion, f.Version)}
 	}
 	// A tensor info is at least 8 (name length) + 4 (n_dims) + 4 (type) + 8 (offset) bytes.
-	nTensors, err := d.count("tensor_count", 24)
+	nTensors, err := d.count("tensor_count", 24, MaxTensors)
 	if err != nil {
 		return nil, err
 	}
 	// A KV is at least 8 (key length) + 4 (type) + 1 byte of value.
-	nKV, err := d.count("kv_count", 13)
+	nKV, err := d.count("kv_count", 13, MaxKVs)
 	if err != nil {
 		return nil, err
 	}
+	if err := d.charge("kv_count", int64(nKV)*costKV); err != nil {
+		return nil, err
+	}
 	f.KVs = make([]KV, 0, nKV)
+	f.kv = make(map[string]int, nKV)
 	for i := 0; i < nKV; i++ {
 		kv, err := readKV(d, i)
 		if err != nil {
@@ -80,7 +85,12 @@ func parse(b []byte, whole bool) (*File, error) {
 		}
 		f.Alignment = uint64(a)
 	}
+	if err := d.charge("tensor_count", int64(nTensors)*(costTensor+costOverlap)); err != nil {
+		return nil, err
+	}
 	f.Tensors = make([]TensorInfo, 0, nTensors)
+	f.tensors = make(map[string]int, nTensors)
+	var total uint64 // bytes of all tensors, bounded by MaxDataBytes
 	for i := 0; i < nTensors; i++ {
 		ti, err := readTensorInfo(d, i)
 		if err != nil {
@@ -91,6 +101,9 @@ func parse(b []byte, whole bool) (*File, error) {
 		}
 		if !whole && ti.Offset%f.Alignment != 0 {
 			return nil, d.fail(fmt.Sprintf("tensor[%q].offset", ti.Name), fmt.Errorf("%w: offset %d is not a multiple of the alignment %d", ErrInvalid, ti.Offset, f.Alignment))
+		}
+		if total += uint64(ti.Size); total > MaxDataBytes {
+			return nil, d.fail(fmt.Sprintf("tensor[%q].dims", ti.Name), &LimitError{Limit: "total tensor bytes", Value: int64(total), Max: MaxDataBytes})
 		}
 		f.tensors[ti.Name] = len(f.Tensors)
 		f.Tensors = append(f.Tensors, ti)
@@ -115,12 +128,11 @@ func parse(b []byte, whole bool) (*File, error) {
 	f.DataOffset = int64(start)
 	f.data = b[start:]
 	for _, t := range f.Tensors {
-		field := fmt.Sprintf("tensor[%q].offset", t.Name)
 		if t.Offset%f.Alignment != 0 {
-			return nil, &FormatError{Field: field, Offset: f.DataOffset, Err: fmt.Errorf("%w: offset %d is not a multiple of the alignment %d", ErrInvalid, t.Offset, f.Alignment)}
+			return nil, &FormatError{Field: fmt.Sprintf("tensor[%q].offset", t.Name), Offset: f.DataOffset, Err: fmt.Errorf("%w: offset %d is not a multiple of the alignment %d", ErrInvalid, t.Offset, f.Alignment)}
 		}
 		if t.Offset > uint64(len(f.data)) || uint64(t.Size) > uint64(len(f.data))-t.Offset {
-			return nil, &FormatError{Field: field, Offset: f.DataOffset, Err: fmt.Errorf("%w: tensor %q needs bytes [%d, %d) of a %d-byte data section", ErrTruncated, t.Name, t.Offset, satAdd(t.Offset, uint64(t.Size)), len(f.data))}
+			return nil, &FormatError{Field: fmt.Sprintf("tensor[%q].offset", t.Name), Offset: f.DataOffset, Err: fmt.Errorf("%w: tensor %q needs bytes [%d, %d) of a %d-byte data section", ErrTruncated, t.Name, t.Offset, satAdd(t.Offset, uint64(t.Size)), len(f.data))}
 		}
 	}
 	if err := overlapError(f); err != nil {
@@ -177,78 +189,87 @@ func satAdd(a, b uint64) uint64 {
 }
 
 func readKV(d *decoder, i int) (KV, error) {
-	field := fmt.Sprintf("kv[%d]", i)
 	at := d.off
-	n, err := d.u64(field + ".key.length")
+	n, err := d.u64(".key.length")
 	if err != nil {
-		return KV{}, err
+		return KV{}, prefix(err, fmt.Sprintf("kv[%d]", i))
 	}
-	if n == 0 || n > maxKeyLen {
-		return KV{}, &FormatError{Field: field + ".key", Offset: at, Err: fmt.Errorf("%w: key length %d", ErrInvalid, n)}
+	if n == 0 || n > MaxKeyLen {
+		return KV{}, &FormatError{Field: fmt.Sprintf("kv[%d].key", i), Offset: at, Err: fmt.Errorf("%w: key length %d", ErrInvalid, n)}
 	}
 	d.off = at
-	key, err := d.str(field + ".key")
+	key, err := d.str(".key")
 	if err != nil {
-		return KV{}, err
+		return KV{}, prefix(err, fmt.Sprintf("kv[%d]", i))
 	}
-	field = fmt.Sprintf("kv[%q]", key)
-	t, err := d.u32(field + ".type")
+	t, err := d.u32(".type")
 	if err != nil {
-		return KV{}, err
+		return KV{}, prefix(err, "kv["+quoteName(key)+"]")
 	}
-	v, err := d.value(field, ValueType(t), 0)
+	v, err := d.value("", ValueType(t), 0)
 	if err != nil {
-		return KV{}, err
+		return KV{}, prefix(err, "kv["+quoteName(key)+"]")
 	}
 	return KV{Key: key, Value: Value{Type: ValueType(t), V: v}}, nil
 }
 
 func readTensorInfo(d *decoder, i int) (TensorInfo, error) {
-	field := fmt.Sprintf("tensor[%d]", i)
-	name, err := d.str(field + ".name")
+	name, err := d.str(".name")
 	if err != nil {
-		return TensorInfo{}, err
+		return TensorInfo{}, prefix(err, fmt.Sprintf("tensor[%d]", i))
 	}
-	if name == "" || len(name) > maxKeyLen {
-		return TensorInfo{}, d.fail(field+".name", fmt.Errorf("%w: tensor name of length %d", ErrInvalid, len(name)))
+	if name == "" || len(name) > MaxKeyLen {
+		return TensorInfo{}, d.fail(fmt.Sprintf("tensor[%d].name", i), fmt.Errorf("%w: tensor name of length %d", ErrInvalid, len(name)))
 	}
-	field = fmt.Sprintf("tensor[%q]", name)
+	ti, err := readTensorShape(d, name)
+	if err != nil {
+		return TensorInfo{}, prefix(err, "tensor["+quoteName(name)+"]")
+	}
+	return ti, nil
+}
+
+// readTensorShape reads the rest of a tensor info after its name; fields
+// are named relative to the tensor.
+func readTensorShape(d *decoder, name string) (TensorInfo, error) {
 	at := d.off
-	nd, err := d.u32(field + ".n_dims")
+	nd, err := d.u32(".n_dims")
 	if err != nil {
 		return TensorInfo{}, err
 	}
 	if nd == 0 || nd > MaxDims {
-		return TensorInfo{}, &FormatError{Field: field + ".n_dims", Offset: at, Err: fmt.Errorf("%w: %d dimensions (1 to %d allowed)", ErrInvalid, nd, MaxDims)}
+		return TensorInfo{}, &FormatError{Field: ".n_dims", Offset: at, Err: fmt.Errorf("%w: %d dimensions (1 to %d allowed)", ErrInvalid, nd, MaxDims)}
 	}
 	ti := TensorInfo{Name: name, Dims: make([]uint64, nd)}
 	elems := uint64(1)
 	for j := range ti.Dims {
 		at := d.off
-		if ti.Dims[j], err = d.u64(fmt.Sprintf("%s.dims[%d]", field, j)); err != nil {
-			return TensorInfo{}, err
+		if ti.Dims[j], err = d.u64(""); err != nil {
+			return TensorInfo{}, prefix(err, fmt.Sprintf(".dims[%d]", j))
 		}
 		if ti.Dims[j] == 0 || ti.Dims[j] > math.MaxInt64/elems {
-			return TensorInfo{}, &FormatError{Field: fmt.Sprintf("%s.dims[%d]", field, j), Offset: at, Err: fmt.Errorf("%w: dimension %d", ErrInvalid, ti.Dims[j])}
+			return TensorInfo{}, &FormatError{Field: fmt.Sprintf(".dims[%d]", j), Offset: at, Err: fmt.Errorf("%w: dimension %d", ErrInvalid, ti.Dims[j])}
 		}
 		elems *= ti.Dims[j]
 	}
 	at = d.off
-	t, err := d.u32(field + ".type")
+	t, err := d.u32(".type")
 	if err != nil {
 		return TensorInfo{}, err
 	}
 	ti.Type = tensor.Type(t)
 	if !ti.Type.Known() {
-		return TensorInfo{}, &FormatError{Field: field + ".type", Offset: at, Err: fmt.Errorf("%w: unknown tensor type id %d", ErrInvalid, t)}
+		return TensorInfo{}, &FormatError{Field: ".type", Offset: at, Err: fmt.Errorf("%w: unknown tensor type id %d", ErrInvalid, t)}
 	}
 	if ti.Dims[0]%uint64(ti.Type.BlockElems()) != 0 {
-		return TensorInfo{}, &FormatError{Field: field + ".dims[0]", Offset: at, Err: fmt.Errorf("%w: row length %d is not a multiple of the %s block size %d", ErrInvalid, ti.Dims[0], ti.Type, ti.Type.BlockElems())}
+		return TensorInfo{}, &FormatError{Field: ".dims[0]", Offset: at, Err: fmt.Errorf("%w: row length %d is not a multiple of the %s block size %d", ErrInvalid, ti.Dims[0], ti.Type, ti.Type.BlockElems())}
 	}
 	if ti.Size, err = tensor.RowBytes(ti.Type, int64(elems)); err != nil {
-		return TensorInfo{}, &FormatError{Field: field + ".dims", Offset: at, Err: fmt.Errorf("%w: %v", ErrInvalid, err)}
+		return TensorInfo{}, &FormatError{Field: ".dims", Offset: at, Err: fmt.Errorf("%w: %v", ErrInvalid, err)}
 	}
-	if ti.Offset, err = d.u64(field + ".offset"); err != nil {
+	if ti.Size > MaxDataBytes {
+		return TensorInfo{}, &FormatError{Field: ".dims", Offset: at, Err: &LimitError{Limit: "tensor bytes", Value: ti.Size, Max: MaxDataBytes}}
+	}
+	if ti.Offset, err = d.u64(".offset"); err != nil {
 		return TensorInfo{}, err
 	}
 	return ti, nil
@@ -304,4 +325,14 @@ func (f *File) TensorData(name string) ([]byte, error) {
 		return nil, fmt.Errorf("gguf: tensor %q: %w", name, ErrNoTensor)
 	}
 	return f.data[t.Offset : t.Offset+uint64(t.Size) : t.Offset+uint64(t.Size)], nil
+}
+
+// quoteName quotes a key or tensor name for an error's field, cut to 64
+// bytes: a crafted 64 KiB key would otherwise make every message about it
+// a quarter of a megabyte.
+func quoteName(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "..."
+	}
+	return strconv.Quote(s)
 }

@@ -258,12 +258,16 @@ func TestMalformed(t *testing.T) {
 		{"version 1", hdr(1, 0, 0), ErrVersion, "version"},
 		{"version 4", hdr(4, 0, 0), ErrVersion, "version"},
 		{"truncated counts", hdr(3, 0, 0)[:16], ErrTruncated, "kv_count"},
-		{"huge tensor count", hdr(3, 1<<62, 0), ErrTooLarge, "tensor_count"},
-		{"huge kv count", hdr(3, 0, math.MaxUint64), ErrTooLarge, "kv_count"},
+		{"huge tensor count", hdr(3, 1<<62, 0), ErrLimit, "tensor_count"},
+		{"tensor count past the file", hdr(3, 1000, 0), ErrTooLarge, "tensor_count"},
+		{"huge kv count", hdr(3, 0, math.MaxUint64), ErrLimit, "kv_count"},
+		{"kv count past the file", hdr(3, 0, 1000), ErrTooLarge, "kv_count"},
 		{"key longer than file", cat(hdr(3, 0, 1), le64(1<<40), []byte("abc"), make([]byte, 10)), ErrInvalid, "kv[0].key"},
-		{"string longer than file", cat(hdr(3, 0, 1), gstr("k"), le32(uint32(TypeString)), le64(1<<50), make([]byte, 4)), ErrTruncated, `kv["k"]`},
+		{"string longer than file", cat(hdr(3, 0, 1), gstr("k"), le32(uint32(TypeString)), le64(1000), make([]byte, 4)), ErrTruncated, `kv["k"]`},
+		{"string longer than the limit", cat(hdr(3, 0, 1), gstr("k"), le32(uint32(TypeString)), le64(1<<50), make([]byte, 4)), ErrLimit, `kv["k"]`},
 		{"bad value type", cat(hdr(3, 0, 1), gstr("k"), le32(13), make([]byte, 8)), ErrInvalid, `kv["k"].type`},
-		{"array count too large", cat(hdr(3, 0, 1), gstr("k"), le32(uint32(TypeArray)), le32(uint32(TypeUint32)), le64(1<<40), make([]byte, 16)), ErrTooLarge, `kv["k"].count`},
+		{"array count too large", cat(hdr(3, 0, 1), gstr("k"), le32(uint32(TypeArray)), le32(uint32(TypeUint32)), le64(1000), make([]byte, 16)), ErrTooLarge, `kv["k"].count`},
+		{"array count past the limit", cat(hdr(3, 0, 1), gstr("k"), le32(uint32(TypeArray)), le32(uint32(TypeUint32)), le64(1<<40), make([]byte, 16)), ErrLimit, `kv["k"].count`},
 		{"bool not 0/1", cat(hdr(3, 0, 1), gstr("k"), le32(uint32(TypeBool)), []byte{2}), ErrInvalid, `kv["k"]`},
 		{"duplicate key", cat(hdr(3, 0, 2), kvU32("k", 1), kvU32("k", 2)), ErrDuplicate, "kv[1].key"},
 		{"alignment not power of two", cat(hdr(3, 0, 1), kvU32("general.alignment", 24)), ErrInvalid, "general.alignment"},
@@ -437,8 +441,17 @@ func FuzzParse(f *testing.F) {
 	for _, c := range overlapCases {
 		f.Add(c.in)
 	}
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		file, err := Parse(b)
+		var file *File
+		err, alloc, _ := parseMeasured(func(b []byte) (*File, error) {
+			var err error
+			file, err = Parse(b)
+			return file, err
+		}, b)
+		checkBudget(t, b, alloc)
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {

@@ -69,7 +69,16 @@ func FuzzParseHeader(f *testing.F) {
 	for _, c := range overlapCases {
 		f.Add(c.in)
 	}
+	for _, s := range fuzzSeeds() {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, p []byte) {
-		ParseHeader(p) // must not panic
+		// Must not panic, must fail with a typed error and within the budget.
+		err, alloc, _ := parseMeasured(ParseHeader, p)
+		checkBudget(t, p, alloc)
+		var fe *FormatError
+		if err != nil && !errors.As(err, &fe) {
+			t.Fatalf("untyped error %v", err)
+		}
 	})
 }

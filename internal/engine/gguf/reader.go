@@ -2,8 +2,10 @@ package gguf
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -16,11 +18,6 @@ const (
 
 	// MaxDims is the most dimensions a tensor may have (GGML_MAX_DIMS).
 	MaxDims = 4
-
-	// maxKeyLen bounds metadata keys; GGUF keys are short dotted names.
-	maxKeyLen = 1 << 16
-	// maxNesting bounds nested arrays so a crafted file cannot recurse deeply.
-	maxNesting = 8
 )
 
 // TensorInfo describes one tensor. Dims are in GGML order: Dims[0] is the
@@ -42,16 +39,52 @@ func (t TensorInfo) Elems() int64 {
 	return n
 }
 
-// decoder reads little-endian fields from a byte slice, tracking the offset.
+// decoder reads little-endian fields from a byte slice, tracking the offset
+// and charging what parsing allocates against a budget.
+//
+// Field names are built only when a read fails: a read takes the name of
+// the field relative to its caller, and each enclosing level prefixes its
+// own part to the *FormatError on the way out (with prefix). Building them
+// eagerly would allocate per element, and a long key with a long array
+// would then cost far more than the file's bytes.
 type decoder struct {
-	b   []byte
-	off int64
+	b      []byte
+	off    int64
+	used   int64 // bytes charged so far
+	budget int64
 }
+
+func newDecoder(b []byte) *decoder { return &decoder{b: b, budget: ParseBudget(len(b))} }
 
 func (d *decoder) remaining() int64 { return int64(len(d.b)) - d.off }
 
 func (d *decoder) fail(field string, err error) error {
 	return &FormatError{Field: field, Offset: d.off, Err: err}
+}
+
+// charge accounts n bytes of allocation about to be made.
+func (d *decoder) charge(field string, n int64) error {
+	if n < 0 || n > d.budget-d.used {
+		return d.fail(field, &LimitError{Limit: "header memory", Value: satAddI(d.used, n), Max: d.budget})
+	}
+	d.used += n
+	return nil
+}
+
+func satAddI(a, b int64) int64 {
+	if b < 0 || a > 1<<63-1-b {
+		return 1<<63 - 1
+	}
+	return a + b
+}
+
+// prefix puts p in front of the field an error names; see decoder.
+func prefix(err error, p string) error {
+	var fe *FormatError
+	if errors.As(err, &fe) {
+		fe.Field = p + fe.Field
+	}
+	return err
 }
 
 func (d *decoder) bytes(field string, n int64) ([]byte, error) {
@@ -60,6 +93,9 @@ func (d *decoder) bytes(field string, n int64) ([]byte, error) {
 			return nil, d.fail(field, ErrTruncated)
 		}
 		return nil, d.fail(field, ErrInvalid)
+	}
+	if d.off+n > MaxHeaderBytes {
+		return nil, d.fail(field, &LimitError{Limit: "header bytes", Value: d.off + n, Max: MaxHeaderBytes})
 	}
 	b := d.b[d.off : d.off+n]
 	d.off += n
@@ -82,14 +118,20 @@ func (d *decoder) u64(field string) (uint64, error) {
 	return binary.LittleEndian.Uint64(b), nil
 }
 
-// count reads a u64 element count and checks that count elements of at
-// least minSize bytes each can fit in what remains, so no allocation can
-// exceed the file size.
-func (d *decoder) count(field string, minSize int64) (int, error) {
+// count reads a u64 element count, checks it against max and that count
+// elements of at least minSize bytes each can fit in what remains, so no
+// allocation can exceed the file size.
+func (d *decoder) count(field string, minSize, max int64) (int, error) {
 	at := d.off
 	n, err := d.u64(field)
 	if err != nil {
 		return 0, err
+	}
+	// The limit first: a count past it is refused at once, also from a
+	// prefix (ParseHeader), where a count past the bytes read only asks the
+	// caller for a longer prefix.
+	if n > uint64(max) {
+		return 0, &FormatError{Field: field, Offset: at, Err: &LimitError{Limit: "count", Value: int64(min(n, 1<<63-1)), Max: max}}
 	}
 	if minSize > 0 && n > uint64(d.remaining()/minSize) {
 		return 0, &FormatError{Field: field, Offset: at, Err: fmt.Errorf("%w: count %d needs at least %d bytes, %d remain", ErrTooLarge, n, satMul(n, uint64(minSize)), d.remaining())}
@@ -110,6 +152,9 @@ func (d *decoder) str(field string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if n > MaxStringLen { // first, as in count
+		return "", &FormatError{Field: field, Offset: at, Err: &LimitError{Limit: "string length", Value: int64(min(n, 1<<63-1)), Max: MaxStringLen}}
+	}
 	if n > uint64(d.remaining()) {
 		return "", &FormatError{Field: field, Offset: at, Err: fmt.Errorf("%w: string of %d bytes, %d remain", ErrTruncated, n, d.remaining())}
 	}
@@ -117,22 +162,30 @@ func (d *decoder) str(field string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := d.charge(field, (int64(n)+7)&^7); err != nil {
+		return "", err
+	}
 	return string(b), nil
 }
 
+// value reads one value of type t; field names it relative to the caller,
+// depth is the number of arrays around it.
 func (d *decoder) value(field string, t ValueType, depth int) (any, error) {
 	if !t.valid() {
 		return nil, d.fail(field+".type", fmt.Errorf("%w: value type %d", ErrInvalid, uint32(t)))
 	}
 	switch t {
 	case TypeString:
+		if err := d.charge(field, costString); err != nil {
+			return nil, err
+		}
 		return d.str(field)
 	case TypeArray:
-		if depth >= maxNesting {
-			return nil, d.fail(field, fmt.Errorf("%w: arrays nested deeper than %d", ErrInvalid, maxNesting))
-		}
 		et, err := d.u32(field + ".elem_type")
 		if err != nil {
+			return nil, err
+		}
+		if err := d.charge(field, costArray); err != nil {
 			return nil, err
 		}
 		a, err := d.array(field, ValueType(et), depth+1)
@@ -174,7 +227,13 @@ func (d *decoder) value(field string, t ValueType, depth int) (any, error) {
 	}
 }
 
+// array reads the count and elements of an array of et, the depth'th array
+// level (1 for a top-level array). Every path into an array, nested or not,
+// passes the depth check here.
 func (d *decoder) array(field string, et ValueType, depth int) (Array, error) {
+	if depth > MaxNesting {
+		return Array{}, d.fail(field, &LimitError{Limit: "nesting depth", Value: int64(depth), Max: MaxNesting})
+	}
 	if !et.valid() {
 		return Array{}, d.fail(field+".elem_type", fmt.Errorf("%w: element type %d", ErrInvalid, uint32(et)))
 	}
@@ -185,12 +244,15 @@ func (d *decoder) array(field string, et ValueType, depth int) (Array, error) {
 	case TypeArray:
 		minSize = 12
 	}
-	n, err := d.count(field+".count", minSize)
+	n, err := d.count(field+".count", minSize, MaxArrayLen)
 	if err != nil {
 		return Array{}, err
 	}
 	a := Array{Elem: et}
 	if fs := et.fixedSize(); fs > 0 {
+		if err := d.charge(field, int64(n)*int64(fs)+8); err != nil {
+			return Array{}, err
+		}
 		raw, err := d.bytes(field, int64(n)*int64(fs))
 		if err != nil {
 			return Array{}, err
@@ -199,24 +261,29 @@ func (d *decoder) array(field string, et ValueType, depth int) (Array, error) {
 		return a, err
 	}
 	if et == TypeString {
+		if err := d.charge(field, int64(n)*costString); err != nil {
+			return Array{}, err
+		}
 		vs := make([]string, n)
 		for i := range vs {
-			if vs[i], err = d.str(fmt.Sprintf("%s[%d]", field, i)); err != nil {
-				return Array{}, err
+			if vs[i], err = d.str(""); err != nil {
+				return Array{}, prefix(err, field+"["+strconv.Itoa(i)+"]")
 			}
 		}
 		a.Values = vs
 		return a, nil
 	}
+	if err := d.charge(field, int64(n)*costArray); err != nil {
+		return Array{}, err
+	}
 	vs := make([]Array, n)
 	for i := range vs {
-		sub := fmt.Sprintf("%s[%d]", field, i)
-		t, err := d.u32(sub + ".elem_type")
-		if err != nil {
-			return Array{}, err
+		t, err := d.u32(".elem_type")
+		if err == nil {
+			vs[i], err = d.array("", ValueType(t), depth+1)
 		}
-		if vs[i], err = d.array(sub, ValueType(t), depth+1); err != nil {
-			return Array{}, err
+		if err != nil {
+			return Array{}, prefix(err, field+"["+strconv.Itoa(i)+"]")
 		}
 	}
 	a.Values = vs
