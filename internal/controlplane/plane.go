@@ -78,6 +78,11 @@ type Config struct {
 	// Initial, when set on a fresh log, is the State the cluster this node
 	// founds starts from (an upgraded home's history).
 	Initial *state.State
+	// UnsafeAckBeforeCommit breaks the commit rule on purpose: a leader
+	// acknowledges a decision as soon as raft takes it, without a quorum.
+	// It exists only so the partition test can show that its checker
+	// catches a lost acknowledged decision (SKULK_TEST_UNSAFE_ACK=1).
+	UnsafeAckBeforeCommit bool
 }
 
 // Peer is a live member as gossip shows it.
@@ -281,6 +286,9 @@ func (p *Plane) Stop() {}
 // propose is the master's path into the log: refused at once without a
 // quorum (certainly not in the log), else appended and awaited.
 func (p *Plane) propose(ctx context.Context, evs []event.Event) ([]event.IndexedEvent, error) {
+	if p.UnsafeAckBeforeCommit {
+		return p.proposeUnsafe(ctx, evs)
+	}
 	if err := p.awaitQuorum(ctx); err != nil {
 		return nil, err
 	}
@@ -319,6 +327,46 @@ func (p *Plane) propose(ctx context.Context, evs []event.Event) ([]event.Indexed
 	p.mach.forget(b.ID)
 	return nil, &infer.Error{Class: infer.ClassUnavailable, Code: "commit_unknown",
 		Message: fmt.Sprintf("the decision was proposed but not committed within %v (the leader lost its majority or stepped down); it may still take effect: check the cluster's state before retrying", p.CommitTimeout)}
+}
+
+// proposeUnsafe is propose with the commit rule broken
+// (UnsafeAckBeforeCommit): the events are acknowledged as raft takes them.
+func (p *Plane) proposeUnsafe(ctx context.Context, evs []event.Event) ([]event.IndexedEvent, error) {
+	b := batch{ID: randomUint64()}
+	for _, ev := range evs {
+		e, err := event.EncodeEvent(ev)
+		if err != nil {
+			return nil, err
+		}
+		b.Events = append(b.Events, e)
+	}
+	data, err := cbor.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	ch := p.mach.wait(b.ID)
+	if err := p.raft.Propose(ctx, data); err != nil {
+		p.mach.forget(b.ID)
+		return nil, p.noQuorum()
+	}
+	if first := evs[0]; len(evs) == 1 {
+		if _, ok := first.(event.MasterElected); ok {
+			select { // the master's own start waits, or it decides on nothing
+			case a := <-ch:
+				return a.events, a.err
+			case <-ctx.Done():
+				p.mach.forget(b.ID)
+				return nil, ctx.Err()
+			}
+		}
+	}
+	p.mach.forget(b.ID)
+	st := p.mach.current().State
+	out := make([]event.IndexedEvent, len(evs))
+	for i, ev := range evs {
+		out[i] = event.IndexedEvent{Term: st.Term, Index: st.LastIndex + ids.Index(i+1), Event: ev}
+	}
+	return out, nil
 }
 
 // awaitQuorum waits up to one election timeout for a majority of voters

@@ -215,7 +215,12 @@ func (n *fabric) buildServices() error {
 	log := n.log
 	cfg := controlplane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
 		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
-		Found: n.secret.origin == "generated", VoterTimeout: n.cfg.VoterTimeout}
+		Found: n.secret.origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
+		UnsafeAckBeforeCommit: os.Getenv("SKULK_TEST_UNSAFE_ACK") == "1"}
+	if cfg.UnsafeAckBeforeCommit {
+		log.Error("SKULK_TEST_UNSAFE_ACK=1: this node acknowledges decisions before a majority holds them, so a partition can lose them; " +
+			"it exists for the consensus test only, never run a cluster with it")
+	}
 	if n.upgraded != nil {
 		cfg.Found, cfg.Initial = true, &n.upgraded.state
 	}

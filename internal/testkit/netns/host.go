@@ -260,11 +260,25 @@ func (c *Cluster) PartitionGroups(a, b []*Host) {
 	c.apply()
 }
 
+// CutOneWay drops the packets from reaching to: to still reaches from,
+// as on a link that fails in one direction only.
+func (c *Cluster) CutOneWay(from, to *Host) {
+	c.t.Helper()
+	if from == c.client || to == c.client || from == to {
+		c.t.Fatalf("netns: CutOneWay takes two hosts of this cluster, not the client")
+	}
+	c.mu.Lock()
+	c.oneway[[2]int{from.index, to.index}] = true
+	c.mu.Unlock()
+	c.apply()
+}
+
 // HealAll removes every cut.
 func (c *Cluster) HealAll() {
 	c.t.Helper()
 	c.mu.Lock()
 	clear(c.blocked)
+	clear(c.oneway)
 	c.mu.Unlock()
 	c.apply()
 }
@@ -291,6 +305,10 @@ func (c *Cluster) apply() {
 		a, b := c.hosts[k[0]], c.hosts[k[1]]
 		rules[a.index] += "-A INPUT -s " + b.Addr() + "/32 -j DROP\n"
 		rules[b.index] += "-A INPUT -s " + a.Addr() + "/32 -j DROP\n"
+	}
+	for k := range c.oneway {
+		from, to := c.hosts[k[0]], c.hosts[k[1]]
+		rules[to.index] += "-A INPUT -s " + from.Addr() + "/32 -j DROP\n"
 	}
 	c.mu.Unlock()
 	for i, h := range c.hosts {

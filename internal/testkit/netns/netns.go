@@ -58,6 +58,7 @@ type Cluster struct {
 
 	mu      sync.Mutex
 	blocked map[[2]int]bool // guarded by mu: host index pairs, low index first
+	oneway  map[[2]int]bool // guarded by mu: (from, to) host indexes cut in that direction only
 	procs   []*Proc         // guarded by mu: every process started, for cleanup
 }
 
@@ -111,6 +112,7 @@ func New(t testing.TB, opt Options) *Cluster {
 		opt:     opt,
 		id:      fmt.Sprintf("%s-%d-%d", opt.Prefix, os.Getpid(), seq.Add(1)),
 		blocked: map[[2]int]bool{},
+		oneway:  map[[2]int]bool{},
 	}
 	t.Cleanup(c.cleanup)
 	if err := c.build(); err != nil {
