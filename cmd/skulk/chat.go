@@ -442,13 +442,20 @@ func (c *chatSession) stream(body map[string]any) (string, replyStats, error) {
 	}()
 	st := replyStats{start: time.Now()}
 	var reply strings.Builder
-	res, err := c.api.streamChat(ctx, body, func(content, reasoning string) {
-		if st.first.IsZero() && content+reasoning != "" {
-			st.first = time.Now()
+	var res streamResult
+	var err error
+	for wait := newRetryWait(c.s.err, time.Now()); ; {
+		res, err = c.api.streamChat(ctx, body, func(content, reasoning string) {
+			if st.first.IsZero() && content+reasoning != "" {
+				st.first = time.Now()
+			}
+			fmt.Fprint(c.s.out, content)
+			reply.WriteString(content)
+		})
+		if !wait.again(ctx, err) {
+			break
 		}
-		fmt.Fprint(c.s.out, content)
-		reply.WriteString(content)
-	})
+	}
 	st.end, st.prompt, st.tokens, st.finish = time.Now(), res.PromptTokens, res.CompletionTokens, res.Finish
 	if errors.Is(err, context.Canceled) || (err != nil && ctx.Err() != nil) {
 		fmt.Fprint(c.s.err, " [stopped]")
