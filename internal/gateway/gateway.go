@@ -103,8 +103,8 @@ func New(cfg Config) *Gateway {
 	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}}
 }
 
-// Generate registers the request, asks the master to bind it to an instance,
-// and returns the chunk stream. Cancelling ctx cancels the task.
+// Generate registers the request, binds it to a ready instance of the
+// replicated State, and returns the chunk stream. Cancelling ctx cancels the task.
 func (g *Gateway) Generate(ctx context.Context, req infer.Request) (<-chan infer.Chunk, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -130,6 +130,14 @@ func (g *Gateway) submit(ctx context.Context, model string, payload infer.TaskPa
 	var rec *trace.Recorder
 	if st.Tracing {
 		rec = trace.Begin(ctx, string(g.cfg.Node))
+	}
+	var live []placement.Node
+	if g.cfg.Nodes != nil {
+		live = g.cfg.Nodes()
+	}
+	st, lost := withoutLost(st, ids.ModelID(model), live)
+	if lost != nil {
+		return nil, lost
 	}
 	g.mu.Lock()
 	inst, err := master.PickInstance(st, ids.ModelID(model), "", g.inflight)
