@@ -182,7 +182,8 @@ type clusterState struct {
 		Detail   string `json:"detail"`
 	} `json:"failures"`
 	NodeHealth map[string]struct {
-		Status      string `json:"status"`
+		Status      string   `json:"status"`
+		Reasons     []string `json:"reasons"`
 		Persistence []struct {
 			Message string `json:"message"`
 		} `json:"persistence"`

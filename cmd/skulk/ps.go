@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -44,15 +45,22 @@ func renderPs(w io.Writer, st clusterState) error {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	// A node gossip no longer reaches is lost: its ranks serve nothing,
+	// whatever their last report said, until the master places them again.
+	lost := func(node string) bool { return slices.Contains(st.NodeHealth[node].Reasons, "unreachable") }
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INSTANCE\tMODEL\tSTATUS\tCONTEXT\tPLACEMENT")
 	for _, id := range ids {
 		in := st.Instances[id]
 		var ranks []string
+		status := in.Status
 		for _, p := range in.Placement {
 			ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", p.Node, p.LayerStart, p.LayerEnd))
+			if lost(p.Node) {
+				status = "lost"
+			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, in.Status, in.ContextTokens, strings.Join(ranks, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, status, in.ContextTokens, strings.Join(ranks, " "))
 		if len(in.Placement) < 2 {
 			continue
 		}
@@ -60,6 +68,9 @@ func renderPs(w io.Writer, st clusterState) error {
 			status, reason := "pending", ""
 			if r < len(in.Runners) {
 				status, reason = in.Runners[r].Status, in.Runners[r].Reason
+			}
+			if lost(p.Node) {
+				status, reason = "lost", "node unreachable; the instance is placed again"
 			}
 			layers := fmt.Sprintf("layers [%d, %d)", p.LayerStart, p.LayerEnd)
 			if reason != "" {

@@ -72,3 +72,23 @@ func TestPsRanks(t *testing.T) {
 		t.Errorf("skulk ps:\n%s\nwant (%s):\n%s", out, golden, want)
 	}
 }
+
+// TestPsLostRanks: a rank on a node gossip no longer reaches shows as
+// lost, and so does its instance, whatever the runner last reported.
+func TestPsLostRanks(t *testing.T) {
+	state := `{"instances":{"c3":{"model":"stories260k","status":"ready","context_tokens":512,
+		"placement":[{"node":"node-a","layer_start":0,"layer_end":3},{"node":"node-b","layer_start":3,"layer_end":6}],
+		"runners":[{"id":"r1","status":"ready","reason":""},{"id":"r2","status":"ready","reason":""}]}},
+		"nodeHealth":{"node-b":{"status":"unhealthy","reasons":["unreachable"]},"node-a":{"status":"ok","reasons":[]}}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(state)) }))
+	defer srv.Close()
+	code, out, errs := runCLI(t, "ps", "--host", srv.URL)
+	if code != 0 || errs != "" {
+		t.Fatalf("exit %d: %s %s", code, out, errs)
+	}
+	lines := strings.Split(out, "\n")
+	if !strings.Contains(lines[1], " lost ") || !strings.Contains(lines[2], "ready") || !strings.Contains(lines[3], "lost") ||
+		!strings.Contains(lines[3], "node unreachable") {
+		t.Fatalf("skulk ps:\n%s", out)
+	}
+}
