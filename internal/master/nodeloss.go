@@ -14,10 +14,13 @@ import (
 // Node lifecycle timings, as named constants.
 const (
 	// lostAfter is how long a node that the State knows must be absent from
-	// the membership before the master declares it gone.
-	lostAfter = 3 * time.Second
-	// masterSettle is how long a new master waits before declaring any node
-	// gone, so a whole-cluster restart can re-form first.
+	// the membership before the master declares it gone: the failure
+	// detector has already suspected and confirmed it, this only rides out
+	// a member flapping.
+	lostAfter = time.Second
+	// masterSettle is how long after its process started a master waits
+	// before declaring any node gone, so a whole-cluster restart can
+	// re-form first. A failover in a running cluster does not wait.
 	masterSettle = 10 * time.Second
 	// lifecycleTick is how often the master compares membership and State.
 	lifecycleTick = 300 * time.Millisecond
@@ -34,12 +37,18 @@ type NodeLoss struct {
 	Members func() []ids.NodeID // the live members, from the membership
 	NewID   func() string
 	Now     func() time.Time // the master's clock
+	// Started is when this node's process started (masterSettle runs from
+	// it).
+	Started time.Time
 	Logger  *slog.Logger
 }
 
 // Run watches until ctx ends (the leadership ends).
 func (lc NodeLoss) Run(ctx context.Context, m *Master) {
-	start := lc.Now()
+	start := lc.Started
+	if start.IsZero() {
+		start = lc.Now()
+	}
 	absent := map[ids.NodeID]time.Time{}
 	src := event.Source{Role: event.RoleMaster, Node: lc.Self}
 	tick := time.NewTicker(lifecycleTick)

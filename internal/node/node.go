@@ -353,7 +353,7 @@ func (n *fabric) joinCluster() error {
 		return n.peers.dial(n.ep, transport.ALPNRaft)(ctx, node)
 	}
 	n.ctl.Peers = n.peers.positions
-	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now,
+	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now, Started: n.started,
 		Logger: n.log.With("component", "lifecycle")}
 	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers),
 		NewID: newID, Now: time.Now, Logger: n.log.With("component", "lifecycle")}
