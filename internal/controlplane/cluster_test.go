@@ -29,7 +29,7 @@ import (
 // closes them and refuses new ones. Everything above the byte stream is
 // the real control plane: raft, its log on disk, forwarding.
 type testNet struct {
-	t     *testing.T
+	t     testing.TB
 	mu    sync.Mutex
 	nodes map[ids.NodeID]*testNode
 	cut   map[[2]ids.NodeID]bool
@@ -45,7 +45,7 @@ type testNode struct {
 	done   chan struct{}
 }
 
-func newTestNet(t *testing.T) *testNet {
+func newTestNet(t testing.TB) *testNet {
 	return &testNet{t: t, nodes: map[ids.NodeID]*testNode{}, cut: map[[2]ids.NodeID]bool{}, conns: map[[2]ids.NodeID][]net.Conn{}}
 }
 
@@ -112,7 +112,7 @@ func (n *testNet) peers(from ids.NodeID) []Peer {
 	return out
 }
 
-func testCard(t *testing.T) func(ids.ModelID) (catalog.Card, bool) {
+func testCard(t testing.TB) func(ids.ModelID) (catalog.Card, bool) {
 	card, err := catalog.BuiltinCard()
 	if err != nil {
 		t.Fatal(err)
@@ -199,14 +199,14 @@ func (n *testNet) plane(id ids.NodeID) *Plane {
 	return n.nodes[id].p
 }
 
-func testLogger(t *testing.T, id ids.NodeID) *slog.Logger {
+func testLogger(t testing.TB, id ids.NodeID) *slog.Logger {
 	if os.Getenv("CONTROLPLANE_TEST_LOG") == "" {
 		return nil
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", id)
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -238,7 +238,7 @@ func place(ctx context.Context, p *Plane, id string) error {
 
 // formed starts a cluster of the given nodes (the first founds it) and
 // waits until every one votes.
-func formed(t *testing.T, nodes ...ids.NodeID) *testNet {
+func formed(t testing.TB, nodes ...ids.NodeID) *testNet {
 	n := newTestNet(t)
 	n.start(nodes[0], true)
 	for _, id := range nodes[1:] {
