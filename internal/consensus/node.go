@@ -131,6 +131,26 @@ func (n *Node) restart() error {
 			return fmt.Errorf("consensus: restore the snapshot at %d: %w", n.snapAt, err)
 		}
 	}
+	// What the log holds as committed is applied now, before the node
+	// serves: a restarted node answers with the State it had, not the
+	// older one of its last snapshot.
+	hs, _, _ := n.disk.mem.InitialState()
+	if last, _ := n.disk.mem.LastIndex(); hs.GetCommit() > n.applied && hs.GetCommit() <= last {
+		ents, err := n.disk.mem.Entries(n.applied+1, hs.GetCommit()+1, ^uint64(0))
+		if err != nil {
+			return fmt.Errorf("consensus: read the committed entries: %w", err)
+		}
+		// Up to the first configuration change: raft learns those only
+		// by being handed them again (one is rare after the snapshot,
+		// which is taken at every change).
+		for i, e := range ents {
+			if e.GetType() != pb.EntryNormal {
+				ents = ents[:i]
+				break
+			}
+		}
+		n.applyWith(ents, nil)
+	}
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID: n.cfg.ID, ElectionTick: n.cfg.ElectionTicks, HeartbeatTick: 1, Storage: n.disk.mem, Applied: n.applied,
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 64 << 20,
@@ -386,6 +406,10 @@ func (n *Node) process() {
 }
 
 func (n *Node) apply(ents []*pb.Entry) {
+	n.applyWith(ents, func(cc *pb.ConfChange) *pb.ConfState { return n.rn.ApplyConfChange(cc) })
+}
+
+func (n *Node) applyWith(ents []*pb.Entry, applyConf func(*pb.ConfChange) *pb.ConfState) {
 	for _, e := range ents {
 		if e.GetIndex() <= n.applied {
 			continue
@@ -401,7 +425,7 @@ func (n *Node) apply(ents []*pb.Entry) {
 				n.cfg.Logger.Error("a committed configuration change does not decode; skipped", "index", e.GetIndex(), "err", err)
 				break
 			}
-			n.cs = n.rn.ApplyConfChange(cc)
+			n.cs = applyConf(cc)
 			n.cfg.Machine.ConfChanged(e.GetIndex(), cc, n.cs)
 			// A snapshot that names the new configuration: a joining
 			// learner starts from it (it is not in the older ones).

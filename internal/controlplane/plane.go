@@ -109,6 +109,12 @@ type Plane struct {
 	sender *consensus.Sender
 
 	lead atomic.Pointer[leadership]
+	// settled is closed once this process's State is current: it leads and
+	// its master settled, or it follows a leader and applied what that
+	// leader had committed. Reads wait for it briefly, so a restarted node
+	// does not serve the runners of its previous process as ready.
+	settled     chan struct{}
+	settledOnce sync.Once
 	// held is set (by the duty loop) once this process took any part: led,
 	// or followed another leader. A first leadership before that is a
 	// restart, whose master stops the node's runners of the previous
@@ -141,7 +147,7 @@ func New(cfg Config) (*Plane, error) {
 	if cfg.CommitTimeout <= 0 {
 		cfg.CommitTimeout = DefaultCommitTimeout
 	}
-	p := &Plane{Config: cfg, mach: newMachine(cfg.Logger), goneSince: map[uint64]time.Time{}}
+	p := &Plane{Config: cfg, mach: newMachine(cfg.Logger), goneSince: map[uint64]time.Time{}, settled: make(chan struct{})}
 	p.sender = &consensus.Sender{Dial: p.dialRaft, Logger: cfg.Logger.With("component", "raft")}
 	n, err := consensus.Open(consensus.Config{ID: consensus.RaftID(cfg.Node), Log: cfg.Log, Machine: p.mach,
 		Send: p.sender.Send, Tick: cfg.Tick, ElectionTicks: cfg.ElectionTicks, Logger: cfg.Logger})
@@ -188,6 +194,16 @@ func (p *Plane) Run(ctx context.Context) error {
 			p.follow(ctx, st)
 			if st.Lead != 0 && st.Lead != st.ID {
 				p.held = true
+				if st.Applied >= st.Commit {
+					p.settle()
+				}
+			}
+			if l := p.lead.Load(); l != nil {
+				select {
+				case <-l.master.Ready():
+					p.settle()
+				default:
+				}
 			}
 			if st.Leader && now.Sub(lastConf) >= 300*time.Millisecond {
 				lastConf = now
@@ -617,8 +633,24 @@ func (p *Plane) leaderNode() (ids.NodeID, error) {
 	return node, nil
 }
 
+func (p *Plane) settle() { p.settledOnce.Do(func() { close(p.settled) }) }
+
+// settleWait bounds how long a read waits for the node to settle after it
+// started; a node that cannot reach its cluster serves what it has.
+const settleWait = 3 * time.Second
+
 // State returns the committed State as this node has applied it.
 func (p *Plane) State(ctx context.Context) (state.State, error) {
+	if time.Since(p.StartedAt) < settleWait {
+		t := time.NewTimer(settleWait - time.Since(p.StartedAt))
+		defer t.Stop()
+		select {
+		case <-p.settled:
+		case <-t.C:
+		case <-ctx.Done():
+			return state.State{}, ctx.Err()
+		}
+	}
 	return p.mach.current().State, nil
 }
 

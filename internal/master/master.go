@@ -58,9 +58,10 @@ const maxBatch = 64
 // Master decides while its node leads. Its methods are safe for concurrent
 // use; they talk to the owner goroutine started by Run.
 type Master struct {
-	cfg  Config
-	reqs chan request
-	done chan struct{}
+	cfg   Config
+	reqs  chan request
+	done  chan struct{}
+	ready chan struct{} // closed once the leadership's first batches committed
 }
 
 type request struct {
@@ -81,7 +82,7 @@ func New(cfg Config) *Master {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Master{cfg: cfg, reqs: make(chan request), done: make(chan struct{})}
+	return &Master{cfg: cfg, reqs: make(chan request), done: make(chan struct{}), ready: make(chan struct{})}
 }
 
 // ErrStopped is returned by calls made after the master stopped.
@@ -94,6 +95,7 @@ func (m *Master) Run(ctx context.Context) error {
 	if err := l.bootstrap(); err != nil {
 		return err
 	}
+	close(m.ready)
 	for {
 		select {
 		case <-ctx.Done():
@@ -132,6 +134,10 @@ func (m *Master) call(ctx context.Context, r request) (reply, error) {
 		return reply{}, ErrStopped
 	}
 }
+
+// Ready is closed once the master's election and the settling of a
+// restart are committed.
+func (m *Master) Ready() <-chan struct{} { return m.ready }
 
 // Execute decides a command and returns the events it indexed, once they
 // are committed.
