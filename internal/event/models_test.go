@@ -15,7 +15,9 @@ func TestValidateModelCard(t *testing.T) {
 		want   string // a part of the error; "" means valid
 	}{
 		{"sample", func(c *ModelCard) {}, ""},
-		{"nil_lists", func(c *ModelCard) { c.Files, c.Capabilities, c.CompatibleBackends, c.BackendPreference = nil, nil, nil, nil }, ""},
+		{"nil_lists", func(c *ModelCard) {
+			c.Files, c.Capabilities, c.CompatibleBackends, c.BackendPreference = nil, nil, nil, nil
+		}, ""},
 		{"bad_id", func(c *ModelCard) { c.ID = "a b" }, "id"},
 		{"no_layers", func(c *ModelCard) { c.Layers, c.LayerBytes = 0, nil }, "layers"},
 		{"too_many_layers", func(c *ModelCard) { c.Layers = MaxCardLayers + 1; c.LayerBytes = make([]int64, MaxCardLayers+1) }, "layers"},
