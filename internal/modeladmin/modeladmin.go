@@ -235,8 +235,13 @@ func (m *Service) ImportModel(ctx context.Context, req admin.ImportModelRequest)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.refuseExisting(id); err != nil {
-		return nil, err
+	// Only this node's own cards refuse the id here: the same file imported
+	// on another node is the cluster's card already, and the master takes
+	// it again as done (another card under the id it refuses, 409).
+	if own, _ := m.cfg.Store.Catalog(); own != nil {
+		if _, ok := own.Get(id); ok {
+			return nil, modelErrorf(http.StatusConflict, nil, "model %s already exists; remove it first (skulk models rm %s) or choose another id (--id)", id, id)
+		}
 	}
 	card, err := m.cfg.Store.Import(ctx, id, src)
 	if err != nil {
