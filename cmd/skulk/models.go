@@ -315,9 +315,10 @@ func newModelsRmCmd(s stdio, use string) *cobra.Command {
 
 func modelsRm(ctx context.Context, c *apiClient, pos []string, files bool, s stdio) error {
 	var res struct {
-		RemovedCard      bool `json:"removed_card"`
-		RemovedArtifacts int  `json:"removed_artifacts"`
-		StillInCatalog   bool `json:"still_in_catalog"`
+		RemovedCard        bool `json:"removed_card"`
+		RemovedArtifacts   int  `json:"removed_artifacts"`
+		RemovedFromCluster bool `json:"removed_from_cluster"`
+		StillInCatalog     bool `json:"still_in_catalog"`
 	}
 	path := "/models/" + escapeID(pos[0])
 	if files {
@@ -327,7 +328,12 @@ func modelsRm(ctx context.Context, c *apiClient, pos []string, files bool, s std
 		return err
 	}
 	var done []string
-	if res.RemovedCard {
+	switch {
+	case res.RemovedCard && res.RemovedFromCluster:
+		done = append(done, "its card (here and in the cluster's catalog)")
+	case res.RemovedFromCluster:
+		done = append(done, "its card from the cluster's catalog")
+	case res.RemovedCard:
 		done = append(done, "its card")
 	}
 	if res.RemovedArtifacts > 0 {
