@@ -12,6 +12,7 @@ import (
 
 	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tensor"
+	"github.com/skulk/skulk/internal/testkit/hubstandin"
 )
 
 // TestModelImportedOnFollowerIsClusterState: a model imported on a node
@@ -127,5 +128,52 @@ func TestModelImportedOnFollowerIsClusterState(t *testing.T) {
 	}
 	if code, body := o1.do("POST", "/place_instance", map[string]any{"model_id": id}); code != 404 {
 		t.Fatalf("place once removed: %d %s, want 404", code, body)
+	}
+}
+
+// TestModelAddedOnFollowerFromHub: a card added from the Hub on a node that
+// is not the master is placed through the master's API on the master
+// alone, which downloads the weights itself (no member has them), and is
+// served through the node that added it.
+func TestModelAddedOnFollowerFromHub(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the multi-node cluster test")
+	}
+	hubSrv := hubstandin.New(t)
+	hubSrv.AddRepo("skulk-test/stories-GGUF", "", hubstandin.File{Path: "stories-Q8_0.gguf", Local: storiesFile, LFS: true})
+	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	var nodes []*clusterNode
+	for i := range gossip {
+		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip, "HF_ENDPOINT="+hubSrv.URL(), "HF_TOKEN="))
+	}
+	master := converged(t, nodes, 2, 30*time.Second)
+	f, m := nodes[0], nodes[1]
+	if nodeID(f.home) == master {
+		f, m = m, f
+	}
+	const id = "stories-q8_0"
+	if code, body := f.do("POST", "/models/add", map[string]any{"ref": "hf:skulk-test/stories-GGUF"}); code != 200 {
+		t.Fatalf("add on the follower: %d %s", code, body)
+	}
+	if e, ok := m.catalogEntries()[id]; !ok || e.Installed || e.Revision == "" {
+		t.Fatalf("the master's catalog after the add: %+v (listed %v)", e, ok)
+	}
+	// Another card under the same id is refused on any node.
+	if code, body := m.do("POST", "/models/add", map[string]any{"ref": "hf:skulk-test/stories-GGUF", "id": id}); code != 409 {
+		t.Fatalf("a second add on the master: %d %s, want 409", code, body)
+	}
+	code, body := m.do("POST", "/place_instance", map[string]any{"model_id": id, "excluded_nodes": []string{nodeID(f.home)}})
+	var placed struct {
+		InstanceID string `json:"instance_id"`
+	}
+	if err := json.Unmarshal(body, &placed); code != 200 || err != nil {
+		t.Fatalf("place through the master: %d %s", code, body)
+	}
+	m.waitStatus(placed.InstanceID, "ready")
+	if e := m.catalogEntries()[id]; !e.Installed {
+		t.Fatalf("the master did not install the weights it runs: %+v", e)
+	}
+	if got, want := greedyCompletion(t, f, id), greedyCompletion(t, m, id); got != want {
+		t.Fatalf("through the follower %q, through the master %q", got, want)
 	}
 }
