@@ -299,7 +299,7 @@ func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading fun
 func (m *models) weights(ctx context.Context, model ids.ModelID, downloading func()) (catalog.Card, string, error) {
 	card, ok := m.card(model)
 	if !ok {
-		return catalog.Card{}, "", fmt.Errorf("model %s is not in this node's catalog (add it on this node: skulk models add)", model)
+		return catalog.Card{}, "", fmt.Errorf("model %s is not in this node's catalog (add it on any node: skulk models add)", model)
 	}
 	in, err := m.ensure(ctx, card, downloading)
 	if err != nil {

@@ -58,7 +58,7 @@ func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.S
 			return worker.Model{}, err
 		}
 		if err != nil {
-			return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog and no member supplied its tensors (%w); add it on this node: skulk models add", model, err)
+			return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog and no member supplied its tensors (%w); add it on any node: skulk models add", model, err)
 		}
 		return wm, nil
 	}
