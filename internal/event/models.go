@@ -18,12 +18,14 @@ const (
 )
 
 // Bounds on a replicated model card. MaxCardLayers matches the decoder's
-// array limit (4*MaxRanks), so every card that validates also decodes.
+// array limit (4*MaxRanks), so every card that validates also decodes; the
+// template's bound keeps a full batch of cards (64) well inside one log
+// record (eventlog.MaxPayload, 16 MiB).
 const (
 	MaxCardLayers        = 4 * MaxRanks
 	MaxCardStringBytes   = 256       // names, architecture, repository, revision, one file or tag
 	MaxCardListEntries   = 64        // files, tasks, capabilities, backends
-	MaxChatTemplateBytes = 256 << 10 // a chat template override
+	MaxChatTemplateBytes = 128 << 10 // a chat template override
 )
 
 // ModelCard is a model's card as the cluster replicates it: everything
