@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,7 +102,13 @@ func TestModelImportedOnFollowerIsClusterState(t *testing.T) {
 			t.Fatalf("node %s fetched no tensors of its stage", nodeID(n.home))
 		}
 	}
-	// Every node's API serves it, with the same greedy answer.
+	// Every node's listings name it, and every node's API serves it, with
+	// the same greedy answer.
+	for _, path := range []string{"/v1/models", "/api/tags", "/models/" + id} {
+		if code, body := o2.do("GET", path, nil); code != 200 || !strings.Contains(string(body), `"`+id+`"`) {
+			t.Fatalf("GET %s on %s: %d %s", path, nodeID(o2.home), code, body)
+		}
+	}
 	got := greedyCompletion(t, f, id)
 	for _, n := range others {
 		if other := greedyCompletion(t, n, id); other != got {
