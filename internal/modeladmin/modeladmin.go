@@ -239,7 +239,19 @@ func (m *Service) ImportModel(ctx context.Context, req admin.ImportModelRequest)
 	// on another node is the cluster's card already, and the master takes
 	// it again as done (another card under the id it refuses, 409).
 	if own, _ := m.cfg.Store.Catalog(); own != nil {
-		if _, ok := own.Get(id); ok {
+		if have, ok := own.Get(id); ok {
+			if m.sameImport(have, src) {
+				// Imported here already (before models were cluster
+				// state, or the cluster forgot it): the bytes are in place,
+				// so the card is only shared again.
+				if err := m.share(ctx, have); err != nil {
+					return nil, err
+				}
+				if m.cfg.Imported != nil {
+					m.cfg.Imported(have)
+				}
+				return map[string]any{"model_id": have.ID, "card": have, "already_installed": true}, nil
+			}
 			return nil, modelErrorf(http.StatusConflict, nil, "model %s already exists; remove it first (skulk models rm %s) or choose another id (--id)", id, id)
 		}
 	}
@@ -261,6 +273,20 @@ func (m *Service) ImportModel(ctx context.Context, req admin.ImportModelRequest)
 		m.cfg.Imported(card)
 	}
 	return map[string]any{"model_id": card.ID, "card": card}, nil
+}
+
+// sameImport reports whether have is the installed card an import of src
+// under its id publishes.
+func (m *Service) sameImport(have catalog.Card, src string) bool {
+	if have.Builtin || have.Repo != "" {
+		return false
+	}
+	want, err := catalog.ImportCard(have.ID, src)
+	if err != nil || want.Digest() != have.Digest() {
+		return false
+	}
+	_, err = m.cfg.Store.Locate(have)
+	return err == nil
 }
 
 // checkGGUF refuses a file that is not a GGUF model a card can describe;

@@ -28,7 +28,8 @@ func statusOf(err error) int {
 // TestShareAndUnshare runs import and remove over a real store with the
 // cluster's catalog refusing or taking the decision: an import is answered
 // 2xx only once the cluster took the card, and undone here when it did
-// not; a removal reaches the cluster only when nothing here refuses it,
+// not; the same file imported again shares the installed card again; a
+// removal reaches the cluster only when nothing here refuses it,
 // and touches nothing here when the cluster refuses.
 func TestShareAndUnshare(t *testing.T) {
 	root := t.TempDir()
@@ -42,6 +43,11 @@ func TestShareAndUnshare(t *testing.T) {
 	}
 	src := filepath.Join(importDir, "stories.gguf")
 	if err := os.WriteFile(src, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The same model under another file name is another card.
+	other := filepath.Join(importDir, "renamed.gguf")
+	if err := os.WriteFile(other, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	store := catalog.NewStore(catalog.StoreConfig{ModelsDir: filepath.Join(root, "models"), CustomDir: filepath.Join(root, "cards")})
@@ -84,13 +90,20 @@ func TestShareAndUnshare(t *testing.T) {
 			do: func() error { _, err := m.ImportModel(t.Context(), admin.ImportModelRequest{Path: src}); return err }},
 		{name: "import_retried", status: 200, inCatalog: true, shares: 1,
 			do: func() error { _, err := m.ImportModel(t.Context(), admin.ImportModelRequest{Path: src}); return err }},
-		{name: "remove_while_placed", state: inUse, status: 409, inCatalog: true, shares: 1,
+		{name: "import_again_shares_again", status: 200, inCatalog: true, shares: 2,
+			do: func() error { _, err := m.ImportModel(t.Context(), admin.ImportModelRequest{Path: src}); return err }},
+		{name: "import_another_file_under_the_id", status: 409, inCatalog: true, shares: 2,
+			do: func() error {
+				_, err := m.ImportModel(t.Context(), admin.ImportModelRequest{Path: other, ID: "stories"})
+				return err
+			}},
+		{name: "remove_while_placed", state: inUse, status: 409, inCatalog: true, shares: 2,
 			do: func() error { _, err := m.RemoveModel(t.Context(), "stories", true); return err }},
-		{name: "remove_the_card_only_of_an_installed_model", status: 409, inCatalog: true, shares: 1,
+		{name: "remove_the_card_only_of_an_installed_model", status: 409, inCatalog: true, shares: 2,
 			do: func() error { _, err := m.RemoveModel(t.Context(), "stories", false); return err }},
-		{name: "remove_refused_by_the_cluster", unshareErr: noQuorum, status: 503, inCatalog: true, shares: 1,
+		{name: "remove_refused_by_the_cluster", unshareErr: noQuorum, status: 503, inCatalog: true, shares: 2,
 			do: func() error { _, err := m.RemoveModel(t.Context(), "stories", true); return err }},
-		{name: "remove", status: 200, inCatalog: false, shares: 1, unshares: 1,
+		{name: "remove", status: 200, inCatalog: false, shares: 2, unshares: 1,
 			do: func() error { _, err := m.RemoveModel(t.Context(), "stories", true); return err }},
 	}
 	for _, s := range steps {
@@ -108,8 +121,10 @@ func TestShareAndUnshare(t *testing.T) {
 			}
 		})
 	}
-	if len(shared) == 1 && (shared[0].ID != "stories" || shared[0].Layers == 0) {
-		t.Fatalf("shared %+v, want the imported card", shared[0])
+	for _, c := range shared {
+		if c.ID != "stories" || c.Digest() != shared[0].Digest() || c.Layers == 0 {
+			t.Fatalf("shared %+v, want the imported card each time", shared)
+		}
 	}
 }
 
