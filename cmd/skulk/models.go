@@ -59,6 +59,7 @@ type modelEntry struct {
 	Instances    []string `json:"instances"`
 	Installed    bool     `json:"installed"`
 	Reason       string   `json:"reason"`
+	HeldBy       []string `json:"held_by"`
 	Download     *struct {
 		State      string `json:"state"`
 		File       string `json:"file"`
@@ -397,6 +398,9 @@ func modelsShow(ctx context.Context, c *apiClient, pos []string, asJSON bool, s 
 		local += ": " + m.Reason
 	}
 	row("local", local)
+	if len(m.HeldBy) > 0 {
+		row("held by", strings.Join(m.HeldBy, ", "))
+	}
 	if d := m.Download; d != nil {
 		dl := d.State + " " + progressBar(d.DoneBytes, d.TotalBytes, 20)
 		if d.Error != "" {

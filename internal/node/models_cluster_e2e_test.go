@@ -71,8 +71,9 @@ func TestModelImportedOnFollowerIsClusterState(t *testing.T) {
 			return ok && !m.Installed
 		})
 	}
-	waitFor(t, 10*time.Second, "the import's node named in the State", func() bool {
-		return downloadOutcome(o1.node, id) == "completed: "
+	waitFor(t, 10*time.Second, "the import's node named as the model's holder", func() bool {
+		_, m := o1.model(id)
+		return slices.Equal(m.HeldBy, []string{fID})
 	})
 
 	// Placed through the import's node, across the two others only.
