@@ -77,6 +77,9 @@ type Config struct {
 	// Imported, when set, hears of each model imported here, so the State
 	// can say this node has it (members fetch stages' tensors from it).
 	Imported func(card catalog.Card)
+	// FilesRemoved, when set, hears of each model whose weights were
+	// removed here, so the State stops naming this node as a holder.
+	FilesRemoved func(id ids.ModelID)
 	// Share makes a card added or imported here part of the cluster's
 	// catalog (event.AddModel), and Unshare takes a model out of it
 	// (event.RemoveModel; false when the cluster's catalog does not hold
@@ -381,6 +384,9 @@ func (m *Service) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (
 		}
 	}
 	m.cfg.Refresh()
+	if removed > 0 && m.cfg.FilesRemoved != nil {
+		m.cfg.FilesRemoved(id)
+	}
 	_, still := m.cfg.Catalog().Get(string(id))
 	if !card && removed == 0 && !unshared {
 		return nil, unknownModel(id)

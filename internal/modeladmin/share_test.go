@@ -54,7 +54,7 @@ func TestShareAndUnshare(t *testing.T) {
 	var st state.State
 	var shareErr, unshareErr error
 	var shared []catalog.Card
-	var unshared []ids.ModelID
+	var unshared, filesRemoved []ids.ModelID
 	m := New(Config{Store: store, ImportDirs: []string{importDir}, Cluster: clusterFunc(func() state.State { return st }), Catalog: func() *catalog.Catalog { c, _ := store.Catalog(); return c }, Refresh: func() {},
 		Share: func(_ context.Context, c catalog.Card) error {
 			if shareErr != nil {
@@ -63,6 +63,7 @@ func TestShareAndUnshare(t *testing.T) {
 			shared = append(shared, c)
 			return nil
 		},
+		FilesRemoved: func(id ids.ModelID) { filesRemoved = append(filesRemoved, id) },
 		Unshare: func(_ context.Context, id ids.ModelID) (bool, error) {
 			if unshareErr != nil {
 				return false, unshareErr
@@ -120,6 +121,9 @@ func TestShareAndUnshare(t *testing.T) {
 				t.Fatalf("%d cards shared and %d unshared, want %d and %d", len(shared), len(unshared), s.shares, s.unshares)
 			}
 		})
+	}
+	if len(filesRemoved) != 1 || filesRemoved[0] != "stories" {
+		t.Fatalf("files removed reported for %v, want once for stories", filesRemoved)
 	}
 	for _, c := range shared {
 		if c.ID != "stories" || c.Digest() != shared[0].Digest() || c.Layers == 0 {

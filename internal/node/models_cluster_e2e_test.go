@@ -128,6 +128,9 @@ func TestModelImportedOnFollowerIsClusterState(t *testing.T) {
 	if code, body := f.do("DELETE", "/models/"+id+"?files=true", nil); code != 200 {
 		t.Fatalf("rm through the import's node: %d %s", code, body)
 	}
+	waitFor(t, 10*time.Second, "the import's node no longer named as a holder", func() bool {
+		return strings.HasPrefix(downloadOutcome(o1.node, id), "failed: the weights were removed")
+	})
 	for _, n := range nodes {
 		waitFor(t, 5*time.Second, "the card gone from "+nodeID(n.home)+"'s catalog", func() bool {
 			_, ok := n.catalogEntries()[id]

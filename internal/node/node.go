@@ -427,7 +427,7 @@ func (n *fabric) buildAPI() error {
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
-		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, Downloads: n.mods,
+		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, FilesRemoved: n.mods.filesRemoved, Downloads: n.mods,
 		Share: shareModel(n.ctl), Unshare: unshareModel(n.ctl),
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})

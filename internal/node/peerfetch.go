@@ -136,6 +136,16 @@ func (m *models) imported(card catalog.Card) {
 	})
 }
 
+// filesRemoved reports, in the background, that this node no longer holds
+// a model's weights (skulk models rm --files): a worker can say so only as
+// a terminal download outcome, and the State then no longer names this
+// node to members that need the model's tensors.
+func (m *models) filesRemoved(id ids.ModelID) {
+	m.wg.Go(func() {
+		m.reportEvent(event.DownloadFailed{Node: m.node, Model: id, Reason: "the weights were removed from this node (skulk models rm --files)"})
+	})
+}
+
 // served is this node's verified copy of a model for a member's fetch.
 func (m *models) served(ctx context.Context, model string) (tensorfetch.Served, error) {
 	card, ok := m.card(ids.ModelID(model))
