@@ -330,12 +330,10 @@ func modelsRm(ctx context.Context, c *apiClient, pos []string, files bool, s std
 	}
 	var done []string
 	switch {
-	case res.RemovedCard && res.RemovedFromCluster:
-		done = append(done, "its card (here and in the cluster's catalog)")
-	case res.RemovedFromCluster:
-		done = append(done, "its card from the cluster's catalog")
 	case res.RemovedCard:
 		done = append(done, "its card")
+	case res.RemovedFromCluster: // a card another node added or imported
+		done = append(done, "its card from the cluster's catalog")
 	}
 	if res.RemovedArtifacts > 0 {
 		done = append(done, fmt.Sprintf("%d downloaded %s", res.RemovedArtifacts, plural(res.RemovedArtifacts, "copy", "copies")))
