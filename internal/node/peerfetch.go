@@ -161,7 +161,7 @@ func (m *models) served(ctx context.Context, model string) (tensorfetch.Served, 
 
 // tensorSources lists the members to ask for a model's tensors: those the
 // State says completed its download first, then every other live member
-// (an import is not in the State).
+// (whose copy the State may not name).
 func tensorSources(self ids.NodeID, st func(context.Context) (state.State, error), members func() []ids.NodeID) func(ctx context.Context, model ids.ModelID) []ids.NodeID {
 	return func(ctx context.Context, model ids.ModelID) []ids.NodeID {
 		live := members()
