@@ -59,6 +59,7 @@ type modelEntry struct {
 	Instances    []string `json:"instances"`
 	Installed    bool     `json:"installed"`
 	Reason       string   `json:"reason"`
+	HeldBy       []string `json:"held_by"`
 	Download     *struct {
 		State      string `json:"state"`
 		File       string `json:"file"`
@@ -315,9 +316,10 @@ func newModelsRmCmd(s stdio, use string) *cobra.Command {
 
 func modelsRm(ctx context.Context, c *apiClient, pos []string, files bool, s stdio) error {
 	var res struct {
-		RemovedCard      bool `json:"removed_card"`
-		RemovedArtifacts int  `json:"removed_artifacts"`
-		StillInCatalog   bool `json:"still_in_catalog"`
+		RemovedCard        bool `json:"removed_card"`
+		RemovedArtifacts   int  `json:"removed_artifacts"`
+		RemovedFromCluster bool `json:"removed_from_cluster"`
+		StillInCatalog     bool `json:"still_in_catalog"`
 	}
 	path := "/models/" + escapeID(pos[0])
 	if files {
@@ -327,8 +329,11 @@ func modelsRm(ctx context.Context, c *apiClient, pos []string, files bool, s std
 		return err
 	}
 	var done []string
-	if res.RemovedCard {
+	switch {
+	case res.RemovedCard:
 		done = append(done, "its card")
+	case res.RemovedFromCluster: // a card another node added or imported
+		done = append(done, "its card from the cluster's catalog")
 	}
 	if res.RemovedArtifacts > 0 {
 		done = append(done, fmt.Sprintf("%d downloaded %s", res.RemovedArtifacts, plural(res.RemovedArtifacts, "copy", "copies")))
@@ -391,6 +396,9 @@ func modelsShow(ctx context.Context, c *apiClient, pos []string, asJSON bool, s 
 		local += ": " + m.Reason
 	}
 	row("local", local)
+	if len(m.HeldBy) > 0 {
+		row("held by", strings.Join(m.HeldBy, ", "))
+	}
 	if d := m.Download; d != nil {
 		dl := d.State + " " + progressBar(d.DoneBytes, d.TotalBytes, 20)
 		if d.Error != "" {

@@ -42,6 +42,20 @@ func Build(sources ...Source) (*Catalog, []error) {
 	return c, errs
 }
 
+// Behind returns a catalog with c's cards and, under the ids c does not
+// have, the cards of sources (validated as Build does); c is unchanged.
+func (c *Catalog) Behind(sources ...Source) (*Catalog, []error) {
+	more, errs := Build(sources...)
+	out := &Catalog{cards: make(map[string]Card, len(c.cards)+len(more.cards))}
+	for id, card := range more.cards {
+		out.cards[id] = card
+	}
+	for id, card := range c.cards {
+		out.cards[id] = card
+	}
+	return out, errs
+}
+
 // Get returns the card of a model id.
 func (c *Catalog) Get(id string) (Card, bool) {
 	card, ok := c.cards[id]

@@ -329,11 +329,9 @@ func randomName() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Import installs a local GGUF file as model id: it reads the header for the
-// card, copies the file (hashing it) into a staging directory and publishes
-// it with a sidecar. The card has no source repository. The returned card is
-// installed, not a custom card: AddCustom it to override fields.
-func (s *Store) Import(ctx context.Context, id, src string) (Card, error) {
+// ImportCard is the card Import publishes for the GGUF file src as model
+// id, read from its header without copying it.
+func ImportCard(id, src string) (Card, error) {
 	f, err := gguf.Open(src)
 	if err != nil {
 		return Card{}, fmt.Errorf("catalog: import %s: %w", src, err)
@@ -343,14 +341,26 @@ func (s *Store) Import(ctx context.Context, id, src string) (Card, error) {
 	if err != nil {
 		return Card{}, fmt.Errorf("catalog: import %s: %w", src, err)
 	}
-	name := filepath.Base(src)
-	c.Files = []string{name}
+	c.Files = []string{filepath.Base(src)}
 	if fi, err := os.Stat(src); err == nil {
 		c.StorageBytes = fi.Size() // the bytes the copy holds, trailing padding included
 	}
 	if err := c.Validate(); err != nil {
 		return Card{}, err
 	}
+	return c, nil
+}
+
+// Import installs a local GGUF file as model id: it reads the header for the
+// card, copies the file (hashing it) into a staging directory and publishes
+// it with a sidecar. The card has no source repository. The returned card is
+// installed, not a custom card: AddCustom it to override fields.
+func (s *Store) Import(ctx context.Context, id, src string) (Card, error) {
+	c, err := ImportCard(id, src)
+	if err != nil {
+		return Card{}, err
+	}
+	name := c.Files[0]
 	staged := filepath.Join(s.cfg.ModelsDir, ".skulk", "import", randomName())
 	defer os.RemoveAll(staged)
 	what := "importing model " + id

@@ -407,3 +407,60 @@ func TestRestartFindsItself(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestModelAddedThroughFollower: a card added through one follower is in
+// every node's State once the call returns on it, places through another
+// follower (no node's own catalog has it), and its removal is refused
+// while placed and another card under its id is refused, each through a
+// follower.
+func TestModelAddedThroughFollower(t *testing.T) {
+	nodes := []ids.NodeID{"node-a", "node-b", "node-c"}
+	n := formed(t, nodes...)
+	ctx := context.Background()
+	lead, _ := n.leader(nodes)
+	var followers []ids.NodeID
+	for _, id := range nodes {
+		if id != lead {
+			followers = append(followers, id)
+		}
+	}
+	c, err := catalog.BuiltinCard()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ID, c.Builtin = "org/shared", false
+	card := c.Wire()
+	if _, err := n.plane(followers[0]).Execute(ctx, event.AddModel{ID: "add-1", Card: card}); err != nil {
+		t.Fatalf("add through %s: %v", followers[0], err)
+	}
+	if st, _ := n.plane(lead).State(ctx); !event.SameCard(st.Models[card.ID], card) {
+		t.Fatalf("the leader's State after the acknowledged add: %+v", st.Models)
+	}
+	waitFor(t, 5*time.Second, "every node to hold the card", func() bool { return converged(n, nodes) })
+	if _, err := n.plane(followers[1]).Execute(ctx, event.PlaceInstance{ID: "place-shared", Model: card.ID}); err != nil {
+		t.Fatalf("place through %s: %v", followers[1], err)
+	}
+	other := card
+	other.StorageBytes++
+	for _, tc := range []struct {
+		name string
+		cmd  event.Command
+	}{
+		{"remove_while_placed", event.RemoveModel{ID: "rm-1", Model: card.ID}},
+		{"another_card_under_the_id", event.AddModel{ID: "add-2", Card: other}},
+	} {
+		if _, err := n.plane(followers[1]).Execute(ctx, tc.cmd); infer.ClassOf(err) != infer.ClassConflict {
+			t.Fatalf("%s: %v (class %s), want a conflict", tc.name, err, infer.ClassOf(err))
+		}
+	}
+	if _, err := n.plane(followers[0]).Execute(ctx, event.DeleteInstance{ID: "del-1", Instance: "place-shared"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.plane(followers[1]).Execute(ctx, event.RemoveModel{ID: "rm-2", Model: card.ID}); err != nil {
+		t.Fatalf("remove once unplaced: %v", err)
+	}
+	waitFor(t, 5*time.Second, "every node to forget the card", func() bool { return converged(n, nodes) })
+	if st, _ := n.plane(followers[0]).State(ctx); st.Models != nil {
+		t.Fatalf("models after the removal: %+v", st.Models)
+	}
+}

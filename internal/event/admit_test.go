@@ -49,6 +49,11 @@ func TestAdmitTable(t *testing.T) {
 		{"worker_creates_instance", Source{RoleWorker, "a"}, sampleEvents()["instance_created"], ErrNotAdmitted},
 		{"worker_elects_itself", Source{RoleWorker, "n1"}, MasterElected{Node: "n1", Term: 9}, ErrNotAdmitted},
 		{"worker_download_pending", Source{RoleWorker, "n1"}, DownloadPending{Node: "n1", Model: "m"}, ErrNotAdmitted},
+		// A card enters the catalog only as the master's decision (the
+		// AddModel command); a worker says only that it holds the bytes.
+		{"worker_adds_a_card", Source{RoleWorker, "n1"}, ModelAdded{Card: sampleCard()}, ErrNotAdmitted},
+		{"worker_removes_a_card", Source{RoleWorker, "n1"}, ModelRemoved{Model: "m"}, ErrNotAdmitted},
+		{"worker_holds_foreign_bytes", Source{RoleWorker, "n1"}, DownloadCompleted{Node: "n2", Model: "my-model"}, ErrNotAdmitted},
 		{"unknown_role", Source{Role: 0, Node: "n1"}, TaskAcknowledged{Task: "t", Node: "n1"}, ErrNotAdmitted},
 		{"nil_event", Source{RoleMaster, "n1"}, nil, ErrNotAdmitted},
 		{"invalid_event", Source{RoleMaster, "n1"}, NodeJoined{Node: ""}, ErrInvalid},

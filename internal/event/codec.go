@@ -204,6 +204,10 @@ func decodeEventBody(k Kind, body []byte) (Event, error) {
 		return decodeEventAs[MasterElected](k, body)
 	case KindAPIKeysSet:
 		return decodeEventAs[APIKeysSet](k, body)
+	case KindModelAdded:
+		return decodeEventAs[ModelAdded](k, body)
+	case KindModelRemoved:
+		return decodeEventAs[ModelRemoved](k, body)
 	}
 	return nil, &UnknownKindError{Kind: k, Want: "event"}
 }
@@ -237,6 +241,10 @@ func decodeCommandBody(k Kind, body []byte) (Command, error) {
 		return decodeCommandAs[RefuseInstancePlacement](k, body)
 	case KindFailInstance:
 		return decodeCommandAs[FailInstance](k, body)
+	case KindAddModel:
+		return decodeCommandAs[AddModel](k, body)
+	case KindRemoveModel:
+		return decodeCommandAs[RemoveModel](k, body)
 	}
 	return nil, &UnknownKindError{Kind: k, Want: "command"}
 }

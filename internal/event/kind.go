@@ -40,6 +40,7 @@ func CommandKinds() []Kind {
 	return []Kind{
 		KindPlaceInstance, KindCreateInstance, KindDeleteInstance, KindTextGeneration,
 		KindCancelTask, KindSetTracingEnabled, KindRefuseInstancePlacement, KindFailInstance,
+		KindAddModel, KindRemoveModel,
 	}
 }
 
@@ -50,5 +51,6 @@ func EventKinds() []Kind {
 		KindTaskCreated, KindTaskAcknowledged, KindTaskCancelled, KindTaskFinished,
 		KindNodeJoined, KindNodeLeft, KindDownloadPending, KindDownloadCompleted,
 		KindDownloadFailed, KindTracingSet, KindMasterElected, KindAPIKeysSet,
+		KindModelAdded, KindModelRemoved,
 	}
 }

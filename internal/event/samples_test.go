@@ -42,6 +42,8 @@ func sampleEvents() map[string]Event {
 			{Name: "admin", Scope: ScopeAdmin, Digest: strings.Repeat("ab", 32)},
 			{Name: "alice", Scope: ScopeInference, Digest: strings.Repeat("cd", 32)},
 		}},
+		"model_added":   ModelAdded{Card: sampleCard()},
+		"model_removed": ModelRemoved{Model: "my-model"},
 	}
 }
 
@@ -66,5 +68,23 @@ func sampleCommands() map[string]Command {
 			NeededBytes: 9 << 30, AvailableBytes: 7 << 30,
 		},
 		"fail_instance": FailInstance{ID: "cmd-8", Instance: "inst-1", Node: "node-b", Category: FailureUnresponsive, Detail: "no status in 120s"},
+		"add_model":     AddModel{ID: "cmd-9", Card: sampleCard()},
+		"remove_model":  RemoveModel{ID: "cmd-10", Model: "my-model"},
+	}
+}
+
+// sampleCard is a card with every field set, so the golden files pin each
+// field's name and encoding.
+func sampleCard() ModelCard {
+	return ModelCard{
+		ID: "my-model", Name: "My Model", Repo: "owner/repo", Files: []string{"my-model-q8_0.gguf"},
+		Revision: strings.Repeat("a1", 20), Arch: "llama", Layers: 2, HiddenSize: 256, Heads: 4, KVHeads: 2,
+		HeadDim: 64, ValueDim: 32, VocabSize: 1024, ContextLength: 4096, StorageBytes: 3 << 20,
+		LayerBytes: []int64{1 << 20, 1 << 20}, EmbeddingBytes: 1 << 19, HeadBytes: 1 << 19, TiedEmbeddings: true,
+		Tasks: []string{"text-generation"}, Capabilities: []string{"tools"}, CompatibleBackends: []string{"native-cpu"},
+		BackendPreference: []string{"native-cpu"},
+		Runtime: ModelRuntime{MaxPipelineSplitLayer: 1, ServedContext: 2048, KVCacheType: "q8_0", Speculative: "lookup",
+			DraftModel: "draft", DraftMax: 4},
+		ChatTemplate: "{{ messages }}",
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"github.com/skulk/skulk/internal/catalog"
 	"github.com/skulk/skulk/internal/event"
@@ -29,7 +30,12 @@ type inputs struct {
 // decide turns a command into the events that carry it out, against s.
 // It does not apply them; the loop trial-applies before indexing.
 func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) {
+	in.card = Cards(s, in.card)
 	switch c := cmd.(type) {
+	case event.AddModel:
+		return decideAddModel(s, c, in)
+	case event.RemoveModel:
+		return decideRemoveModel(s, c)
 	case event.PlaceInstance:
 		return decidePlace(s, c, in)
 	case event.CreateInstance:
@@ -82,6 +88,65 @@ func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) 
 		return decideRefusal(s, c, in)
 	}
 	return nil, infer.Errorf(infer.ClassInvalid, "command %s is not handled by the master", cmd.Kind())
+}
+
+// Cards looks a model up in local (the node's catalog: built-in, custom and
+// installed cards), then in the State's replicated catalog, so a card added
+// on any node is known to every master and API node at once.
+func Cards(s state.State, local func(ids.ModelID) (catalog.Card, bool)) func(ids.ModelID) (catalog.Card, bool) {
+	return func(id ids.ModelID) (catalog.Card, bool) {
+		if local != nil {
+			if c, ok := local(id); ok {
+				return c, true
+			}
+		}
+		w, ok := s.Models[id]
+		if !ok {
+			return catalog.Card{}, false
+		}
+		c, err := catalog.FromWire(w)
+		return c, err == nil
+	}
+}
+
+// decideAddModel admits a card into the cluster's catalog. The same card
+// again is done already (a retry, or the same file imported on another
+// node); another card under a taken id, or the built-in model's id, is a
+// conflict.
+func decideAddModel(s state.State, c event.AddModel, in inputs) ([]event.Event, error) {
+	if _, err := catalog.FromWire(c.Card); err != nil {
+		return nil, infer.ParamErrorf("card", "%v", err)
+	}
+	id := c.Card.ID
+	if have, ok := s.Models[id]; ok {
+		if event.SameCard(have, c.Card) {
+			return nil, nil
+		}
+		return nil, infer.Errorf(infer.ClassConflict, "model %s already exists in the cluster with another card; remove it first (skulk models rm %s) or choose another id (--id)", id, id)
+	}
+	if local, ok := in.card(id); ok && local.Builtin {
+		return nil, infer.Errorf(infer.ClassConflict, "model %s is built into the binary; choose another id (--id)", id)
+	}
+	return []event.Event{event.ModelAdded{Card: c.Card}}, nil
+}
+
+// decideRemoveModel takes a card out of the cluster's catalog, refused
+// while an instance of the model exists.
+func decideRemoveModel(s state.State, c event.RemoveModel) ([]event.Event, error) {
+	if _, ok := s.Models[c.Model]; !ok {
+		return nil, infer.Errorf(infer.ClassNotFound, "model %s is not in the cluster's catalog", c.Model)
+	}
+	var used []string
+	for id, inst := range s.Instances {
+		if inst.Model == c.Model {
+			used = append(used, string(id))
+		}
+	}
+	if len(used) > 0 {
+		sort.Strings(used)
+		return nil, infer.Errorf(infer.ClassConflict, "model %s is used by instance %s; stop it first (skulk stop %s)", c.Model, strings.Join(used, ", "), used[0])
+	}
+	return []event.Event{event.ModelRemoved{Model: c.Model}}, nil
 }
 
 func unknownModel(m ids.ModelID) error {

@@ -28,6 +28,9 @@ type Entry struct {
 	// NodeDownloads is every node's latest download of the model, as
 	// gossiped telemetry (throttled, so it lags this node's Download).
 	NodeDownloads map[ids.NodeID]DownloadStatus `json:"node_downloads,omitempty"`
+	// HeldBy names the nodes the State says hold the model's weights (a
+	// completed download or an import): where a stage fetches its tensors.
+	HeldBy []ids.NodeID `json:"held_by,omitempty"`
 }
 
 // Catalog lists every model with its placement and this node's
@@ -78,6 +81,7 @@ func (m *Service) entries(ctx context.Context) ([]Entry, error) {
 			e.Placement = "unknown"
 		}
 		e.NodeDownloads = cluster[c.ID]
+		e.HeldBy = heldBy(st, ids.ModelID(c.ID))
 		out = append(out, e)
 	}
 	insts, err := m.cfg.Store.Inventory()
@@ -112,6 +116,18 @@ func placed(st state.State, c catalog.Card) CatalogEntry {
 	}
 	sort.Slice(e.Instances, func(i, j int) bool { return e.Instances[i] < e.Instances[j] })
 	return e
+}
+
+// heldBy lists, sorted, the nodes whose download of model completed.
+func heldBy(st state.State, model ids.ModelID) []ids.NodeID {
+	var out []ids.NodeID
+	for id, n := range st.Nodes {
+		if n.Downloads[model].Status == state.DownloadCompleted {
+			out = append(out, id)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }
 
 func (m *Service) entry(e CatalogEntry) Entry {

@@ -42,3 +42,29 @@ func TestPlaced(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldBy: the nodes that hold a model are those whose download of it
+// completed, sorted; pending and failed ones do not.
+func TestHeldBy(t *testing.T) {
+	dl := func(s state.DownloadStatus) state.Node {
+		return state.Node{Downloads: map[ids.ModelID]state.Download{"m": {Status: s}}}
+	}
+	st := state.State{Nodes: map[ids.NodeID]state.Node{
+		"c": dl(state.DownloadCompleted), "a": dl(state.DownloadCompleted),
+		"b": dl(state.DownloadFailed), "d": dl(state.DownloadPending), "e": {},
+	}}
+	tests := []struct {
+		model ids.ModelID
+		want  []ids.NodeID
+	}{
+		{"m", []ids.NodeID{"a", "c"}},
+		{"other", nil},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.model), func(t *testing.T) {
+			if got := heldBy(st, tt.model); !slices.Equal(got, tt.want) {
+				t.Fatalf("heldBy(%s) = %v, want %v", tt.model, got, tt.want)
+			}
+		})
+	}
+}

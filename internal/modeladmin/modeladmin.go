@@ -76,7 +76,17 @@ type Config struct {
 	Refresh func()
 	// Imported, when set, hears of each model imported here, so the State
 	// can say this node has it (members fetch stages' tensors from it).
-	Imported  func(card catalog.Card)
+	Imported func(card catalog.Card)
+	// FilesRemoved, when set, hears of each model whose weights were
+	// removed here, so the State stops naming this node as a holder.
+	FilesRemoved func(id ids.ModelID)
+	// Share makes a card added or imported here part of the cluster's
+	// catalog (event.AddModel), and Unshare takes a model out of it
+	// (event.RemoveModel; false when the cluster's catalog does not hold
+	// it). Each returns once the decision is committed, so an answer of 2xx
+	// means every node knows. Nil keeps the catalog this node's alone.
+	Share     func(ctx context.Context, card catalog.Card) error
+	Unshare   func(ctx context.Context, id ids.ModelID) (bool, error)
 	Downloads Downloads
 	// ClusterDownloads returns the download readings every node gossips
 	// (telemetry), by model id then node; nil when there is no cluster.
@@ -169,7 +179,26 @@ func (m *Service) AddModel(ctx context.Context, req admin.AddModelRequest) (any,
 		return nil, err
 	}
 	m.cfg.Refresh()
+	if err := m.share(ctx, card); err != nil {
+		// Undone here too, so a retry starts from where this began.
+		if _, rerr := m.cfg.Store.RemoveCustom(card.ID); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		m.cfg.Refresh()
+		return nil, err
+	}
 	return map[string]any{"model_id": card.ID, "card_file": path, "card": card}, nil
+}
+
+// share commits card to the cluster's catalog, when there is a cluster.
+func (m *Service) share(ctx context.Context, card catalog.Card) error {
+	if m.cfg.Share == nil {
+		return nil
+	}
+	if err := m.cfg.Share(ctx, card); err != nil {
+		return fmt.Errorf("model %s: the cluster's catalog did not take the card: %w", card.ID, err)
+	}
+	return nil
 }
 
 // refuseExisting answers 409 when id is in the catalog.
@@ -209,18 +238,58 @@ func (m *Service) ImportModel(ctx context.Context, req admin.ImportModelRequest)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.refuseExisting(id); err != nil {
-		return nil, err
+	// Only this node's own cards refuse the id here: the same file imported
+	// on another node is the cluster's card already, and the master takes
+	// it again as done (another card under the id it refuses, 409).
+	if own, _ := m.cfg.Store.Catalog(); own != nil {
+		if have, ok := own.Get(id); ok {
+			if m.sameImport(have, src) {
+				// Imported here already (before models were cluster
+				// state, or the cluster forgot it): the bytes are in place,
+				// so the card is only shared again.
+				if err := m.share(ctx, have); err != nil {
+					return nil, err
+				}
+				if m.cfg.Imported != nil {
+					m.cfg.Imported(have)
+				}
+				return map[string]any{"model_id": have.ID, "card": have, "already_installed": true}, nil
+			}
+			return nil, modelErrorf(http.StatusConflict, nil, "model %s already exists; remove it first (skulk models rm %s) or choose another id (--id)", id, id)
+		}
 	}
 	card, err := m.cfg.Store.Import(ctx, id, src)
 	if err != nil {
 		return nil, err
 	}
 	m.cfg.Refresh()
+	if err := m.share(ctx, card); err != nil {
+		// The copy goes too, so a retry imports afresh rather than
+		// meeting a model that exists here only.
+		if _, rerr := m.cfg.Store.RemoveArtifacts(card.ID); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		m.cfg.Refresh()
+		return nil, err
+	}
 	if m.cfg.Imported != nil {
 		m.cfg.Imported(card)
 	}
 	return map[string]any{"model_id": card.ID, "card": card}, nil
+}
+
+// sameImport reports whether have is the installed card an import of src
+// under its id publishes.
+func (m *Service) sameImport(have catalog.Card, src string) bool {
+	if have.Builtin || have.Repo != "" {
+		return false
+	}
+	want, err := catalog.ImportCard(have.ID, src)
+	if err != nil || want.Digest() != have.Digest() {
+		return false
+	}
+	_, err = m.cfg.Store.Locate(have)
+	return err == nil
 }
 
 // checkGGUF refuses a file that is not a GGUF model a card can describe;
@@ -278,9 +347,10 @@ func unknownModel(id ids.ModelID) error {
 	return infer.Errorf(infer.ClassNotFound, "unknown model %s (GET /models lists the catalog; skulk models add hf:OWNER/REPO adds one)", infer.Quote(id))
 }
 
-// RemoveModel deletes a model's custom card and, with files, every
-// downloaded copy of its weights. It refuses while an instance uses the
-// model, and for the built-in model.
+// RemoveModel takes a model out of the cluster's catalog (committed first,
+// so every node stops knowing it), then deletes its custom card here and,
+// with files, every downloaded copy of its weights on this node. It
+// refuses while an instance uses the model, and for the built-in model.
 func (m *Service) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (any, error) {
 	if string(id) == catalog.BuiltinID {
 		return nil, modelErrorf(http.StatusConflict, nil, "model %s is built into the binary and cannot be removed", id)
@@ -294,6 +364,15 @@ func (m *Service) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !files && m.installedOnly(id) {
+		return nil, modelErrorf(http.StatusConflict, nil, "model %s has no custom card, only installed files; remove them with files=true (skulk models rm %s --files)", id, id)
+	}
+	unshared := false
+	if m.cfg.Unshare != nil {
+		if unshared, err = m.cfg.Unshare(ctx, id); err != nil {
+			return nil, fmt.Errorf("model %s: the cluster's catalog did not let it go: %w", id, err)
+		}
+	}
 	card, err := m.cfg.Store.RemoveCustom(string(id))
 	if err != nil {
 		return nil, err
@@ -305,14 +384,34 @@ func (m *Service) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (
 		}
 	}
 	m.cfg.Refresh()
+	if removed > 0 && m.cfg.FilesRemoved != nil {
+		m.cfg.FilesRemoved(id)
+	}
 	_, still := m.cfg.Catalog().Get(string(id))
-	if !card && removed == 0 {
-		if still {
-			return nil, modelErrorf(http.StatusConflict, nil, "model %s has no custom card, only installed files; remove them with files=true (skulk models rm %s --files)", id, id)
-		}
+	if !card && removed == 0 && !unshared {
 		return nil, unknownModel(id)
 	}
-	return map[string]any{"model_id": id, "removed_card": card, "removed_artifacts": removed, "still_in_catalog": still}, nil
+	return map[string]any{"model_id": id, "removed_card": card, "removed_artifacts": removed,
+		"removed_from_cluster": unshared, "still_in_catalog": still}, nil
+}
+
+// installedOnly reports whether this node has verified weights of id and
+// no custom card for it: removing the card alone would change nothing.
+func (m *Service) installedOnly(id ids.ModelID) bool {
+	custom, _ := catalog.Build(catalog.Custom{Dir: m.cfg.Store.Config().CustomDir})
+	if _, ok := custom.Get(string(id)); ok {
+		return false
+	}
+	insts, err := m.cfg.Store.Inventory()
+	if err != nil {
+		return false
+	}
+	for _, in := range insts {
+		if in.Installed && in.Card.ID == string(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // instancesOf lists the instances of a model, sorted.

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,6 +28,7 @@ import (
 	"github.com/skulk/skulk/internal/ids"
 	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/state"
 	"github.com/skulk/skulk/internal/worker"
 )
 
@@ -108,7 +111,11 @@ type models struct {
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
 
-	cat      atomic.Pointer[catalog.Catalog] // the current catalog; reads never write
+	cat atomic.Pointer[catalog.Catalog] // this node's own catalog; reads never write
+	// applied is the control plane's applied State, once it exists: its
+	// replicated cards join the catalog behind the node's own.
+	applied  atomic.Pointer[func() state.State]
+	merged   atomic.Pointer[mergedCatalog] // the last catalog with the replicated cards
 	publish  atomic.Pointer[func(key string, value []byte) error]
 	report   atomic.Pointer[func(ctx context.Context, ev event.Event) error]
 	peer     atomic.Pointer[peerFetch] // set once the cluster is up
@@ -151,8 +158,46 @@ func newModels(cfg config.Node, node ids.NodeID, meter downloadMeter, log *slog.
 	return m, nil
 }
 
-// catalog returns the current catalog.
-func (m *models) catalog() *catalog.Catalog { return m.cat.Load() }
+// mergedCatalog is the node's catalog with the cards of the State at
+// index behind it.
+type mergedCatalog struct {
+	local *catalog.Catalog
+	index ids.Index
+	cat   *catalog.Catalog
+}
+
+// catalog returns the current catalog: this node's own cards (custom,
+// installed, built-in), then the cluster's replicated cards under the ids
+// it lacks, so a model added or imported on any node is known here as
+// soon as this node applied it. The merge is redone only when either side
+// changed.
+func (m *models) catalog() *catalog.Catalog {
+	local := m.cat.Load()
+	get := m.applied.Load()
+	if get == nil {
+		return local
+	}
+	st := (*get)()
+	if len(st.Models) == 0 {
+		return local
+	}
+	if c := m.merged.Load(); c != nil && c.local == local && c.index == st.LastIndex {
+		return c.cat
+	}
+	cards := make(catalog.Replicated, 0, len(st.Models))
+	for _, id := range slices.Sorted(maps.Keys(st.Models)) {
+		cards = append(cards, st.Models[id])
+	}
+	cat, errs := local.Behind(cards)
+	for _, err := range errs {
+		m.log.Debug("a replicated card is not served", "err", err)
+	}
+	m.merged.Store(&mergedCatalog{local: local, index: st.LastIndex, cat: cat})
+	return cat
+}
+
+// attachState lets the catalog read the replicated cards.
+func (m *models) attachState(applied func() state.State) { m.applied.Store(&applied) }
 
 // card looks a model up in the current catalog.
 func (m *models) card(id ids.ModelID) (catalog.Card, bool) { return m.catalog().Get(string(id)) }
@@ -254,7 +299,7 @@ func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading fun
 func (m *models) weights(ctx context.Context, model ids.ModelID, downloading func()) (catalog.Card, string, error) {
 	card, ok := m.card(model)
 	if !ok {
-		return catalog.Card{}, "", fmt.Errorf("model %s is not in this node's catalog (add it on this node: skulk models add)", model)
+		return catalog.Card{}, "", fmt.Errorf("model %s is not in this node's catalog (add it on any node: skulk models add)", model)
 	}
 	in, err := m.ensure(ctx, card, downloading)
 	if err != nil {
@@ -349,6 +394,38 @@ func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func
 	m.reportEvent(event.DownloadCompleted{Node: m.node, Model: ids.ModelID(card.ID), Bytes: uint64(max(final.TotalBytes, 0))})
 	m.refresh() // the download's installed card joins the catalog
 	return in, nil
+}
+
+// shareModel commits a card added or imported here to the cluster's
+// catalog (modeladmin's Share).
+func shareModel(ctl interface {
+	Execute(context.Context, event.Command) ([]event.IndexedEvent, error)
+}) func(context.Context, catalog.Card) error {
+	return func(ctx context.Context, card catalog.Card) error {
+		_, err := ctl.Execute(ctx, event.AddModel{ID: ids.CommandID(newID()), Card: card.Wire()})
+		return err
+	}
+}
+
+// unshareModel takes a model out of the cluster's catalog when the State
+// holds it (modeladmin's Unshare).
+func unshareModel(ctl interface {
+	Execute(context.Context, event.Command) ([]event.IndexedEvent, error)
+	State(context.Context) (state.State, error)
+}) func(context.Context, ids.ModelID) (bool, error) {
+	return func(ctx context.Context, id ids.ModelID) (bool, error) {
+		st, err := ctl.State(ctx)
+		if err != nil {
+			return false, err
+		}
+		if _, ok := st.Models[id]; !ok {
+			return false, nil
+		}
+		if _, err := ctl.Execute(ctx, event.RemoveModel{ID: ids.CommandID(newID()), Model: id}); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
 }
 
 // progress records a transfer's progress and publishes it, throttled.

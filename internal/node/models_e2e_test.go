@@ -57,6 +57,7 @@ type modelDoc struct {
 	Placement    string                 `json:"placement"`
 	Download     *downloadDoc           `json:"download"`
 	NodeDownload map[string]downloadDoc `json:"node_downloads"`
+	HeldBy       []string               `json:"held_by"`
 }
 
 type downloadDoc struct {

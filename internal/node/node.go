@@ -44,6 +44,7 @@ import (
 	"github.com/skulk/skulk/internal/metrics"
 	"github.com/skulk/skulk/internal/modeladmin"
 	"github.com/skulk/skulk/internal/replica"
+	"github.com/skulk/skulk/internal/state"
 	"github.com/skulk/skulk/internal/telemetry"
 	"github.com/skulk/skulk/internal/trace"
 	"github.com/skulk/skulk/internal/transport"
@@ -229,6 +230,7 @@ func (n *fabric) buildServices() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.ctl = ctl
+	n.mods.attachState(func() state.State { st, _ := ctl.State(context.Background()); return st })
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
@@ -430,7 +432,8 @@ func (n *fabric) buildAPI() error {
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
-		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, Downloads: n.mods,
+		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, FilesRemoved: n.mods.filesRemoved, Downloads: n.mods,
+		Share: shareModel(n.ctl), Unshare: unshareModel(n.ctl),
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
 	act := &activitySampler{read: n.metrics.Activity, log: log.With("component", "dashboard")}

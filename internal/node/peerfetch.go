@@ -58,7 +58,7 @@ func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.S
 			return worker.Model{}, err
 		}
 		if err != nil {
-			return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog and no member supplied its tensors (%w); add it on this node: skulk models add", model, err)
+			return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog and no member supplied its tensors (%w); add it on any node: skulk models add", model, err)
 		}
 		return wm, nil
 	}
@@ -136,6 +136,16 @@ func (m *models) imported(card catalog.Card) {
 	})
 }
 
+// filesRemoved reports, in the background, that this node no longer holds
+// a model's weights (skulk models rm --files): a worker can say so only as
+// a terminal download outcome, and the State then no longer names this
+// node to members that need the model's tensors.
+func (m *models) filesRemoved(id ids.ModelID) {
+	m.wg.Go(func() {
+		m.reportEvent(event.DownloadFailed{Node: m.node, Model: id, Reason: "the weights were removed from this node (skulk models rm --files)"})
+	})
+}
+
 // served is this node's verified copy of a model for a member's fetch.
 func (m *models) served(ctx context.Context, model string) (tensorfetch.Served, error) {
 	card, ok := m.card(ids.ModelID(model))
@@ -151,7 +161,7 @@ func (m *models) served(ctx context.Context, model string) (tensorfetch.Served, 
 
 // tensorSources lists the members to ask for a model's tensors: those the
 // State says completed its download first, then every other live member
-// (an import is not in the State).
+// (whose copy the State may not name).
 func tensorSources(self ids.NodeID, st func(context.Context) (state.State, error), members func() []ids.NodeID) func(ctx context.Context, model ids.ModelID) []ids.NodeID {
 	return func(ctx context.Context, model ids.ModelID) []ids.NodeID {
 		live := members()

@@ -93,6 +93,10 @@ func step(s State, ie event.IndexedEvent) (State, error) {
 		return taskFinished(s, e)
 	case event.APIKeysSet:
 		return apiKeysSet(s, e)
+	case event.ModelAdded:
+		return modelAdded(s, e)
+	case event.ModelRemoved:
+		return modelRemoved(s, e)
 	}
 	// Unreachable while every event kind has a case; a test checks that.
 	return s, fmt.Errorf("no apply rule for %s: %w", ie.Event.Kind(), ErrConflict)
@@ -156,5 +160,37 @@ func download(s State, node ids.NodeID, model ids.ModelID, d Download) (State, e
 	}
 	n.Downloads = with(n.Downloads, model, d)
 	s.Nodes = with(s.Nodes, node, n)
+	return s, nil
+}
+
+// modelAdded puts a card into the cluster's catalog. The same card again is
+// a no-op; another card under a taken id conflicts (the master refuses it
+// before it is logged).
+func modelAdded(s State, e event.ModelAdded) (State, error) {
+	if have, ok := s.Models[e.Card.ID]; ok {
+		if event.SameCard(have, e.Card) {
+			return s, nil
+		}
+		return s, fmt.Errorf("model %s already has another card: %w", e.Card.ID, ErrExists)
+	}
+	s.Models = with(s.Models, e.Card.ID, e.Card)
+	return s, nil
+}
+
+// modelRemoved takes a card out of the catalog, refused while an instance
+// of the model exists (its runners and repairs need the card).
+func modelRemoved(s State, e event.ModelRemoved) (State, error) {
+	if _, ok := s.Models[e.Model]; !ok {
+		return s, fmt.Errorf("model %s: %w", e.Model, ErrUnknownModel)
+	}
+	for _, id := range sortedKeys(s.Instances) {
+		if s.Instances[id].Model == e.Model {
+			return s, fmt.Errorf("model %s is used by instance %s: %w", e.Model, id, ErrBusy)
+		}
+	}
+	s.Models = without(s.Models, e.Model)
+	if len(s.Models) == 0 {
+		s.Models = nil // empty is omitted: the hash of a State without cards
+	}
 	return s, nil
 }

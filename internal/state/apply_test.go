@@ -82,6 +82,17 @@ func TestApplyRejects(t *testing.T) {
 			return next(s, event.TaskFinished{Task: "t1", Node: "c", Outcome: event.OutcomeCompleted})
 		}, ErrConflict},
 		{"cancel_unknown_task", nil, func(s State) event.IndexedEvent { return next(s, event.TaskCancelled{Task: "t9"}) }, ErrUnknownTask},
+		{"model_other_card", []event.Event{event.ModelAdded{Card: card("x", 1)}}, func(s State) event.IndexedEvent {
+			return next(s, event.ModelAdded{Card: card("x", 2)})
+		}, ErrExists},
+		{"model_remove_unknown", nil, func(s State) event.IndexedEvent { return next(s, event.ModelRemoved{Model: "x"}) }, ErrUnknownModel},
+		// Instance i1 of the base State serves model m.
+		{"model_remove_in_use", []event.Event{event.ModelAdded{Card: card("m", 8)}}, func(s State) event.IndexedEvent {
+			return next(s, event.ModelRemoved{Model: "m"})
+		}, ErrBusy},
+		{"model_invalid_card", nil, func(s State) event.IndexedEvent {
+			return next(s, event.ModelAdded{Card: event.ModelCard{ID: "x", Layers: 1}})
+		}, event.ErrInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,6 +287,7 @@ func TestEveryEventKindHasARule(t *testing.T) {
 		event.TaskFinished{Task: "t1", Node: "a", Outcome: event.OutcomeCancelled},
 		taskOn("t2", "i1", "m", "c"), event.MasterElected{Node: "b", Term: 2},
 		event.APIKeysSet{Node: "d", Keys: []event.APIKey{{Name: "k", Scope: event.ScopeAdmin, Digest: strings.Repeat("0", 64)}}},
+		event.ModelAdded{Card: card("x", 2)}, event.ModelRemoved{Model: "x"},
 	} {
 		s = replay(t, s, ev)
 		covered[ev.Kind()] = true
@@ -300,5 +312,64 @@ func TestAPIKeysOutliveTheNode(t *testing.T) {
 	s = replay(t, s, event.APIKeysSet{Node: "d"})
 	if _, ok := s.APIKeys["d"]; ok {
 		t.Fatalf("an empty set kept the node's keys: %+v", s.APIKeys)
+	}
+}
+
+// TestModelCatalog: cards enter and leave the replicated catalog; the same
+// card again is a no-op; removal leaves the nodes' downloads (the bytes are
+// where they are) and an emptied catalog hashes like one that never held a
+// card.
+func TestModelCatalog(t *testing.T) {
+	start := base(t)
+	tests := []struct {
+		name  string
+		evs   []event.Event
+		check func(t *testing.T, s State)
+	}{
+		{"added", []event.Event{event.ModelAdded{Card: card("x", 2)}}, func(t *testing.T, s State) {
+			if c, ok := s.Models["x"]; !ok || c.Layers != 2 {
+				t.Fatalf("models %+v", s.Models)
+			}
+		}},
+		{"same_card_twice", []event.Event{event.ModelAdded{Card: card("x", 2)}, event.ModelAdded{Card: card("x", 2)}}, func(t *testing.T, s State) {
+			if len(s.Models) != 1 {
+				t.Fatalf("models %+v", s.Models)
+			}
+		}},
+		{"removed_keeps_downloads", []event.Event{event.ModelAdded{Card: card("x", 2)},
+			event.DownloadCompleted{Node: "a", Model: "x", Bytes: 5}, event.ModelRemoved{Model: "x"}}, func(t *testing.T, s State) {
+			if s.Models != nil {
+				t.Fatalf("models %+v, want none", s.Models)
+			}
+			if s.Nodes["a"].Downloads["x"].Status != DownloadCompleted {
+				t.Fatalf("node a's download of x went with the card: %+v", s.Nodes["a"].Downloads)
+			}
+		}},
+		{"emptied_hashes_as_before", []event.Event{event.ModelAdded{Card: card("x", 2)}, event.ModelRemoved{Model: "x"}}, func(t *testing.T, s State) {
+			s.Term, s.LastIndex = start.Term, start.LastIndex
+			if Hash(s) != Hash(start) {
+				t.Fatal("a catalog emptied again changes the State's hash")
+			}
+		}},
+		{"removed_after_instance", []event.Event{event.ModelAdded{Card: card("m", 8)},
+			event.TaskFinished{Task: "t1", Node: "a", Outcome: event.OutcomeCompleted},
+			event.InstanceDeleted{Instance: "i1", Reason: event.DeleteOperator}, event.ModelRemoved{Model: "m"}}, func(t *testing.T, s State) {
+			if _, ok := s.Models["m"]; ok {
+				t.Fatalf("models %+v", s.Models)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := replay(t, start, tt.evs...)
+			b, err := Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Decode(b); err != nil {
+				t.Fatalf("the State does not decode: %v", err)
+			}
+			tt.check(t, s)
+		})
 	}
 }

@@ -96,6 +96,14 @@ func Check(s State) error {
 			return fmt.Errorf("task %s: %w", id, err)
 		}
 	}
+	for id, c := range s.Models {
+		if err := (event.ModelAdded{Card: c}).Validate(); err != nil {
+			return fmt.Errorf("model %s: %w", id, err)
+		}
+		if c.ID != id {
+			return fmt.Errorf("model %s holds the card of %s", id, c.ID)
+		}
+	}
 	if len(s.Failures) > MaxFailures {
 		return fmt.Errorf("%d failure records, limit %d", len(s.Failures), MaxFailures)
 	}

@@ -112,6 +112,12 @@ func TestDecodeRejects(t *testing.T) {
 			task.Instance = "gone"
 			s.Tasks = with(s.Tasks, "t1", task)
 		}), nil},
+		{"model_under_another_id", mutate(func(s *State) { s.Models = map[ids.ModelID]event.ModelCard{"y": card("x", 1)} }), nil},
+		{"model_invalid_card", mutate(func(s *State) {
+			c := card("x", 2)
+			c.LayerBytes = c.LayerBytes[:1]
+			s.Models = map[ids.ModelID]event.ModelCard{"x": c}
+		}), nil},
 		{"rank_on_unknown_node", mutate(func(s *State) { s.Nodes = without(s.Nodes, "b") }), nil},
 		{"bad_placement", mutate(func(s *State) {
 			inst := s.Instances["i1"]

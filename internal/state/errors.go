@@ -25,6 +25,9 @@ var (
 	ErrUnknownNode     = errors.New("state: unknown node")
 	ErrUnknownInstance = errors.New("state: unknown instance")
 	ErrUnknownTask     = errors.New("state: unknown task")
+	// ErrUnknownModel: the event names a model the State's catalog does
+	// not hold.
+	ErrUnknownModel = errors.New("state: unknown model")
 	// ErrExists: the event creates something that already exists.
 	ErrExists = errors.New("state: already exists")
 	// ErrConflict: the event contradicts the State (a runner reported from

@@ -68,3 +68,9 @@ func base(t *testing.T) State {
 		taskOn("t1", "i1", "m", "c"),
 	)
 }
+
+// card is a minimal replicated card of model with layers blocks.
+func card(model ids.ModelID, layers int64) event.ModelCard {
+	return event.ModelCard{ID: model, Arch: "llama", Layers: layers, HiddenSize: 64, KVHeads: 2, HeadDim: 32,
+		ContextLength: 2048, StorageBytes: layers << 20, LayerBytes: make([]int64, layers), Tasks: []string{"text-generation"}}
+}

@@ -75,6 +75,12 @@ func (g *gen) event(s State) event.Event {
 				}
 				return event.APIKeysSet{Node: g.node(s), Keys: keys}
 			}
+			switch r.IntN(4) {
+			case 0:
+				return event.ModelAdded{Card: card(g.model(), 1+int64(r.IntN(2)))}
+			case 1:
+				return event.ModelRemoved{Model: g.model()}
+			}
 			return event.DownloadFailed{Node: g.node(s), Model: g.model(), Reason: "disk full"}
 		}
 	case 4, 5:

@@ -26,6 +26,11 @@ type State struct {
 	// enforces the union. Omitted when empty, so States from before keys
 	// existed hash the same.
 	APIKeys map[ids.NodeID][]event.APIKey `json:"api_keys,omitempty"`
+	// Models is the cluster's catalog of cards added or imported on any
+	// node (ModelAdded); which nodes hold a model's bytes is each node's
+	// Downloads. Omitted when empty, so States from before replicated
+	// cards hash the same.
+	Models map[ids.ModelID]event.ModelCard `json:"models,omitempty"`
 }
 
 // Node is a cluster member as the log knows it. Liveness and resources are
