@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,7 +113,7 @@ type fabric struct {
 	remote    *gateway.Remote
 	gw        *gateway.Gateway
 	ep        *transport.Endpoint
-	ln        net.Listener
+	ln        *connlimit.Listener
 	edges     *edges
 	mem       *membership.Membership
 	access    *apiAccess
@@ -291,7 +290,8 @@ func (n *fabric) openListeners() error {
 	if err != nil {
 		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", n.cfg.APIAddr, err)
 	}
-	n.ln = connlimit.New(ln, n.cfg.MaxConnsPerClient, logRefusals(n.log.With("component", "api"), n.cfg.MaxConnsPerClient))
+	n.ln = connlimit.New(ln, connlimit.Config{PerClient: n.cfg.MaxConnsPerClient, Total: n.cfg.MaxConns,
+		Refused: logRefusals(n.log.With("component", "api"))})
 	n.onClose(func() { n.ln.Close() })
 	return nil
 }
@@ -436,7 +436,12 @@ func (n *fabric) buildAPI() error {
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
 			Warning: n.warning, Traces: n.traces,
+			ClientConn: func(ctx context.Context, digest, name string) error {
+				return n.ln.Claim(ctx, connlimit.Client{Key: digest, Name: name})
+			},
 		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics, recoverCluster: n.recoverCluster}, log.With("component", "api")),
+		ConnState:         n.ln.ConnState, // the connection limit closes idle connections to make room
+		ConnContext:       n.ln.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -547,18 +552,22 @@ func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteC
 // logRefusals returns the connection limit's report of a refused
 // connection: a warning at most every ten seconds, counting the refusals
 // since the last one, so a flood of connections does not flood the log.
-func logRefusals(log *slog.Logger, limit int) func(netip.Addr) {
+func logRefusals(log *slog.Logger) func(connlimit.Refusal) {
 	var mu sync.Mutex
 	var last time.Time
 	refused := 0
-	return func(addr netip.Addr) {
+	return func(r connlimit.Refusal) {
 		mu.Lock()
 		defer mu.Unlock()
 		refused++
 		if time.Since(last) < 10*time.Second {
 			return
 		}
-		log.Warn("refused connections over the per-client limit (--max-conns-per-client)", "client", addr, "limit", limit, "refused", refused)
+		bound := "the per-client limit (--max-conns-per-client)"
+		if r.Total {
+			bound = "the node's limit (--max-conns)"
+		}
+		log.Warn("refused connections over "+bound, "client", r.Client, "limit", r.Limit, "refused", refused)
 		last, refused = time.Now(), 0
 	}
 }
