@@ -61,6 +61,7 @@ var allowedImports = map[string][]string{
 	"internal/event":     {"github.com/fxamacker/cbor/v2", "internal/ids"},
 	"internal/state":     {"github.com/fxamacker/cbor/v2", "internal/event", "internal/ids"},
 	"internal/placement": {},
+	"internal/connlimit": {},
 	// consensus knows Raft and the log's bytes, not what the log holds.
 	"internal/consensus":        {"go.etcd.io/raft/v3", "google.golang.org/protobuf/", "github.com/fxamacker/cbor/v2", "internal/eventlog", "internal/ids"},
 	"internal/eventlog":         {"github.com/klauspost/compress/", "golang.org/x/sys/", "internal/vfs"},
