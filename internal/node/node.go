@@ -284,6 +284,7 @@ func (n *fabric) openListeners() error {
 		return fmt.Errorf("node: cannot listen for QUIC on %s (use --quic-addr): %w", n.cfg.QUICAddr, err)
 	}
 	n.ep = ep
+	n.peers.quicBind = boundAddr(n.cfg.QUICAddr, ep.Addr()).Addr()
 	n.onClose(func() { ep.Close() })
 	n.remote.Dial = n.peers.dialLive(n.peers.dial(ep, transport.ALPNData))
 	ln, err := net.Listen("tcp", n.cfg.APIAddr)
@@ -325,7 +326,7 @@ func (n *fabric) joinCluster() error {
 	key := n.secret.key
 	meta := membership.Meta{Node: n.id, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
 		Commit: SoftwareCommit, PublicKey: n.ident.PublicKey(),
-		API: advertised(addrPort(n.ln.Addr())), QUIC: advertised(addrPort(n.ep.Addr()))}
+		API: advertised(boundAddr(n.cfg.APIAddr, n.ln.Addr())), QUIC: advertised(boundAddr(n.cfg.QUICAddr, n.ep.Addr()))}
 	// The members the replicated configuration names: a restarted node
 	// finds its cluster again with no flags.
 	bootstrap := n.bootstrap
