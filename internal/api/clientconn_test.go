@@ -3,12 +3,15 @@ package api
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +119,57 @@ func getModels(t *testing.T, c net.Conn, key string) int {
 	defer resp.Body.Close()
 	io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode
+}
+
+// TestClientConnRefusal: the API tells ClientConn the key of each request
+// (public routes too), and a refusal is a 429 error document in the
+// route's format, on a connection the server then closes.
+func TestClientConnRefusal(t *testing.T) {
+	var mu sync.Mutex
+	var heard []string
+	f := newFixture(t, Config{APIKey: "admin-key-123", ClientConn: func(ctx context.Context, digest, name string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, name)
+		if len(heard) > 1 {
+			return connlimit.Refusal{Client: fmt.Sprintf("key %q", name), Limit: 1}
+		}
+		return nil
+	}})
+	c := dialConn(t, strings.TrimPrefix(f.url, "http://"))
+	br := bufio.NewReader(c)
+	ask := func() *http.Response {
+		t.Helper()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer admin-key-123\r\n\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if resp := ask(); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	} else {
+		io.Copy(io.Discard, resp.Body)
+	}
+	resp := ask()
+	var doc errorDoc
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatalf("refusal %d: %v", resp.StatusCode, err)
+	}
+	want := `too many open connections from key "admin" (limit 1); close idle connections or raise --max-conns-per-client`
+	if resp.StatusCode != http.StatusTooManyRequests || doc.Error.Message != want || doc.Error.Code == nil || *doc.Error.Code != "too_many_connections" ||
+		!resp.Close {
+		t.Fatalf("refusal %d close=%v %+v, want 429 %q and the connection closed", resp.StatusCode, resp.Close, doc, want)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if n, err := br.Read(make([]byte, 1)); n != 0 || err == nil {
+		t.Fatalf("after the refusal the connection is still open (%d, %v)", n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(heard, []string{"admin", "admin"}) {
+		t.Fatalf("ClientConn heard keys %q, want admin twice", heard)
+	}
 }
