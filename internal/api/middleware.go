@@ -228,8 +228,10 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 // Bearer KEY" or, as Anthropic's clients send it, "x-api-key: KEY"), and the
 // admin routes need the admin key; with none, loopback clients are served
 // and others only when the operator opened the API. GET /metrics needs none
-// when Config.MetricsPublic is set. Refusals are written in the wire format
-// of the route asked for.
+// when Config.MetricsPublic is set. First, every request's connection is
+// counted under the key it presented (Config.ClientConn), so that clients
+// behind one proxy address are told apart. Refusals are written in the
+// wire format of the route asked for.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, adminPattern := s.adminMux.Handler(r)
