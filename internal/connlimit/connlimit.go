@@ -22,7 +22,11 @@
 // Config.Total bounds all connections. A new connection over it is admitted
 // still when its address holds less than a fair share (Total divided among
 // the holders) and a holder over the share has an idle connection: the
-// oldest idle connection of the largest such holder is closed for it.
+// oldest idle connection of the largest such holder is closed for it; else
+// it may take the place of an idle connection of its own address. At the
+// accept only the address is known, so once a request names the key, a key
+// over its fair share while the Listener is full gives up its own idle
+// connection in turn.
 //
 // Making room never closes a connection in the middle of a request: only
 // one idle between requests (which HTTP clients expect a server to close),
