@@ -81,9 +81,9 @@ func TestPickAdvertise(t *testing.T) {
 }
 
 // TestGossipKeepsToTheBindFamily: a node gossiping on IPv4 advertises an
-// IPv4 address and does not try to join an IPv6 one.
+// IPv4 address and does not try to join an IPv6 one, which it says once.
 func TestGossipKeepsToTheBindFamily(t *testing.T) {
-	n := startNode(t, "node-a", func(c *Config) { c.BindAddr = "0.0.0.0:0" })
+	n := startNode(t, "node-a", func(c *Config) { c.BindAddr = "0.0.0.0:0" }, bootstrap("[fd00::1]:52416", "127.0.0.1:1"))
 	if ga := n.m.GossipAddr(); !ga.Addr().Is4() || ga.Addr().IsUnspecified() {
 		t.Fatalf("gossip address %v, want a concrete IPv4 address", ga)
 	}
@@ -91,5 +91,11 @@ func TestGossipKeepsToTheBindFamily(t *testing.T) {
 	var je *JoinError
 	if !errors.As(err, &je) || !errors.Is(je.Failed["[fd00::1]:52416"], ErrOtherFamily) {
 		t.Fatalf("joining an IPv6 address from 0.0.0.0: %v, want %v", err, ErrOtherFamily)
+	}
+	if got := n.log.lines("level=WARN", "other IP family", "[fd00::1]:52416"); len(got) != 1 {
+		t.Errorf("warnings of the IPv6 bootstrap peer: %q, want one", got)
+	}
+	if got := n.log.lines("level=WARN", "other IP family", "127.0.0.1:1"); len(got) != 0 {
+		t.Errorf("the IPv4 bootstrap peer was warned of: %q", got)
 	}
 }

@@ -240,6 +240,13 @@ func New(cfg Config) (*Membership, error) {
 	}
 	m.wg.Go(m.pump)
 	if len(cfg.BootstrapPeers) > 0 {
+		// Said once here: the retries that skip these log at debug.
+		for _, a := range cfg.BootstrapPeers {
+			if ap, err := netip.ParseAddrPort(a); err == nil && !SameFamily(m.bindIP(), ap.Addr()) {
+				m.log.Warn("membership: a bootstrap peer is of the other IP family than the gossip bind, and is not tried",
+					"peer", a, "gossip_addr", cfg.BindAddr, "hint", "bind --gossip-addr [::]:PORT to gossip over IPv4 and IPv6")
+			}
+		}
 		m.wg.Go(m.bootstrapLoop)
 	}
 	return m, nil
