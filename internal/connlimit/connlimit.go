@@ -17,7 +17,11 @@
 // below). A request that moves its connection into a full keyed or unkeyed
 // holder makes room the same way, or is answered 429 and its connection
 // closed. Behind a reverse proxy every client shares the proxy's address,
-// and what separates them is their keys.
+// and what separates them is their keys. (So an address without keys may
+// hold PerClient connections that have sent requests and, for moments,
+// PerClient more that have not: counting them together would let one
+// client's busy connections refuse the proxy's next client before its key
+// is read.)
 //
 // Config.Total bounds all connections. A new connection over it is admitted
 // still when its address holds less than a fair share (Total divided among
