@@ -384,6 +384,7 @@ func (l *Listener) ConnContext(ctx context.Context, nc net.Conn) context.Context
 // Stats is what the Listener counts now.
 type Stats struct {
 	Total int
+	Idle  int // of Total, those idle between requests
 	// Clients holds each client's connections: an address (pending and
 	// unkeyed together) or `key "NAME"`.
 	Clients map[string]int
@@ -396,6 +397,11 @@ func (l *Listener) Stats() Stats {
 	s := Stats{Total: l.total, Clients: map[string]int{}}
 	for _, h := range l.holders {
 		s.Clients[h.name] += len(h.conns)
+		for c := range h.conns {
+			if c.state == http.StateIdle {
+				s.Idle++
+			}
+		}
 	}
 	return s
 }
