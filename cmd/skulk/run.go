@@ -26,7 +26,9 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 	fs.IntVar(&cfg.MaxInstances, "max-instances", cfg.MaxInstances, "most runners the cluster may place on this node (SKULK_MAX_INSTANCES; 0 = 16)")
 	fs.IntVar(&cfg.MaxInstancesPerModel, "max-instances-per-model", cfg.MaxInstancesPerModel, "most instances of one model in the cluster while this node is master (SKULK_MAX_INSTANCES_PER_MODEL; 0 = 16)")
 	fs.IntVar(&cfg.MaxConnsPerClient, "max-conns-per-client", cfg.MaxConnsPerClient,
-		"API connections one client address may hold open; more are answered 429 (0 = no limit; SKULK_MAX_CONNS_PER_CLIENT)")
+		"API connections one client may hold open: an API key, or an address without one; more are answered 429 unless an idle one makes room (0 = no limit; SKULK_MAX_CONNS_PER_CLIENT)")
+	fs.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns,
+		"API connections all clients may hold open; at the bound a client under its fair share takes the place of an idle connection of the client holding the most (0 = no limit; SKULK_MAX_CONNS)")
 	fs.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "membership gossip address HOST:PORT")
 	fs.StringVar(&cfg.QUICAddr, "quic-addr", cfg.QUICAddr, "QUIC transport address HOST:PORT")
 	fs.BoolVar(&cfg.NoMDNS, "no-mdns", cfg.NoMDNS, "do not discover peers by mDNS")

@@ -92,11 +92,18 @@ func (d *Denied) HTTPStatus() int { return d.Status }
 // Decide admits the request, naming the key that admitted it ("" when none
 // was needed), or says why not.
 func (p Policy) Decide(r Request) (string, *Denied) {
+	k, denied := p.DecideKey(r)
+	return k.Name, denied
+}
+
+// DecideKey is Decide, returning the whole key the request presented (its
+// name and digest; the zero key when none was valid), denied or not.
+func (p Policy) DecideKey(r Request) (event.APIKey, *Denied) {
 	if p.Ring.Len() == 0 {
 		if r.Loopback || p.Open {
-			return "", nil
+			return event.APIKey{}, nil
 		}
-		return "", &Denied{Status: http.StatusForbidden, Reason: "this node serves clients on other addresses only with an API key: " +
+		return event.APIKey{}, &Denied{Status: http.StatusForbidden, Reason: "this node serves clients on other addresses only with an API key: " +
 			"set SKULK_API_KEY (admin) or SKULK_INFERENCE_KEYS on a node of the cluster and send the key as \"Authorization: Bearer KEY\", " +
 			"or restart the node with --api-open to serve every address without a key"}
 	}
@@ -111,13 +118,13 @@ func (p Policy) Decide(r Request) (string, *Denied) {
 			continue
 		}
 		if r.Admin && k.Scope != event.ScopeAdmin {
-			return k.Name, &Denied{Status: http.StatusForbidden, Reason: fmt.Sprintf(
+			return k, &Denied{Status: http.StatusForbidden, Reason: fmt.Sprintf(
 				"the key %q may use inference and read-only routes; %s needs the admin key (SKULK_API_KEY)", k.Name, r.Route)}
 		}
-		return k.Name, nil
+		return k, nil
 	}
 	if !presented {
-		return "", &Denied{Status: http.StatusUnauthorized, Reason: "this cluster requires an API key: send the header \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (client commands send SKULK_API_KEY)"}
+		return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "this cluster requires an API key: send the header \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (client commands send SKULK_API_KEY)"}
 	}
-	return "", &Denied{Status: http.StatusUnauthorized, Reason: "the API key is not valid"}
+	return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "the API key is not valid"}
 }

@@ -90,6 +90,13 @@ type Config struct {
 	// DashboardEvents, when set, serves GET /v1/dashboard/events (a
 	// read-only route: any key admits it), the dashboard's live stream.
 	DashboardEvents http.Handler
+	// ClientConn, when set, is told before any route runs which client
+	// sent the request: the digest and name of the API key it presented
+	// (both "" when it presented no valid one), so the per-client
+	// connection limit counts the request's connection under its key. An
+	// error refuses the request with its HTTPStatus (429 if it has none)
+	// and closes the connection.
+	ClientConn func(ctx context.Context, keyDigest, keyName string) error
 }
 
 // Served is one answered request, as Config.Observe hears of it.

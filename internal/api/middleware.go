@@ -228,14 +228,12 @@ func (s *server) recoverPanics(next http.Handler) http.Handler {
 // Bearer KEY" or, as Anthropic's clients send it, "x-api-key: KEY"), and the
 // admin routes need the admin key; with none, loopback clients are served
 // and others only when the operator opened the API. GET /metrics needs none
-// when Config.MetricsPublic is set. Refusals are written in the wire format
-// of the route asked for.
+// when Config.MetricsPublic is set. First, every request's connection is
+// counted under the key it presented (Config.ClientConn), so that clients
+// behind one proxy address are told apart. Refusals are written in the
+// wire format of the route asked for.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, public := s.publicMux.Handler(r); public != "" {
-			next.ServeHTTP(w, r)
-			return
-		}
 		_, adminPattern := s.adminMux.Handler(r)
 		bearerKey, _ := bearer(r.Header.Get("Authorization"))
 		req := access.Request{
@@ -244,7 +242,17 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			Admin:       adminPattern != "",
 			Route:       adminPattern,
 		}
-		if _, denied := s.cfg.Access().Decide(req); denied != nil {
+		// The key is looked up on public routes too: their connections
+		// count under it as well.
+		key, denied := s.cfg.Access().DecideKey(req)
+		if !s.claimConn(w, r, key.Digest, key.Name) {
+			return
+		}
+		if _, public := s.publicMux.Handler(r); public != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if denied != nil {
 			class := infer.ClassForbidden
 			if denied.Status == http.StatusUnauthorized {
 				class = infer.ClassAuth
@@ -255,6 +263,25 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// claimConn tells Config.ClientConn who sent r, and answers r when it
+// refuses: false means r is answered and its connection is to close.
+func (s *server) claimConn(w http.ResponseWriter, r *http.Request, digest, name string) bool {
+	if s.cfg.ClientConn == nil {
+		return true
+	}
+	err := s.cfg.ClientConn(r.Context(), digest, name)
+	if err == nil {
+		return true
+	}
+	status := http.StatusTooManyRequests
+	if st, ok := err.(interface{ HTTPStatus() int }); ok {
+		status = st.HTTPStatus()
+	}
+	w.Header().Set("Connection", "close")
+	s.writeStatus(w, r, status, &infer.Error{Class: infer.ClassUnavailable, Code: "too_many_connections", Message: err.Error()})
+	return false
 }
 
 // isLoopback reports whether a request's remote address is a loopback one.

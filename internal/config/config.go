@@ -32,10 +32,13 @@ const (
 	// DefaultHTTPBodyTimeout bounds how long a request body may take to
 	// arrive; DefaultHTTPIdleTimeout how long a keep-alive connection may
 	// sit idle; DefaultMaxConnsPerClient how many connections one client
-	// address may hold open.
+	// (an API key, or an address without one) may hold open;
+	// DefaultMaxConns how many all clients together may, well under the
+	// usual descriptor limits.
 	DefaultHTTPBodyTimeout   = 30 * time.Second
 	DefaultHTTPIdleTimeout   = 120 * time.Second
 	DefaultMaxConnsPerClient = 64
+	DefaultMaxConns          = 1024
 
 	// DefaultGroupConnectTimeout bounds how long a split instance may take
 	// to come up (master.DefaultGroupConnectTimeout).
@@ -82,7 +85,8 @@ type Node struct {
 	// Bounds on what one HTTP client can hold (0 turns a bound off).
 	HTTPBodyTimeout   time.Duration // SKULK_HTTP_BODY_TIMEOUT: a request body must arrive within it
 	HTTPIdleTimeout   time.Duration // SKULK_HTTP_IDLE_TIMEOUT: keep-alive connections idle longer are closed
-	MaxConnsPerClient int           // --max-conns-per-client, SKULK_MAX_CONNS_PER_CLIENT: open API connections per client IP
+	MaxConnsPerClient int           // --max-conns-per-client, SKULK_MAX_CONNS_PER_CLIENT: open API connections per API key, or per client IP without one
+	MaxConns          int           // --max-conns, SKULK_MAX_CONNS: open API connections in all
 
 	// MemoryBudget (--memory-budget, SKULK_MEMORY_BUDGET) caps the memory
 	// placement may count on this node, in bytes; 0 means the machine's.
@@ -251,10 +255,10 @@ func (n Node) String() string {
 	if n.Engine.NoPack {
 		kernels += ",unpacked"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d memory_budget=%d group_connect_timeout=%s log_free_floor=%s",
+	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d max_conns=%d memory_budget=%d group_connect_timeout=%s log_free_floor=%s",
 		n.Home, n.APIAddr, n.APIOpen, n.MetricsPublic, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
 		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, orDefault(n.ModelsDir), orDefault(n.CustomModelCardsDir), orDefault(n.HubEndpoint), hfToken, kernels,
-		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MemoryBudget, n.GroupConnectTimeout, n.logFreeFloor())
+		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MaxConns, n.MemoryBudget, n.GroupConnectTimeout, n.logFreeFloor())
 }
 
 // logFreeFloor shows the free-space floor setting.
@@ -297,7 +301,7 @@ func FromEnv(getenv func(string) string) Node {
 		LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY"), ClusterKey: getenv("SKULK_CLUSTER_KEY"),
 		InferenceKeys: getenv("SKULK_INFERENCE_KEYS"), NetworkVersion: getenv("SKULK_NETWORK_VERSION"),
 		APIOpen: truthy(getenv("SKULK_API_OPEN")), MetricsPublic: truthy(getenv("SKULK_METRICS_PUBLIC")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel,
-		HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout, MaxConnsPerClient: DefaultMaxConnsPerClient}
+		HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout, MaxConnsPerClient: DefaultMaxConnsPerClient, MaxConns: DefaultMaxConns}
 	var errs []error
 	for _, e := range []struct {
 		name string
@@ -310,10 +314,15 @@ func FromEnv(getenv func(string) string) Node {
 			}
 		}
 	}
-	if v := getenv("SKULK_MAX_CONNS_PER_CLIENT"); v != "" {
-		var err error
-		if n.MaxConnsPerClient, err = strconv.Atoi(v); err != nil {
-			errs = append(errs, fmt.Errorf("config: SKULK_MAX_CONNS_PER_CLIENT=%q must be a whole number (0: no limit): %w", v, err))
+	for _, e := range []struct {
+		name string
+		n    *int
+	}{{"SKULK_MAX_CONNS_PER_CLIENT", &n.MaxConnsPerClient}, {"SKULK_MAX_CONNS", &n.MaxConns}} {
+		if v := getenv(e.name); v != "" {
+			var err error
+			if *e.n, err = strconv.Atoi(v); err != nil {
+				errs = append(errs, fmt.Errorf("config: %s=%q must be a whole number (0: no limit): %w", e.name, v, err))
+			}
 		}
 	}
 	if v := getenv("SKULK_MEMORY_BUDGET"); v != "" {
@@ -433,6 +442,9 @@ func (n Node) Validate() error {
 	}
 	if n.MaxConnsPerClient < 0 {
 		return fmt.Errorf("config: --max-conns-per-client (SKULK_MAX_CONNS_PER_CLIENT) must not be negative, got %d (0: no limit)", n.MaxConnsPerClient)
+	}
+	if n.MaxConns < 0 {
+		return fmt.Errorf("config: --max-conns (SKULK_MAX_CONNS) must not be negative, got %d (0: no limit)", n.MaxConns)
 	}
 	if n.LogFreeFloor < LogFreeFloorOff {
 		return fmt.Errorf("config: the event log's free-space floor %d must be a number of bytes (SKULK_LOG_FREE_FLOOR)", n.LogFreeFloor)

@@ -96,28 +96,34 @@ func TestHTTPBoundsFromEnv(t *testing.T) {
 		body    time.Duration
 		idle    time.Duration
 		conns   int
+		total   int
 		wantErr string // a part of Validate's error; "" for none
 	}{
-		{name: "defaults", body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient},
-		{name: "set", env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "1500ms", "SKULK_HTTP_IDLE_TIMEOUT": "2m", "SKULK_MAX_CONNS_PER_CLIENT": "8"},
+		{name: "defaults", total: DefaultMaxConns, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient},
+		{name: "set", total: DefaultMaxConns, env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "1500ms", "SKULK_HTTP_IDLE_TIMEOUT": "2m", "SKULK_MAX_CONNS_PER_CLIENT": "8"},
 			body: 1500 * time.Millisecond, idle: 2 * time.Minute, conns: 8},
-		{name: "off", env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "0", "SKULK_HTTP_IDLE_TIMEOUT": "0s", "SKULK_MAX_CONNS_PER_CLIENT": "0"}},
-		{name: "not_a_duration", env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "30"}, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient,
+		{name: "off", env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "0", "SKULK_HTTP_IDLE_TIMEOUT": "0s", "SKULK_MAX_CONNS_PER_CLIENT": "0", "SKULK_MAX_CONNS": "0"}},
+		{name: "not_a_duration", total: DefaultMaxConns, env: map[string]string{"SKULK_HTTP_BODY_TIMEOUT": "30"}, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient,
 			wantErr: `SKULK_HTTP_BODY_TIMEOUT="30" must be a duration`},
-		{name: "negative", env: map[string]string{"SKULK_HTTP_IDLE_TIMEOUT": "-1s"}, body: DefaultHTTPBodyTimeout, idle: -time.Second, conns: DefaultMaxConnsPerClient,
+		{name: "negative", total: DefaultMaxConns, env: map[string]string{"SKULK_HTTP_IDLE_TIMEOUT": "-1s"}, body: DefaultHTTPBodyTimeout, idle: -time.Second, conns: DefaultMaxConnsPerClient,
 			wantErr: "must not be negative"},
-		{name: "conns_not_a_number", env: map[string]string{"SKULK_MAX_CONNS_PER_CLIENT": "many"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout,
+		{name: "conns_not_a_number", total: DefaultMaxConns, env: map[string]string{"SKULK_MAX_CONNS_PER_CLIENT": "many"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout,
 			wantErr: "SKULK_MAX_CONNS_PER_CLIENT"},
-		{name: "conns_negative", env: map[string]string{"SKULK_MAX_CONNS_PER_CLIENT": "-2"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: -2,
+		{name: "conns_negative", total: DefaultMaxConns, env: map[string]string{"SKULK_MAX_CONNS_PER_CLIENT": "-2"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: -2,
 			wantErr: "--max-conns-per-client"},
+		{name: "total_set", env: map[string]string{"SKULK_MAX_CONNS": "300"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient, total: 300},
+		{name: "total_not_a_number", env: map[string]string{"SKULK_MAX_CONNS": "lots"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient,
+			wantErr: "SKULK_MAX_CONNS="},
+		{name: "total_negative", env: map[string]string{"SKULK_MAX_CONNS": "-1"}, body: DefaultHTTPBodyTimeout, idle: DefaultHTTPIdleTimeout, conns: DefaultMaxConnsPerClient, total: -1,
+			wantErr: "--max-conns (SKULK_MAX_CONNS) must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := map[string]string{"SKULK_HOME": t.TempDir()}
 			maps.Copy(m, tt.env)
 			n := FromEnv(env(m))
-			if n.HTTPBodyTimeout != tt.body || n.HTTPIdleTimeout != tt.idle || n.MaxConnsPerClient != tt.conns {
-				t.Errorf("body %s idle %s conns %d, want %s %s %d", n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, tt.body, tt.idle, tt.conns)
+			if n.HTTPBodyTimeout != tt.body || n.HTTPIdleTimeout != tt.idle || n.MaxConnsPerClient != tt.conns || n.MaxConns != tt.total {
+				t.Errorf("body %s idle %s conns %d total %d, want %s %s %d %d", n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MaxConns, tt.body, tt.idle, tt.conns, tt.total)
 			}
 			err := n.Validate()
 			switch {

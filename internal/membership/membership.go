@@ -40,6 +40,7 @@ var (
 	ErrKeyMismatch   = errors.New("membership: key differs from the gossiped key")
 	ErrJoin          = errors.New("membership: join failed")
 	ErrDecrypt       = errors.New("gossip could not be decrypted: different cluster key or network version")
+	ErrOtherFamily   = errors.New("membership: the address is of the other IP family")
 )
 
 // JoinError reports the addresses a Join could not reach. errors.Is(err,
@@ -239,6 +240,13 @@ func New(cfg Config) (*Membership, error) {
 	}
 	m.wg.Go(m.pump)
 	if len(cfg.BootstrapPeers) > 0 {
+		// Said once here: the retries that skip these log at debug.
+		for _, a := range cfg.BootstrapPeers {
+			if ap, err := netip.ParseAddrPort(a); err == nil && !SameFamily(m.bindIP(), ap.Addr()) {
+				m.log.Warn("membership: a bootstrap peer is of the other IP family than the gossip bind, and is not tried",
+					"peer", a, "gossip_addr", cfg.BindAddr, "hint", "bind --gossip-addr [::]:PORT to gossip over IPv4 and IPv6")
+			}
+		}
 		m.wg.Go(m.bootstrapLoop)
 	}
 	return m, nil
@@ -256,6 +264,13 @@ func (m *Membership) memberlistConfig() (*memberlist.Config, error) {
 	if m.cfg.AdvertiseAddr != "" {
 		if mc.AdvertiseAddr, mc.AdvertisePort, err = splitHostPort(m.cfg.AdvertiseAddr); err != nil {
 			return nil, fmt.Errorf("%w: advertise address: %v", ErrBadConfig, err)
+		}
+	} else if bind, err := netip.ParseAddr(host); err == nil && bind.IsUnspecified() {
+		// memberlist's own pick for 0.0.0.0 may be an IPv6 address (a
+		// private one ranks above a public IPv4 one), which peers on IPv4
+		// fail to reach at every gossip round: keep to the bind's family.
+		if a, ok := pickAdvertise(bind, advertiseCandidates()); ok {
+			mc.AdvertiseAddr = a.String()
 		}
 	}
 	key := m.cfg.ClusterKey.Derive(clusterkey.PurposeGossip)
@@ -422,12 +437,20 @@ func timeout(ctx context.Context, def time.Duration) time.Duration {
 func (m *Membership) Join(ctx context.Context, addrs []string) (int, error) {
 	joined := 0
 	je := &JoinError{Failed: map[string]error{}}
+	bind := m.bindIP()
 	for _, a := range addrs {
 		if err := ctx.Err(); err != nil {
 			return joined, err
 		}
 		if m.life.Err() != nil {
 			return joined, ErrClosed
+		}
+		// An address of the other family is not tried: on a network
+		// without it every try fails.
+		if ap, err := netip.ParseAddrPort(a); err == nil && !SameFamily(bind, ap.Addr()) {
+			je.Failed[a] = fmt.Errorf("%w: gossip is bound to %s (--gossip-addr %s); bind [::]:PORT to gossip over IPv4 and IPv6",
+				ErrOtherFamily, bind, m.cfg.BindAddr)
+			continue
 		}
 		n, err := m.ml.Join([]string{a})
 		if err == nil && n > 0 {
@@ -447,6 +470,16 @@ func (m *Membership) Join(ctx context.Context, addrs []string) (int, error) {
 		return 0, je
 	}
 	return joined, nil
+}
+
+// bindIP is the address gossip is bound to; invalid when it is a name.
+func (m *Membership) bindIP() netip.Addr {
+	host, _, err := splitHostPort(m.cfg.BindAddr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	a, _ := netip.ParseAddr(host)
+	return a
 }
 
 func (m *Membership) bootstrapLoop() {

@@ -64,21 +64,30 @@ func budgeted(m telemetry.Memory, budget int64) telemetry.Memory {
 }
 
 // advertised lists the addresses other nodes can reach a listener bound to
-// bind on: the bound address itself, or every non-loopback interface
-// address when bound to all interfaces (loopback only when there is no other).
+// bind on (see advertisable), from this machine's interface addresses.
 func advertised(bind netip.AddrPort) []netip.AddrPort {
+	var ifaces []netip.Addr
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if pfx, err := netip.ParsePrefix(a.String()); err == nil {
+			ifaces = append(ifaces, pfx.Addr())
+		}
+	}
+	return advertisable(bind, ifaces)
+}
+
+// advertisable lists the addresses other nodes can reach a listener bound
+// to bind on: the bound address itself, or when bound to all interfaces
+// every interface address of the bind's family (membership.Reachable:
+// 0.0.0.0 is IPv4 only, :: both), loopback only when there is no other.
+func advertisable(bind netip.AddrPort, ifaces []netip.Addr) []netip.AddrPort {
 	if !bind.Addr().IsUnspecified() {
 		return []netip.AddrPort{bind}
 	}
 	var out, loop []netip.AddrPort
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		pfx, err := netip.ParsePrefix(a.String())
-		if err != nil {
-			continue
-		}
-		ip := pfx.Addr().Unmap()
-		if ip.IsLinkLocalUnicast() || ip.IsMulticast() || (bind.Addr().Is4() && !ip.Is4()) {
+	for _, ip := range ifaces {
+		ip = ip.Unmap()
+		if ip.IsLinkLocalUnicast() || ip.IsMulticast() || !membership.SameFamily(bind.Addr(), ip) {
 			continue
 		}
 		ap := netip.AddrPortFrom(ip, bind.Port())
@@ -92,6 +101,24 @@ func advertised(bind netip.AddrPort) []netip.AddrPort {
 		return loop
 	}
 	return out
+}
+
+// boundAddr is the address a listener configured with HOST:PORT listens
+// on, with the port it got. The listener's own address will not do: Go
+// serves 0.0.0.0 on a dual-stack socket that reports itself as [::], which
+// would advertise IPv6 addresses the operator did not ask for. A host that
+// is a name (or empty) leaves the listener's address.
+func boundAddr(configured string, actual net.Addr) netip.AddrPort {
+	got := addrPort(actual)
+	host, _, err := net.SplitHostPort(configured)
+	if err != nil {
+		return got
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return got
+	}
+	return netip.AddrPortFrom(ip.Unmap(), got.Port())
 }
 
 func addrPort(a net.Addr) netip.AddrPort {
@@ -119,6 +146,10 @@ func (s stream) Close() error {
 // peers is the membership seen through what the rest of the node needs.
 type peers struct {
 	m atomic.Pointer[membership.Membership]
+	// quicBind is the address the QUIC endpoint was configured to bind,
+	// whose family dial keeps to. It is written once, before m is stored;
+	// dial reads it only after loading m.
+	quicBind netip.Addr
 
 	seenMu sync.Mutex
 	seen   map[ids.NodeID]seenAddrs // guarded by seenMu: where members were last seen
@@ -147,7 +178,12 @@ func (p *peers) dial(ep *transport.Endpoint, alpn string) func(ctx context.Conte
 		if !ok {
 			return nil, fmt.Errorf("node %s is not a live member", node)
 		}
-		c, err := ep.Dial(ctx, node, strs(mem.Meta.QUIC), alpn)
+		addrs := membership.Reachable(p.quicBind, mem.Meta.QUIC)
+		if len(addrs) == 0 {
+			return nil, fmt.Errorf("node %s advertises no QUIC address of this node's IP family (%s; --quic-addr %s): bind [::]:PORT to use IPv4 and IPv6",
+				node, strs(mem.Meta.QUIC), p.quicBind)
+		}
+		c, err := ep.Dial(ctx, node, strs(addrs), alpn)
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,7 +114,7 @@ type fabric struct {
 	remote    *gateway.Remote
 	gw        *gateway.Gateway
 	ep        *transport.Endpoint
-	ln        net.Listener
+	ln        *connlimit.Listener
 	edges     *edges
 	mem       *membership.Membership
 	access    *apiAccess
@@ -292,13 +291,15 @@ func (n *fabric) openListeners() error {
 		return fmt.Errorf("node: cannot listen for QUIC on %s (use --quic-addr): %w", n.cfg.QUICAddr, err)
 	}
 	n.ep = ep
+	n.peers.quicBind = boundAddr(n.cfg.QUICAddr, ep.Addr()).Addr()
 	n.onClose(func() { ep.Close() })
 	n.remote.Dial = n.peers.dialLive(n.peers.dial(ep, transport.ALPNData))
 	ln, err := net.Listen("tcp", n.cfg.APIAddr)
 	if err != nil {
 		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", n.cfg.APIAddr, err)
 	}
-	n.ln = connlimit.New(ln, n.cfg.MaxConnsPerClient, logRefusals(n.log.With("component", "api"), n.cfg.MaxConnsPerClient))
+	n.ln = connlimit.New(ln, connlimit.Config{PerClient: n.cfg.MaxConnsPerClient, Total: n.cfg.MaxConns,
+		Refused: logRefusals(n.log.With("component", "api"))})
 	n.onClose(func() { n.ln.Close() })
 	return nil
 }
@@ -332,7 +333,7 @@ func (n *fabric) joinCluster() error {
 	key := n.secret.key
 	meta := membership.Meta{Node: n.id, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
 		Commit: SoftwareCommit, PublicKey: n.ident.PublicKey(),
-		API: advertised(addrPort(n.ln.Addr())), QUIC: advertised(addrPort(n.ep.Addr()))}
+		API: advertised(boundAddr(n.cfg.APIAddr, n.ln.Addr())), QUIC: advertised(boundAddr(n.cfg.QUICAddr, n.ep.Addr()))}
 	// The members the replicated configuration names: a restarted node
 	// finds its cluster again with no flags.
 	bootstrap := n.bootstrap
@@ -444,7 +445,12 @@ func (n *fabric) buildAPI() error {
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
 			Warning: n.warning, Traces: n.traces,
+			ClientConn: func(ctx context.Context, digest, name string) error {
+				return n.ln.Claim(ctx, connlimit.Client{Key: digest, Name: name})
+			},
 		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics, recoverCluster: n.recoverCluster}, log.With("component", "api")),
+		ConnState:         n.ln.ConnState, // the connection limit closes idle connections to make room
+		ConnContext:       n.ln.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       cfg.HTTPIdleTimeout, // 0: idle connections stay (there is no ReadTimeout to fall back to)
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
@@ -555,18 +561,22 @@ func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteC
 // logRefusals returns the connection limit's report of a refused
 // connection: a warning at most every ten seconds, counting the refusals
 // since the last one, so a flood of connections does not flood the log.
-func logRefusals(log *slog.Logger, limit int) func(netip.Addr) {
+func logRefusals(log *slog.Logger) func(connlimit.Refusal) {
 	var mu sync.Mutex
 	var last time.Time
 	refused := 0
-	return func(addr netip.Addr) {
+	return func(r connlimit.Refusal) {
 		mu.Lock()
 		defer mu.Unlock()
 		refused++
 		if time.Since(last) < 10*time.Second {
 			return
 		}
-		log.Warn("refused connections over the per-client limit (--max-conns-per-client)", "client", addr, "limit", limit, "refused", refused)
+		bound := "the per-client limit (--max-conns-per-client)"
+		if r.Total {
+			bound = "the node's limit (--max-conns)"
+		}
+		log.Warn("refused connections over "+bound, "client", r.Client, "limit", r.Limit, "refused", refused)
 		last, refused = time.Now(), 0
 	}
 }

@@ -61,6 +61,7 @@ var allowedImports = map[string][]string{
 	"internal/event":     {"github.com/fxamacker/cbor/v2", "internal/ids"},
 	"internal/state":     {"github.com/fxamacker/cbor/v2", "internal/event", "internal/ids"},
 	"internal/placement": {},
+	"internal/connlimit": {},
 	// consensus knows Raft and the log's bytes, not what the log holds.
 	"internal/consensus":        {"go.etcd.io/raft/v3", "google.golang.org/protobuf/", "github.com/fxamacker/cbor/v2", "internal/eventlog", "internal/ids"},
 	"internal/eventlog":         {"github.com/klauspost/compress/", "golang.org/x/sys/", "internal/vfs"},
@@ -72,7 +73,7 @@ var allowedImports = map[string][]string{
 	"internal/engine/grammar":   {},
 	"internal/engine/chat":      {"github.com/ardanlabs/jinja"},
 	"internal/engine/synth":     {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
-	"internal/membership":       {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "internal/ids", "internal/transport/clusterkey"},
+	"internal/membership":       {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "github.com/hashicorp/go-sockaddr", "internal/ids", "internal/transport/clusterkey"},
 	"internal/transport":        {"github.com/quic-go/quic-go", "internal/ids", "internal/transport/clusterkey"},
 	"internal/pipeline":         {"internal/dataplane", "internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
 	// metrics knows Prometheus, not the domain: the node hands it plain values.
