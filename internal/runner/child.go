@@ -80,6 +80,15 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 // It skips a beat rather than wait when the writer is backed up: chunks
 // waiting to be written are progress too.
 func heartbeat(out chan<- Message, meter *stepMeter, stop <-chan struct{}) {
+	// The first beat goes at once, before any status: the client's
+	// watchdog knows from then on that this runner beats, so a runner
+	// stopped in its first quarter second is still found stalled.
+	p := meter.read()
+	select {
+	case out <- Message{Type: TypeProgress, Progress: &p}:
+	case <-stop:
+		return
+	}
 	t := time.NewTicker(HeartbeatInterval)
 	defer t.Stop()
 	for {
