@@ -318,8 +318,13 @@ func TestMainEndOfInput(t *testing.T) {
 	if err := Main(t.Context(), strings.NewReader(`{"op":"cancel","cancel":{"task":"x"}}`+"\n"), &out, &errOut, nil); err != nil {
 		t.Fatal(err)
 	}
-	m, err := DecodeMessage(bytes.TrimSpace(out.Bytes()))
+	// The first heartbeat comes first; the last line is the stopped status.
+	lines := bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n"))
+	m, err := DecodeMessage(lines[len(lines)-1])
 	if err != nil || m.Type != TypeStatus || m.Status.State != StateStopped {
 		t.Fatalf("output %q: %+v, %v", out.String(), m, err)
+	}
+	if first, err := DecodeMessage(lines[0]); err != nil || first.Type != TypeProgress {
+		t.Fatalf("output %q: the first line is not a heartbeat", out.String())
 	}
 }
