@@ -78,6 +78,9 @@ type Config struct {
 	// Initial, when set on a fresh log, is the State the cluster this node
 	// founds starts from (an upgraded home's history).
 	Initial *state.State
+	// OnLeader, when set, hears each change of the leader this node knows
+	// (empty while none), with the term; for the node's timeline.
+	OnLeader func(leader ids.NodeID, term uint64)
 	// UnsafeAckBeforeCommit breaks the commit rule on purpose: a leader
 	// acknowledges a decision as soon as raft takes it, without a quorum.
 	// It exists only so the partition test can show that its checker
@@ -181,6 +184,7 @@ func (p *Plane) Run(ctx context.Context) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var lastConf time.Time
+	var lastLead uint64
 	for {
 		select {
 		case <-ctx.Done():
@@ -192,6 +196,13 @@ func (p *Plane) Run(ctx context.Context) error {
 				continue
 			}
 			p.follow(ctx, st)
+			if st.Lead != lastLead {
+				lastLead = st.Lead
+				if p.OnLeader != nil {
+					leader, _ := p.nodeOf(st.Lead)
+					p.OnLeader(leader, st.Term)
+				}
+			}
 			if st.Lead != 0 && st.Lead != st.ID {
 				p.held = true
 				if st.Applied >= st.Commit {

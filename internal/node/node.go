@@ -356,6 +356,16 @@ func (n *fabric) joinCluster() error {
 		return n.peers.dial(n.ep, transport.ALPNRaft)(ctx, node)
 	}
 	n.ctl.Peers = n.peers.positions
+	n.ctl.OnLeader = func(leader ids.NodeID, term uint64) {
+		switch leader {
+		case "":
+			n.timeline.add("LeaderLost", n.id, fmt.Sprintf("this node knows no leader (term %d): an election is under way", term))
+		case n.id:
+			n.timeline.add("BecameMaster", n.id, fmt.Sprintf("this node leads the cluster in term %d", term))
+		default:
+			n.timeline.add("BecameFollower", n.id, fmt.Sprintf("this node follows master %s in term %d", leader, term))
+		}
+	}
 	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now, Started: n.started,
 		Logger: n.log.With("component", "lifecycle")}
 	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers),
