@@ -466,6 +466,11 @@ func (n *Node) heal() {
 		n.cfg.Logger.Warn("the raft log could not resume writing", "err", err)
 		return
 	}
+	if st := n.cfg.Log.Status(); st.Degraded && n.rn != nil {
+		// The disk check found the log under its floor before a write did.
+		n.halt(fmt.Errorf("%w: %v", ErrNotDurable, st.Cause))
+		return
+	}
 	if n.rn != nil || n.cfg.Log.Status().Degraded {
 		return
 	}

@@ -316,6 +316,10 @@ func (p *Plane) propose(ctx context.Context, evs []event.Event) ([]event.Indexed
 	if p.UnsafeAckBeforeCommit {
 		return p.proposeUnsafe(ctx, evs)
 	}
+	if st := p.Log.Status(); st.Degraded {
+		return nil, &infer.Error{Class: infer.ClassUnavailable, Code: "log_not_writing",
+			Message: fmt.Sprintf("this node's log stopped writing (%v), so it decides nothing it could not keep; nothing was changed: free disk space and it writes again by itself", st.Cause)}
+	}
 	if err := p.awaitQuorum(ctx); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -165,18 +166,31 @@ func TestPersistenceDegradedOnSmallDisk(t *testing.T) {
 		!strings.Contains(p.Message, "persistence degraded") || !strings.Contains(p.Dir, home) {
 		t.Fatalf("persistence issue %+v", p)
 	}
-	during, warn := n.placeWarned()
-	if !strings.Contains(warn, "persistence degraded") || !strings.Contains(warn, id) {
-		t.Fatalf("a placement while degraded carries warning %q", warn)
+	// A node whose log stopped writing decides nothing it could not keep:
+	// a change answers 503 log_not_writing, with the warning, and changes
+	// nothing.
+	for _, req := range []struct{ method, path, body string }{
+		{"POST", "/place_instance", `{"model_id":"stories260k"}`},
+		{"DELETE", "/instance/" + before, ""},
+	} {
+		r, _ := http.NewRequest(req.method, n.base+req.path, strings.NewReader(req.body))
+		r.Header.Set("Content-Type", "application/json")
+		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		warn := resp.Header.Get("X-Skulk-Warning")
+		if resp.StatusCode != 503 || !strings.Contains(string(b), `"code":"log_not_writing"`) || !strings.Contains(warn, "persistence degraded") || !strings.Contains(warn, id) {
+			t.Fatalf("%s %s while degraded: %d %s (warning %q), want 503 log_not_writing", req.method, req.path, resp.StatusCode, b, warn)
+		}
 	}
 	if health, msgs := n.diagHealth(id); health != "error" || len(msgs) == 0 || !strings.Contains(msgs[0], "free disk space") {
 		t.Fatalf("diagnostics: %s %q", health, msgs)
 	}
-	if _, out := n.cli("ps"); !strings.Contains(out, "warning: node "+id+": persistence degraded") || !strings.Contains(out, during) {
+	if _, out := n.cli("ps"); !strings.Contains(out, "warning: node "+id+": persistence degraded") || !strings.Contains(out, before) {
 		t.Fatalf("skulk ps while degraded:\n%s", out)
-	}
-	if code, b := n.do("DELETE", "/instance/"+before, nil); code != 200 {
-		t.Fatalf("delete while degraded: %d %s", code, b)
 	}
 
 	if err := os.Remove(filler); err != nil {
@@ -191,6 +205,9 @@ func TestPersistenceDegradedOnSmallDisk(t *testing.T) {
 		t.Fatalf("skulk ps after healing:\n%s", out)
 	}
 	n.waitStatus(after, "ready")
+	if code, b := n.do("DELETE", "/instance/"+before, nil); code != 200 {
+		t.Fatalf("delete after healing: %d %s", code, b)
+	}
 
 	if !strings.Contains(n.logs.String(), "stopped writing") {
 		t.Errorf("the node's log never said the event log stopped writing")
@@ -198,13 +215,11 @@ func TestPersistenceDegradedOnSmallDisk(t *testing.T) {
 	n.stop()
 	n = startNode(t, home, "SKULK_LOG_FREE_FLOOR=16777216")
 	st := n.state()
-	for _, inst := range []string{during, after} {
-		if _, ok := st.Instances[inst]; !ok {
-			t.Errorf("instance %s placed before the restart is gone", inst)
-		}
+	if _, ok := st.Instances[after]; !ok {
+		t.Errorf("instance %s placed before the restart is gone", after)
 	}
 	if _, ok := st.Instances[before]; ok {
-		t.Errorf("instance %s deleted while degraded is back", before)
+		t.Errorf("instance %s deleted before the restart is back", before)
 	}
 }
 
