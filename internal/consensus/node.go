@@ -192,7 +192,26 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		n.process()
 		n.publish()
+		n.takeBackLoss()
 	}
+}
+
+// takeBackLoss clears the loss a damaged log recorded at open once this
+// node follows a leader and has applied all it committed: the leader sent
+// what was lost, and the log on disk holds it again.
+func (n *Node) takeBackLoss() {
+	if n.rn == nil || n.cfg.Log.Status().Recovery.Loss == nil {
+		return
+	}
+	st := n.status.Load()
+	if st.Lead == 0 || st.Lead == n.cfg.ID || st.Commit == 0 || st.Applied < st.Commit {
+		return
+	}
+	if err := n.cfg.Log.LossRecovered(); err != nil {
+		n.cfg.Logger.Warn("cannot clear the recorded loss", "err", err)
+		return
+	}
+	n.cfg.Logger.Info("the history the raft log had lost was taken back from the leader")
 }
 
 // do runs f on the owner goroutine.

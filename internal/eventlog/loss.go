@@ -96,6 +96,20 @@ func (l *Log) AcknowledgeLoss() error {
 	return l.clearLoss(lossAckName)
 }
 
+// LossRecovered clears a recorded loss whose history the owner took back
+// from elsewhere (a Raft follower caught up with its leader, which sent
+// what the damaged file had): the marker is removed, not kept as an
+// acknowledgement, since nothing is missing any more.
+func (l *Log) LossRecovered() error {
+	if l.closed {
+		return ErrClosed
+	}
+	if l.recovery.Loss == nil {
+		return nil
+	}
+	return l.clearLoss("")
+}
+
 // clearLoss removes the loss marker (or renames it to keepAs) and the
 // loss from the Status.
 func (l *Log) clearLoss(keepAs string) error {

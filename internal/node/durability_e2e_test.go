@@ -254,7 +254,7 @@ func TestDamagedLogRestart(t *testing.T) {
 		n.placeWarned()
 	}
 	n.stop()
-	live := filepath.Join(pristine, "log", "events.bin")
+	live := filepath.Join(pristine, "raft", "events.bin")
 	full, err := os.ReadFile(live)
 	if err != nil {
 		t.Fatal(err)
@@ -264,6 +264,9 @@ func TestDamagedLogRestart(t *testing.T) {
 		t.Fatalf("only %d records to damage", len(ends)-1)
 	}
 	mid := ends[len(ends)/2] // the start of a record in the middle
+	// Records are numbered from the live file's base (the raft log starts a
+	// live file after its founding snapshot).
+	base := binary.BigEndian.Uint64(full[8:16])
 	tests := []struct {
 		name string
 		pos  int
@@ -284,26 +287,26 @@ func TestDamagedLogRestart(t *testing.T) {
 			}
 			b := append([]byte(nil), full...)
 			b[tt.pos] ^= 0x40
-			if err := os.WriteFile(filepath.Join(home, "log", "events.bin"), b, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(home, "raft", "events.bin"), b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			n := startNode(t, home)
 			h := n.health(id)
 			if h.Status != "error" || !strings.Contains(strings.Join(h.Reasons, ","), "history_lost") || len(h.Persistence) != 1 ||
-				h.Persistence[0].LostAfter != uint64(tt.keep) || !strings.Contains(h.Persistence[0].Message, "skulk doctor --ack-log-loss") {
+				h.Persistence[0].LostAfter != base-1+uint64(tt.keep) || !strings.Contains(h.Persistence[0].Message, "skulk doctor --ack-log-loss") {
 				t.Fatalf("health after damage at %d: %+v", tt.pos, h)
 			}
 			if !strings.Contains(n.logs.String(), "the event log lost history") {
 				t.Fatalf("the node's log does not say the event log lost history")
 			}
-			saved, _ := filepath.Glob(filepath.Join(home, "log", "events.bin.corrupt-*"))
+			saved, _ := filepath.Glob(filepath.Join(home, "raft", "events.bin.corrupt-*"))
 			if len(saved) != 1 {
 				t.Fatalf("damaged files kept: %v", saved)
 			}
 			if kept, _ := os.ReadFile(saved[0]); !bytes.Equal(kept, b) {
 				t.Fatal("the damaged file was not kept as it was")
 			}
-			if code, out := doctor(t, home); code != 1 || !strings.Contains(out, fmt.Sprintf("lost history after index %d", tt.keep)) {
+			if code, out := doctor(t, home); code != 1 || !strings.Contains(out, fmt.Sprintf("lost history after index %d", base-1+uint64(tt.keep))) {
 				t.Fatalf("skulk doctor: exit %d\n%s", code, out)
 			}
 			if i > 0 && i < len(tests)-1 {
