@@ -96,32 +96,32 @@ func planConf(cv confView, cands []candidate, timeout time.Duration) *pb.ConfCha
 		}
 	}
 	want := desiredVoters(members)
-	liveVoters, goneVoters := 0, []uint64{}
+	// A voter briefly absent still stands: replacing it on every blip
+	// would churn the configuration; past the timeout it is gone.
+	standing, goneVoters := 0, []uint64{}
 	for _, id := range cv.Voters {
-		switch {
-		case alive(id):
-			liveVoters++
-		case gone(id):
+		if gone(id) {
 			goneVoters = append(goneVoters, id)
+		} else {
+			standing++
 		}
 	}
 	// Promote the longest-up caught-up learner while the cluster wants
-	// more live voters.
-	if liveVoters < want {
+	// more voters.
+	if standing < want {
 		for _, c := range sorted {
-			if slices.Contains(cv.Learners, c.Raft) && c.Alive && c.Match+caughtUp >= cv.Commit {
+			if slices.Contains(cv.Learners, c.Raft) && alive(c.Raft) && c.Match+caughtUp >= cv.Commit {
 				return change(pb.ConfChangeType_ConfChangeAddNode, c)
 			}
 		}
 	}
-	// A voter gone past timeout leaves once enough live voters stand in.
-	if len(goneVoters) > 0 && liveVoters >= want {
+	// A voter gone past timeout leaves once enough voters stand in.
+	if len(goneVoters) > 0 && standing >= want {
 		slices.Sort(goneVoters)
 		return &pb.ConfChange{Type: pb.ConfChangeType_ConfChangeRemoveNode.Enum(), NodeId: proto.Uint64(goneVoters[0])}
 	}
-	// Too many live voters (a replaced voter came back): demote the
-	// youngest.
-	if liveVoters > want {
+	// Too many voters (a replaced voter came back): demote the youngest.
+	if standing > want {
 		for i := len(sorted) - 1; i >= 0; i-- {
 			c := sorted[i]
 			if slices.Contains(cv.Voters, c.Raft) && c.Alive && c.Raft != cv.Self {
