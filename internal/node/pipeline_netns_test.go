@@ -422,6 +422,25 @@ func TestNetnsPipeline(t *testing.T) {
 	dead := of(ranks[1])
 	failMidStream(t, api, "rank 1's node killed", func() { dead.proc.Kill() })
 	killed := time.Now()
+	// Until it is placed again, a request answers at once that the node is
+	// lost and the instance being placed again (or, once the new instance
+	// exists, that it is loading): never a runner's exit status.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		code, b := api.do("POST", "/v1/chat/completions", storyRequest(false, 8))
+		if code == 200 {
+			break
+		}
+		if code != 503 {
+			t.Fatalf("a request while rank 1's node is lost: %d %s", code, b)
+		}
+		if strings.Contains(string(b), "instance_lost") {
+			if !strings.Contains(string(b), dead.id()) {
+				t.Fatalf("the instance_lost answer does not name the lost node: %s", b)
+			}
+			t.Logf("while lost: %.200s", b)
+			break
+		}
+	}
 	for {
 		found := ""
 		for id, in := range api.instances() {
@@ -444,6 +463,27 @@ func TestNetnsPipeline(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	chatEventually(t, api, "after the node's kill", 30*time.Second)
+	// Service is back within 5 s of the failure detector declaring the
+	// node dead (the API node's timeline has when it did).
+	code, b := api.do("GET", "/v1/diagnostics/cluster/timeline", nil)
+	var tl timelineDoc
+	if code != 200 || json.Unmarshal(b, &tl) != nil {
+		t.Fatalf("timeline: %d %s", code, b)
+	}
+	var declared time.Time
+	for _, e := range tl.Events {
+		if e.Kind == "MemberFailed" && e.Node == dead.id() {
+			declared = e.At
+		}
+	}
+	if declared.IsZero() {
+		t.Fatalf("the API node's timeline has no MemberFailed for %s: %+v", dead.id(), tl.Events)
+	}
+	back := time.Since(declared)
+	t.Logf("served again %v after the failure detector declared the node dead (%v after the kill)", back, declared.Sub(killed))
+	if back > 5*time.Second {
+		t.Errorf("service came back %v after the node was declared dead, want within 5 s", back)
+	}
 	_ = stages
 }
 
