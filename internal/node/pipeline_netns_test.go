@@ -420,8 +420,8 @@ func TestNetnsPipeline(t *testing.T) {
 	checkSplitChat(t, api, "2 stages")
 	sameAnswers("2 stages")
 	dead := of(ranks[1])
-	failMidStream(t, api, "rank 1's node killed", func() { dead.proc.Kill() })
-	killed := time.Now()
+	var killed time.Time
+	failMidStream(t, api, "rank 1's node killed", func() { killed = time.Now(); dead.proc.Kill() })
 	// Until it is placed again, a request answers at once that the node is
 	// lost and the instance being placed again (or, once the new instance
 	// exists, that it is loading): never a runner's exit status.
