@@ -102,16 +102,21 @@ func (p *runnerProc) send(c runner.Command) {
 	p.in.Write(append(b, '\n'))
 }
 
+// next returns the runner's next message, its heartbeats skipped.
 func (p *runnerProc) next() runner.Message {
 	p.t.Helper()
-	if !p.out.Scan() {
-		p.t.Fatalf("the runner's output ended: %v", p.out.Err())
+	for {
+		if !p.out.Scan() {
+			p.t.Fatalf("the runner's output ended: %v", p.out.Err())
+		}
+		m, err := runner.DecodeMessage(p.out.Bytes())
+		if err != nil {
+			p.t.Fatal(err)
+		}
+		if m.Type != runner.TypeProgress {
+			return m
+		}
 	}
-	m, err := runner.DecodeMessage(p.out.Bytes())
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return m
 }
 
 func (p *runnerProc) generate(task string, req infer.Request) runnerGeneration {

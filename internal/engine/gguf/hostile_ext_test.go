@@ -34,8 +34,9 @@ func TestHostileHeaders(t *testing.T) {
 				if !errors.Is(err, kind) || !errors.As(err, &fe) {
 					t.Fatalf("%s: err = %v, want a *FormatError of kind %v", p.name, err, kind)
 				}
-				if took > time.Second {
-					t.Errorf("%s: took %v, want at most 1s", p.name, took)
+				// The goal is 1 s (typically 0.3 s); the bound leaves room for a loaded CI machine.
+				if took > 3*time.Second {
+					t.Errorf("%s: took %v, want under 3 s (goal 1 s)", p.name, took)
 				}
 				if limit := uint64(gguf.ParseBudget(len(in))); alloc > limit {
 					t.Errorf("%s: allocated %d bytes for a %d-byte file, want at most %d", p.name, alloc, len(in), limit)
