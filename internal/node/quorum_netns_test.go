@@ -15,7 +15,8 @@ import (
 // Raft, on three real hosts: a follower cut off alone refuses a placement
 // (503 no_quorum, within 5 s) instead of electing itself; the majority
 // places a model meanwhile; after the heal the majority's placement is on
-// every node and the refused one on none.
+// every node and the refused one on none. Then the leader is killed and a
+// survivor places within 5 s.
 func TestNetnsFollowerCutOff(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the network-namespace cluster test")
@@ -39,11 +40,11 @@ func TestNetnsFollowerCutOff(t *testing.T) {
 	time.Sleep(3 * time.Second) // long enough to elect itself, were it allowed to
 	begin := time.Now()
 	code, b := lone.do("POST", "/place_instance", map[string]any{"model_id": "stories260k"})
-	took := time.Since(begin)
-	if code != 503 || !strings.Contains(string(b), `"code":"no_quorum"`) || took > 5*time.Second {
-		t.Fatalf("the cut-off follower answered %d %s after %v, want 503 no_quorum within 5 s", code, b, took)
+	refusedIn := time.Since(begin)
+	if code != 503 || !strings.Contains(string(b), `"code":"no_quorum"`) || refusedIn > 5*time.Second {
+		t.Fatalf("the cut-off follower answered %d %s after %v, want 503 no_quorum within 5 s", code, b, refusedIn)
 	}
-	t.Logf("the cut-off follower refused in %v: %.200s", took, b)
+	t.Logf("the cut-off follower refused in %v: %.200s", refusedIn, b)
 	majority := nodes[0]
 	if majority == lone {
 		majority = nodes[1]
@@ -63,6 +64,27 @@ func TestNetnsFollowerCutOff(t *testing.T) {
 		if _, ok := s.Instances[placed.InstanceID]; !ok || len(s.Instances) != 1 {
 			t.Fatalf("%s after the heal: %+v, want exactly the majority's placement %s", n.host.Name(), s.Instances, placed.InstanceID)
 		}
+	}
+
+	// The leader killed: a survivor places within 5 s.
+	master, _ = netConverge(t, nodes, 3, 60*time.Second)
+	old, survivors := byID(nodes, master)
+	killed := time.Now()
+	old.proc.Kill()
+	for {
+		code, b := survivors[0].do("POST", "/place_instance", map[string]any{"model_id": "stories260k"})
+		if code == 200 {
+			break
+		}
+		if time.Since(killed) > 30*time.Second {
+			t.Fatalf("no placement within 30 s of the leader's kill: %d %s", code, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(killed)
+	t.Logf("leader killed: a placement committed %v later", took)
+	if took > 5*time.Second {
+		t.Errorf("a placement took %v after the leader's kill, want within 5 s", took)
 	}
 }
 
