@@ -83,6 +83,7 @@ type registerReq struct {
 	stream *stream      // for a generate task
 	embed  chan Message // for an embed task: its answer (capacity 1)
 	load   chan Status  // for the load
+	stage  bool         // the load makes the runner a pipeline stage
 	reply  chan error
 }
 
@@ -162,7 +163,7 @@ func (c *Client) Statuses() <-chan Status { return c.statuses }
 // that dies while loading gives a *LoadError with the exit as reason.
 func (c *Client) Load(ctx context.Context, spec LoadSpec) (Status, error) {
 	w := make(chan Status, 8)
-	if err := c.call(ctx, registerReq{load: w}); err != nil {
+	if err := c.call(ctx, registerReq{load: w, stage: spec.Pipeline != nil}); err != nil {
 		return Status{}, err
 	}
 	if err := c.send(ctx, Command{Op: OpLoad, Load: &spec}); err != nil {
@@ -418,13 +419,17 @@ func (c *Client) run(msgs <-chan Message) {
 	procDone := c.proc.Done()
 	var last *Status // the runner's last own report
 	var w watch
+	// A pipeline stage serves the pipeline's requests, which the node
+	// never registers here: once loaded it counts as busy, and silence
+	// alone (a stopped or hung process) marks it stalled.
+	stage := false
 	tick := time.NewTicker(HeartbeatInterval)
 	defer tick.Stop()
 	for msgs != nil || procDone != nil {
 		select {
 		case now := <-tick.C:
-			w.busy(len(tasks) > 0 && load == nil && c.stall == nil, now)
-			if e := w.stalled(now); e != nil {
+			w.busy((len(tasks) > 0 || stage) && load == nil && c.stall == nil, now)
+			if e := w.stalled(now, stage && len(tasks) == 0); e != nil {
 				c.stall = e
 				c.log.Error("runner stalled; ending its tasks and killing it", "err", e)
 				for id, t := range tasks {
@@ -511,7 +516,7 @@ func (c *Client) run(msgs <-chan Message) {
 			case r.task == "" && (loaded || load != nil):
 				r.reply <- infer.Errorf(infer.ClassConflict, "runner: the runner was already asked to load")
 			case r.task == "":
-				load, loaded = r.load, true
+				load, loaded, stage = r.load, true, r.stage
 				r.reply <- nil
 			case tasks[r.task] != nil:
 				r.reply <- fmt.Errorf("%w: %q", ErrDuplicateTask, r.task)

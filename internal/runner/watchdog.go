@@ -111,8 +111,10 @@ func (w *watch) busy(inFlight bool, now time.Time) {
 	}
 }
 
-// stalled says whether the runner is stalled at now.
-func (w *watch) stalled(now time.Time) *StallError {
+// stalled says whether the runner is stalled at now. With silenceOnly
+// (a pipeline stage with no request of its own) only silence counts: its
+// steps advance only when the pipeline sends it work.
+func (w *watch) stalled(now time.Time, silenceOnly bool) *StallError {
 	if w.busySince.IsZero() || !w.beats {
 		return nil
 	}
@@ -120,7 +122,7 @@ func (w *watch) stalled(now time.Time) *StallError {
 	if d := since(w.heard); d > StallSilence {
 		return &StallError{Silent: true, For: d}
 	}
-	if w.steps > 0 && !w.inStep {
+	if w.steps > 0 && !w.inStep && !silenceOnly {
 		if d := since(w.stepped); d > StallIdle+4*w.longest {
 			return &StallError{For: d}
 		}

@@ -58,7 +58,7 @@ func TestWatchStalled(t *testing.T) {
 				}
 			}
 			got := ""
-			if e := w.stalled(at(c.now)); e != nil {
+			if e := w.stalled(at(c.now), false); e != nil {
 				got = "idle"
 				if e.Silent {
 					got = "silent"
