@@ -178,11 +178,15 @@ func TestTraceAcrossNodes(t *testing.T) {
 	// The root span is the client's time, within 10%; the steps in
 	// sequence (decode the body, pick, deliver, run on the other node)
 	// add up to it.
-	if diff := took - api.dur; diff < 0 || diff > took/10 {
+	// (A request of this tiny model takes some 30 ms: on a loaded 2-core
+	// machine one descheduling is 10% of it, so a few milliseconds of
+	// slack stand beside the 10%.)
+	slack := func(d time.Duration) time.Duration { return max(d/10, 5*time.Millisecond) }
+	if diff := took - api.dur; diff < 0 || diff > slack(took) {
 		t.Errorf("api span %v, client %v: more than 10%% apart", api.dur, took)
 	}
 	steps := spans["api.decode"].dur + spans["gateway.pick"].dur + deliver.dur + serve.dur
-	if diff := api.dur - steps; diff < 0 || diff > api.dur/10 {
+	if diff := api.dur - steps; diff < 0 || diff > slack(api.dur) {
 		t.Errorf("api.decode %v + gateway.pick %v + deliver %v + worker.serve %v = %v, api %v: more than 10%% apart",
 			spans["api.decode"].dur, spans["gateway.pick"].dur, deliver.dur, serve.dur, steps, api.dur)
 	}
