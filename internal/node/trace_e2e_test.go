@@ -179,9 +179,8 @@ func TestTraceAcrossNodes(t *testing.T) {
 	// sequence (decode the body, pick, deliver, run on the other node)
 	// add up to it.
 	// (A request of this tiny model takes some 30 ms: on a loaded 2-core
-	// machine one descheduling of the writer draining the last chunks is 10%
-	// of it, so ten milliseconds of
-	// slack stand beside the 10%.)
+	// machine one descheduling of the writer draining the last chunks is
+	// 10% of it, so ten milliseconds of slack stand beside the 10%.)
 	slack := func(d time.Duration) time.Duration { return max(d/10, 10*time.Millisecond) }
 	if diff := took - api.dur; diff < 0 || diff > slack(took) {
 		t.Errorf("api span %v, client %v: more than 10%% apart", api.dur, took)
