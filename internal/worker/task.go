@@ -93,6 +93,14 @@ const (
 // truncated answer.
 func (w *Worker) forward(ctx context.Context, chunks <-chan infer.Chunk, out chan<- infer.Chunk, tt *taskTrace) string {
 	for c := range chunks {
+		if c.Kind == infer.ChunkDone && c.FinishReason == infer.FinishCancelled && ctx.Err() == nil {
+			// The client did not cancel: the runner was stopped under the
+			// request (its instance torn down: a node holding it was lost,
+			// or it was deleted). That is no answer, and must not read as
+			// one that ended.
+			c = infer.Chunk{Kind: infer.ChunkError, Error: infer.Errorf(infer.ClassUnavailable,
+				"the instance was stopped before the answer was complete (a node holding it was lost, or it was deleted); retry")}
+		}
 		if tt != nil {
 			tt.chunk(&c)
 		}
