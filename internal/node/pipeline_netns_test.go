@@ -64,7 +64,13 @@ func (n *netNode) instances() map[string]placedInstance {
 func placeSplit(t *testing.T, n *netNode, body map[string]any) (string, []string) {
 	t.Helper()
 	body["model_id"] = "stories260k"
+	// A 503 says to retry (a member's readings still pending after a
+	// heal, an election): the test does, as a client would.
 	code, b := n.do("POST", "/place_instance", body)
+	for deadline := time.Now().Add(30 * time.Second); code == 503 && time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		code, b = n.do("POST", "/place_instance", body)
+	}
 	if code != 200 {
 		t.Fatalf("place %v: %d %s", body, code, b)
 	}
