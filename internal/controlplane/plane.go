@@ -323,15 +323,7 @@ func (p *Plane) propose(ctx context.Context, evs []event.Event) ([]event.Indexed
 	if err := p.awaitQuorum(ctx); err != nil {
 		return nil, err
 	}
-	b := batch{ID: randomUint64()}
-	for _, ev := range evs {
-		e, err := event.EncodeEvent(ev)
-		if err != nil {
-			return nil, err
-		}
-		b.Events = append(b.Events, e)
-	}
-	data, err := cbor.Marshal(b)
+	b, data, err := encodeBatch(evs)
 	if err != nil {
 		return nil, err
 	}
@@ -360,18 +352,24 @@ func (p *Plane) propose(ctx context.Context, evs []event.Event) ([]event.Indexed
 		Message: fmt.Sprintf("the decision was proposed but not committed within %v (the leader lost its majority or stepped down); it may still take effect: check the cluster's state before retrying", p.CommitTimeout)}
 }
 
-// proposeUnsafe is propose with the commit rule broken
-// (UnsafeAckBeforeCommit): the events are acknowledged as raft takes them.
-func (p *Plane) proposeUnsafe(ctx context.Context, evs []event.Event) ([]event.IndexedEvent, error) {
+// encodeBatch is evs as one raft entry, under a fresh proposal id.
+func encodeBatch(evs []event.Event) (batch, []byte, error) {
 	b := batch{ID: randomUint64()}
 	for _, ev := range evs {
 		e, err := event.EncodeEvent(ev)
 		if err != nil {
-			return nil, err
+			return b, nil, err
 		}
 		b.Events = append(b.Events, e)
 	}
 	data, err := cbor.Marshal(b)
+	return b, data, err
+}
+
+// proposeUnsafe is propose with the commit rule broken
+// (UnsafeAckBeforeCommit): the events are acknowledged as raft takes them.
+func (p *Plane) proposeUnsafe(ctx context.Context, evs []event.Event) ([]event.IndexedEvent, error) {
+	b, data, err := encodeBatch(evs)
 	if err != nil {
 		return nil, err
 	}
