@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -60,18 +59,7 @@ func TestStageRunnerStall(t *testing.T) {
 	var stopped time.Time
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := nodes[0].stream(ctx, storyRequest(true, 1500), func(chunks int, _ string) {
-		if chunks != 3 {
-			return
-		}
-		pids := runnerPIDs(pid)
-		if len(pids) != 1 {
-			t.Errorf("want one runner on the stage's node, found %v", pids)
-			return
-		}
-		syscall.Kill(pids[0], syscall.SIGSTOP)
-		stopped = time.Now()
-	})
+	res, err := nodes[0].stream(ctx, storyRequest(true, 1500), stopRunnerAt(t, pid, 3, &stopped))
 	took := time.Since(stopped)
 	if err != nil {
 		t.Fatal(err)

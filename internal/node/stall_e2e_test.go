@@ -18,18 +18,7 @@ func TestRunnerStall(t *testing.T) {
 	n.waitStatus(inst, "ready")
 	pid := n.cmd.Process.Pid
 	var stopped time.Time
-	res, err := n.stream(context.Background(), storyRequest(true, 1500), func(chunks int, _ string) {
-		if chunks != 3 {
-			return
-		}
-		pids := runnerPIDs(pid)
-		if len(pids) != 1 {
-			t.Errorf("want one runner process, found %v", pids)
-			return
-		}
-		syscall.Kill(pids[0], syscall.SIGSTOP)
-		stopped = time.Now()
-	})
+	res, err := n.stream(context.Background(), storyRequest(true, 1500), stopRunnerAt(t, pid, 3, &stopped))
 	took := time.Since(stopped)
 	if err != nil {
 		t.Fatal(err)
@@ -62,5 +51,23 @@ func TestRunnerStall(t *testing.T) {
 	n.waitStatus(inst, "ready")
 	if code, b := n.do("POST", "/v1/chat/completions", storyRequest(false, 64)); code != 200 || !strings.Contains(string(b), "Lily") {
 		t.Fatalf("chat after the restart: %d %s", code, b)
+	}
+}
+
+// stopRunnerAt returns a stream callback that stops (SIGSTOP) the one
+// runner process of the node with pid when chunk at arrives, and notes
+// when in stopped.
+func stopRunnerAt(t *testing.T, pid, at int, stopped *time.Time) func(int, string) {
+	return func(chunks int, _ string) {
+		if chunks != at {
+			return
+		}
+		pids := runnerPIDs(pid)
+		if len(pids) != 1 {
+			t.Errorf("want one runner process on the node, found %v", pids)
+			return
+		}
+		syscall.Kill(pids[0], syscall.SIGSTOP)
+		*stopped = time.Now()
 	}
 }
