@@ -8,8 +8,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/engine/gguf"
+	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sample"
 )
+
+// maxObject is the object bound of a model's links.
+func maxObject(t testing.TB, path string, chunk int) uint64 {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := model.ReadConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return MaxObjectBytes(cfg, chunk, 0)
+}
 
 // unixPair returns both ends of a fresh Unix-domain stream connection.
 func unixPair(t testing.TB) (a, b net.Conn) {

@@ -77,9 +77,9 @@
 //
 // # Links and faults
 //
-// A Link carries objects one way: NewChanLink in process, RingLink over a
-// data-plane ring (internal/dataplane) whose two ends may be in two
-// processes (and, through the node's driver, on two nodes). The pipeline is
+// A Link carries objects one way: NewChanLink in process, ConnLink over a
+// byte stream (a runner's Unix socket to its node, which relays it to the
+// next rank's node over QUIC). The pipeline is
 // fail-stop (swactor spec §36): a stage whose link closes or fails, which
 // receives a malformed object, or whose step fails, closes both of its
 // links and stops; the closing travels around the ring of links, and rank 0
@@ -92,7 +92,7 @@
 // blocking link calls. Submit, Stats and Sequence methods are safe for
 // concurrent use. Pipeline runs every stage of a model in one process.
 //
-// Imports: the standard library, internal/engine/{gguf,model,sample} and
-// internal/dataplane. The constraint source is opaque here: the runner
+// Imports: the standard library and internal/engine/{gguf,model,sample}.
+// The constraint source is opaque here: the runner
 // compiles it (internal/engine/grammar) on the last rank.
 package pipeline

@@ -21,10 +21,6 @@ import (
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
-// childEnv selects a child role when the test binary re-executes itself
-// (the two-process ring test).
-const childEnv = "PIPELINE_TEST_CHILD"
-
 // tmp holds files synthesized for the life of the test binary.
 var tmp struct {
 	once sync.Once
@@ -35,9 +31,6 @@ var tmp struct {
 }
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(childEnv); role != "" {
-		os.Exit(runChild(role))
-	}
 	code := m.Run()
 	if tmp.dir != "" {
 		os.RemoveAll(tmp.dir)

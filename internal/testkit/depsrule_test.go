@@ -75,7 +75,7 @@ var allowedImports = map[string][]string{
 	"internal/engine/synth":     {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
 	"internal/membership":       {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "github.com/hashicorp/go-sockaddr", "internal/ids", "internal/transport/clusterkey"},
 	"internal/transport":        {"github.com/quic-go/quic-go", "internal/ids", "internal/transport/clusterkey"},
-	"internal/pipeline":         {"internal/dataplane", "internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
+	"internal/pipeline":         {"internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
 	// metrics knows Prometheus, not the domain: the node hands it plain values.
 	"internal/metrics": {"github.com/prometheus/client_golang/"},
 }
@@ -132,7 +132,7 @@ func TestDependencyRules(t *testing.T) {
 			if under(pkg, in("eventlog")) && (under(im, in("event")) || under(im, in("state"))) {
 				t.Errorf("%s imports %s: the event log stores bytes", pkg, im)
 			}
-			for _, adapter := range []string{"membership", "transport", "dataplane"} {
+			for _, adapter := range []string{"membership", "transport"} {
 				if under(pkg, in(adapter)) {
 					for _, svc := range []string{"master", "replica", "worker", "gateway", "controlplane", "telemetry", "node", "api"} {
 						if under(im, in(svc)) {

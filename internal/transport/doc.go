@@ -30,6 +30,5 @@
 // handlers) and Close waits for all of them.
 //
 // Imports: the standard library, quic-go, ids and clusterkey. No domain
-// service, and not dataplane: EdgeConn matches dataplane.PeerConn by its
-// method set (asserted in a test).
+// service.
 package transport

@@ -20,9 +20,6 @@ var (
 	ErrNoHandler       = errors.New("no handler for the ALPN")
 	ErrUnhealthy       = errors.New("transport: connection unhealthy")
 	ErrBadConfig       = errors.New("transport: invalid config")
-	// ErrStreamType reports an EdgeConn instantiated with a stream interface
-	// that *SendStream or *RecvStream does not implement.
-	ErrStreamType = errors.New("transport: stream does not implement the edge stream interface")
 )
 
 // Application error codes carried by QUIC CONNECTION_CLOSE frames, so the
