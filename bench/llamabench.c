@@ -14,9 +14,9 @@
 //   tg: clear the KV cache, decode G single tokens, no sampling;
 //   one untimed warm-up of each, then R timed runs of (pp, tg).
 //
-// Token ids come from the SplitMix64 stream internal/bench uses, so both
+// Token ids come from the SplitMix64 stream internal/engine/bench uses, so both
 // engines process identical tokens. Output: one JSON object with the fields
-// of internal/bench.Result.
+// of internal/engine/bench.Result.
 //
 // usage: llamabench -m FILE [-t THREADS] [-p P] [-n G] [-r R] [-check] [-v]
 
@@ -48,7 +48,7 @@ static void quiet_log(enum ggml_log_level level, const char *text, void *ud) {
 }
 
 // tokens fills out with n ids in [0, vocab) from SplitMix64, the generator
-// of internal/bench.Tokens.
+// of internal/engine/bench.Tokens.
 static void tokens(uint64_t seed, llama_token *out, int n, int vocab) {
     uint64_t x = seed;
     for (int i = 0; i < n; i++) {
@@ -116,7 +116,7 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 // print_stats prints min, median (the mean of the middle two for an even
-// count, as internal/bench.Summarize) and max, then the runs in order.
+// count, as internal/engine/bench.Summarize) and max, then the runs in order.
 static void print_stats(const char *name, const double *runs, int n) {
     double *s = malloc(n * sizeof *s);
     memcpy(s, runs, n * sizeof *s);

@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 const [oursPath, llamaPath, bwPath, flag] = process.argv.slice(2);
 const lines = (p) => readFileSync(p, "utf8").split("\n").filter((l) => l.trim()).map((l) => JSON.parse(l));
 
-// summarize matches internal/bench.Summarize: the median of an even count is
+// summarize matches internal/engine/bench.Summarize: the median of an even count is
 // the mean of the middle two.
 function summarize(runs) {
   const s = [...runs].sort((a, b) => a - b);

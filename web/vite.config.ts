@@ -8,7 +8,7 @@ export default defineConfig({
   plugins: [preact({ devToolsEnabled: false, prefreshEnabled: false })],
   base: '/',
   build: {
-    outDir: '../internal/dashboard/dist',
+    outDir: '../internal/observe/dashboard/dist',
     emptyOutDir: true,
     target: 'es2022',
     sourcemap: false,

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skulk/skulk/internal/bench"
 	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/bench"
 	"github.com/skulk/skulk/internal/engine/model"
 )
 

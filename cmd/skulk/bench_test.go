@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skulk/skulk/internal/bench"
+	"github.com/skulk/skulk/internal/engine/bench"
 )
 
 // TestBenchJSON runs `skulk bench --json` for a few tokens and checks the

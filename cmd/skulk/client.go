@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 // DefaultHost is where client commands find a node's API when neither

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/node"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 func newClusterCmd(s stdio) *cobra.Command {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/node"
-	"github.com/skulk/skulk/internal/transport/clusterkey"
+	"github.com/skulk/skulk/internal/platform/transport/clusterkey"
 )
 
 // TestFirstStartKeepsKeyOutOfOutput starts the real binary on a fresh home

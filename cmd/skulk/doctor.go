@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/node"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 func newDoctorCmd(s stdio) *cobra.Command {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 // The checks of `skulk doctor` are pure functions of the facts doctor

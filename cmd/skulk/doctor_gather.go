@@ -18,13 +18,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/control/eventlog"
 	"github.com/skulk/skulk/internal/engine/tensor"
-	"github.com/skulk/skulk/internal/eventlog"
-	"github.com/skulk/skulk/internal/hub"
+	"github.com/skulk/skulk/internal/models/hub"
 	"github.com/skulk/skulk/internal/node"
-	"github.com/skulk/skulk/internal/telemetry"
-	"github.com/skulk/skulk/internal/vfs"
+	"github.com/skulk/skulk/internal/observe/telemetry"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/vfs"
 )
 
 // doctorOptions are what `skulk doctor` gathers with.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/eventlog"
+	"github.com/skulk/skulk/internal/control/eventlog"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 func TestDoctorPeerChecks(t *testing.T) {

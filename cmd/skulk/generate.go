@@ -12,8 +12,8 @@ import (
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/chat"
-	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner"
 )
 
 func newGenerateCmd(s stdio) *cobra.Command {
@@ -25,7 +25,7 @@ func newGenerateCmd(s stdio) *cobra.Command {
 	// The sampling flags default as a node does for a request that leaves
 	// them out (runner.RequestParams maps both), so that the same request
 	// gets the same answer here and from the server.
-	maxTokens := fs.Int("max-tokens", infer.DefaultMaxTokens, "most tokens to generate; 0 means the default, as a request's max_tokens does")
+	maxTokens := fs.Int("max-tokens", request.DefaultMaxTokens, "most tokens to generate; 0 means the default, as a request's max_tokens does")
 	temp := fs.Float64("temperature", runner.DefaultTemperature, "sampling temperature, 0 for greedy; the default is what a node (like llama-server) uses for a request without one")
 	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0 = off)")
 	topP := fs.Float64("top-p", runner.DefaultTopP, "nucleus sampling mass (0 or 1 = off)")
@@ -54,7 +54,7 @@ func newGenerateCmd(s stdio) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		sampling := infer.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(cmd, *seed)}
+		sampling := request.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(cmd, *seed)}
 		params := runner.RequestParams(sampling, rand.Uint64)
 		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, NoPack: ecfg.NoPack, CacheType: *cacheType})
 		if err != nil {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
-	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner"
 )
 
 // cliGeneration is what `skulk generate --json` prints.
@@ -44,7 +44,7 @@ func generateJSON(t *testing.T, args ...string) cliGeneration {
 type runnerGeneration struct {
 	content string
 	pieces  [][]byte // each generated token's bytes, from the logprobs
-	usage   infer.Usage
+	usage   request.Usage
 	finish  string
 }
 
@@ -119,7 +119,7 @@ func (p *runnerProc) next() runner.Message {
 	}
 }
 
-func (p *runnerProc) generate(task string, req infer.Request) runnerGeneration {
+func (p *runnerProc) generate(task string, req request.Request) runnerGeneration {
 	p.t.Helper()
 	p.send(runner.Command{Op: runner.OpGenerate, Generate: &runner.GenerateCmd{Task: task, Request: req}})
 	var g runnerGeneration
@@ -134,9 +134,9 @@ func (p *runnerProc) generate(task string, req infer.Request) runnerGeneration {
 			g.pieces = append(g.pieces, lp.Bytes)
 		}
 		switch c.Kind {
-		case infer.ChunkError:
+		case request.ChunkError:
 			p.t.Fatalf("task %s: %v", task, c.Error)
-		case infer.ChunkDone:
+		case request.ChunkDone:
 			g.usage, g.finish = *c.Usage, c.FinishReason
 			return g
 		}
@@ -159,18 +159,18 @@ func TestGenerateMatchesRunner(t *testing.T) {
 	tests := []struct {
 		name     string
 		flags    []string
-		sampling infer.Sampling
+		sampling request.Sampling
 	}{
-		{name: "greedy", flags: []string{"--temperature", "0"}, sampling: infer.Sampling{Temperature: &zero}},
-		{name: "default_sampling_seeded", flags: []string{"--seed", "42"}, sampling: infer.Sampling{Seed: new(uint64(42))}},
+		{name: "greedy", flags: []string{"--temperature", "0"}, sampling: request.Sampling{Temperature: &zero}},
+		{name: "default_sampling_seeded", flags: []string{"--seed", "42"}, sampling: request.Sampling{Seed: new(uint64(42))}},
 		{name: "sampled_top_k_min_p", flags: []string{"--seed", "7", "--temperature", "1.3", "--top-k", "40", "--min-p", "0.05"},
-			sampling: infer.Sampling{Seed: new(uint64(7)), Temperature: &hot, TopK: 40, MinP: 0.05}},
+			sampling: request.Sampling{Seed: new(uint64(7)), Temperature: &hot, TopK: 40, MinP: 0.05}},
 	}
 	var greedy []int32
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cli := generateJSON(t, append([]string{"--model", stories, "--prompt", prompt, "--max-tokens", strconv.Itoa(maxTokens)}, tt.flags...)...)
-			req := infer.Request{Prompt: prompt, Sampling: tt.sampling}
+			req := request.Request{Prompt: prompt, Sampling: tt.sampling}
 			req.Sampling.MaxTokens, req.Sampling.Logprobs = maxTokens, true
 			srv := r.generate("task-"+strconv.Itoa(i), req)
 			if len(cli.Tokens) == 0 || len(srv.pieces) != len(cli.Tokens) || srv.usage.CompletionTokens != len(cli.Tokens) {

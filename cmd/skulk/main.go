@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/version"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/version"
 )
 
 type stdio struct {

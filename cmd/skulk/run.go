@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/node"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 // nodeFlags adds the flags of a node (skulk serve, skulk run) to fs, bound

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/skulk/skulk/internal/runner"
+	"github.com/skulk/skulk/internal/serving/runner"
 )
 
 // runRunner is the runner child a node spawns; it speaks the runner

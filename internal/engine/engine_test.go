@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/skulk/skulk/internal/config"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/engine/tensor"
+	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/testkit"
 )
 

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skulk/skulk/internal/access"
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/access"
 )
 
 // accessRefresh is how often the API's key ring is rebuilt from the State:

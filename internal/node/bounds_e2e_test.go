@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/control/placement"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 // The config package restates the planner's defaults (it imports only the

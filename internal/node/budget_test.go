@@ -3,7 +3,7 @@ package node
 import (
 	"testing"
 
-	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/observe/telemetry"
 )
 
 func TestBudgeted(t *testing.T) {

@@ -14,16 +14,16 @@ import (
 
 	"github.com/quic-go/quic-go"
 
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/membership"
-	"github.com/skulk/skulk/internal/placement"
-	"github.com/skulk/skulk/internal/telemetry"
-	"github.com/skulk/skulk/internal/transport"
-	"github.com/skulk/skulk/internal/version"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/placement"
+	"github.com/skulk/skulk/internal/observe/telemetry"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/platform/transport"
+	"github.com/skulk/skulk/internal/platform/version"
 )
 
 // Software identity, advertised in node meta and diagnostics: the build's
-// own (internal/version), which `skulk version` and /api/version report too.
+// own (internal/platform/version), which `skulk version` and /api/version report too.
 var (
 	SoftwareVersion = version.Version()
 	SoftwareCommit  = version.Commit()

@@ -10,13 +10,13 @@ import (
 	"slices"
 	"time"
 
-	"github.com/skulk/skulk/internal/dashboard"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/master"
-	"github.com/skulk/skulk/internal/membership"
-	"github.com/skulk/skulk/internal/metrics"
-	"github.com/skulk/skulk/internal/placement"
-	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/control/master"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/placement"
+	"github.com/skulk/skulk/internal/observe/dashboard"
+	"github.com/skulk/skulk/internal/observe/metrics"
+	"github.com/skulk/skulk/internal/observe/telemetry"
+	"github.com/skulk/skulk/internal/platform/ids"
 )
 
 // Dashboard stream bounds.

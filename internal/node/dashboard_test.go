@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/membership"
-	"github.com/skulk/skulk/internal/metrics"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/observe/metrics"
+	"github.com/skulk/skulk/internal/platform/ids"
 )
 
 // TestRTTReading: the round trips fit one telemetry reading, in

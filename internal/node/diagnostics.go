@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/controlplane"
-	"github.com/skulk/skulk/internal/gateway"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/plane"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/gateway"
 )
 
 // refusals remembers the latest peers refused for another cluster key or
@@ -81,17 +81,17 @@ type ClusterDiagnostics struct {
 	// Consensus is the Raft group as this node sees it: term, leader,
 	// commit index, the voters and learners (and, on the leader, each
 	// one's match index).
-	Consensus controlplane.Consensus `json:"consensus"`
+	Consensus plane.Consensus `json:"consensus"`
 }
 
-func diagnostics(self ids.NodeID, ctl *controlplane.Plane, p *peers, refused *refusals, own *persistence, edges func() *edges) func(ctx context.Context) (any, error) {
+func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals, own *persistence, edges func() *edges) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
-		positions := map[ids.NodeID]controlplane.Position{}
+		positions := map[ids.NodeID]plane.Position{}
 		persist := map[ids.NodeID]persistReading{}
 		if m := p.get(); m != nil {
 			for _, r := range m.Readings() {
-				if r.Key == controlplane.PositionKey {
-					if pos, err := controlplane.DecodePosition(r.Value); err == nil {
+				if r.Key == plane.PositionKey {
+					if pos, err := plane.DecodePosition(r.Value); err == nil {
 						positions[r.Node] = pos
 					}
 				}
@@ -113,7 +113,7 @@ func diagnostics(self ids.NodeID, ctl *controlplane.Plane, p *peers, refused *re
 			doc.Term = st.Term
 			for _, n := range st.NodeIDs() {
 				if !live[n] {
-					positions[n] = controlplane.Position{}
+					positions[n] = plane.Position{}
 					live[n] = false
 				}
 			}

@@ -18,8 +18,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/eventlog"
+	"github.com/skulk/skulk/internal/control/eventlog"
+	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/testkit"
 )
 
@@ -224,7 +224,7 @@ func TestPersistenceDegradedOnSmallDisk(t *testing.T) {
 }
 
 // records returns the end offset of the file header and of each record of
-// an event log's live file (the format of internal/eventlog's package doc).
+// an event log's live file (the format of internal/control/eventlog's package doc).
 func records(t *testing.T, b []byte) []int {
 	t.Helper()
 	ends := []int{20}

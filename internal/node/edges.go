@@ -11,10 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/pipeline"
-	"github.com/skulk/skulk/internal/transport"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/platform/transport"
+	"github.com/skulk/skulk/internal/serving/pipeline"
 )
 
 // edges is the node's side of its runners' pipeline links: a Unix-domain

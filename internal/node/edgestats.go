@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/membership"
-	"github.com/skulk/skulk/internal/pipeline"
-	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/pipeline"
 )
 
 // edgesKey is the telemetry reading of the pipeline links a node sends on:
@@ -142,7 +142,7 @@ func (e *edges) publishEdges(ctx context.Context, m *membership.Membership, st f
 // /v1/diagnostics/cluster: link Link from rank FromRank to the next rank,
 // as the relay of the sending rank's node measured it (bytes and objects
 // since the link connected; hop latency send → ack over its latest
-// objects, see internal/pipeline/relaymeter.go).
+// objects, see internal/serving/pipeline/relaymeter.go).
 type EdgeDiagnostics struct {
 	Instance ids.InstanceID `json:"instance"`
 	Model    ids.ModelID    `json:"model"`

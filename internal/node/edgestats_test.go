@@ -6,11 +6,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/membership"
-	"github.com/skulk/skulk/internal/pipeline"
-	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/pipeline"
 )
 
 // TestEncodeEdges: the reading fits one gossip value however many links a

@@ -113,7 +113,7 @@ func TestOfficialClientsLive(t *testing.T) {
 	} else {
 		t.Logf("no embedding checks: %s is absent", bert)
 	}
-	api := filepath.Join("..", "api", "testdata")
+	api := filepath.Join("..", "serving", "api", "testdata")
 	cases := []struct {
 		name, dir, script string
 		args              []string

@@ -1,11 +1,11 @@
 package node
 
 import (
-	"github.com/skulk/skulk/internal/catalog"
-	"github.com/skulk/skulk/internal/master"
-	"github.com/skulk/skulk/internal/placement"
-	"github.com/skulk/skulk/internal/state"
-	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/control/catalog"
+	"github.com/skulk/skulk/internal/control/master"
+	"github.com/skulk/skulk/internal/control/placement"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/observe/telemetry"
 )
 
 // guard is the worker's pre-spawn memory check: the shard's stamped

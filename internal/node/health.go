@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/skulk/skulk/internal/controlplane"
-	"github.com/skulk/skulk/internal/gateway"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/membership"
-	"github.com/skulk/skulk/internal/state"
-	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/plane"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/observe/telemetry"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/gateway"
 )
 
 // health overlays the live readings on the State for GET /state: a node is
@@ -40,8 +40,8 @@ func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness, own *persiste
 			case resourcesKey:
 				hasRes[r.Node] = true
 				resFresh[r.Node] = fresh.Observe(string(r.Node), r.Key, r.Version, now)
-			case controlplane.PositionKey:
-				var pos controlplane.Position
+			case plane.PositionKey:
+				var pos plane.Position
 				if json.Unmarshal(r.Value, &pos) == nil {
 					version[r.Node] = pos.Version
 				}

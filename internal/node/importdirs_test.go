@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 func TestImportDirs(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/transport/clusterkey"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/transport/clusterkey"
 )
 
 // peerHintsFile lists the node's gossip addresses (one per line, public

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/platform/ids"
 )
 
 // liveCheckEvery is how often a data stream checks that its node is still

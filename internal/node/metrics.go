@@ -4,10 +4,10 @@ import (
 	"context"
 	"time"
 
-	"github.com/skulk/skulk/internal/api"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/metrics"
-	"github.com/skulk/skulk/internal/telemetry"
+	"github.com/skulk/skulk/internal/observe/metrics"
+	"github.com/skulk/skulk/internal/observe/telemetry"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/api"
 )
 
 // metricsReadTimeout bounds what one scrape waits for the control plane.

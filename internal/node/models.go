@@ -19,17 +19,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/skulk/skulk/internal/api"
-	"github.com/skulk/skulk/internal/catalog"
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/gateway"
-	"github.com/skulk/skulk/internal/hub"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/modeladmin"
-	"github.com/skulk/skulk/internal/runner"
-	"github.com/skulk/skulk/internal/state"
-	"github.com/skulk/skulk/internal/worker"
+	"github.com/skulk/skulk/internal/control/catalog"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/models/hub"
+	"github.com/skulk/skulk/internal/models/modeladmin"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/api"
+	"github.com/skulk/skulk/internal/serving/gateway"
+	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/worker"
 )
 
 // Model catalog timings.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/catalog"
-	"github.com/skulk/skulk/internal/placement"
+	"github.com/skulk/skulk/internal/control/catalog"
+	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/testkit/hubstandin"
 )
 

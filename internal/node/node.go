@@ -26,29 +26,30 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/access"
-	"github.com/skulk/skulk/internal/api"
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/connlimit"
-	"github.com/skulk/skulk/internal/consensus"
-	"github.com/skulk/skulk/internal/controlplane"
-	"github.com/skulk/skulk/internal/dashboard"
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/eventlog"
-	"github.com/skulk/skulk/internal/gateway"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/master"
-	"github.com/skulk/skulk/internal/membership"
-	"github.com/skulk/skulk/internal/metrics"
-	"github.com/skulk/skulk/internal/modeladmin"
-	"github.com/skulk/skulk/internal/replica"
-	"github.com/skulk/skulk/internal/state"
-	"github.com/skulk/skulk/internal/telemetry"
-	"github.com/skulk/skulk/internal/trace"
-	"github.com/skulk/skulk/internal/transport"
-	"github.com/skulk/skulk/internal/transport/clusterkey"
-	"github.com/skulk/skulk/internal/worker"
+	"github.com/skulk/skulk/internal/control/consensus"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/eventlog"
+	"github.com/skulk/skulk/internal/control/forward"
+	"github.com/skulk/skulk/internal/control/master"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/plane"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/models/modeladmin"
+	"github.com/skulk/skulk/internal/observe/dashboard"
+	"github.com/skulk/skulk/internal/observe/metrics"
+	"github.com/skulk/skulk/internal/observe/telemetry"
+	"github.com/skulk/skulk/internal/observe/trace"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/platform/transport"
+	"github.com/skulk/skulk/internal/platform/transport/clusterkey"
+	"github.com/skulk/skulk/internal/serving/access"
+	"github.com/skulk/skulk/internal/serving/api"
+	"github.com/skulk/skulk/internal/serving/connlimit"
+	"github.com/skulk/skulk/internal/serving/gateway"
+	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/worker"
 )
 
 // Backend names the engine and compute this node offers.
@@ -109,7 +110,7 @@ type fabric struct {
 	ident     *transport.Identity
 	peers     peers
 	refused   refusals
-	ctl       *controlplane.Plane
+	ctl       *plane.Plane
 	worker    *worker.Worker
 	remote    *gateway.Remote
 	gw        *gateway.Gateway
@@ -213,7 +214,7 @@ func (n *fabric) openCluster() error {
 // instance's first rank: in process here, over QUIC elsewhere.
 func (n *fabric) buildServices() error {
 	log := n.log
-	cfg := controlplane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
+	cfg := plane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
 		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
 		Found: n.secret.origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
 		UnsafeAckBeforeCommit: os.Getenv("SKULK_TEST_UNSAFE_ACK") == "1"}
@@ -224,7 +225,7 @@ func (n *fabric) buildServices() error {
 	if n.upgraded != nil {
 		cfg.Found, cfg.Initial = true, &n.upgraded.state
 	}
-	ctl, err := controlplane.New(cfg)
+	ctl, err := plane.New(cfg)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
@@ -252,7 +253,7 @@ func (n *fabric) buildServices() error {
 }
 
 // serveTask runs a task on the node that holds its instance's first rank.
-func (n *fabric) serveTask(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p infer.TaskPayload) (<-chan infer.Chunk, error) {
+func (n *fabric) serveTask(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error) {
 	if node == n.id {
 		return n.worker.Serve(ctx, inst, task, p)
 	}
@@ -306,7 +307,7 @@ func (n *fabric) openListeners() error {
 
 // serveControl serves what a follower forwards to the leader.
 func (n *fabric) serveControl(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) {
-	replica.Serve(ctx, n.ctl.AsLeader(), c.Peer(), s)
+	forward.Serve(ctx, n.ctl.AsLeader(), c.Peer(), s)
 }
 
 // serveRaft steps a peer's raft messages; the transport authenticated the
@@ -417,8 +418,8 @@ func (n *fabric) warning() string {
 // cluster can decide.
 func (n *fabric) recoverCluster(ctx context.Context) error {
 	if err := n.ctl.Recover(ctx); err != nil {
-		if errors.Is(err, controlplane.ErrMajorityReachable) {
-			return &infer.Error{Class: infer.ClassConflict, Code: "quorum_reachable", Message: err.Error()}
+		if errors.Is(err, plane.ErrMajorityReachable) {
+			return &fault.Error{Class: fault.ClassConflict, Code: "quorum_reachable", Message: err.Error()}
 		}
 		return err
 	}

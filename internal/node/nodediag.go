@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/telemetry"
-	"github.com/skulk/skulk/internal/worker"
+	"github.com/skulk/skulk/internal/observe/telemetry"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/serving/worker"
 )
 
 // NodeReport is the GET /v1/diagnostics/node document: this node's facts

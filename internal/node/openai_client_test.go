@@ -10,10 +10,10 @@ import (
 )
 
 // TestOpenAIClientLive runs the official openai npm client (pinned 6.x in
-// internal/api/testdata/openai-client) against a live node: the model list,
+// internal/serving/api/testdata/openai-client) against a live node: the model list,
 // a non-streamed and a streamed chat completion, a completion, and a 404.
 func TestOpenAIClientLive(t *testing.T) {
-	dir, node := testkit.NodeProject(t, filepath.Join("..", "api", "testdata", "openai-client"), "client.mjs")
+	dir, node := testkit.NodeProject(t, filepath.Join("..", "serving", "api", "testdata", "openai-client"), "client.mjs")
 	n := startNode(t, t.TempDir())
 	inst := n.place()
 	n.waitStatus(inst, "ready")

@@ -7,15 +7,15 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/skulk/skulk/internal/catalog"
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/hub"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/modeladmin"
-	"github.com/skulk/skulk/internal/state"
-	"github.com/skulk/skulk/internal/tensorfetch"
-	"github.com/skulk/skulk/internal/transport"
-	"github.com/skulk/skulk/internal/worker"
+	"github.com/skulk/skulk/internal/control/catalog"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/models/hub"
+	"github.com/skulk/skulk/internal/models/modeladmin"
+	"github.com/skulk/skulk/internal/models/tensorfetch"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/platform/transport"
+	"github.com/skulk/skulk/internal/serving/worker"
 )
 
 // peerFetch is how the node takes a stage's tensors from other members:

@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/api"
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/eventlog"
-	"github.com/skulk/skulk/internal/gateway"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/vfs"
+	"github.com/skulk/skulk/internal/control/eventlog"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/ids"
+	"github.com/skulk/skulk/internal/platform/vfs"
+	"github.com/skulk/skulk/internal/serving/api"
+	"github.com/skulk/skulk/internal/serving/gateway"
 )
 
 // persistKey is the telemetry key of a node's persistence reading.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/skulk/skulk/internal/controlplane"
+	"github.com/skulk/skulk/internal/control/plane"
 )
 
 // positionEvery is how often a node republishes its control-plane position.
@@ -21,7 +21,7 @@ func (n *fabric) publishPosition(ctx context.Context) {
 	for {
 		b := n.ctl.Position().Encode()
 		if string(b) != string(last) || time.Since(at) >= positionEvery {
-			if err := n.mem.Publish(controlplane.PositionKey, b); err == nil {
+			if err := n.mem.Publish(plane.PositionKey, b); err == nil {
 				last, at = b, time.Now()
 			}
 		}
@@ -35,24 +35,24 @@ func (n *fabric) publishPosition(ctx context.Context) {
 
 // positions lists the live members with their gossip addresses and the
 // positions they published, for the control plane.
-func (p *peers) positions() []controlplane.Peer {
+func (p *peers) positions() []plane.Peer {
 	m := p.get()
 	if m == nil {
 		return nil
 	}
-	pos := map[string]controlplane.Position{}
+	pos := map[string]plane.Position{}
 	for _, r := range m.Readings() {
-		if r.Key != controlplane.PositionKey {
+		if r.Key != plane.PositionKey {
 			continue
 		}
-		if v, err := controlplane.DecodePosition(r.Value); err == nil {
+		if v, err := plane.DecodePosition(r.Value); err == nil {
 			pos[string(r.Node)] = v
 		}
 	}
-	var out []controlplane.Peer
+	var out []plane.Peer
 	for _, mem := range m.Members() {
 		v, ok := pos[string(mem.Node)]
-		out = append(out, controlplane.Peer{Node: mem.Node, Gossip: mem.Gossip.String(), Position: v, Known: ok})
+		out = append(out, plane.Peer{Node: mem.Node, Gossip: mem.Gossip.String(), Position: v, Known: ok})
 	}
 	return out
 }

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/transport/clusterkey"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/transport/clusterkey"
 )
 
 // ClusterKeyFile is the file in a node's home that holds the cluster key

@@ -6,11 +6,11 @@ import (
 	"log/slog"
 	"strconv"
 
-	"github.com/skulk/skulk/internal/config"
-	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/runner"
-	"github.com/skulk/skulk/internal/supervise"
-	"github.com/skulk/skulk/internal/worker"
+	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/supervise"
+	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/worker"
 )
 
 // spawner starts runner subprocesses: this binary re-executed as
@@ -71,11 +71,11 @@ func (r clientRunner) Load(ctx context.Context, spec runner.LoadSpec) (runner.St
 	return r.c.Load(ctx, spec)
 }
 
-func (r clientRunner) Generate(ctx context.Context, task string, req infer.Request) (<-chan infer.Chunk, error) {
+func (r clientRunner) Generate(ctx context.Context, task string, req request.Request) (<-chan request.Chunk, error) {
 	return r.c.Generate(ctx, task, req)
 }
 
-func (r clientRunner) Embed(ctx context.Context, task string, req infer.EmbedRequest) (infer.EmbedResult, error) {
+func (r clientRunner) Embed(ctx context.Context, task string, req request.EmbedRequest) (request.EmbedResult, error) {
 	return r.c.Embed(ctx, task, req)
 }
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/skulk/skulk/internal/config"
+	"github.com/skulk/skulk/internal/platform/config"
 )
 
 // TestRunnerFlags: a runner child gets the node's log level and its

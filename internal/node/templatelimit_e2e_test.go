@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/catalog"
+	"github.com/skulk/skulk/internal/control/catalog"
 )
 
 // TestHostileChatTemplate serves an imported model whose card carries a

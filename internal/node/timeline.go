@@ -8,11 +8,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skulk/skulk/internal/controlplane"
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/ids"
-	"github.com/skulk/skulk/internal/infer"
-	"github.com/skulk/skulk/internal/membership"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/plane"
+	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/platform/ids"
 )
 
 // Timeline bounds.
@@ -101,7 +101,7 @@ func (t *timeline) Timeline(_ context.Context, minutes int) (any, error) {
 		minutes = DefaultTimelineMinutes
 	}
 	if minutes < 0 || minutes > maxTimelineMinutes {
-		return nil, infer.ParamErrorf("minutes", "minutes must be between 1 and %d, got %d", maxTimelineMinutes, minutes)
+		return nil, fault.ParamErrorf("minutes", "minutes must be between 1 and %d, got %d", maxTimelineMinutes, minutes)
 	}
 	return Timeline{Events: t.since(t.now().Add(-time.Duration(minutes) * time.Minute))}, nil
 }
@@ -122,7 +122,7 @@ const timelineBackfill = 32
 // follow records the control plane's events until ctx ends, subscribing
 // again across role switches from the last index it saw. Task events, one
 // per request, are left out: they would crowd the ring.
-func (t *timeline) follow(ctx context.Context, ctl *controlplane.Plane) {
+func (t *timeline) follow(ctx context.Context, ctl *plane.Plane) {
 	var last ids.Index
 	for ctx.Err() == nil {
 		st, err := ctl.State(ctx)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/infer"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/platform/fault"
 )
 
 // TestTimelineRing: the ring keeps the newest timelineSize entries, oldest
@@ -38,7 +38,7 @@ func TestTimelineRing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			doc, err := tl.Timeline(t.Context(), tt.minutes)
 			if tt.wantParamError {
-				if ie, ok := errors.AsType[*infer.Error](err); !ok || ie.Param != "minutes" {
+				if ie, ok := errors.AsType[*fault.Error](err); !ok || ie.Param != "minutes" {
 					t.Fatalf("Timeline(%d): %v, want an error about minutes", tt.minutes, err)
 				}
 				return

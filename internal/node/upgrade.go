@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/skulk/skulk/internal/eventlog"
-	"github.com/skulk/skulk/internal/master"
-	"github.com/skulk/skulk/internal/state"
+	"github.com/skulk/skulk/internal/control/eventlog"
+	"github.com/skulk/skulk/internal/control/master"
+	"github.com/skulk/skulk/internal/control/state"
 )
 
 // upgrade is the history a home of the format before Raft held.

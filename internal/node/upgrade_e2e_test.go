@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/event"
-	"github.com/skulk/skulk/internal/eventlog"
-	"github.com/skulk/skulk/internal/ids"
+	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/eventlog"
+	"github.com/skulk/skulk/internal/platform/ids"
 )
 
 // TestUpgradeLegacyLog starts a node on a home written before the control

@@ -54,30 +54,29 @@ func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, p
 // fixed, the import paths (or path prefixes ending in "/") they may use.
 // Packages of the module under internal/ are named without the module path.
 var allowedImports = map[string][]string{
-	"internal/ids":       {},
-	"internal/infer":     {},
-	"internal/trace":     {},
-	"internal/admin":     {"internal/ids"},
-	"internal/event":     {"github.com/fxamacker/cbor/v2", "internal/ids"},
-	"internal/state":     {"github.com/fxamacker/cbor/v2", "internal/event", "internal/ids"},
-	"internal/placement": {},
-	"internal/connlimit": {},
+	"internal/platform/ids":      {},
+	"internal/serving/request":   {"internal/platform/ids"},
+	"internal/observe/trace":     {},
+	"internal/control/event":     {"github.com/fxamacker/cbor/v2", "internal/platform/ids"},
+	"internal/control/state":     {"github.com/fxamacker/cbor/v2", "internal/control/event", "internal/platform/ids"},
+	"internal/control/placement": {},
+	"internal/serving/connlimit": {},
 	// consensus knows Raft and the log's bytes, not what the log holds.
-	"internal/consensus":        {"go.etcd.io/raft/v3", "google.golang.org/protobuf/", "github.com/fxamacker/cbor/v2", "internal/eventlog", "internal/ids"},
-	"internal/eventlog":         {"github.com/klauspost/compress/", "golang.org/x/sys/", "internal/vfs"},
-	"internal/engine/tensor":    {"golang.org/x/sys/"},
-	"internal/engine/gguf":      {"golang.org/x/sys/", "internal/engine/tensor"},
-	"internal/engine/tokenizer": {"internal/engine/gguf", "internal/engine/tensor"},
-	"internal/engine/sample":    {},
-	"internal/engine/output":    {},
-	"internal/engine/grammar":   {},
-	"internal/engine/chat":      {"github.com/ardanlabs/jinja"},
-	"internal/engine/synth":     {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
-	"internal/membership":       {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "github.com/hashicorp/go-sockaddr", "internal/ids", "internal/transport/clusterkey"},
-	"internal/transport":        {"github.com/quic-go/quic-go", "internal/ids", "internal/transport/clusterkey"},
-	"internal/pipeline":         {"internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
+	"internal/control/consensus":  {"go.etcd.io/raft/v3", "google.golang.org/protobuf/", "github.com/fxamacker/cbor/v2", "internal/control/eventlog", "internal/platform/ids"},
+	"internal/control/eventlog":   {"github.com/klauspost/compress/", "golang.org/x/sys/", "internal/platform/vfs"},
+	"internal/engine/tensor":      {"golang.org/x/sys/"},
+	"internal/engine/gguf":        {"golang.org/x/sys/", "internal/engine/tensor"},
+	"internal/engine/tokenizer":   {"internal/engine/gguf", "internal/engine/tensor"},
+	"internal/engine/sample":      {},
+	"internal/engine/output":      {},
+	"internal/engine/grammar":     {},
+	"internal/engine/chat":        {"github.com/ardanlabs/jinja"},
+	"internal/engine/synth":       {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
+	"internal/control/membership": {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "github.com/hashicorp/go-sockaddr", "internal/platform/ids", "internal/platform/transport/clusterkey"},
+	"internal/platform/transport": {"github.com/quic-go/quic-go", "internal/platform/ids", "internal/platform/transport/clusterkey"},
+	"internal/serving/pipeline":   {"internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
 	// metrics knows Prometheus, not the domain: the node hands it plain values.
-	"internal/metrics": {"github.com/prometheus/client_golang/"},
+	"internal/observe/metrics": {"github.com/prometheus/client_golang/"},
 }
 
 // stricterPure are standard packages placement must not import on top of
@@ -124,17 +123,17 @@ func TestDependencyRules(t *testing.T) {
 				!(under(pkg, in("engine/chat")) && im == "github.com/ardanlabs/jinja") {
 				t.Errorf("%s imports %s: the engine may import only itself, the standard library and golang.org/x/sys", pkg, im)
 			}
-			for _, pure := range []string{"state", "placement"} {
+			for _, pure := range []string{"control/state", "control/placement"} {
 				if under(pkg, in(pure)) && forbiddenPure[im] {
 					t.Errorf("%s imports %s: pure packages take time, randomness and I/O as inputs", pkg, im)
 				}
 			}
-			if under(pkg, in("eventlog")) && (under(im, in("event")) || under(im, in("state"))) {
+			if under(pkg, in("control/eventlog")) && (under(im, in("control/event")) || under(im, in("control/state"))) {
 				t.Errorf("%s imports %s: the event log stores bytes", pkg, im)
 			}
-			for _, adapter := range []string{"membership", "transport"} {
+			for _, adapter := range []string{"control/membership", "platform/transport"} {
 				if under(pkg, in(adapter)) {
-					for _, svc := range []string{"master", "replica", "worker", "gateway", "controlplane", "telemetry", "node", "api"} {
+					for _, svc := range []string{"control/master", "control/forward", "serving/worker", "serving/gateway", "control/plane", "observe/telemetry", "node", "serving/api"} {
 						if under(im, in(svc)) {
 							t.Errorf("%s imports %s: I/O adapters import no domain service", pkg, im)
 						}
@@ -143,12 +142,12 @@ func TestDependencyRules(t *testing.T) {
 			}
 			// The services behind the HTTP API implement its interfaces with
 			// the vocabulary of admin and infer; the node wires them in.
-			for _, svc := range []string{"gateway", "modeladmin"} {
-				if under(pkg, in(svc)) && under(im, in("api")) {
+			for _, svc := range []string{"serving/gateway", "models/modeladmin"} {
+				if under(pkg, in(svc)) && under(im, in("serving/api")) {
 					t.Errorf("%s imports %s: the services behind the HTTP API do not import it; the node wires them together", pkg, im)
 				}
 			}
-			if under(pkg, in("api")) && pkg != in("api") && im == "net/http" {
+			if under(pkg, in("serving/api")) && pkg != in("serving/api") && im == "net/http" {
 				t.Errorf("%s imports net/http: wire-format adapters are pure translators", pkg)
 			}
 			if (under(im, in("node")) || under(im, module+"/cmd")) && !under(pkg, module+"/cmd") {
@@ -160,7 +159,7 @@ func TestDependencyRules(t *testing.T) {
 			if list, ok := allowedImports[strings.TrimPrefix(pkg, module+"/")]; ok && !isStd(im) && !allowedImport(list, im) {
 				t.Errorf("%s imports %s; it may import only the standard library and %v", pkg, im, list)
 			}
-			if pkg == in("placement") && stricterPure[im] {
+			if pkg == in("control/placement") && stricterPure[im] {
 				t.Errorf("%s imports %s: the planner is plain arithmetic", pkg, im)
 			}
 		}

@@ -5,6 +5,6 @@
 // Eventually waits for a condition with backoff; Clock is a fake clock for
 // code that takes its time as an input; NoLeaks fails a test that leaves
 // goroutines running. Timing-heavy tests whose code runs on fake time and
-// in-memory channels use testing/synctest instead (see internal/worker);
+// in-memory channels use testing/synctest instead (see internal/serving/worker);
 // code on real sockets cannot, and uses Eventually.
 package testkit

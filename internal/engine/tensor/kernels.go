@@ -75,7 +75,7 @@ var best = sync.OnceValue(func() Kernels { return Select(cpuFeatures(), false) }
 // fixed for the life of the process.
 func Best() Kernels { return best() }
 
-// Kernel caps, the values of SKULK_KERNELS (read by internal/config): each
+// Kernel caps, the values of SKULK_KERNELS (read by internal/platform/config): each
 // narrows what Capped may use, so every dispatch path can be exercised on
 // one machine.
 const (

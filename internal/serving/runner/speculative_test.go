@@ -1,0 +1,61 @@
+package runner
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/skulk/skulk/internal/serving/request"
+)
+
+// TestSpeculativeRunner: a runner loaded with prompt lookup or with a
+// draft model (stories260K drafting for itself) gives a greedy request the
+// text a plain runner gives, and its done chunk carries the draft counts;
+// a sampled request is not speculated.
+func TestSpeculativeRunner(t *testing.T) {
+	const prompt = "Lily and Ben went to the park. They saw a big red ball. Lily and Ben went to the park. They saw a big red ball. Lily and Ben went to the park."
+	want := generateAll(t, loadedClient(t, LoadSpec{}), "plain", greedy(prompt, 48))
+	for _, spec := range []*SpeculativeSpec{
+		{Mode: SpeculativeLookup},
+		{Mode: SpeculativeDraft, DraftModelPath: modelPath(t), DraftMax: 4},
+	} {
+		t.Run(spec.Mode, func(t *testing.T) {
+			c := loadedClient(t, LoadSpec{Speculative: spec})
+			r := generateAll(t, c, "spec", greedy(prompt, 48))
+			if r.content != want.content || r.last.Kind != request.ChunkDone {
+				t.Fatalf("speculative greedy text %q (%+v), plain %q", r.content, r.last, want.content)
+			}
+			var tm *request.Timings
+			if r.last.Usage != nil {
+				tm = r.last.Usage.Timings
+			}
+			if tm == nil || tm.DraftN == 0 || tm.DraftNAccepted > tm.DraftN {
+				t.Fatalf("done chunk timings %+v, want draft counts", tm)
+			}
+			if spec.Mode == SpeculativeDraft && tm.DraftNAccepted != tm.DraftN {
+				t.Errorf("the model drafting for itself: %d of %d drafts accepted", tm.DraftNAccepted, tm.DraftN)
+			}
+			t.Logf("%s: %d drafted, %d accepted", spec.Mode, tm.DraftN, tm.DraftNAccepted)
+			// Concurrent tasks draft each with its own cache (the draft
+			// model's weights are shared) and decode each its own text.
+			chans := make([]<-chan request.Chunk, 3)
+			for i := range chans {
+				ch, err := c.Generate(t.Context(), fmt.Sprintf("spec-%d", i), greedy(prompt, 48))
+				if err != nil {
+					t.Fatal(err)
+				}
+				chans[i] = ch
+			}
+			for i, ch := range chans {
+				if r := collect(t, ch); r.content != want.content {
+					t.Errorf("concurrent task %d: %q, want %q", i, r.content, want.content)
+				}
+			}
+			sampled := greedy(prompt, 16)
+			temp := 0.7
+			sampled.Sampling.Temperature = &temp
+			if r := generateAll(t, c, "sampled", sampled); r.last.Kind != request.ChunkDone || r.last.Usage == nil || r.last.Usage.Timings == nil || r.last.Usage.Timings.DraftN != 0 {
+				t.Fatalf("a sampled request: %+v, want done without draft counts", r.last)
+			}
+		})
+	}
+}
