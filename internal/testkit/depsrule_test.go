@@ -55,7 +55,8 @@ func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, p
 // Packages of the module under internal/ are named without the module path.
 var allowedImports = map[string][]string{
 	"internal/platform/ids":      {},
-	"internal/serving/request":   {"internal/platform/ids"},
+	"internal/serving/request":   {"internal/platform/ids", "internal/platform/fault"},
+	"internal/platform/fault":    {},
 	"internal/observe/trace":     {},
 	"internal/control/event":     {"github.com/fxamacker/cbor/v2", "internal/platform/ids"},
 	"internal/control/state":     {"github.com/fxamacker/cbor/v2", "internal/control/event", "internal/platform/ids"},
@@ -77,6 +78,71 @@ var allowedImports = map[string][]string{
 	"internal/serving/pipeline":   {"internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
 	// metrics knows Prometheus, not the domain: the node hands it plain values.
 	"internal/observe/metrics": {"github.com/prometheus/client_golang/"},
+}
+
+// layers orders the groups under internal/: a package imports only its own
+// group and the groups before it. platform and observe share the bottom
+// (neither imports the other); node composes everything and cmd is the
+// command line. A reader sees the planes in the folder tree, and no import
+// points up.
+var layers = [][]string{
+	{"platform", "observe"},
+	{"engine"},
+	{"control"},
+	{"models"},
+	{"serving"},
+	{"node"},
+}
+
+// layerOf is the rank of pkg's group in layers (len(layers) for cmd), and
+// the group's name; ok is false for packages outside the groups (testkit).
+func layerOf(pkg string) (rank int, group string, ok bool) {
+	rel := strings.TrimPrefix(pkg, module+"/")
+	if under(rel, "cmd") {
+		return len(layers), "cmd", true
+	}
+	parts := strings.Split(rel, "/")
+	if len(parts) < 2 || parts[0] != "internal" {
+		return 0, "", false
+	}
+	for i, l := range layers {
+		for _, g := range l {
+			if parts[1] == g {
+				return i, g, true
+			}
+		}
+	}
+	return 0, "", false
+}
+
+// TestLayers enforces the order of layers: no import points up or across a
+// layer.
+func TestLayers(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := imports(t, root)
+	for pkg := range all {
+		if rel := strings.TrimPrefix(pkg, module+"/internal/"); rel != pkg && !strings.Contains(rel, "/") && rel != "node" && rel != "testkit" && rel != "engine" {
+			t.Errorf("%s sits at the top of internal/: put it in one of the groups %v", pkg, layers)
+		}
+	}
+	for pkg, ims := range all {
+		pr, pg, ok := layerOf(pkg)
+		if !ok {
+			continue
+		}
+		for _, im := range ims {
+			ir, ig, ok := layerOf(im)
+			if !ok || ig == pg {
+				continue
+			}
+			if ir >= pr {
+				t.Errorf("%s (%s) imports %s (%s): imports go only to earlier layers %v", pkg, pg, im, ig, layers)
+			}
+		}
+	}
 }
 
 // stricterPure are standard packages placement must not import on top of
