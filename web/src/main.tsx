@@ -90,33 +90,35 @@ function App() {
           </button>
         ))}
       </nav>
-      <main id={`panel-${panel}`} role="tabpanel" aria-labelledby={`tab-${panel}`} data-testid={`panel-${panel}`} tabIndex={-1}>
-        {link.status === 'forbidden' && (
-          <div class="notice error" role="alert" data-testid="forbidden">
-            {link.message}
-          </div>
-        )}
-        {link.status === 'offline' && link.message && (
-          <div class="notice" role="status">
-            Lost the node's stream ({link.message}); reconnecting.
-          </div>
-        )}
-        {needKey && panel !== 'settings' ? (
-          <SignIn message={link.message} onSignedIn={() => live.connect()} />
-        ) : (
-          <>
-            {panel === 'topology' && <Topology f={f} />}
-            {panel === 'models' && <Models f={f} />}
-            {panel === 'chat' && <Chat f={f} />}
-            {panel === 'activity' && <Activity f={f} />}
-            {panel === 'settings' && (
-              <>
-                {needKey && <SignIn message={link.message} onSignedIn={() => live.connect()} />}
-                <Settings theme={theme} setTheme={setTheme} onSignOut={() => live.connect()} />
-              </>
-            )}
-          </>
-        )}
+      <main>
+        <div id={`panel-${panel}`} role="tabpanel" aria-labelledby={`tab-${panel}`} data-testid={`panel-${panel}`} tabIndex={-1}>
+          {link.status === 'forbidden' && (
+            <div class="notice error" role="alert" data-testid="forbidden">
+              {link.message}
+            </div>
+          )}
+          {link.status === 'offline' && link.message && (
+            <div class="notice" role="status">
+              Lost the node's stream ({link.message}); reconnecting.
+            </div>
+          )}
+          {needKey && panel !== 'settings' ? (
+            <SignIn message={link.message} onSignedIn={() => live.connect()} />
+          ) : (
+            <>
+              {panel === 'topology' && <Topology f={f} />}
+              {panel === 'models' && <Models f={f} />}
+              {panel === 'chat' && <Chat f={f} />}
+              {panel === 'activity' && <Activity f={f} />}
+              {panel === 'settings' && (
+                <>
+                  {needKey && <SignIn message={link.message} onSignedIn={() => live.connect()} />}
+                  <Settings theme={theme} setTheme={setTheme} onSignOut={() => live.connect()} />
+                </>
+              )}
+            </>
+          )}
+        </div>
       </main>
     </>
   );
