@@ -23,7 +23,7 @@ func (i Info) String() string { return i.Version + " (commit " + i.Commit + ")" 
 // Stamped by a build that has no VCS information (GOFLAGS=-buildvcs=false,
 // a git worktree, a source tarball):
 //
-//	go build -ldflags "-X github.com/skulk/skulk/internal/version.stampedCommit=$(git rev-parse --short=12 HEAD)" ./cmd/skulk
+//	go build -ldflags "-X github.com/skulk/skulk/internal/platform/version.stampedCommit=$(git rev-parse --short=12 HEAD)" ./cmd/skulk
 var stampedVersion, stampedCommit string
 
 var get = sync.OnceValue(func() Info {
