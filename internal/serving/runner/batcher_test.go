@@ -29,7 +29,7 @@ func openStories(t testing.TB, threads int) *engine.Model {
 // batchedGenerate runs the engine's loop greedily through b, as a task
 // does, and returns the tokens and how many prompt tokens were reused.
 func batchedGenerate(ctx context.Context, m *engine.Model, b *batcher, prompt []int32, n int) ([]int32, int, error) {
-	var seq *sequence
+	var seq *batchSeq
 	defer func() {
 		if seq != nil {
 			b.finish(seq)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
@@ -454,15 +455,18 @@ func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
 
 // loaded is a model ready to serve: a decoder (m) or an encoder (enc).
 type loaded struct {
-	m       *engine.Model
-	steps   *batcher // runs m's tasks' sequences in batched steps
-	slots   int      // tasks generated at once; 0 keeps the flag's
+	m *engine.Model
+	// seqs runs the tasks' sequences: local for a model held whole, the
+	// stage on a pipeline's rank 0 (nil on its later ranks, which take no
+	// tasks).
+	seqs    sequence.Sequencer
+	local   *local // set for a model held whole
+	slots   int    // tasks generated at once; 0 keeps the flag's
 	enc     *encoderModel
 	stage   *stageRun // set when the runner is one stage of a pipeline
 	context int       // tokens per task, prompt included
 	chat    chatSetup
 	vocab   lazyVocab // the grammar vocabulary, built on the first constrained task
-	spec    speculative
 }
 
 func (l *loaded) close() {
@@ -475,8 +479,7 @@ func (l *loaded) close() {
 		l.m.Close()
 		return
 	}
-	l.steps.close()
-	l.spec.close()
+	l.local.close()
 	l.m.Close()
 }
 

@@ -50,6 +50,10 @@
 // chunks of newly arrived prompts (planStep, model.Shard.StepRows), sized
 // while streams run by the measured step times (pacer), so concurrent tasks
 // share each read of the weights and a long prompt does not stall the
-// running streams; results are the same as alone. The Client is safe
+// running streams; results are the same as alone. That is the local
+// sequencer (local.go); on a pipeline's rank 0 the stage is the sequencer
+// instead, and a task takes the same path either way (generate): prepare,
+// run the sequence.Spec on the sequencer, stream its tokens through the
+// streamer, tell the finish reason. The Client is safe
 // for concurrent use; one goroutine owns its task table.
 package runner

@@ -102,12 +102,15 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		m.Close()
 		return nil, err
 	}
-	if l.spec, err = openSpeculative(m, spec, opts); err != nil {
+	sp, err := openSpeculative(m, spec, opts)
+	if err != nil {
 		m.Close()
 		return nil, err
 	}
-	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk, meter: opts.meter,
-		prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)
+	l.local = &local{m: m, spec: sp, context: l.context,
+		steps: newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk, meter: opts.meter,
+			prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)}
+	l.seqs = l.local
 	return l, nil
 }
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/chat"
-	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/output"
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/pipeline"
@@ -121,12 +121,13 @@ type ending struct {
 }
 
 // generate runs one request to its end and says how it ended (the usage
-// counts what was done on errors too). Chunks other than the last go to emit.
-// The loop is the engine's (engine.Model.Generate, which `skulk generate`
-// runs too); the runner adds its protocol around it: the prompt-size chunk,
-// the grammar of structured output, the batcher's chunked prefill, prefix
-// cache and batched decode steps, and the streamer's stop sequences,
-// reasoning and tool-call parsing and logprobs.
+// counts what was done on errors too). Chunks other than the last go to
+// emit. It is the one path of every task, whoever computes its tokens: it
+// prepares the request (prompt, sampling, the grammar of structured
+// output), runs the sequence on the loaded model's sequencer (local, or a
+// pipeline's head) and streams its tokens through the streamer (text, stop
+// sequences, reasoning and tool-call parsing, logprobs), then tells the
+// finish reason.
 func generate(ctx context.Context, l *loaded, req request.Request, emit func(request.Chunk)) (ending, error) {
 	var end ending
 	p, err := prepare(ctx, l, req)
@@ -141,10 +142,6 @@ func generate(ctx context.Context, l *loaded, req request.Request, emit func(req
 	if err := ctx.Err(); err != nil {
 		return end, err
 	}
-	if l.stage != nil {
-		return generateStaged(ctx, l, req, p, end, emit)
-	}
-	m := l.m
 	toClient := emit
 	con, emit, err := p.structured.start(l, emit)
 	if err != nil {
@@ -153,51 +150,25 @@ func generate(ctx context.Context, l *loaded, req request.Request, emit func(req
 	// The prompt's size goes out before prompt processing, so a stream
 	// that opens with it (Anthropic's message_start) can carry it.
 	toClient(request.Chunk{Kind: request.ChunkDelta, Usage: &request.Usage{PromptTokens: len(p.prompt)}})
-	st := newStreamer(m.Tok, p, p.structured.sampling(req.Sampling), emit)
-	// The prompt and the decode steps go through the batcher, in steps
-	// with the other tasks' sequences.
-	var seq *sequence
-	defer func() {
-		if seq != nil {
-			l.steps.finish(seq)
-		}
-	}()
-	params := p.params
-	params.Context = l.context
-	params.Prefill = func(prompt []int32, capacity int) (*model.Cache, []float32, error) {
-		var err error
-		seq, err = l.steps.prefill(ctx, prompt, capacity)
-		if err != nil {
-			return nil, nil, err
-		}
-		end.usage.CachedTokens = seq.reused
-		return nil, seq.logits, nil
-	}
-	params.Step = func(_ *model.Cache, tok int32) ([]float32, error) {
-		return l.steps.step(ctx, seq, tok)
-	}
+	st := newStreamer(l.m.Tok, p, p.structured.sampling(req.Sampling), emit)
+	spec := sequence.Spec{Prompt: p.prompt, MaxTokens: p.params.MaxTokens, Sample: p.params.Sample, Context: l.context,
+		Logprobs: st.logprobs, TopLogprobs: st.top}
 	if con != nil {
-		params.Constraint = con.con
+		spec.Constraint, spec.ConstraintSource = con.con, p.structured.source
 	}
-	if params.Draft, params.DraftMax, err = l.spec.drafter(m, l.context); err != nil {
-		return end, err
-	}
-	if params.Draft != nil && !(params.Sample.Temperature > 0) && params.Constraint == nil {
-		// Speculation verifies its drafts in one pass over the sequence's
-		// own cache, so this sequence runs beside the batcher, not in it.
-		params.Prefill, params.Step = nil, nil
-	}
-	stats, err := m.Generate(ctx, p.prompt, params, st.token)
+	text := engine.NewTextStream(l.m.Tok, p.params.Preserved)
+	stats, err := l.seqs.Generate(ctx, spec, func(t sequence.Token) error { return st.token(t, text.Push(t.ID)) })
 	end.usage.CompletionTokens = stats.GeneratedTokens
-	end.usage.Timings = timingsOf(stats, end.usage.CachedTokens)
-	if stats.DraftTokens > 0 {
-		end.usage.Timings.DraftN, end.usage.Timings.DraftNAccepted = stats.DraftTokens, stats.DraftAccepted
-	}
+	end.usage.CachedTokens = stats.CachedTokens
+	end.usage.Timings = timingsOf(stats)
 	if err != nil {
 		return end, err
 	}
+	if tail := text.Flush(); tail != "" && !st.stop.Stopped() {
+		st.push(tail) // a stop sequence it completes is told by Matched
+	}
 	finish := request.FinishLength
-	if stats.FinishReason == engine.FinishStop {
+	if stats.FinishReason == sequence.FinishStop {
 		finish = request.FinishStop
 	}
 	madeCalls := st.finish()
@@ -213,11 +184,15 @@ func generate(ctx context.Context, l *loaded, req request.Request, emit func(req
 	return end, err
 }
 
-// timingsOf is a generation's timings: cached prompt tokens are not
+// timingsOf is a sequence's timings: cached prompt tokens are not
 // evaluated, so not counted in prompt_n.
-func timingsOf(s engine.Stats, cached int) *request.Timings {
+func timingsOf(s sequence.Stats) *request.Timings {
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return request.NewTimings(cached, s.PromptTokens-cached, ms(s.Prefill), s.GeneratedTokens, ms(s.Decode))
+	t := request.NewTimings(s.CachedTokens, s.PromptTokens-s.CachedTokens, ms(s.Prefill), s.GeneratedTokens, ms(s.Decode))
+	if s.DraftTokens > 0 {
+		t.DraftN, t.DraftNAccepted = s.DraftTokens, s.DraftAccepted
+	}
+	return t
 }
 
 // prepared is a request turned into tokens and settings.
@@ -277,6 +252,13 @@ func prepare(ctx context.Context, l *loaded, req request.Request) (prepared, err
 	}
 	if len(p.prompt) >= l.context {
 		return p, fault.ParamErrorf(param, "the prompt has %d tokens, but the context window is %d tokens", len(p.prompt), l.context)
+	}
+	if s != nil && l.stage != nil && len(s.source) > pipeline.MaxConstraintBytes {
+		param := "json_schema"
+		if s.call {
+			param = "tools"
+		}
+		return p, fault.ParamErrorf(param, "the schema is %d bytes; a model split across nodes takes schemas up to %d bytes", len(s.source), pipeline.MaxConstraintBytes)
 	}
 	p.params = RequestParams(req.Sampling, randomSeed)
 	if p.chat {
@@ -405,7 +387,6 @@ type streamer struct {
 	logprobs bool
 	top      int
 	lps      []request.TokenLogprob // not yet attached to a chunk
-	topBuf   []sample.Logprob
 	calls    int
 }
 
@@ -420,24 +401,11 @@ func newStreamer(tok *tokenizer.Tokenizer, p prepared, s request.Sampling, emit 
 	return st
 }
 
-// token takes a generated token from the engine's loop (or, with ID -1,
-// the text held back at the end); it returns engine.ErrStop when a stop
-// sequence ends the generation.
-func (s *streamer) token(t engine.Token) error {
+// token takes a generated token and the text it completes; it returns
+// sequence.ErrStop when a stop sequence ends the generation.
+func (s *streamer) token(t sequence.Token, text string) error {
 	if s.stop.Stopped() {
-		return engine.ErrStop // only the held-back tail comes after a stop
-	}
-	if t.ID >= 0 && s.logprobs {
-		s.lps = append(s.lps, s.logprobOf(t.ID, t.Logits))
-	}
-	return s.push(t.Text)
-}
-
-// sampled takes a token a pipeline's last rank sampled, with the logprobs
-// it computed there (from the same logits token's would be); see token.
-func (s *streamer) sampled(t pipeline.Token, text string) error {
-	if s.stop.Stopped() {
-		return engine.ErrStop
+		return sequence.ErrStop // only the held-back tail comes after a stop
 	}
 	if s.logprobs {
 		s.lps = append(s.lps, s.logprobEntry(t.ID, t.Logprob, t.Top))
@@ -450,7 +418,7 @@ func (s *streamer) push(t string) error {
 	text, stopped := s.stop.Push(t)
 	s.text(text)
 	if stopped {
-		return engine.ErrStop
+		return sequence.ErrStop
 	}
 	return nil
 }
@@ -500,15 +468,6 @@ func (s *streamer) events(evs []output.Event) {
 func (s *streamer) delta(c request.Chunk) {
 	c.Logprobs, s.lps = s.lps, nil
 	s.emit(c)
-}
-
-func (s *streamer) logprobOf(id int32, logits []float32) request.TokenLogprob {
-	var top []sample.Logprob
-	if s.top > 0 {
-		s.topBuf = sample.TopLogprobs(logits, s.top, s.topBuf[:0])
-		top = s.topBuf
-	}
-	return s.logprobEntry(id, sample.LogprobOf(logits, id), top)
 }
 
 // logprobEntry is a token's logprob as the API reports it: its piece, its
