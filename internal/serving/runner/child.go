@@ -15,6 +15,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // DefaultSlots is how many tasks a runner generates at once (the one place
@@ -81,24 +82,24 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 // heartbeat sends the runner's progress every HeartbeatInterval until stop.
 // It skips a beat rather than wait when the writer is backed up: chunks
 // waiting to be written are progress too.
-func heartbeat(out chan<- Message, meter *stepMeter, stop <-chan struct{}) {
+func heartbeat(out chan<- proto.Message, meter *stepMeter, stop <-chan struct{}) {
 	// The first beat goes at once, before any status: the client's
 	// watchdog knows from then on that this runner beats, so a runner
 	// stopped in its first quarter second is still found stalled.
 	p := meter.read()
 	select {
-	case out <- Message{Type: TypeProgress, Progress: &p}:
+	case out <- proto.Message{Type: proto.TypeProgress, Progress: &p}:
 	case <-stop:
 		return
 	}
-	t := time.NewTicker(HeartbeatInterval)
+	t := time.NewTicker(proto.HeartbeatInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
 			p := meter.read()
 			select {
-			case out <- Message{Type: TypeProgress, Progress: &p}:
+			case out <- proto.Message{Type: proto.TypeProgress, Progress: &p}:
 			default:
 			}
 		case <-stop:
@@ -119,9 +120,9 @@ type server struct {
 	log   *slog.Logger
 	slots int
 	opts  serving
-	out   chan<- Message // to the writer goroutine
+	out   chan<- proto.Message // to the writer goroutine
 
-	state   State
+	state   proto.State
 	model   *loaded          // set once ready
 	loading chan loadEvent   // the loader's reports; nil when no load runs
 	tasks   map[string]*task // queued and running
@@ -139,12 +140,12 @@ type server struct {
 
 // readResult is one line read from stdin.
 type readResult struct {
-	cmd Command
+	cmd proto.Command
 	err error // a *ProtocolError for a bad line; anything else ends the input
 }
 
 func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger, opts serving) error {
-	out := make(chan Message, 64)
+	out := make(chan proto.Message, 64)
 	writeErr := make(chan error, 1)
 	writerDone := make(chan struct{})
 	go func() {
@@ -168,7 +169,7 @@ func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Log
 	close(stopBeat)
 	<-beatDone
 
-	s.send(Message{Type: TypeStatus, Status: &Status{State: StateStopped, Reason: "shut down"}})
+	s.send(proto.Message{Type: proto.TypeStatus, Status: &proto.Status{State: proto.StateStopped, Reason: "shut down"}})
 	close(out)
 	<-writerDone
 	if s.model != nil {
@@ -222,7 +223,7 @@ func (s *server) loop(ctx context.Context, lines <-chan readResult, writeErr <-c
 			err := s.model.stage.stage.Err()
 			s.log.Error("pipeline stage stopped; shutting down", "err", err)
 			if !s.closing {
-				s.status(Status{State: StateFailed, Reason: fmt.Sprintf("pipeline stage stopped: %v", err)})
+				s.status(proto.Status{State: proto.StateFailed, Reason: fmt.Sprintf("pipeline stage stopped: %v", err)})
 			}
 			s.shutdown("pipeline stage stopped")
 			s.stageGone = true
@@ -244,17 +245,17 @@ func (s *server) stageDone() <-chan struct{} {
 	return s.model.stage.stage.Done()
 }
 
-func (s *server) handle(c Command) {
+func (s *server) handle(c proto.Command) {
 	switch c.Op {
-	case OpLoad:
+	case proto.OpLoad:
 		s.load(*c.Load)
-	case OpGenerate:
+	case proto.OpGenerate:
 		s.generate(*c.Generate)
-	case OpCancel:
+	case proto.OpCancel:
 		s.cancel(c.Cancel.Task)
-	case OpEmbed:
+	case proto.OpEmbed:
 		s.embed(*c.Embed)
-	case OpShutdown:
+	case proto.OpShutdown:
 		s.shutdown("shutdown requested")
 	}
 }
@@ -266,18 +267,18 @@ func (s *server) protocolError(task string, err error) {
 	if errors.As(err, &ie) {
 		e = ie
 	}
-	s.send(Message{Type: TypeError, Task: task, Error: e})
+	s.send(proto.Message{Type: proto.TypeError, Task: task, Error: e})
 }
 
-func (s *server) send(m Message) { s.out <- m }
+func (s *server) send(m proto.Message) { s.out <- m }
 
-func (s *server) status(st Status) {
+func (s *server) status(st proto.Status) {
 	s.state = st.State
 	s.log.Info("status", "state", st.State, "reason", st.Reason)
-	s.send(Message{Type: TypeStatus, Status: &st})
+	s.send(proto.Message{Type: proto.TypeStatus, Status: &st})
 }
 
-func (s *server) load(spec LoadSpec) {
+func (s *server) load(spec proto.LoadSpec) {
 	if s.closing {
 		s.protocolError("", fault.Errorf(fault.ClassUnavailable, "the runner is shutting down"))
 		return
@@ -286,7 +287,7 @@ func (s *server) load(spec LoadSpec) {
 		s.protocolError("", fault.Errorf(fault.ClassConflict, "a load was already received (state %s)", s.state))
 		return
 	}
-	s.status(Status{State: StateLoading})
+	s.status(proto.Status{State: proto.StateLoading})
 	ch := make(chan loadEvent)
 	s.loading = ch
 	go loadModel(spec, s.opts, s.log, ch)
@@ -295,10 +296,10 @@ func (s *server) load(spec LoadSpec) {
 func (s *server) loadEvent(ev loadEvent) {
 	switch {
 	case ev.warming:
-		s.status(Status{State: StateWarming})
+		s.status(proto.Status{State: proto.StateWarming})
 		return
 	case ev.err != nil:
-		s.status(Status{State: StateFailed, Reason: ev.err.Error()})
+		s.status(proto.Status{State: proto.StateFailed, Reason: ev.err.Error()})
 	case s.closing:
 		ev.model.close()
 	default:
@@ -306,13 +307,13 @@ func (s *server) loadEvent(ev loadEvent) {
 		if ev.model.slots > 0 {
 			s.slots = ev.model.slots
 		}
-		s.status(Status{State: StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context,
+		s.status(proto.Status{State: proto.StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context,
 			BytesPerToken: ev.model.bytesPerToken()})
 	}
 	s.loading = nil
 }
 
-func (s *server) generate(g GenerateCmd) {
+func (s *server) generate(g proto.GenerateCmd) {
 	if s.known(g.Task) {
 		s.protocolError(g.Task, fault.Errorf(fault.ClassConflict, "task %q is already running", g.Task))
 		return
@@ -321,7 +322,7 @@ func (s *server) generate(g GenerateCmd) {
 	switch {
 	case s.closing:
 		refuse = fault.Errorf(fault.ClassUnavailable, "the runner is shutting down")
-	case s.state != StateReady:
+	case s.state != proto.StateReady:
 		refuse = fault.Errorf(fault.ClassUnavailable, "the runner is not ready (state %q)", s.state)
 	case s.model.enc != nil:
 		refuse = s.model.enc.refuseGenerate(g.Request.Model)
@@ -329,7 +330,7 @@ func (s *server) generate(g GenerateCmd) {
 		refuse = fault.Errorf(fault.ClassInvalid, "this runner is a later stage of a pipeline; tasks go to rank 0")
 	}
 	if refuse != nil {
-		s.send(Message{Type: TypeChunk, Task: g.Task, Chunk: &request.Chunk{Kind: request.ChunkError, Error: refuse}})
+		s.send(proto.Message{Type: proto.TypeChunk, Task: g.Task, Chunk: &request.Chunk{Kind: request.ChunkError, Error: refuse}})
 		return
 	}
 	t := &task{id: g.Task, req: g.Request}
@@ -395,26 +396,26 @@ func (s *server) shutdown(why string) {
 	s.shutdownEmbeds()
 }
 
-func cancelledChunk(task string, u request.Usage) Message {
-	return Message{Type: TypeChunk, Task: task, Chunk: &request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishCancelled, Usage: &u}}
+func cancelledChunk(task string, u request.Usage) proto.Message {
+	return proto.Message{Type: proto.TypeChunk, Task: task, Chunk: &request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishCancelled, Usage: &u}}
 }
 
 // readLoop decodes stdin lines until the input ends or stop is closed.
 func readLoop(r io.Reader, lines chan<- readResult, stop <-chan struct{}) {
 	defer close(lines)
-	lr := newLineReader(r, MaxLine)
+	lr := proto.NewLineReader(r, proto.MaxLine)
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		var res readResult
 		switch {
-		case err != nil && errors.Is(err, ErrProtocol):
+		case err != nil && errors.Is(err, proto.ErrProtocol):
 			res.err = err
 		case err != nil:
 			return
 		case len(line) == 0:
 			continue // blank lines are allowed
 		default:
-			res.cmd, res.err = DecodeCommand(line)
+			res.cmd, res.err = proto.DecodeCommand(line)
 		}
 		select {
 		case lines <- res:
@@ -427,18 +428,18 @@ func readLoop(r io.Reader, lines chan<- readResult, stop <-chan struct{}) {
 // writeLoop writes each message as a line, flushing whenever no more are
 // waiting. After a write error it keeps draining (so senders never block),
 // reports the error once and writes nothing more.
-func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
+func writeLoop(w io.Writer, out <-chan proto.Message, failed chan<- error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var werr error
 	for m := range out {
 		if werr != nil {
 			continue
 		}
-		b, err := marshalLine(m)
+		b, err := proto.MarshalLine(m)
 		if err != nil {
 			// Only a bug can make a Message unencodable; say so rather
 			// than lose the line.
-			b, _ = marshalLine(Message{Type: TypeError, Task: m.Task, Error: fault.Errorf(fault.ClassInternal, "runner: encode message: %v", err)})
+			b, _ = proto.MarshalLine(proto.Message{Type: proto.TypeError, Task: m.Task, Error: fault.Errorf(fault.ClassInternal, "runner: encode message: %v", err)})
 		}
 		_, werr = bw.Write(b)
 		if werr == nil && len(out) == 0 {

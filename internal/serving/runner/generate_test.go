@@ -8,13 +8,14 @@ import (
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/serving/pipeline"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // openWhole loads stories260K held whole in this process, as a runner
 // does: its sequences run on the local sequencer.
 func openWhole(t *testing.T) *loaded {
 	t.Helper()
-	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1}, serving{slots: DefaultSlots, chunk: DefaultPrefillChunk}, testLogger(), func() {})
+	l, err := openModel(proto.LoadSpec{ModelPath: modelPath(t), Threads: 1}, serving{slots: DefaultSlots, chunk: DefaultPrefillChunk}, testLogger(), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func openSplit(t *testing.T, ranks int) *loaded {
 // runTask runs req as a runner's task on l and gathers its chunks.
 func runTask(t *testing.T, l *loaded, req request.Request) result {
 	t.Helper()
-	out := make(chan Message)
+	out := make(chan proto.Message)
 	chunks := make(chan request.Chunk)
 	go func() {
 		defer close(chunks)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skulk/skulk/internal/engine/output"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // TestHarmonyRequestPath: with gpt-oss's real template a model serves the
@@ -20,7 +21,7 @@ func TestHarmonyRequestPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: string(src)}, serving{slots: 1}, testLogger(), func() {})
+	l, err := openModel(proto.LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: string(src)}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}

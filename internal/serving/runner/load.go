@@ -12,6 +12,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/chat"
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/output"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // ErrShardUnsupported is the load failure for a layer range that is not the
@@ -39,7 +40,7 @@ type chatSetup struct {
 
 // loadModel opens, checks and warms the model on the kernels within the
 // cap kernels, reporting to ch.
-func loadModel(spec LoadSpec, opts serving, log *slog.Logger, ch chan<- loadEvent) {
+func loadModel(spec proto.LoadSpec, opts serving, log *slog.Logger, ch chan<- loadEvent) {
 	l, err := openModel(spec, opts, log, func() { ch <- loadEvent{warming: true} })
 	if err != nil {
 		log.Error("load failed", "model", spec.ModelPath, "err", err)
@@ -49,7 +50,7 @@ func loadModel(spec LoadSpec, opts serving, log *slog.Logger, ch chan<- loadEven
 	ch <- loadEvent{model: l}
 }
 
-func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
+func openModel(spec proto.LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
 	kernels := opts.kernels
 	if spec.ModelPath == "" {
 		return nil, errors.New("runner: load: model_path is required")

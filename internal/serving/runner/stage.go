@@ -16,6 +16,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/pipeline"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // DefaultConnectTimeout bounds how long a pipeline stage waits for both of
@@ -37,7 +38,7 @@ type stageRun struct {
 // openStage loads blocks [Start, End) of the model and joins the pipeline
 // through the node's edge socket: the runner is ready only once both of its
 // links reach its neighbours.
-func openStage(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
+func openStage(spec proto.LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
 	ps := spec.Pipeline
 	switch {
 	case ps.Ranks < 2 || spec.Rank < 0 || spec.Rank >= ps.Ranks:
@@ -104,7 +105,7 @@ func openStage(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 
 // connectEdges opens the stage's two edge connections and waits until the
 // node has relayed both through to the neighbours.
-func connectEdges(spec LoadSpec, timeout time.Duration) (in, out net.Conn, err error) {
+func connectEdges(spec proto.LoadSpec, timeout time.Duration) (in, out net.Conn, err error) {
 	deadline := time.Now().Add(timeout)
 	h := pipeline.EdgeHello{Instance: spec.Instance, Rank: spec.Rank, Ranks: spec.Pipeline.Ranks}
 	var conns []net.Conn

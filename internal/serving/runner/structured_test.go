@@ -19,6 +19,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // Schemas the structured-output tests generate with. A bounded schema
@@ -67,7 +68,7 @@ var testSchemas = []struct {
 // an unfinished prefix of a matching document (for json_object: of an
 // object, not any value). A bounded schema always ends with "stop".
 func TestJSONSchemaOutput(t *testing.T) {
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	for _, sc := range testSchemas {
 		t.Run(sc.name, func(t *testing.T) {
 			schema := sc.schema
@@ -126,7 +127,7 @@ func TestJSONSchemaOutput(t *testing.T) {
 // matching document, but not one; when the last token allowed completes
 // it, "stop".
 func TestJSONSchemaLength(t *testing.T) {
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	schema := testSchemas[1].schema // bounded: it ends with "stop" given room
 	req := structuredRequest(false, 0, 1, 5)
 	req.JSONSchema = json.RawMessage(schema)
@@ -244,7 +245,7 @@ func TestForcedToolCall(t *testing.T) {
 	}
 	for _, tm := range templates {
 		t.Run(tm.name, func(t *testing.T) {
-			c := loadedClient(t, LoadSpec{ChatTemplateOverride: tm.override})
+			c := loadedClient(t, proto.LoadSpec{ChatTemplateOverride: tm.override})
 			seen := map[string]bool{}
 			for _, ch := range choices {
 				for _, temp := range []float64{0, 1} {
@@ -290,7 +291,7 @@ func TestToolChoiceNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := loadedClient(t, LoadSpec{ChatTemplateOverride: string(qwen)})
+	c := loadedClient(t, proto.LoadSpec{ChatTemplateOverride: string(qwen)})
 	count := func(tools []request.Tool, mode string) int {
 		req := structuredRequest(true, 0, 1, 8)
 		req.Tools, req.ToolChoice, req.CountOnly = tools, request.ToolChoice{Mode: mode}, true
@@ -318,7 +319,7 @@ func TestToolChoiceNone(t *testing.T) {
 // TestStructuredErrors: schemas and tool choices the runner refuses are
 // invalid_request errors on the right parameter, naming the problem.
 func TestStructuredErrors(t *testing.T) {
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	tests := []struct {
 		name    string
 		edit    func(r *request.Request)
@@ -367,7 +368,7 @@ func TestStructuredErrors(t *testing.T) {
 // empty pieces (never allowed inside a value), and a token's piece is what
 // the streamer sends for it.
 func TestGrammarVocabStories260K(t *testing.T) {
-	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
+	l, err := openModel(proto.LoadSpec{ModelPath: modelPath(t), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +417,7 @@ func TestGrammarVocabStories260K(t *testing.T) {
 // without a grammar, in the runner's own loop: tok/s, and the masking
 // overhead per token as the difference of ns/token.
 func BenchmarkConstrainedDecode(b *testing.B) {
-	l, err := openModel(LoadSpec{ModelPath: modelPath(b), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
+	l, err := openModel(proto.LoadSpec{ModelPath: modelPath(b), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -456,7 +457,7 @@ func BenchmarkConstrainedDecode(b *testing.B) {
 // Constraint as a task has. The per-token overhead is the difference of
 // ns/token, or mask_accept_only's ns/token.
 func BenchmarkMask(b *testing.B) {
-	l, err := openModel(LoadSpec{ModelPath: modelPath(b), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
+	l, err := openModel(proto.LoadSpec{ModelPath: modelPath(b), Threads: 1}, serving{slots: 1}, testLogger(), func() {})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/pipeline"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // task is one generate command. The server goroutine owns the struct; run
@@ -28,8 +29,8 @@ type task struct {
 
 // run generates the task's answer and sends its chunks, ending with exactly
 // one done or error chunk.
-func (t *task) run(ctx context.Context, l *loaded, log *slog.Logger, out chan<- Message) {
-	emit := func(c request.Chunk) { out <- Message{Type: TypeChunk, Task: t.id, Chunk: &c} }
+func (t *task) run(ctx context.Context, l *loaded, log *slog.Logger, out chan<- proto.Message) {
+	emit := func(c request.Chunk) { out <- proto.Message{Type: proto.TypeChunk, Task: t.id, Chunk: &c} }
 	start := time.Now()
 	end, err := generate(ctx, l, t.req, emit)
 	usage, finish := end.usage, end.finish

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // TestHostileTemplateRefused loads the model with hostile chat templates:
@@ -20,7 +21,7 @@ func TestHostileTemplateRefused(t *testing.T) {
 		{"tojson indent", "{{ messages|tojson(indent=100000000) }}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: c.src}, serving{slots: 1}, testLogger(), func() {})
+			l, err := openModel(proto.LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: c.src}, serving{slots: 1}, testLogger(), func() {})
 			if err != nil {
 				t.Fatal(err)
 			}
