@@ -14,6 +14,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/serving/prompt"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
@@ -464,10 +465,9 @@ type loaded struct {
 	local   *local // set for a model held whole
 	slots   int    // tasks generated at once; 0 keeps the flag's
 	enc     *encoderModel
-	stage   *stageRun // set when the runner is one stage of a pipeline
-	context int       // tokens per task, prompt included
-	chat    chatSetup
-	vocab   lazyVocab // the grammar vocabulary, built on the first constrained task
+	stage   *stageRun     // set when the runner is one stage of a pipeline
+	context int           // tokens per task, prompt included
+	prompts *prompt.Model // how requests are prepared for m
 }
 
 func (l *loaded) close() {

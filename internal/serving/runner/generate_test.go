@@ -7,6 +7,7 @@ import (
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/serving/pipeline"
+	"github.com/skulk/skulk/internal/serving/prompt"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
@@ -34,7 +35,8 @@ func openSplit(t *testing.T, ranks int) *loaded {
 	}
 	t.Cleanup(func() { m.Close() })
 	l := &loaded{m: m, context: m.Config.ContextLength}
-	if l.chat, err = setupChat(m, ""); err != nil {
+	l.prompts = &prompt.Model{M: m, Context: l.context, MaxConstraintBytes: pipeline.MaxConstraintBytes}
+	if l.prompts.Chat, err = prompt.SetupChat(m, ""); err != nil {
 		t.Fatal(err)
 	}
 	p, err := pipeline.New(m.File, pipeline.Split(m.Config.NLayer, ranks), pipeline.Options{Threads: 1,

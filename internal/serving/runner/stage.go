@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
-	"github.com/skulk/skulk/internal/engine/grammar"
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/pipeline"
+	"github.com/skulk/skulk/internal/serving/prompt"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
@@ -61,8 +61,9 @@ func openStage(spec proto.LoadSpec, opts serving, log *slog.Logger, warming func
 	if l.context == 0 || l.context > m.Config.ContextLength {
 		l.context = m.Config.ContextLength
 	}
+	l.prompts = &prompt.Model{M: m, Context: l.context, MaxConstraintBytes: pipeline.MaxConstraintBytes}
 	if spec.First {
-		if l.chat, err = setupChat(m, spec.ChatTemplateOverride); err != nil {
+		if l.prompts.Chat, err = prompt.SetupChat(m, spec.ChatTemplateOverride); err != nil {
 			m.Close()
 			return nil, err
 		}
@@ -194,17 +195,9 @@ func (s *stageRun) close() {
 
 // stageConstraint is the last rank's pipeline.StageConfig.Constrain: the
 // grammar of a structured-output task, compiled from the schema rank 0
-// compiled too (structured.source), over the model's vocabulary.
+// compiled too (the answer's sequence.Spec carries it).
 func (l *loaded) stageConstraint(src []byte) (pipeline.Constraint, error) {
-	m, err := compileSchema(src)
-	if err != nil {
-		return nil, err
-	}
-	v, err := grammarVocab(l)
-	if err != nil {
-		return nil, err
-	}
-	return grammar.NewConstraintVocab(m, v), nil
+	return l.prompts.Constraint(src)
 }
 
 // Generate runs spec on the pipeline (rank 0's stage; see
