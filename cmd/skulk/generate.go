@@ -12,8 +12,8 @@ import (
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/chat"
+	"github.com/skulk/skulk/internal/serving/prompt"
 	"github.com/skulk/skulk/internal/serving/request"
-	"github.com/skulk/skulk/internal/serving/runner"
 )
 
 func newGenerateCmd(s stdio) *cobra.Command {
@@ -21,14 +21,14 @@ func newGenerateCmd(s stdio) *cobra.Command {
 		Example: "  skulk generate --model testdata/models/stories260K.gguf --prompt \"Once upon a time\" --max-tokens 100\n  skulk generate --model MODEL.gguf --chat --system \"Be brief.\" --prompt \"Why is the sky blue?\"", Args: noArgs}
 	fs := c.Flags()
 	modelPath := fs.String("model", "", "GGUF model file")
-	prompt := fs.String("prompt", "", "prompt text")
+	promptText := fs.String("prompt", "", "prompt text")
 	// The sampling flags default as a node does for a request that leaves
-	// them out (runner.RequestParams maps both), so that the same request
+	// them out (prompt.RequestParams maps both), so that the same request
 	// gets the same answer here and from the server.
 	maxTokens := fs.Int("max-tokens", request.DefaultMaxTokens, "most tokens to generate; 0 means the default, as a request's max_tokens does")
-	temp := fs.Float64("temperature", runner.DefaultTemperature, "sampling temperature, 0 for greedy; the default is what a node (like llama-server) uses for a request without one")
+	temp := fs.Float64("temperature", request.DefaultTemperature, "sampling temperature, 0 for greedy; the default is what a node (like llama-server) uses for a request without one")
 	topK := fs.Int("top-k", 0, "keep the K most likely tokens (0 = off)")
-	topP := fs.Float64("top-p", runner.DefaultTopP, "nucleus sampling mass (0 or 1 = off)")
+	topP := fs.Float64("top-p", request.DefaultTopP, "nucleus sampling mass (0 or 1 = off)")
 	minP := fs.Float64("min-p", 0, "drop tokens below this fraction of the best (0 = off)")
 	seed := fs.Uint64("seed", 0, "random seed for sampling (default: a random seed, as a node draws for a request without one; --json prints it)")
 	threads := fs.Int("threads", 0, "worker threads (0 = physical cores)")
@@ -55,7 +55,7 @@ func newGenerateCmd(s stdio) *cobra.Command {
 			return err
 		}
 		sampling := request.Sampling{MaxTokens: *maxTokens, Temperature: temp, TopP: topP, TopK: *topK, MinP: *minP, Seed: seedFlag(cmd, *seed)}
-		params := runner.RequestParams(sampling, rand.Uint64)
+		params := prompt.RequestParams(sampling, rand.Uint64)
 		m, err := engine.Open(*modelPath, engine.Options{Threads: *threads, Kernels: ecfg.Kernels, NoPack: ecfg.NoPack, CacheType: *cacheType})
 		if err != nil {
 			return err
@@ -75,9 +75,9 @@ func newGenerateCmd(s stdio) *cobra.Command {
 		case *lookup:
 			params.Draft = engine.PromptLookup{}
 		}
-		text := *prompt
+		text := *promptText
 		if *asChat {
-			if text, err = chatPrompt(m, *system, *prompt); err != nil {
+			if text, err = chatPrompt(m, *system, *promptText); err != nil {
 				return err
 			}
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/serving/request"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // cliGeneration is what `skulk generate --json` prints.
@@ -57,19 +57,19 @@ type runnerProc struct {
 	done chan int
 }
 
-func startRunner(t *testing.T, spec runner.LoadSpec) *runnerProc {
+func startRunner(t *testing.T, spec proto.LoadSpec) *runnerProc {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := &runnerProc{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan int, 1)}
-	p.out.Buffer(nil, runner.MaxLine+1)
+	p.out.Buffer(nil, proto.MaxLine+1)
 	var errs bytes.Buffer
 	go func() {
 		p.done <- run(context.Background(), []string{"runner"}, stdio{inR, outW, &errs})
 		outW.Close()
 	}()
 	t.Cleanup(func() {
-		p.send(runner.Command{Op: runner.OpShutdown})
+		p.send(proto.Command{Op: proto.OpShutdown})
 		inW.Close()
 		for p.out.Scan() {
 		}
@@ -82,19 +82,19 @@ func startRunner(t *testing.T, spec runner.LoadSpec) *runnerProc {
 			t.Error("the runner did not stop")
 		}
 	})
-	p.send(runner.Command{Op: runner.OpLoad, Load: &spec})
+	p.send(proto.Command{Op: proto.OpLoad, Load: &spec})
 	for {
 		m := p.next()
-		if m.Type == runner.TypeStatus && m.Status.State == runner.StateReady {
+		if m.Type == proto.TypeStatus && m.Status.State == proto.StateReady {
 			return p
 		}
-		if m.Type != runner.TypeStatus || m.Status.State == runner.StateFailed {
+		if m.Type != proto.TypeStatus || m.Status.State == proto.StateFailed {
 			t.Fatalf("loading: %+v (%s)", m, errs.String())
 		}
 	}
 }
 
-func (p *runnerProc) send(c runner.Command) {
+func (p *runnerProc) send(c proto.Command) {
 	b, err := json.Marshal(c)
 	if err != nil {
 		p.t.Fatal(err)
@@ -103,17 +103,17 @@ func (p *runnerProc) send(c runner.Command) {
 }
 
 // next returns the runner's next message, its heartbeats skipped.
-func (p *runnerProc) next() runner.Message {
+func (p *runnerProc) next() proto.Message {
 	p.t.Helper()
 	for {
 		if !p.out.Scan() {
 			p.t.Fatalf("the runner's output ended: %v", p.out.Err())
 		}
-		m, err := runner.DecodeMessage(p.out.Bytes())
+		m, err := proto.DecodeMessage(p.out.Bytes())
 		if err != nil {
 			p.t.Fatal(err)
 		}
-		if m.Type != runner.TypeProgress {
+		if m.Type != proto.TypeProgress {
 			return m
 		}
 	}
@@ -121,11 +121,11 @@ func (p *runnerProc) next() runner.Message {
 
 func (p *runnerProc) generate(task string, req request.Request) runnerGeneration {
 	p.t.Helper()
-	p.send(runner.Command{Op: runner.OpGenerate, Generate: &runner.GenerateCmd{Task: task, Request: req}})
+	p.send(proto.Command{Op: proto.OpGenerate, Generate: &proto.GenerateCmd{Task: task, Request: req}})
 	var g runnerGeneration
 	for {
 		m := p.next()
-		if m.Type != runner.TypeChunk || m.Task != task {
+		if m.Type != proto.TypeChunk || m.Task != task {
 			p.t.Fatalf("task %s: unexpected message %+v", task, m)
 		}
 		c := m.Chunk
@@ -153,7 +153,7 @@ func TestGenerateMatchesRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startRunner(t, runner.LoadSpec{ModelPath: stories, Threads: 1})
+	r := startRunner(t, proto.LoadSpec{ModelPath: stories, Threads: 1})
 	const prompt, maxTokens = "Once upon a time", 48
 	zero, hot := 0.0, 1.3
 	tests := []struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 )
 
@@ -52,12 +53,7 @@ type GenerateParams struct {
 }
 
 // Constraint restricts what may be generated; grammar.Constraint is one.
-type Constraint interface {
-	sample.Constraint
-	// Accept advances the constraint by the token drawn; an error ends the
-	// generation.
-	Accept(id int32) error
-}
+type Constraint = sequence.Constraint
 
 // Token is one generated token and the text it completes. Text is the
 // token's piece as a server streams it (no leading space removed); it may
@@ -72,40 +68,14 @@ type Token struct {
 	Logits []float32
 }
 
-// Finish reasons.
+// Finish reasons, as every sequencer's.
 const (
-	FinishStop   = "stop"   // an end-of-generation token, or emit returned ErrStop
-	FinishLength = "length" // MaxTokens or the context window reached
+	FinishStop   = sequence.FinishStop   // an end-of-generation token, or emit returned ErrStop
+	FinishLength = sequence.FinishLength // MaxTokens or the context window reached
 )
 
 // Stats describe a finished generation.
-type Stats struct {
-	PromptTokens    int
-	GeneratedTokens int
-	FinishReason    string
-	Prefill         time.Duration
-	Decode          time.Duration // from the first sampled token to the last
-	// DraftTokens counts the tokens speculative decoding drafted and
-	// verified; DraftAccepted those of them the sampler drew.
-	DraftTokens, DraftAccepted int
-}
-
-// PrefillTokensPerSecond is the prompt processing rate.
-func (s Stats) PrefillTokensPerSecond() float64 {
-	return rate(s.PromptTokens, s.Prefill)
-}
-
-// DecodeTokensPerSecond is the generation rate after the first token.
-func (s Stats) DecodeTokensPerSecond() float64 {
-	return rate(s.GeneratedTokens-1, s.Decode)
-}
-
-func rate(n int, d time.Duration) float64 {
-	if n <= 0 || d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
-}
+type Stats = sequence.Stats
 
 // Errors of Generate.
 var (
@@ -117,15 +87,16 @@ var (
 	// ErrStop, returned by emit, ends the generation after that token as an
 	// end-of-generation token would: finish reason "stop" and no error.
 	// The runner's stop sequences use it.
-	ErrStop = errors.New("engine: stop")
+	ErrStop = sequence.ErrStop
 )
 
 // Generate runs prompt through the model and samples up to MaxTokens tokens,
 // calling emit for each. An end-of-generation token ends the loop and is not
 // emitted. emit returning ErrStop ends the generation; any other error, or
 // ctx ending, stops it with that error. The Stats count what was done even
-// then. This is the one generation loop: `skulk generate` and the runner's
-// tasks both run it.
+// then. It is the loop of a model held whole in this process (`skulk
+// generate`, and the runner's local sequencer); sequence.Budget and
+// sequence.Judge decide where it ends, as they do for a pipeline's head.
 func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, emit func(Token) error) (Stats, error) {
 	st := Stats{PromptTokens: len(prompt)}
 	if len(prompt) == 0 {
@@ -141,12 +112,9 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	if ctxLen <= 0 {
 		ctxLen = m.Config.ContextLength
 	}
-	if len(prompt) >= ctxLen {
-		return st, fmt.Errorf("engine: the prompt has %d tokens, which fills the %d-token context", len(prompt), ctxLen)
-	}
-	budget := ctxLen - len(prompt)
-	if p.MaxTokens > 0 && p.MaxTokens < budget {
-		budget = p.MaxTokens
+	budget, err := sequence.Budget(len(prompt), p.MaxTokens, ctxLen)
+	if err != nil {
+		return st, fmt.Errorf("engine: %w", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return st, err
@@ -188,7 +156,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	}
 	decodeStart := time.Now()
 	st.FinishReason = FinishLength
-	for st.GeneratedTokens < budget {
+	for {
 		if err := ctx.Err(); err != nil {
 			return st, err
 		}
@@ -213,7 +181,8 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 				return st, fmt.Errorf("engine: constrained decoding sampled a token the grammar refuses: %w", err)
 			}
 		}
-		if m.Tok.IsEOG(id) {
+		verdict := sequence.Judge(m.Tok.IsEOG(id), st.GeneratedTokens, budget)
+		if verdict == sequence.EndOfGeneration {
 			st.FinishReason = FinishStop
 			break
 		}
@@ -226,7 +195,7 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 			}
 			return st, err
 		}
-		if st.GeneratedTokens == budget {
+		if verdict == sequence.Last {
 			break
 		}
 		if ok {

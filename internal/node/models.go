@@ -28,7 +28,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/api"
 	"github.com/skulk/skulk/internal/serving/gateway"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 	"github.com/skulk/skulk/internal/serving/worker"
 )
 
@@ -288,9 +288,9 @@ func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading fun
 		if err != nil {
 			return worker.Model{}, fmt.Errorf("model %s: draft model: %w", model, err)
 		}
-		wm.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeDraft, DraftModelPath: draft, DraftMax: rt.DraftMax}
+		wm.Speculative = &proto.SpeculativeSpec{Mode: proto.SpeculativeDraft, DraftModelPath: draft, DraftMax: rt.DraftMax}
 	case rt.Speculative == catalog.SpeculativeLookup:
-		wm.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeLookup, DraftMax: rt.DraftMax}
+		wm.Speculative = &proto.SpeculativeSpec{Mode: proto.SpeculativeLookup, DraftMax: rt.DraftMax}
 	}
 	return wm, nil
 }

@@ -9,7 +9,8 @@ import (
 	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/platform/supervise"
 	"github.com/skulk/skulk/internal/serving/request"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/client"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 	"github.com/skulk/skulk/internal/serving/worker"
 )
 
@@ -21,12 +22,12 @@ func spawner(command []string, eng config.Engine, log *slog.Logger) func(ctx con
 	return func(ctx context.Context, name string) (worker.Runner, error) {
 		l := log.With("runner", name)
 		flags := runnerFlags(enabledLevel(ctx, log), eng)
-		spec := runner.SelfSpec(l, flags...)
+		spec := client.SelfSpec(l, flags...)
 		if len(command) > 0 {
 			args := append(append(append([]string(nil), command[1:]...), "runner"), flags...)
 			spec = supervise.Spec{Path: command[0], Args: args, Logger: l}
 		}
-		c, err := runner.Start(ctx, spec, runner.Options{Logger: l})
+		c, err := client.Start(ctx, spec, client.Options{Logger: l})
 		if err != nil {
 			return nil, err
 		}
@@ -64,10 +65,10 @@ func enabledLevel(ctx context.Context, log *slog.Logger) slog.Level {
 	return slog.LevelError
 }
 
-// clientRunner adapts runner.Client to the worker's Runner.
-type clientRunner struct{ c *runner.Client }
+// clientRunner adapts client.Client to the worker's Runner.
+type clientRunner struct{ c *client.Client }
 
-func (r clientRunner) Load(ctx context.Context, spec runner.LoadSpec) (runner.Status, error) {
+func (r clientRunner) Load(ctx context.Context, spec proto.LoadSpec) (proto.Status, error) {
 	return r.c.Load(ctx, spec)
 }
 

@@ -56,7 +56,6 @@ func under(p, prefix string) bool { return p == prefix || strings.HasPrefix(p, p
 var allowedImports = map[string][]string{
 	"internal/platform/ids":      {},
 	"internal/serving/request":   {"internal/platform/ids", "internal/platform/fault"},
-	"internal/platform/fault":    {},
 	"internal/observe/trace":     {},
 	"internal/control/event":     {"github.com/fxamacker/cbor/v2", "internal/platform/ids"},
 	"internal/control/state":     {"github.com/fxamacker/cbor/v2", "internal/control/event", "internal/platform/ids"},
@@ -69,13 +68,14 @@ var allowedImports = map[string][]string{
 	"internal/engine/gguf":        {"golang.org/x/sys/", "internal/engine/tensor"},
 	"internal/engine/tokenizer":   {"internal/engine/gguf", "internal/engine/tensor"},
 	"internal/engine/sample":      {},
+	"internal/engine/sequence":    {"internal/engine/sample"},
 	"internal/engine/output":      {},
 	"internal/engine/grammar":     {},
 	"internal/engine/chat":        {"github.com/ardanlabs/jinja"},
 	"internal/engine/synth":       {"internal/engine/gguf", "internal/engine/tensor", "golang.org/x/sys/"},
 	"internal/control/membership": {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "github.com/hashicorp/go-sockaddr", "internal/platform/ids", "internal/platform/transport/clusterkey"},
 	"internal/platform/transport": {"github.com/quic-go/quic-go", "internal/platform/ids", "internal/platform/transport/clusterkey"},
-	"internal/serving/pipeline":   {"internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
+	"internal/serving/pipeline":   {"internal/engine/gguf", "internal/engine/model", "internal/engine/sample", "internal/engine/sequence"},
 	// metrics knows Prometheus, not the domain: the node hands it plain values.
 	"internal/observe/metrics": {"github.com/prometheus/client_golang/"},
 }

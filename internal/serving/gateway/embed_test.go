@@ -25,6 +25,8 @@ import (
 	"github.com/skulk/skulk/internal/platform/supervise"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/client"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 	"github.com/skulk/skulk/internal/serving/worker"
 )
 
@@ -42,11 +44,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// clientRunner adapts runner.Client to the worker's Runner, as the node
+// clientRunner adapts client.Client to the worker's Runner, as the node
 // does.
-type clientRunner struct{ c *runner.Client }
+type clientRunner struct{ c *client.Client }
 
-func (r clientRunner) Load(ctx context.Context, spec runner.LoadSpec) (runner.Status, error) {
+func (r clientRunner) Load(ctx context.Context, spec proto.LoadSpec) (proto.Status, error) {
 	return r.c.Load(ctx, spec)
 }
 
@@ -144,7 +146,7 @@ func cluster(t *testing.T) (*Gateway, string) {
 	gw := New(Config{Node: node, Master: m, Serve: serve, Catalog: func() *catalog.Catalog { return cat }, Nodes: nodes, NewID: newID})
 	w = worker.New(worker.Config{Node: node, Master: m, Threads: 1, Now: time.Now, NewID: newID,
 		Spawn: func(ctx context.Context, name string) (worker.Runner, error) {
-			c, err := runner.Start(ctx, supervise.Spec{Args: []string{"-test.run=^$"}, Env: []string{runnerEnv + "=1"}}, runner.Options{})
+			c, err := client.Start(ctx, supervise.Spec{Args: []string{"-test.run=^$"}, Env: []string{runnerEnv + "=1"}}, client.Options{})
 			if err != nil {
 				return nil, err
 			}

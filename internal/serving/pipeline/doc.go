@@ -13,9 +13,11 @@
 // the sequence's constraint (a grammar the runner builds from the source
 // the open object carries: StageConfig.Constrain) and returns the token,
 // with its logprobs when asked, to rank 0, which delivers it to the
-// Sequence, ends the
-// sequence (end of generation, MaxTokens, context, Cancel) or feeds the
-// token back in as the sequence's next decode step. When a sequence ends a
+// Sequence, ends the sequence (end of generation, MaxTokens, context, as
+// sequence.Judge decides for every sequencer; or Cancel) or feeds the
+// token back in as the sequence's next decode step. Rank 0's Stage is a
+// sequence.Sequencer (Stage.Generate), the runner's to run a task on as it
+// runs one on a model held whole. When a sequence ends a
 // release object follows it down the pipeline and every rank frees its
 // cache. The greedy and seeded output equals the same model on one shard
 // token for token: a split, a prefill chunking and a model.Shard.Step in

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/sequence"
 )
 
 // Request is one generation for rank 0.
@@ -180,8 +181,8 @@ func (s *Stage) Submit(ctx context.Context, req Request) (*Sequence, error) {
 	return q, nil
 }
 
-// spec checks a request and sizes its sequence as engine.Model.Generate
-// does: the budget is MaxTokens within what the context leaves.
+// spec checks a request and sizes its sequence by sequence.Budget, as
+// engine.Model.Generate does.
 func (s *Stage) spec(req Request) (Spec, error) {
 	n := len(req.Prompt)
 	if n == 0 {
@@ -202,12 +203,9 @@ func (s *Stage) spec(req Request) (Spec, error) {
 		return Spec{}, fmt.Errorf("pipeline: a constraint of %d bytes (at most %d)", len(req.Constraint), MaxConstraintBytes)
 	}
 	ctxLen := cmpOr(req.Context, cmpOr(s.cfg.Head.Context, s.cfg.Shard.Config.ContextLength))
-	if req.MaxTokens < 0 || n >= ctxLen {
-		return Spec{}, fmt.Errorf("pipeline: a %d-token prompt with max tokens %d does not fit the %d-token context", n, req.MaxTokens, ctxLen)
-	}
-	budget := ctxLen - n
-	if req.MaxTokens > 0 && req.MaxTokens < budget {
-		budget = req.MaxTokens
+	budget, err := sequence.Budget(n, req.MaxTokens, ctxLen)
+	if err != nil {
+		return Spec{}, fmt.Errorf("pipeline: %w", err)
 	}
 	spec := Spec{PromptLen: n, Capacity: n + budget, Sample: req.Sample,
 		Logprobs: req.Logprobs || req.TopLogprobs > 0, TopLogprobs: req.TopLogprobs, Constraint: slices.Clone(req.Constraint)}
@@ -302,19 +300,21 @@ const (
 	endConstraint                    // the constraint failed on the last rank
 )
 
-// judge decides a sampled token's fate as engine.Model.Generate does:
-// an end-of-generation token ends the sequence undelivered; otherwise the
-// token is delivered and, unless it is the budget's last, fed back.
-// generated counts the tokens delivered before this one.
+// judge decides a sampled token's fate: what the last rank could not
+// sample ends the sequence with an error; the rest is sequence.Judge's, as
+// on a model held whole (engine.Model.Generate). generated counts the
+// tokens delivered before this one.
 func judge(tok int32, nVocab int, eog bool, generated, budget int) verdict {
 	switch {
 	case tok == tokenConstraintFailed:
 		return endConstraint
 	case tok < 0 || int(tok) >= nVocab:
 		return endNoToken
-	case eog:
+	}
+	switch sequence.Judge(eog, generated, budget) {
+	case sequence.EndOfGeneration:
 		return endStop
-	case generated+1 >= budget:
+	case sequence.Last:
 		return endLength
 	}
 	return feed

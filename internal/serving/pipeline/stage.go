@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/model"
-	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/sequence"
 )
 
 // Defaults of StageConfig and HeadConfig.
@@ -71,10 +71,7 @@ type StepTrace struct {
 // for structured output): Mask forbids, before each draw, the tokens that
 // may not come next; Accept advances it by the token drawn, end of
 // generation included, as engine.Model.Generate does.
-type Constraint interface {
-	sample.Constraint
-	Accept(id int32) error
-}
+type Constraint = sequence.Constraint
 
 // HeadConfig configures rank 0, which owns the sequences.
 type HeadConfig struct {

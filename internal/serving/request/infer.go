@@ -81,6 +81,23 @@ const DefaultRepeatLastN = 64
 // DefaultMaxTokens caps generation when a request names no limit.
 const DefaultMaxTokens = 4096
 
+// Sampling defaults for fields a request leaves unset, as llama-server sets
+// them: a request with no temperature samples at 0.8 with top_p 0.95; send
+// temperature 0 for greedy decoding. top_k, min_p and the penalties are
+// plain numbers in Sampling, so their zero value is "off".
+const (
+	DefaultTemperature = 0.8
+	DefaultTopP        = 0.95
+)
+
+// TokenCap is the request's generation cap: its own, else DefaultMaxTokens.
+func (s Sampling) TokenCap() int {
+	if s.MaxTokens == 0 {
+		return DefaultMaxTokens
+	}
+	return s.MaxTokens
+}
+
 // MaxStopSequences and MaxTopLogprobs bound what a request may ask for.
 const (
 	MaxStopSequences = 16

@@ -81,14 +81,14 @@ const (
 
 type batchMsg struct {
 	kind batchKind
-	seq  *sequence
+	seq  *batchSeq
 	tok  int32 // batchStep
 }
 
-// sequence is one task's sequence. The batcher's goroutine owns every
+// batchSeq is one task's sequence. The batcher's goroutine owns every
 // field but reply; the task holds the pointer as a handle and reads
 // logits only between its answered requests.
-type sequence struct {
+type batchSeq struct {
 	prompt   []int32
 	capacity int
 	cache    *model.Cache
@@ -127,7 +127,7 @@ func (b *batcher) send(m batchMsg) bool {
 }
 
 // await waits for the answer to a request of seq.
-func (b *batcher) await(ctx context.Context, seq *sequence) error {
+func (b *batcher) await(ctx context.Context, seq *batchSeq) error {
 	select {
 	case err := <-seq.reply:
 		return err
@@ -143,8 +143,8 @@ func (b *batcher) await(ctx context.Context, seq *sequence) error {
 // sequence and the logits after the prompt (valid until the sequence's
 // next step) and how many prompt tokens came from the prefix cache. The
 // sequence must be ended with finish, whatever the error.
-func (b *batcher) prefill(ctx context.Context, prompt []int32, capacity int) (*sequence, error) {
-	seq := &sequence{prompt: prompt, capacity: capacity, reply: make(chan error, 1),
+func (b *batcher) prefill(ctx context.Context, prompt []int32, capacity int) (*batchSeq, error) {
+	seq := &batchSeq{prompt: prompt, capacity: capacity, reply: make(chan error, 1),
 		logits: make([]float32, b.shard.Config.NVocab)}
 	if !b.send(batchMsg{kind: batchOpen, seq: seq}) {
 		return seq, errBatcherStopped
@@ -154,7 +154,7 @@ func (b *batcher) prefill(ctx context.Context, prompt []int32, capacity int) (*s
 
 // step appends tok to seq and returns the logits after it, valid until
 // the next step.
-func (b *batcher) step(ctx context.Context, seq *sequence, tok int32) ([]float32, error) {
+func (b *batcher) step(ctx context.Context, seq *batchSeq, tok int32) ([]float32, error) {
 	if !b.send(batchMsg{kind: batchStep, seq: seq, tok: tok}) {
 		return nil, errBatcherStopped
 	}
@@ -165,14 +165,14 @@ func (b *batcher) step(ctx context.Context, seq *sequence, tok int32) ([]float32
 }
 
 // finish ends seq; its cache goes to the prefix cache.
-func (b *batcher) finish(seq *sequence) {
+func (b *batcher) finish(seq *batchSeq) {
 	b.send(batchMsg{kind: batchClose, seq: seq})
 }
 
 func (b *batcher) run(ctx context.Context) {
 	defer close(b.done)
 	var (
-		live   []*sequence
+		live   []*batchSeq
 		st     model.Steps
 		gather = time.NewTimer(b.cfg.gather)
 		armed  bool // gather runs: work is waiting for company
@@ -236,7 +236,7 @@ func (b *batcher) run(ctx context.Context) {
 }
 
 // handle applies a task's message and returns the live sequences.
-func (b *batcher) handle(m batchMsg, live []*sequence, store *prefixStore) []*sequence {
+func (b *batcher) handle(m batchMsg, live []*batchSeq, store *prefixStore) []*batchSeq {
 	s := m.seq
 	switch m.kind {
 	case batchOpen:
@@ -264,7 +264,7 @@ func (b *batcher) handle(m batchMsg, live []*sequence, store *prefixStore) []*se
 // reuse copies into s's cache the longest prefix of its prompt that a
 // stored or running sequence holds, leaving at least one prompt token to
 // read (its logits are the first token's).
-func (b *batcher) reuse(s *sequence, live []*sequence, store *prefixStore) {
+func (b *batcher) reuse(s *batchSeq, live []*batchSeq, store *prefixStore) {
 	limit := len(s.prompt) - 1
 	e, n := store.match(s.prompt[:limit])
 	src := (*model.Cache)(nil)
@@ -287,7 +287,7 @@ func (b *batcher) reuse(s *sequence, live []*sequence, store *prefixStore) {
 
 // stepOnce runs the step planStep picks for live, reading at most prompt
 // prompt rows, and answers the sequences whose request it completes.
-func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want, prompt int) {
+func (b *batcher) stepOnce(st *model.Steps, live []*batchSeq, wants []want, prompt int) {
 	rows := planStep(wants, b.cfg.budget, b.cfg.chunk, prompt)
 	if b.onStep != nil {
 		b.onStep(wants, rows)
@@ -298,7 +298,7 @@ func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want, prom
 		caches         []*model.Cache
 		counts         []int
 		toks           []int32
-		who            []*sequence
+		who            []*batchSeq
 		decoded, aread int
 	)
 	for i, s := range live {
@@ -354,7 +354,7 @@ func (b *batcher) stepOnce(st *model.Steps, live []*sequence, wants []want, prom
 
 // advance records that s took n rows (logits after them, or err) and
 // answers its task when its request is done.
-func (b *batcher) advance(s *sequence, n int, logits []float32, err error) {
+func (b *batcher) advance(s *batchSeq, n int, logits []float32, err error) {
 	if err != nil {
 		s.decode = false
 		s.read = len(s.prompt) // a failed prompt is not read on

@@ -13,6 +13,8 @@ import (
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/model"
+	"github.com/skulk/skulk/internal/serving/runner/client"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // openStories opens stories260K for in-process tests.
@@ -29,7 +31,7 @@ func openStories(t testing.TB, threads int) *engine.Model {
 // batchedGenerate runs the engine's loop greedily through b, as a task
 // does, and returns the tokens and how many prompt tokens were reused.
 func batchedGenerate(ctx context.Context, m *engine.Model, b *batcher, prompt []int32, n int) ([]int32, int, error) {
-	var seq *sequence
+	var seq *batchSeq
 	defer func() {
 		if seq != nil {
 			b.finish(seq)
@@ -293,12 +295,12 @@ func TestPrefixCacheNeverServesAnotherSequence(t *testing.T) {
 // (the first's prompt and answer, and more) is a cache hit on the first
 // and a miss on the second, and both answer it with the same text.
 func TestPrefixHitSameTextAsMiss(t *testing.T) {
-	hit := loadedClient(t, LoadSpec{})
-	miss := loadedClient(t, LoadSpec{}, "-prefix-cache-mb", "0")
+	hit := loadedClient(t, proto.LoadSpec{})
+	miss := loadedClient(t, proto.LoadSpec{}, "-prefix-cache-mb", "0")
 	rng := rand.New(rand.NewPCG(9, 10))
 	first := storyPrompt(rng, 300)
 	var texts [2]string
-	for i, c := range []*Client{hit, miss} {
+	for i, c := range []*client.Client{hit, miss} {
 		r1 := generateAll(t, c, "turn1", greedy(first, 32))
 		second := first + r1.content + " " + storyPrompt(rng, 40)
 		r2 := generateAll(t, c, "turn2", greedy(second, 48))

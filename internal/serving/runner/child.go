@@ -11,9 +11,12 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/serving/prompt"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // DefaultSlots is how many tasks a runner generates at once (the one place
@@ -80,24 +83,24 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args [
 // heartbeat sends the runner's progress every HeartbeatInterval until stop.
 // It skips a beat rather than wait when the writer is backed up: chunks
 // waiting to be written are progress too.
-func heartbeat(out chan<- Message, meter *stepMeter, stop <-chan struct{}) {
+func heartbeat(out chan<- proto.Message, meter *stepMeter, stop <-chan struct{}) {
 	// The first beat goes at once, before any status: the client's
 	// watchdog knows from then on that this runner beats, so a runner
 	// stopped in its first quarter second is still found stalled.
 	p := meter.read()
 	select {
-	case out <- Message{Type: TypeProgress, Progress: &p}:
+	case out <- proto.Message{Type: proto.TypeProgress, Progress: &p}:
 	case <-stop:
 		return
 	}
-	t := time.NewTicker(HeartbeatInterval)
+	t := time.NewTicker(proto.HeartbeatInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
 			p := meter.read()
 			select {
-			case out <- Message{Type: TypeProgress, Progress: &p}:
+			case out <- proto.Message{Type: proto.TypeProgress, Progress: &p}:
 			default:
 			}
 		case <-stop:
@@ -118,9 +121,9 @@ type server struct {
 	log   *slog.Logger
 	slots int
 	opts  serving
-	out   chan<- Message // to the writer goroutine
+	out   chan<- proto.Message // to the writer goroutine
 
-	state   State
+	state   proto.State
 	model   *loaded          // set once ready
 	loading chan loadEvent   // the loader's reports; nil when no load runs
 	tasks   map[string]*task // queued and running
@@ -138,12 +141,12 @@ type server struct {
 
 // readResult is one line read from stdin.
 type readResult struct {
-	cmd Command
+	cmd proto.Command
 	err error // a *ProtocolError for a bad line; anything else ends the input
 }
 
 func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Logger, opts serving) error {
-	out := make(chan Message, 64)
+	out := make(chan proto.Message, 64)
 	writeErr := make(chan error, 1)
 	writerDone := make(chan struct{})
 	go func() {
@@ -167,7 +170,7 @@ func serve(ctx context.Context, stdin io.Reader, stdout io.Writer, log *slog.Log
 	close(stopBeat)
 	<-beatDone
 
-	s.send(Message{Type: TypeStatus, Status: &Status{State: StateStopped, Reason: "shut down"}})
+	s.send(proto.Message{Type: proto.TypeStatus, Status: &proto.Status{State: proto.StateStopped, Reason: "shut down"}})
 	close(out)
 	<-writerDone
 	if s.model != nil {
@@ -221,7 +224,7 @@ func (s *server) loop(ctx context.Context, lines <-chan readResult, writeErr <-c
 			err := s.model.stage.stage.Err()
 			s.log.Error("pipeline stage stopped; shutting down", "err", err)
 			if !s.closing {
-				s.status(Status{State: StateFailed, Reason: fmt.Sprintf("pipeline stage stopped: %v", err)})
+				s.status(proto.Status{State: proto.StateFailed, Reason: fmt.Sprintf("pipeline stage stopped: %v", err)})
 			}
 			s.shutdown("pipeline stage stopped")
 			s.stageGone = true
@@ -243,17 +246,17 @@ func (s *server) stageDone() <-chan struct{} {
 	return s.model.stage.stage.Done()
 }
 
-func (s *server) handle(c Command) {
+func (s *server) handle(c proto.Command) {
 	switch c.Op {
-	case OpLoad:
+	case proto.OpLoad:
 		s.load(*c.Load)
-	case OpGenerate:
+	case proto.OpGenerate:
 		s.generate(*c.Generate)
-	case OpCancel:
+	case proto.OpCancel:
 		s.cancel(c.Cancel.Task)
-	case OpEmbed:
+	case proto.OpEmbed:
 		s.embed(*c.Embed)
-	case OpShutdown:
+	case proto.OpShutdown:
 		s.shutdown("shutdown requested")
 	}
 }
@@ -265,18 +268,18 @@ func (s *server) protocolError(task string, err error) {
 	if errors.As(err, &ie) {
 		e = ie
 	}
-	s.send(Message{Type: TypeError, Task: task, Error: e})
+	s.send(proto.Message{Type: proto.TypeError, Task: task, Error: e})
 }
 
-func (s *server) send(m Message) { s.out <- m }
+func (s *server) send(m proto.Message) { s.out <- m }
 
-func (s *server) status(st Status) {
+func (s *server) status(st proto.Status) {
 	s.state = st.State
 	s.log.Info("status", "state", st.State, "reason", st.Reason)
-	s.send(Message{Type: TypeStatus, Status: &st})
+	s.send(proto.Message{Type: proto.TypeStatus, Status: &st})
 }
 
-func (s *server) load(spec LoadSpec) {
+func (s *server) load(spec proto.LoadSpec) {
 	if s.closing {
 		s.protocolError("", fault.Errorf(fault.ClassUnavailable, "the runner is shutting down"))
 		return
@@ -285,7 +288,7 @@ func (s *server) load(spec LoadSpec) {
 		s.protocolError("", fault.Errorf(fault.ClassConflict, "a load was already received (state %s)", s.state))
 		return
 	}
-	s.status(Status{State: StateLoading})
+	s.status(proto.Status{State: proto.StateLoading})
 	ch := make(chan loadEvent)
 	s.loading = ch
 	go loadModel(spec, s.opts, s.log, ch)
@@ -294,10 +297,10 @@ func (s *server) load(spec LoadSpec) {
 func (s *server) loadEvent(ev loadEvent) {
 	switch {
 	case ev.warming:
-		s.status(Status{State: StateWarming})
+		s.status(proto.Status{State: proto.StateWarming})
 		return
 	case ev.err != nil:
-		s.status(Status{State: StateFailed, Reason: ev.err.Error()})
+		s.status(proto.Status{State: proto.StateFailed, Reason: ev.err.Error()})
 	case s.closing:
 		ev.model.close()
 	default:
@@ -305,13 +308,13 @@ func (s *server) loadEvent(ev loadEvent) {
 		if ev.model.slots > 0 {
 			s.slots = ev.model.slots
 		}
-		s.status(Status{State: StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context,
+		s.status(proto.Status{State: proto.StateReady, WeightBytes: ev.model.weightBytes(), ContextTokens: ev.model.context,
 			BytesPerToken: ev.model.bytesPerToken()})
 	}
 	s.loading = nil
 }
 
-func (s *server) generate(g GenerateCmd) {
+func (s *server) generate(g proto.GenerateCmd) {
 	if s.known(g.Task) {
 		s.protocolError(g.Task, fault.Errorf(fault.ClassConflict, "task %q is already running", g.Task))
 		return
@@ -320,7 +323,7 @@ func (s *server) generate(g GenerateCmd) {
 	switch {
 	case s.closing:
 		refuse = fault.Errorf(fault.ClassUnavailable, "the runner is shutting down")
-	case s.state != StateReady:
+	case s.state != proto.StateReady:
 		refuse = fault.Errorf(fault.ClassUnavailable, "the runner is not ready (state %q)", s.state)
 	case s.model.enc != nil:
 		refuse = s.model.enc.refuseGenerate(g.Request.Model)
@@ -328,7 +331,7 @@ func (s *server) generate(g GenerateCmd) {
 		refuse = fault.Errorf(fault.ClassInvalid, "this runner is a later stage of a pipeline; tasks go to rank 0")
 	}
 	if refuse != nil {
-		s.send(Message{Type: TypeChunk, Task: g.Task, Chunk: &request.Chunk{Kind: request.ChunkError, Error: refuse}})
+		s.send(proto.Message{Type: proto.TypeChunk, Task: g.Task, Chunk: &request.Chunk{Kind: request.ChunkError, Error: refuse}})
 		return
 	}
 	t := &task{id: g.Task, req: g.Request}
@@ -394,26 +397,26 @@ func (s *server) shutdown(why string) {
 	s.shutdownEmbeds()
 }
 
-func cancelledChunk(task string, u request.Usage) Message {
-	return Message{Type: TypeChunk, Task: task, Chunk: &request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishCancelled, Usage: &u}}
+func cancelledChunk(task string, u request.Usage) proto.Message {
+	return proto.Message{Type: proto.TypeChunk, Task: task, Chunk: &request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishCancelled, Usage: &u}}
 }
 
 // readLoop decodes stdin lines until the input ends or stop is closed.
 func readLoop(r io.Reader, lines chan<- readResult, stop <-chan struct{}) {
 	defer close(lines)
-	lr := newLineReader(r, MaxLine)
+	lr := proto.NewLineReader(r, proto.MaxLine)
 	for {
-		line, err := lr.next()
+		line, err := lr.Next()
 		var res readResult
 		switch {
-		case err != nil && errors.Is(err, ErrProtocol):
+		case err != nil && errors.Is(err, proto.ErrProtocol):
 			res.err = err
 		case err != nil:
 			return
 		case len(line) == 0:
 			continue // blank lines are allowed
 		default:
-			res.cmd, res.err = DecodeCommand(line)
+			res.cmd, res.err = proto.DecodeCommand(line)
 		}
 		select {
 		case lines <- res:
@@ -426,18 +429,18 @@ func readLoop(r io.Reader, lines chan<- readResult, stop <-chan struct{}) {
 // writeLoop writes each message as a line, flushing whenever no more are
 // waiting. After a write error it keeps draining (so senders never block),
 // reports the error once and writes nothing more.
-func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
+func writeLoop(w io.Writer, out <-chan proto.Message, failed chan<- error) {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var werr error
 	for m := range out {
 		if werr != nil {
 			continue
 		}
-		b, err := marshalLine(m)
+		b, err := proto.MarshalLine(m)
 		if err != nil {
 			// Only a bug can make a Message unencodable; say so rather
 			// than lose the line.
-			b, _ = marshalLine(Message{Type: TypeError, Task: m.Task, Error: fault.Errorf(fault.ClassInternal, "runner: encode message: %v", err)})
+			b, _ = proto.MarshalLine(proto.Message{Type: proto.TypeError, Task: m.Task, Error: fault.Errorf(fault.ClassInternal, "runner: encode message: %v", err)})
 		}
 		_, werr = bw.Write(b)
 		if werr == nil && len(out) == 0 {
@@ -454,15 +457,17 @@ func writeLoop(w io.Writer, out <-chan Message, failed chan<- error) {
 
 // loaded is a model ready to serve: a decoder (m) or an encoder (enc).
 type loaded struct {
-	m       *engine.Model
-	steps   *batcher // runs m's tasks' sequences in batched steps
-	slots   int      // tasks generated at once; 0 keeps the flag's
+	m *engine.Model
+	// seqs runs the tasks' sequences: local for a model held whole, the
+	// stage on a pipeline's rank 0 (nil on its later ranks, which take no
+	// tasks).
+	seqs    sequence.Sequencer
+	local   *local // set for a model held whole
+	slots   int    // tasks generated at once; 0 keeps the flag's
 	enc     *encoderModel
-	stage   *stageRun // set when the runner is one stage of a pipeline
-	context int       // tokens per task, prompt included
-	chat    chatSetup
-	vocab   lazyVocab // the grammar vocabulary, built on the first constrained task
-	spec    speculative
+	stage   *stageRun     // set when the runner is one stage of a pipeline
+	context int           // tokens per task, prompt included
+	prompts *prompt.Model // how requests are prepared for m
 }
 
 func (l *loaded) close() {
@@ -475,8 +480,7 @@ func (l *loaded) close() {
 		l.m.Close()
 		return
 	}
-	l.steps.close()
-	l.spec.close()
+	l.local.close()
 	l.m.Close()
 }
 

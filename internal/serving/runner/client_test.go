@@ -14,6 +14,8 @@ import (
 
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/client"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 func TestLoadReady(t *testing.T) {
@@ -28,17 +30,17 @@ func TestLoadReady(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := startClient(t, Options{}, "runner")
+			c := startClient(t, client.Options{}, "runner")
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
-			st, err := c.Load(ctx, LoadSpec{ModelPath: modelPath(t), Threads: 1, ContextTokens: tt.ctx, Instance: "i1"})
+			st, err := c.Load(ctx, proto.LoadSpec{ModelPath: modelPath(t), Threads: 1, ContextTokens: tt.ctx, Instance: "i1"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.State != StateReady || st.ContextTokens != tt.want || st.WeightBytes <= 0 {
+			if st.State != proto.StateReady || st.ContextTokens != tt.want || st.WeightBytes <= 0 {
 				t.Fatalf("status %+v, want ready with %d context tokens and the weights' size", st, tt.want)
 			}
-			if _, err := c.Load(ctx, LoadSpec{ModelPath: modelPath(t)}); err == nil {
+			if _, err := c.Load(ctx, proto.LoadSpec{ModelPath: modelPath(t)}); err == nil {
 				t.Fatal("a second Load succeeded")
 			}
 		})
@@ -53,7 +55,7 @@ func TestGreedyMatchesLlamaCpp(t *testing.T) {
 	prompt, want, promptTokens, n := reference(t)
 	for _, args := range [][]string{nil, {"-kernels", "generic"}, {"-no-pack"}} {
 		t.Run(strings.Join(append([]string{"args"}, args...), "_"), func(t *testing.T) {
-			c := loadedClient(t, LoadSpec{}, args...)
+			c := loadedClient(t, proto.LoadSpec{}, args...)
 			r := generateAll(t, c, "t1", greedy(prompt, n))
 			if r.content != want {
 				t.Fatalf("greedy text\n got %q\nwant %q", r.content, want)
@@ -77,7 +79,7 @@ func TestGreedyMatchesLlamaCpp(t *testing.T) {
 
 func TestConcurrentTasks(t *testing.T) {
 	prompt, want, _, n := reference(t)
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	const tasks = 8
 	chans := make([]<-chan request.Chunk, tasks)
 	for i := range chans {
@@ -87,7 +89,7 @@ func TestConcurrentTasks(t *testing.T) {
 		}
 		chans[i] = ch
 	}
-	if _, err := c.Generate(t.Context(), "task-0", greedy(prompt, 1)); !errors.Is(err, ErrDuplicateTask) {
+	if _, err := c.Generate(t.Context(), "task-0", greedy(prompt, 1)); !errors.Is(err, client.ErrDuplicateTask) {
 		t.Fatalf("a duplicate task id gave %v, want ErrDuplicateTask", err)
 	}
 	// Read them in reverse, so early tasks wait on a slow reader.
@@ -101,7 +103,7 @@ func TestConcurrentTasks(t *testing.T) {
 
 func TestStopAndLogprobs(t *testing.T) {
 	prompt, want, _, n := reference(t)
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	t.Run("stop_sequence", func(t *testing.T) {
 		req := greedy(prompt, n)
 		req.Sampling.Stop = []string{"zebra", "Lily"}
@@ -135,7 +137,7 @@ func TestStopAndLogprobs(t *testing.T) {
 }
 
 func TestChatRequest(t *testing.T) {
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	zero := 0.0
 	req := request.Request{Chat: true, Messages: []request.Message{
 		{Role: request.RoleSystem, Content: "You tell stories."},
@@ -160,7 +162,7 @@ func TestChatRequest(t *testing.T) {
 }
 
 func TestTaskErrors(t *testing.T) {
-	c := loadedClient(t, LoadSpec{ContextTokens: 16})
+	c := loadedClient(t, proto.LoadSpec{ContextTokens: 16})
 	tests := []struct {
 		name  string
 		req   request.Request
@@ -210,7 +212,7 @@ func TestTaskErrors(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	c := loadedClient(t, LoadSpec{}, "-slots", "1")
+	c := loadedClient(t, proto.LoadSpec{}, "-slots", "1")
 	t.Run("running", func(t *testing.T) {
 		ch, err := c.Generate(t.Context(), "long", greedy("Once upon a time", 2000))
 		if err != nil {
@@ -265,8 +267,8 @@ func TestCancel(t *testing.T) {
 // channel closes, the runner is told to cancel, and its final chunk says so.
 func TestContextCancelAbandons(t *testing.T) {
 	rec := newLogRecorder()
-	c := startClient(t, Options{Logger: slog.New(rec)}, "runner")
-	if _, err := c.Load(t.Context(), LoadSpec{ModelPath: modelPath(t), Threads: 1}); err != nil {
+	c := startClient(t, client.Options{Logger: slog.New(rec)}, "runner")
+	if _, err := c.Load(t.Context(), proto.LoadSpec{ModelPath: modelPath(t), Threads: 1}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -300,7 +302,7 @@ func TestContextCancelAbandons(t *testing.T) {
 }
 
 func TestChildKilledMidStream(t *testing.T) {
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	ch, err := c.Generate(t.Context(), "doomed", greedy("Once upon a time", 2000))
 	if err != nil {
 		t.Fatal(err)
@@ -313,13 +315,13 @@ func TestChildKilledMidStream(t *testing.T) {
 	if r.last.Kind != request.ChunkError || r.last.Error.Class != fault.ClassInternal || !strings.Contains(r.last.Error.Message, "killed") {
 		t.Fatalf("last chunk %+v, want an internal error naming the kill", r.last)
 	}
-	var st Status
+	var st proto.Status
 	select {
 	case st = <-c.Statuses():
 	case <-time.After(30 * time.Second):
 		t.Fatal("no status after the runner died")
 	}
-	if st.State != StateFailed || !strings.Contains(st.Reason, "signal: killed") {
+	if st.State != proto.StateFailed || !strings.Contains(st.Reason, "signal: killed") {
 		t.Fatalf("status %+v, want failed with the exit", st)
 	}
 	if _, ok := <-c.Statuses(); ok {
@@ -328,7 +330,7 @@ func TestChildKilledMidStream(t *testing.T) {
 	if e := c.Exit(); e.Signal != "killed" {
 		t.Fatalf("exit %s", e)
 	}
-	if _, err := c.Generate(t.Context(), "late", greedy("x", 1)); !errors.Is(err, ErrClosed) {
+	if _, err := c.Generate(t.Context(), "late", greedy("x", 1)); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("Generate on a dead runner: %v, want ErrClosed", err)
 	}
 }
@@ -340,29 +342,29 @@ func TestLoadFailures(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		spec   LoadSpec
+		spec   proto.LoadSpec
 		reason string
 	}{
-		{name: "not_gguf", spec: LoadSpec{ModelPath: notGGUF}, reason: "gguf"},
-		{name: "missing_file", spec: LoadSpec{ModelPath: filepath.Join(t.TempDir(), "absent.gguf")}, reason: "no such file"},
-		{name: "no_path", spec: LoadSpec{}, reason: "model_path is required"},
-		{name: "shard", spec: LoadSpec{ModelPath: modelPath(t), Start: 0, End: 2, First: true}, reason: "pipeline shards"},
-		{name: "bad_template", spec: LoadSpec{ModelPath: modelPath(t), ChatTemplateOverride: "{% if %}"}, reason: "chat_template_override"},
-		{name: "unknown_cache_type", spec: LoadSpec{ModelPath: modelPath(t), CacheType: "q5_1"}, reason: "kv cache type"},
+		{name: "not_gguf", spec: proto.LoadSpec{ModelPath: notGGUF}, reason: "gguf"},
+		{name: "missing_file", spec: proto.LoadSpec{ModelPath: filepath.Join(t.TempDir(), "absent.gguf")}, reason: "no such file"},
+		{name: "no_path", spec: proto.LoadSpec{}, reason: "model_path is required"},
+		{name: "shard", spec: proto.LoadSpec{ModelPath: modelPath(t), Start: 0, End: 2, First: true}, reason: "pipeline shards"},
+		{name: "bad_template", spec: proto.LoadSpec{ModelPath: modelPath(t), ChatTemplateOverride: "{% if %}"}, reason: "chat_template_override"},
+		{name: "unknown_cache_type", spec: proto.LoadSpec{ModelPath: modelPath(t), CacheType: "q5_1"}, reason: "kv cache type"},
 		// stories260K's head_dim 8 is not a whole number of 32-element blocks.
-		{name: "cache_type_head_dim", spec: LoadSpec{ModelPath: modelPath(t), CacheType: "q8_0"}, reason: "head_dim"},
-		{name: "speculative_mode", spec: LoadSpec{ModelPath: modelPath(t), Speculative: &SpeculativeSpec{Mode: "eagle"}}, reason: "speculative decoding"},
-		{name: "draft_vocabulary", spec: LoadSpec{ModelPath: modelPath(t), Speculative: &SpeculativeSpec{Mode: SpeculativeDraft,
+		{name: "cache_type_head_dim", spec: proto.LoadSpec{ModelPath: modelPath(t), CacheType: "q8_0"}, reason: "head_dim"},
+		{name: "speculative_mode", spec: proto.LoadSpec{ModelPath: modelPath(t), Speculative: &proto.SpeculativeSpec{Mode: "eagle"}}, reason: "speculative decoding"},
+		{name: "draft_vocabulary", spec: proto.LoadSpec{ModelPath: modelPath(t), Speculative: &proto.SpeculativeSpec{Mode: proto.SpeculativeDraft,
 			DraftModelPath: filepath.Join(filepath.Dir(modelPath(t)), "llama-2-tiny-random.gguf")}}, reason: "vocabulary"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := startClient(t, Options{}, "runner")
+			c := startClient(t, client.Options{}, "runner")
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			st, err := c.Load(ctx, tt.spec)
-			var le *LoadError
-			if !errors.As(err, &le) || st.State != StateFailed {
+			var le *client.LoadError
+			if !errors.As(err, &le) || st.State != proto.StateFailed {
 				t.Fatalf("Load = %+v, %v; want a failed status", st, err)
 			}
 			if !strings.Contains(strings.ToLower(st.Reason), tt.reason) {
@@ -384,10 +386,10 @@ func TestLoadFailures(t *testing.T) {
 }
 
 func TestFirstStatusDeadline(t *testing.T) {
-	c := startClient(t, Options{FirstStatusDeadline: 300 * time.Millisecond}, "silent")
+	c := startClient(t, client.Options{FirstStatusDeadline: 300 * time.Millisecond}, "silent")
 	start := time.Now()
-	_, err := c.Load(t.Context(), LoadSpec{ModelPath: modelPath(t)})
-	if !errors.Is(err, ErrNoFirstStatus) {
+	_, err := c.Load(t.Context(), proto.LoadSpec{ModelPath: modelPath(t)})
+	if !errors.Is(err, client.ErrNoFirstStatus) {
 		t.Fatalf("Load on a silent child: %v, want ErrNoFirstStatus", err)
 	}
 	if d := time.Since(start); d > 20*time.Second {
@@ -404,7 +406,7 @@ func TestFirstStatusDeadline(t *testing.T) {
 }
 
 func TestCloseReportsStopped(t *testing.T) {
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	ch, err := c.Generate(t.Context(), "inflight", greedy("Once upon a time", 2000))
 	if err != nil {
 		t.Fatal(err)
@@ -421,11 +423,11 @@ func TestCloseReportsStopped(t *testing.T) {
 	if r.last.Kind != request.ChunkDone || r.last.FinishReason != request.FinishCancelled {
 		t.Fatalf("in-flight task at shutdown ended with %+v, want done/cancelled", r.last)
 	}
-	var states []State
+	var states []proto.State
 	for st := range c.Statuses() {
 		states = append(states, st.State)
 	}
-	if len(states) == 0 || states[len(states)-1] != StateStopped {
+	if len(states) == 0 || states[len(states)-1] != proto.StateStopped {
 		t.Fatalf("statuses %v, want to end with stopped", states)
 	}
 	if e := c.Exit(); !e.Success() {
@@ -436,7 +438,7 @@ func TestCloseReportsStopped(t *testing.T) {
 // TestCountOnly renders and counts a prompt without generating.
 func TestCountOnly(t *testing.T) {
 	prompt, _, promptTokens, _ := reference(t)
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	req := greedy(prompt, 64)
 	req.CountOnly = true
 	r := generateAll(t, c, "count", req)

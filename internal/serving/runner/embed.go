@@ -11,6 +11,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // Embedding models. A GGUF whose general.architecture is encoderArch loads
@@ -45,7 +46,7 @@ type encoderModel struct {
 
 // openEncoder loads spec's model as an encoder when its architecture is
 // encoderArch; ok is false (and nothing is loaded) for any other.
-func openEncoder(spec LoadSpec, kernels string, log *slog.Logger, warming func()) (l *loaded, ok bool, err error) {
+func openEncoder(spec proto.LoadSpec, kernels string, log *slog.Logger, warming func()) (l *loaded, ok bool, err error) {
 	f, err := gguf.Open(spec.ModelPath)
 	if err != nil {
 		return nil, true, fmt.Errorf("runner: load: %w", err)
@@ -162,7 +163,7 @@ func (s *server) known(id string) bool {
 	return gen || emb
 }
 
-func (s *server) embed(c EmbedCmd) {
+func (s *server) embed(c proto.EmbedCmd) {
 	if s.known(c.Task) {
 		s.protocolError(c.Task, fault.Errorf(fault.ClassConflict, "task %q is already running", c.Task))
 		return
@@ -171,13 +172,13 @@ func (s *server) embed(c EmbedCmd) {
 	switch {
 	case s.closing:
 		refuse = fault.Errorf(fault.ClassUnavailable, "the runner is shutting down")
-	case s.state != StateReady:
+	case s.state != proto.StateReady:
 		refuse = fault.Errorf(fault.ClassUnavailable, "the runner is not ready (state %q)", s.state)
 	case s.model.enc == nil:
 		refuse = fault.Errorf(fault.ClassInvalid, "%s", errNoEmbeddings)
 	}
 	if refuse != nil {
-		s.send(Message{Type: TypeEmbedding, Task: c.Task, Error: refuse})
+		s.send(proto.Message{Type: proto.TypeEmbedding, Task: c.Task, Error: refuse})
 		return
 	}
 	t := &embedTask{id: c.Task, req: c.Request}
@@ -237,22 +238,22 @@ func (s *server) shutdownEmbeds() {
 	}
 }
 
-func embedCancelled(task string) Message {
-	return Message{Type: TypeEmbedding, Task: task, Error: fault.Errorf(fault.ClassCancelled, "the embedding task was cancelled")}
+func embedCancelled(task string) proto.Message {
+	return proto.Message{Type: proto.TypeEmbedding, Task: task, Error: fault.Errorf(fault.ClassCancelled, "the embedding task was cancelled")}
 }
 
 // run computes the task's answer: one embedding message.
-func (t *embedTask) run(ctx context.Context, m *encoderModel, log *slog.Logger) Message {
+func (t *embedTask) run(ctx context.Context, m *encoderModel, log *slog.Logger) proto.Message {
 	res, err := m.embed(ctx, t.req)
 	if err == nil {
-		msg := Message{Type: TypeEmbedding, Task: t.id, Embedding: &res}
-		line, merr := marshalLine(msg)
+		msg := proto.Message{Type: proto.TypeEmbedding, Task: t.id, Embedding: &res}
+		line, merr := proto.MarshalLine(msg)
 		switch {
 		case merr != nil:
 			err = merr
-		case len(line)-1 > MaxLine:
+		case len(line)-1 > proto.MaxLine:
 			err = &fault.Error{Class: fault.ClassTooLarge, Param: "input", Message: fmt.Sprintf(
-				"the %d embeddings are %d bytes encoded, over a runner's limit of %d; send fewer inputs per request", len(res.Embeddings), len(line)-1, MaxLine)}
+				"the %d embeddings are %d bytes encoded, over a runner's limit of %d; send fewer inputs per request", len(res.Embeddings), len(line)-1, proto.MaxLine)}
 		default:
 			log.Debug("embedding done", "inputs", len(res.Embeddings), "prompt_tokens", res.PromptTokens)
 			return msg
@@ -266,5 +267,5 @@ func (t *embedTask) run(ctx context.Context, m *encoderModel, log *slog.Logger) 
 		ie = fault.Errorf(fault.ClassInternal, "%v", err)
 	}
 	log.Warn("embedding failed", "class", ie.Class, "err", err)
-	return Message{Type: TypeEmbedding, Task: t.id, Error: ie}
+	return proto.Message{Type: proto.TypeEmbedding, Task: t.id, Error: ie}
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/platform/supervise"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/client"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // synthBert is the random-weight bert model in the shared models, whose
@@ -93,13 +95,13 @@ func maxAbsDiff(got []float32, want []f32) float64 {
 }
 
 // bertClient starts a runner and loads synth-bert.
-func bertClient(t *testing.T, args ...string) (*Client, Status) {
+func bertClient(t *testing.T, args ...string) (*client.Client, proto.Status) {
 	t.Helper()
 	path := synthBert(t)
-	c := startClient(t, Options{}, "runner", args...)
+	c := startClient(t, client.Options{}, "runner", args...)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	st, err := c.Load(ctx, LoadSpec{ModelPath: path, Threads: 1})
+	st, err := c.Load(ctx, proto.LoadSpec{ModelPath: path, Threads: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func texts(cases []bertCase) []string {
 	return out
 }
 
-func embed(t *testing.T, c *Client, task string, req request.EmbedRequest) request.EmbedResult {
+func embed(t *testing.T, c *client.Client, task string, req request.EmbedRequest) request.EmbedResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -131,7 +133,7 @@ func embed(t *testing.T, c *Client, task string, req request.EmbedRequest) reque
 func TestEmbedMatchesLlamaCpp(t *testing.T) {
 	ref := loadBertReference(t)
 	c, st := bertClient(t)
-	if st.State != StateReady || st.WeightBytes <= 0 || st.ContextTokens <= 0 {
+	if st.State != proto.StateReady || st.WeightBytes <= 0 || st.ContextTokens <= 0 {
 		t.Fatalf("status %+v, want ready with the weights' size and the model's positions", st)
 	}
 	wantTokens := 0
@@ -221,7 +223,7 @@ func TestEmbedErrors(t *testing.T) {
 // TestEmbedOnDecoder checks that a decoder refuses embed commands and still
 // generates.
 func TestEmbedOnDecoder(t *testing.T) {
-	c := loadedClient(t, LoadSpec{})
+	c := loadedClient(t, proto.LoadSpec{})
 	_, err := c.Embed(t.Context(), "e", request.EmbedRequest{Model: "stories260K", Inputs: []string{"Once upon a time"}})
 	e, ok := errors.AsType[*fault.Error](err)
 	if !ok || e.Class != fault.ClassInvalid || e.Message != "this model does not produce embeddings" {
@@ -278,27 +280,27 @@ func TestEmbedProtocol(t *testing.T) {
 		defer cancel()
 		p.Kill(ctx)
 	})
-	msgs := make(chan Message, 16)
+	msgs := make(chan proto.Message, 16)
 	go func() {
 		defer close(msgs)
-		lr := newLineReader(p.Stdout(), MaxLine)
+		lr := proto.NewLineReader(p.Stdout(), proto.MaxLine)
 		for {
-			line, err := lr.next()
+			line, err := lr.Next()
 			if err != nil {
 				return
 			}
-			m, err := DecodeMessage(line)
+			m, err := proto.DecodeMessage(line)
 			if err != nil {
 				t.Errorf("the runner wrote a bad line %q: %v", line, err)
 				return
 			}
-			if m.Type == TypeProgress {
+			if m.Type == proto.TypeProgress {
 				continue // heartbeats
 			}
 			msgs <- m
 		}
 	}()
-	next := func() Message {
+	next := func() proto.Message {
 		t.Helper()
 		select {
 		case m, ok := <-msgs:
@@ -309,11 +311,11 @@ func TestEmbedProtocol(t *testing.T) {
 		case <-time.After(60 * time.Second):
 			t.Fatal("no answer from the runner")
 		}
-		return Message{}
+		return proto.Message{}
 	}
-	write := func(cmd Command) {
+	write := func(cmd proto.Command) {
 		t.Helper()
-		line, err := marshalLine(cmd)
+		line, err := proto.MarshalLine(cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,7 +323,7 @@ func TestEmbedProtocol(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wantError := func(m Message, typ MessageType, task string, class fault.Class) {
+	wantError := func(m proto.Message, typ proto.MessageType, task string, class fault.Class) {
 		t.Helper()
 		if m.Type != typ || m.Task != task || m.Error == nil || m.Error.Class != class {
 			t.Fatalf("got %+v (error %+v), want a %s message for %q with a %s error", m, m.Error, typ, task, class)
@@ -331,23 +333,25 @@ func TestEmbedProtocol(t *testing.T) {
 	for i := range long {
 		long[i] = ref.Texts[2].Text
 	}
-	embedCmd := func(task string, inputs []string) Command {
-		return Command{Op: OpEmbed, Embed: &EmbedCmd{Task: task, Request: request.EmbedRequest{Model: "m", Inputs: inputs}}}
+	embedCmd := func(task string, inputs []string) proto.Command {
+		return proto.Command{Op: proto.OpEmbed, Embed: &proto.EmbedCmd{Task: task, Request: request.EmbedRequest{Model: "m", Inputs: inputs}}}
 	}
-	cancelCmd := func(task string) Command { return Command{Op: OpCancel, Cancel: &CancelCmd{Task: task}} }
+	cancelCmd := func(task string) proto.Command {
+		return proto.Command{Op: proto.OpCancel, Cancel: &proto.CancelCmd{Task: task}}
+	}
 
 	write(embedCmd("early", []string{"x"}))
-	wantError(next(), TypeEmbedding, "early", fault.ClassUnavailable)
+	wantError(next(), proto.TypeEmbedding, "early", fault.ClassUnavailable)
 
-	write(Command{Op: OpLoad, Load: &LoadSpec{ModelPath: path, Threads: 1}})
-	for _, want := range []State{StateLoading, StateWarming, StateReady} {
-		if m := next(); m.Type != TypeStatus || m.Status.State != want {
+	write(proto.Command{Op: proto.OpLoad, Load: &proto.LoadSpec{ModelPath: path, Threads: 1}})
+	for _, want := range []proto.State{proto.StateLoading, proto.StateWarming, proto.StateReady} {
+		if m := next(); m.Type != proto.TypeStatus || m.Status.State != want {
 			t.Fatalf("got %+v, want status %s", m, want)
 		}
 	}
 	write(embedCmd("ok", []string{ref.Texts[0].Text}))
 	m := next()
-	if m.Type != TypeEmbedding || m.Task != "ok" || m.Embedding == nil || m.Error != nil {
+	if m.Type != proto.TypeEmbedding || m.Task != "ok" || m.Embedding == nil || m.Error != nil {
 		t.Fatalf("got %+v, want the embedding of task ok", m)
 	}
 	if d := maxAbsDiff(m.Embedding.Embeddings[0], ref.Texts[0].Embedding); d > ref.Tolerance.Table.Embedding {
@@ -361,16 +365,16 @@ func TestEmbedProtocol(t *testing.T) {
 	write(embedCmd("b", []string{"x"}))
 	write(cancelCmd("b"))
 	write(cancelCmd("a"))
-	wantError(next(), TypeError, "a", fault.ClassConflict)
-	wantError(next(), TypeEmbedding, "b", fault.ClassCancelled)
-	wantError(next(), TypeEmbedding, "a", fault.ClassCancelled)
+	wantError(next(), proto.TypeError, "a", fault.ClassConflict)
+	wantError(next(), proto.TypeEmbedding, "b", fault.ClassCancelled)
+	wantError(next(), proto.TypeEmbedding, "a", fault.ClassCancelled)
 
 	// A shutdown cancels the running task, which answers before the runner
 	// says it stopped.
 	write(embedCmd("c", long))
-	write(Command{Op: OpShutdown})
-	wantError(next(), TypeEmbedding, "c", fault.ClassCancelled)
-	if m := next(); m.Type != TypeStatus || m.Status.State != StateStopped {
+	write(proto.Command{Op: proto.OpShutdown})
+	wantError(next(), proto.TypeEmbedding, "c", fault.ClassCancelled)
+	if m := next(); m.Type != proto.TypeStatus || m.Status.State != proto.StateStopped {
 		t.Fatalf("got %+v, want status stopped", m)
 	}
 	p.Stdin().Close()
@@ -469,7 +473,7 @@ func TestEmbedRunnerKilled(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Embed did not return after the runner died")
 	}
-	if _, err := c.Embed(t.Context(), "late", request.EmbedRequest{Model: "m", Inputs: []string{"x"}}); !errors.Is(err, ErrClosed) {
+	if _, err := c.Embed(t.Context(), "late", request.EmbedRequest{Model: "m", Inputs: []string{"x"}}); !errors.Is(err, client.ErrClosed) {
 		t.Fatalf("Embed on a dead runner: %v, want ErrClosed", err)
 	}
 }
@@ -489,7 +493,7 @@ func TestDecodeEmbedLines(t *testing.T) {
 	}
 	for _, tt := range commands {
 		t.Run("command_"+tt.name, func(t *testing.T) {
-			c, err := DecodeCommand([]byte(tt.line))
+			c, err := proto.DecodeCommand([]byte(tt.line))
 			if (err == nil) != tt.ok {
 				t.Fatalf("DecodeCommand(%s) = %+v, %v; want ok=%v", tt.line, c, err, tt.ok)
 			}
@@ -517,7 +521,7 @@ func TestDecodeEmbedLines(t *testing.T) {
 	}
 	for _, tt := range messages {
 		t.Run("message_"+tt.name, func(t *testing.T) {
-			if _, err := DecodeMessage([]byte(tt.line)); (err == nil) != tt.ok {
+			if _, err := proto.DecodeMessage([]byte(tt.line)); (err == nil) != tt.ok {
 				t.Fatalf("DecodeMessage(%s) = %v, want ok=%v", tt.line, err, tt.ok)
 			}
 		})
@@ -540,17 +544,17 @@ func TestEncoderLoadRange(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		spec LoadSpec
+		spec proto.LoadSpec
 		ok   bool
 	}{
-		{name: "whole", spec: LoadSpec{}, ok: true},
-		{name: "one_rank", spec: LoadSpec{End: int(n), First: true, Last: true}, ok: true},
-		{name: "first_stage", spec: LoadSpec{End: 1, First: true}},
-		{name: "last_stage", spec: LoadSpec{Start: 1, End: int(n), Last: true}},
+		{name: "whole", spec: proto.LoadSpec{}, ok: true},
+		{name: "one_rank", spec: proto.LoadSpec{End: int(n), First: true, Last: true}, ok: true},
+		{name: "first_stage", spec: proto.LoadSpec{End: 1, First: true}},
+		{name: "last_stage", spec: proto.LoadSpec{Start: 1, End: int(n), Last: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := startClient(t, Options{}, "runner")
+			c := startClient(t, client.Options{}, "runner")
 			tt.spec.ModelPath, tt.spec.Threads = path, 1
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
@@ -558,7 +562,7 @@ func TestEncoderLoadRange(t *testing.T) {
 			if tt.ok && err != nil {
 				t.Fatal(err)
 			}
-			if le, isLoad := errors.AsType[*LoadError](err); !tt.ok && (!isLoad || !strings.Contains(le.Status.Reason, "only whole models are served")) {
+			if le, isLoad := errors.AsType[*client.LoadError](err); !tt.ok && (!isLoad || !strings.Contains(le.Status.Reason, "only whole models are served")) {
 				t.Fatalf("Load(%+v) = %v, want a load failure saying only whole models are served", tt.spec, err)
 			}
 		})

@@ -1,17 +1,15 @@
 package runner
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
-	"time"
 
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/chat"
 	"github.com/skulk/skulk/internal/engine/model"
-	"github.com/skulk/skulk/internal/engine/output"
+	"github.com/skulk/skulk/internal/serving/prompt"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // ErrShardUnsupported is the load failure for a layer range that is not the
@@ -25,21 +23,9 @@ type loadEvent struct {
 	err     error
 }
 
-// chatSetup is what a loaded model needs to serve chat requests.
-type chatSetup struct {
-	tmpl      *chat.Template // nil when the template does not compile
-	tmplErr   error
-	dialect   output.Dialect
-	reasoning bool // the template knows <think> blocks
-	// preserved marks the control tokens whose text a chat answer keeps:
-	// the dialect's markers, which the output parser reads (llama-server's
-	// preserved tokens). Kimi K2's call markers are control tokens.
-	preserved []bool
-}
-
 // loadModel opens, checks and warms the model on the kernels within the
 // cap kernels, reporting to ch.
-func loadModel(spec LoadSpec, opts serving, log *slog.Logger, ch chan<- loadEvent) {
+func loadModel(spec proto.LoadSpec, opts serving, log *slog.Logger, ch chan<- loadEvent) {
 	l, err := openModel(spec, opts, log, func() { ch <- loadEvent{warming: true} })
 	if err != nil {
 		log.Error("load failed", "model", spec.ModelPath, "err", err)
@@ -49,7 +35,7 @@ func loadModel(spec LoadSpec, opts serving, log *slog.Logger, ch chan<- loadEven
 	ch <- loadEvent{model: l}
 }
 
-func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
+func openModel(spec proto.LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
 	kernels := opts.kernels
 	if spec.ModelPath == "" {
 		return nil, errors.New("runner: load: model_path is required")
@@ -87,74 +73,32 @@ func openModel(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		m.Close()
 		return nil, err
 	}
-	l.chat, err = setupChat(m, spec.ChatTemplateOverride)
+	l.prompts = &prompt.Model{M: m, Context: l.context}
+	l.prompts.Chat, err = prompt.SetupChat(m, spec.ChatTemplateOverride)
 	if err != nil {
 		m.Close()
 		return nil, err
 	}
-	if _, ok := errors.AsType[*chat.LimitError](l.chat.tmplErr); ok {
-		log.Warn("the model's chat template passes its render budgets on a one-message probe; chat requests will be refused (template_limit), raw prompts are served", "err", l.chat.tmplErr)
-	} else if l.chat.tmplErr != nil {
-		log.Warn("the model's chat template does not compile; chat requests will fail", "err", l.chat.tmplErr)
+	if _, ok := errors.AsType[*chat.LimitError](l.prompts.Chat.Err()); ok {
+		log.Warn("the model's chat template passes its render budgets on a one-message probe; chat requests will be refused (template_limit), raw prompts are served", "err", l.prompts.Chat.Err())
+	} else if err := l.prompts.Chat.Err(); err != nil {
+		log.Warn("the model's chat template does not compile; chat requests will fail", "err", err)
 	}
 	warming()
 	if err := warmUp(m); err != nil {
 		m.Close()
 		return nil, err
 	}
-	if l.spec, err = openSpeculative(m, spec, opts); err != nil {
+	sp, err := openSpeculative(m, spec, opts)
+	if err != nil {
 		m.Close()
 		return nil, err
 	}
-	l.steps = newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk, meter: opts.meter,
-		prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)
+	l.local = &local{m: m, spec: sp, context: l.context,
+		steps: newBatcher(m.Shard, batchConfig{gather: stepGather, budget: DefaultStepBudget, chunk: opts.chunk, meter: opts.meter,
+			prefixBytes: prefixBytes(opts.prefixMB, l.context, kvBytesPerToken(m.Config))}, nil)}
+	l.seqs = l.local
 	return l, nil
-}
-
-// setupChat compiles the chat template. An override that does not compile
-// fails the load (the operator asked for it); a GGUF template that does not
-// compile fails only chat requests, so raw completions still work.
-func setupChat(m *engine.Model, override string) (chatSetup, error) {
-	t, err := m.ChatTemplate(override)
-	if err != nil {
-		if override != "" {
-			return chatSetup{}, fmt.Errorf("runner: load: chat_template_override: %w", err)
-		}
-		return chatSetup{tmplErr: err}, nil
-	}
-	// A probe render of one short turn: a template that passes its budgets
-	// on that (a hostile one) serves raw prompts only, refusing chat
-	// requests with template_limit, instead of costing every chat request
-	// its budgets.
-	probe := chat.Input{Messages: []chat.Object{chat.Message{Role: "user", Content: "hi"}.Object()}, AddGenerationPrompt: true, Now: time.Now()}
-	if _, err := t.RenderContext(context.Background(), probe); err != nil {
-		if le, ok := errors.AsType[*chat.LimitError](err); ok {
-			return chatSetup{tmplErr: le}, nil
-		}
-	}
-	d := dialectOf(t.Family())
-	return chatSetup{tmpl: t, dialect: d, reasoning: d == output.Harmony || strings.Contains(t.Source(), "<think>"),
-		preserved: m.Tok.ControlTokens(d.Markers())}, nil
-}
-
-func dialectOf(f chat.Family) output.Dialect {
-	switch f {
-	case chat.FamilyHermes:
-		return output.Hermes
-	case chat.FamilyQwen3Coder:
-		return output.QwenXML
-	case chat.FamilyLlama3:
-		return output.Llama3
-	case chat.FamilyMistral:
-		return output.Mistral
-	case chat.FamilyHarmony:
-		return output.Harmony
-	case chat.FamilyDeepSeek:
-		return output.DeepSeek
-	case chat.FamilyKimi:
-		return output.Kimi
-	}
-	return output.NoDialect
 }
 
 // warmUp runs one forward pass of one token, which faults in the weights'

@@ -14,6 +14,8 @@ import (
 
 	"github.com/skulk/skulk/internal/platform/supervise"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/client"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // childEnv selects a child role when the test binary re-executes itself:
@@ -104,12 +106,12 @@ func childSpec(role string, args ...string) supervise.Spec {
 }
 
 // startClient starts a runner child and closes it when the test ends.
-func startClient(t *testing.T, opt Options, role string, args ...string) *Client {
+func startClient(t *testing.T, opt client.Options, role string, args ...string) *client.Client {
 	t.Helper()
 	if opt.Logger == nil {
 		opt.Logger = testLogger()
 	}
-	c, err := Start(t.Context(), childSpec(role, args...), opt)
+	c, err := client.Start(t.Context(), childSpec(role, args...), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,9 +124,9 @@ func startClient(t *testing.T, opt Options, role string, args ...string) *Client
 }
 
 // loadedClient starts a runner and loads stories260K.
-func loadedClient(t *testing.T, spec LoadSpec, args ...string) *Client {
+func loadedClient(t *testing.T, spec proto.LoadSpec, args ...string) *client.Client {
 	t.Helper()
-	c := startClient(t, Options{}, "runner", args...)
+	c := startClient(t, client.Options{}, "runner", args...)
 	if spec.ModelPath == "" {
 		spec.ModelPath = modelPath(t)
 	}
@@ -187,7 +189,7 @@ func greedy(prompt string, maxTokens int) request.Request {
 }
 
 // generate runs one task to its end.
-func generateAll(t *testing.T, c *Client, task string, req request.Request) result {
+func generateAll(t *testing.T, c *client.Client, task string, req request.Request) result {
 	t.Helper()
 	ch, err := c.Generate(t.Context(), task, req)
 	if err != nil {

@@ -5,12 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skulk/skulk/internal/engine"
-)
-
-// Speculative decoding modes (SpeculativeSpec.Mode).
-const (
-	SpeculativeLookup = "lookup" // prompt lookup: n-gram drafts from the sequence itself
-	SpeculativeDraft  = "draft"  // a draft model of the same vocabulary
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // ErrSpeculative is matched (errors.Is) by a load refused for its
@@ -28,7 +23,7 @@ type speculative struct {
 }
 
 // openSpeculative checks spec.Speculative and opens its draft model.
-func openSpeculative(m *engine.Model, spec LoadSpec, opts serving) (speculative, error) {
+func openSpeculative(m *engine.Model, spec proto.LoadSpec, opts serving) (speculative, error) {
 	s := spec.Speculative
 	if s == nil {
 		return speculative{}, nil
@@ -37,9 +32,9 @@ func openSpeculative(m *engine.Model, spec LoadSpec, opts serving) (speculative,
 		return speculative{}, fmt.Errorf("%w: draft_max %d is negative", ErrSpeculative, s.DraftMax)
 	}
 	switch s.Mode {
-	case SpeculativeLookup:
+	case proto.SpeculativeLookup:
 		return speculative{mode: s.Mode, draftMax: s.DraftMax}, nil
-	case SpeculativeDraft:
+	case proto.SpeculativeDraft:
 		if s.DraftModelPath == "" {
 			return speculative{}, fmt.Errorf("%w: mode %q needs draft_model_path", ErrSpeculative, s.Mode)
 		}
@@ -53,15 +48,15 @@ func openSpeculative(m *engine.Model, spec LoadSpec, opts serving) (speculative,
 		}
 		return speculative{mode: s.Mode, draft: d, draftMax: s.DraftMax}, nil
 	}
-	return speculative{}, fmt.Errorf("%w: mode %q (use %q or %q)", ErrSpeculative, s.Mode, SpeculativeLookup, SpeculativeDraft)
+	return speculative{}, fmt.Errorf("%w: mode %q (use %q or %q)", ErrSpeculative, s.Mode, proto.SpeculativeLookup, proto.SpeculativeDraft)
 }
 
 // drafter returns a task's drafter and draft cap (nil: no speculation).
 func (s speculative) drafter(m *engine.Model, context int) (engine.Drafter, int, error) {
 	switch s.mode {
-	case SpeculativeLookup:
+	case proto.SpeculativeLookup:
 		return engine.PromptLookup{}, s.draftMax, nil
-	case SpeculativeDraft:
+	case proto.SpeculativeDraft:
 		d, err := engine.NewDraftModel(m, s.draft, context)
 		return d, s.draftMax, err
 	}

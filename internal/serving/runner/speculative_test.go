@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // TestSpeculativeRunner: a runner loaded with prompt lookup or with a
@@ -13,13 +14,13 @@ import (
 // a sampled request is not speculated.
 func TestSpeculativeRunner(t *testing.T) {
 	const prompt = "Lily and Ben went to the park. They saw a big red ball. Lily and Ben went to the park. They saw a big red ball. Lily and Ben went to the park."
-	want := generateAll(t, loadedClient(t, LoadSpec{}), "plain", greedy(prompt, 48))
-	for _, spec := range []*SpeculativeSpec{
-		{Mode: SpeculativeLookup},
-		{Mode: SpeculativeDraft, DraftModelPath: modelPath(t), DraftMax: 4},
+	want := generateAll(t, loadedClient(t, proto.LoadSpec{}), "plain", greedy(prompt, 48))
+	for _, spec := range []*proto.SpeculativeSpec{
+		{Mode: proto.SpeculativeLookup},
+		{Mode: proto.SpeculativeDraft, DraftModelPath: modelPath(t), DraftMax: 4},
 	} {
 		t.Run(spec.Mode, func(t *testing.T) {
-			c := loadedClient(t, LoadSpec{Speculative: spec})
+			c := loadedClient(t, proto.LoadSpec{Speculative: spec})
 			r := generateAll(t, c, "spec", greedy(prompt, 48))
 			if r.content != want.content || r.last.Kind != request.ChunkDone {
 				t.Fatalf("speculative greedy text %q (%+v), plain %q", r.content, r.last, want.content)
@@ -31,7 +32,7 @@ func TestSpeculativeRunner(t *testing.T) {
 			if tm == nil || tm.DraftN == 0 || tm.DraftNAccepted > tm.DraftN {
 				t.Fatalf("done chunk timings %+v, want draft counts", tm)
 			}
-			if spec.Mode == SpeculativeDraft && tm.DraftNAccepted != tm.DraftN {
+			if spec.Mode == proto.SpeculativeDraft && tm.DraftNAccepted != tm.DraftN {
 				t.Errorf("the model drafting for itself: %d of %d drafts accepted", tm.DraftNAccepted, tm.DraftN)
 			}
 			t.Logf("%s: %d drafted, %d accepted", spec.Mode, tm.DraftN, tm.DraftNAccepted)

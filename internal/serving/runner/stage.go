@@ -4,18 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"syscall"
 	"time"
 
 	"github.com/skulk/skulk/internal/engine"
-	"github.com/skulk/skulk/internal/engine/grammar"
 	"github.com/skulk/skulk/internal/engine/model"
+	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/pipeline"
+	"github.com/skulk/skulk/internal/serving/prompt"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // DefaultConnectTimeout bounds how long a pipeline stage waits for both of
@@ -37,7 +38,7 @@ type stageRun struct {
 // openStage loads blocks [Start, End) of the model and joins the pipeline
 // through the node's edge socket: the runner is ready only once both of its
 // links reach its neighbours.
-func openStage(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
+func openStage(spec proto.LoadSpec, opts serving, log *slog.Logger, warming func()) (*loaded, error) {
 	ps := spec.Pipeline
 	switch {
 	case ps.Ranks < 2 || spec.Rank < 0 || spec.Rank >= ps.Ranks:
@@ -60,8 +61,9 @@ func openStage(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 	if l.context == 0 || l.context > m.Config.ContextLength {
 		l.context = m.Config.ContextLength
 	}
+	l.prompts = &prompt.Model{M: m, Context: l.context, MaxConstraintBytes: pipeline.MaxConstraintBytes}
 	if spec.First {
-		if l.chat, err = setupChat(m, spec.ChatTemplateOverride); err != nil {
+		if l.prompts.Chat, err = prompt.SetupChat(m, spec.ChatTemplateOverride); err != nil {
 			m.Close()
 			return nil, err
 		}
@@ -95,13 +97,16 @@ func openStage(spec LoadSpec, opts serving, log *slog.Logger, warming func()) (*
 		go reportStage(ctx, st, log, 5*time.Second)
 	}
 	l.stage = &stageRun{stage: st, first: spec.First, cancel: cancel}
+	if spec.First {
+		l.seqs = l.stage
+	}
 	log.Info("pipeline stage connected", "rank", spec.Rank, "ranks", ps.Ranks, "blocks", fmt.Sprintf("[%d, %d)", spec.Start, spec.End))
 	return l, nil
 }
 
 // connectEdges opens the stage's two edge connections and waits until the
 // node has relayed both through to the neighbours.
-func connectEdges(spec LoadSpec, timeout time.Duration) (in, out net.Conn, err error) {
+func connectEdges(spec proto.LoadSpec, timeout time.Duration) (in, out net.Conn, err error) {
 	deadline := time.Now().Add(timeout)
 	h := pipeline.EdgeHello{Instance: spec.Instance, Rank: spec.Rank, Ranks: spec.Pipeline.Ranks}
 	var conns []net.Conn
@@ -190,98 +195,19 @@ func (s *stageRun) close() {
 
 // stageConstraint is the last rank's pipeline.StageConfig.Constrain: the
 // grammar of a structured-output task, compiled from the schema rank 0
-// compiled too (structured.source), over the model's vocabulary.
+// compiled too (the answer's sequence.Spec carries it).
 func (l *loaded) stageConstraint(src []byte) (pipeline.Constraint, error) {
-	m, err := compileSchema(src)
-	if err != nil {
-		return nil, err
-	}
-	v, err := grammarVocab(l)
-	if err != nil {
-		return nil, err
-	}
-	return grammar.NewConstraintVocab(m, v), nil
+	return l.prompts.Constraint(src)
 }
 
-// generateStaged is generate on rank 0 of a pipeline: the tokens come from
-// the stages instead of engine.Model.Generate, through the same streamer.
-// The last rank samples, so the task's grammar and logprobs request travel
-// with its sequence; rank 0 keeps its own copy of the grammar, advanced by
-// each token, to know as generate does whether the value is complete.
-func generateStaged(ctx context.Context, l *loaded, req request.Request, p prepared, end ending, emit func(request.Chunk)) (ending, error) {
-	toClient := emit
-	con, emit, err := p.structured.start(l, emit)
+// Generate runs spec on the pipeline (rank 0's stage; see
+// pipeline.Stage.Generate), its failure told as the task's error.
+func (s *stageRun) Generate(ctx context.Context, spec sequence.Spec, emit func(sequence.Token) error) (sequence.Stats, error) {
+	st, err := s.stage.Generate(ctx, spec, emit)
 	if err != nil {
-		return end, err
+		err = s.err(ctx, err)
 	}
-	start := time.Now()
-	var first, last time.Time // the first and last tokens' arrivals, for the timings
-	preq := pipeline.Request{Prompt: p.prompt, MaxTokens: p.params.MaxTokens, Sample: p.params.Sample, Context: l.context,
-		Logprobs: req.Sampling.Logprobs, TopLogprobs: req.Sampling.TopLogprobs}
-	if con != nil {
-		if n := len(p.structured.source); n > pipeline.MaxConstraintBytes {
-			param := "json_schema"
-			if p.structured.call {
-				param = "tools"
-			}
-			return end, fault.ParamErrorf(param, "the schema is %d bytes; a model split across nodes takes schemas up to %d bytes", n, pipeline.MaxConstraintBytes)
-		}
-		preq.Constraint = p.structured.source
-	}
-	seq, err := l.stage.stage.Submit(ctx, preq)
-	if err != nil {
-		return end, l.stage.err(ctx, err)
-	}
-	defer seq.Cancel() // does nothing once it ended
-	toClient(request.Chunk{Kind: request.ChunkDelta, Usage: &request.Usage{PromptTokens: len(p.prompt)}})
-	st := newStreamer(l.m.Tok, p, p.structured.sampling(req.Sampling), emit)
-	text := engine.NewTextStream(l.m.Tok, p.params.Preserved)
-	finish := request.FinishLength
-	for {
-		tok, err := seq.NextToken(ctx)
-		if err == io.EOF {
-			if seq.Finish() == pipeline.FinishStop {
-				finish = request.FinishStop
-			}
-			break
-		}
-		if err != nil {
-			return end, l.stage.err(ctx, err)
-		}
-		if con != nil {
-			if err := con.con.Accept(tok.ID); err != nil {
-				return end, fmt.Errorf("runner: the pipeline's last rank sampled a token the grammar refuses: %w", err)
-			}
-		}
-		end.usage.CompletionTokens++
-		if last = time.Now(); first.IsZero() {
-			first = last
-		}
-		if err := st.sampled(tok, text.Push(tok.ID)); err != nil {
-			if !errors.Is(err, engine.ErrStop) {
-				return end, err
-			}
-			finish = request.FinishStop
-			break
-		}
-	}
-	if tail := text.Flush(); tail != "" {
-		st.token(engine.Token{ID: -1, Text: tail})
-	}
-	madeCalls := st.finish()
-	if end.stop = st.stop.Matched(); end.stop != "" {
-		finish = request.FinishStop
-	}
-	if madeCalls && finish == request.FinishStop {
-		finish = request.FinishToolCalls
-	}
-	if first.IsZero() {
-		first, last = time.Now(), time.Now()
-	}
-	end.usage.Timings = timingsOf(engine.Stats{PromptTokens: len(p.prompt), GeneratedTokens: end.usage.CompletionTokens,
-		Prefill: first.Sub(start), Decode: last.Sub(first)}, 0)
-	end.finish, err = con.finish(finish)
-	return end, err
+	return st, err
 }
 
 // err maps the end of a sequence to the task's error. A task cancelled

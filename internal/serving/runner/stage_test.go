@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/pipeline"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/client"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // startRelay serves an edge socket whose links all stay on this machine.
@@ -58,15 +61,15 @@ func stageRanges(t *testing.T, n int) []model.Range {
 
 // loadStages starts one runner per rank and loads them at once (each waits
 // for its neighbours' links).
-func loadStages(t *testing.T, sock string, n int) []*Client {
+func loadStages(t *testing.T, sock string, n int) []*client.Client {
 	t.Helper()
 	ranges := stageRanges(t, n)
-	clients := make([]*Client, n)
+	clients := make([]*client.Client, n)
 	errs := make(chan error, n)
 	for i, r := range ranges {
-		clients[i] = startClient(t, Options{}, "runner")
-		spec := LoadSpec{ModelPath: modelPath(t), Threads: 1, Start: r.Start, End: r.End, First: r.First, Last: r.Last,
-			Instance: "inst", Rank: i, Pipeline: &PipelineSpec{Ranks: n, Socket: sock, ConnectTimeoutMS: 30000}}
+		clients[i] = startClient(t, client.Options{}, "runner")
+		spec := proto.LoadSpec{ModelPath: modelPath(t), Threads: 1, Start: r.Start, End: r.End, First: r.First, Last: r.Last,
+			Instance: "inst", Rank: i, Pipeline: &proto.PipelineSpec{Ranks: n, Socket: sock, ConnectTimeoutMS: 30000}}
 		go func() {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
@@ -87,7 +90,7 @@ func loadStages(t *testing.T, sock string, n int) []*Client {
 // as the whole-model runner streams it.
 func TestPipelineRunners(t *testing.T) {
 	prompt, want, promptTokens, n := reference(t)
-	whole := loadedClient(t, LoadSpec{})
+	whole := loadedClient(t, proto.LoadSpec{})
 	var wholeResults []result
 	for i, c := range sameAsWholeCases() {
 		r := generateAll(t, whole, fmt.Sprintf("whole-%d", i), c.req)
@@ -147,9 +150,9 @@ func TestPipelineRunnerFault(t *testing.T) {
 		t.Fatalf("first chunk %+v", first)
 	}
 	start := time.Now()
-	kctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	clients[1].proc.Kill(kctx)
+	if err := syscall.Kill(clients[1].Pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	r := collect(t, ch)
 	if r.last.Kind != request.ChunkError || r.last.Error.Class != fault.ClassUnavailable {
 		t.Fatalf("last chunk %+v, want an unavailable error", r.last)

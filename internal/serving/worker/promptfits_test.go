@@ -6,18 +6,18 @@ import (
 
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 func TestCheckPromptFits(t *testing.T) {
-	st := runner.Status{ContextTokens: 100, BytesPerToken: 10} // at most 1,000 bytes of text
+	st := proto.Status{ContextTokens: 100, BytesPerToken: 10} // at most 1,000 bytes of text
 	msgs := func(last string) []request.Message {
 		return []request.Message{{Role: request.RoleSystem, Content: strings.Repeat("s", 5000)}, {Role: request.RoleUser, Content: last}}
 	}
 	for _, tc := range []struct {
 		name   string
 		req    request.Request
-		st     runner.Status
+		st     proto.Status
 		refuse bool
 	}{
 		{"short prompt", request.Request{Prompt: "hello"}, st, false},
@@ -28,7 +28,7 @@ func TestCheckPromptFits(t *testing.T) {
 		// Only the last message is a sure lower bound: a template may
 		// leave earlier turns out.
 		{"huge earlier message", request.Request{Messages: msgs("hi")}, st, false},
-		{"no bound known", request.Request{Prompt: strings.Repeat("x", 4<<20)}, runner.Status{ContextTokens: 100}, false},
+		{"no bound known", request.Request{Prompt: strings.Repeat("x", 4<<20)}, proto.Status{ContextTokens: 100}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkPromptFits(tc.req, tc.st)

@@ -10,7 +10,7 @@ import (
 	"github.com/skulk/skulk/internal/control/event"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/platform/ids"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // runRunner is one runner incarnation: guard memory, spawn, load, serve until
@@ -81,17 +81,17 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 			exited(true, err.Error())
 			return
 		}
-		model.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeDraft, DraftModelPath: d.Path}
-	case inst.Speculative == runner.SpeculativeLookup:
-		model.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeLookup}
+		model.Speculative = &proto.SpeculativeSpec{Mode: proto.SpeculativeDraft, DraftModelPath: d.Path}
+	case inst.Speculative == proto.SpeculativeLookup:
+		model.Speculative = &proto.SpeculativeSpec{Mode: proto.SpeculativeLookup}
 	}
 	sh := inst.Placement[k.rank]
-	spec := runner.LoadSpec{ModelPath: model.Path, ChatTemplateOverride: model.ChatTemplate, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
+	spec := proto.LoadSpec{ModelPath: model.Path, ChatTemplateOverride: model.ChatTemplate, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
 		Last: sh.HoldsHead, Threads: w.cfg.Threads, ContextTokens: int(inst.ContextTokens), Instance: string(k.inst), Rank: k.rank,
 		CacheType: inst.CacheType, Speculative: model.Speculative}
 	rec.add(id, PhaseLoad, fmt.Sprintf("%s layers %d-%d", inst.Model, sh.LayerStart, sh.LayerEnd))
 	if n := len(inst.Placement); n > 1 && w.cfg.Edges != nil {
-		spec.Pipeline = &runner.PipelineSpec{Ranks: n, Socket: w.cfg.Edges(k.inst, inst.Placement),
+		spec.Pipeline = &proto.PipelineSpec{Ranks: n, Socket: w.cfg.Edges(k.inst, inst.Placement),
 			ConnectTimeoutMS: int(w.cfg.EdgeConnectTimeout.Milliseconds())}
 	}
 	st, err := r.Load(ctx, spec)

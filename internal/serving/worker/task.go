@@ -10,7 +10,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/request"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // Serve runs a task on this node's runner of the instance's first rank and
@@ -63,7 +63,7 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 // window's tokens can stand for. Megabytes of prompt would otherwise hold
 // the pipe, and every other task's commands behind them, while the runner
 // reads them only to refuse them.
-func checkPromptFits(req request.Request, st runner.Status) error {
+func checkPromptFits(req request.Request, st proto.Status) error {
 	if st.BytesPerToken <= 0 || st.ContextTokens <= 0 {
 		return nil
 	}

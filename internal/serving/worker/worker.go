@@ -25,7 +25,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/supervise"
 	"github.com/skulk/skulk/internal/serving/request"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // Master is the control plane as the worker uses it.
@@ -36,11 +36,11 @@ type Master interface {
 	Execute(ctx context.Context, cmd event.Command) ([]event.IndexedEvent, error)
 }
 
-// Runner is one runner subprocess as the worker drives it (runner.Client).
+// Runner is one runner subprocess as the worker drives it (client.Client).
 type Runner interface {
 	// Load loads the shard; the ready status says what the runner serves
 	// (its window, the prompt bound).
-	Load(ctx context.Context, spec runner.LoadSpec) (runner.Status, error)
+	Load(ctx context.Context, spec proto.LoadSpec) (proto.Status, error)
 	Generate(ctx context.Context, task string, req request.Request) (<-chan request.Chunk, error)
 	// Exited is closed when the subprocess ends; Err then says why.
 	Exited() <-chan struct{}
@@ -87,7 +87,7 @@ type Model struct {
 	ChatTemplate string // overrides the GGUF's template when set
 	// Speculative is the card's speculative decoding (nil: none), its
 	// draft model resolved to a local file.
-	Speculative *runner.SpeculativeSpec
+	Speculative *proto.SpeculativeSpec
 }
 
 // Worker reconciles runners against the State.
@@ -136,8 +136,8 @@ type handle struct {
 	id      ids.RunnerID
 	cancel  context.CancelFunc
 	done    chan struct{}
-	runner  Runner        // set once loaded; read by the loop only
-	status  runner.Status // the runner's ready status
+	runner  Runner       // set once loaded; read by the loop only
+	status  proto.Status // the runner's ready status
 	breaker *supervise.Breaker
 	gaveUp  bool
 	// restarts counts relaunches after a failure; pid is the current
@@ -201,7 +201,7 @@ type (
 		key    key
 		id     ids.RunnerID
 		r      Runner
-		status runner.Status
+		status proto.Status
 		noted  chan struct{} // closed once Serve can find the runner
 	}
 	runnerExited struct {
@@ -334,7 +334,7 @@ func (l *loop) publish() {
 // and its rank's flight recorder.
 type loadedRunner struct {
 	Runner
-	status runner.Status
+	status proto.Status
 	id     ids.RunnerID
 	rec    *recorder
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/request"
-	"github.com/skulk/skulk/internal/serving/runner"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 	"github.com/skulk/skulk/internal/serving/worker"
 	"github.com/skulk/skulk/internal/testkit"
 )
@@ -226,7 +226,7 @@ func TestReconcileSpawnsAndStops(t *testing.T) {
 	h.place("here", self)
 	r := recv(t, h.runners, "a runner for the shard placed here")
 	testkit.Eventually(t, wait, "the instance to be ready", h.instanceIs("here", state.InstanceReady))
-	want := runner.LoadSpec{ModelPath: "/models/" + catalog.BuiltinID + ".gguf", Start: 0, End: 5, First: true, Last: true, ContextTokens: 512, Instance: "here", Rank: 0}
+	want := proto.LoadSpec{ModelPath: "/models/" + catalog.BuiltinID + ".gguf", Start: 0, End: 5, First: true, Last: true, ContextTokens: 512, Instance: "here", Rank: 0}
 	if got := r.loaded(); got != want {
 		t.Fatalf("loaded %+v\nwant %+v", got, want)
 	}
@@ -573,7 +573,7 @@ type fakeRunner struct {
 	exited chan struct{}
 
 	mu       sync.Mutex
-	spec     runner.LoadSpec
+	spec     proto.LoadSpec
 	closed   bool
 	gens     map[string]int
 	held     map[string]chan struct{}
@@ -585,11 +585,11 @@ func newFakeRunner(name string) *fakeRunner {
 	return &fakeRunner{name: name, exited: make(chan struct{}), gens: map[string]int{}, held: map[string]chan struct{}{}, cancels: map[string]bool{}}
 }
 
-func (r *fakeRunner) Load(ctx context.Context, spec runner.LoadSpec) (runner.Status, error) {
+func (r *fakeRunner) Load(ctx context.Context, spec proto.LoadSpec) (proto.Status, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.spec = spec
-	return runner.Status{State: runner.StateReady}, nil
+	return proto.Status{State: proto.StateReady}, nil
 }
 
 func (r *fakeRunner) Generate(ctx context.Context, task string, req request.Request) (<-chan request.Chunk, error) {
@@ -607,7 +607,7 @@ func (r *fakeRunner) Generate(ctx context.Context, task string, req request.Requ
 				r.mu.Lock()
 				r.cancels[task] = true
 				r.mu.Unlock()
-				return // as runner.Client: the stream ends, the runner is told to cancel
+				return // as client.Client: the stream ends, the runner is told to cancel
 			case <-r.exited:
 				return // the process is gone: the stream ends without a final chunk
 			}
@@ -651,7 +651,7 @@ func (r *fakeRunner) generations(task ids.TaskID) int {
 	return r.gens[string(task)]
 }
 
-func (r *fakeRunner) loaded() runner.LoadSpec {
+func (r *fakeRunner) loaded() proto.LoadSpec {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.spec

@@ -1,6 +1,7 @@
-package runner
+package prompt
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,15 +21,11 @@ func TestHarmonyRequestPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: string(src)}, serving{slots: 1}, testLogger(), func() {})
-	if err != nil {
-		t.Fatal(err)
+	l := openModel(t, string(src))
+	if l.Chat.dialect != output.Harmony || !l.Chat.reasoning {
+		t.Fatalf("dialect %v reasoning %v, want harmony with reasoning", l.Chat.dialect, l.Chat.reasoning)
 	}
-	defer l.m.Close()
-	if l.chat.dialect != output.Harmony || !l.chat.reasoning {
-		t.Fatalf("dialect %v reasoning %v, want harmony with reasoning", l.chat.dialect, l.chat.reasoning)
-	}
-	req := request.Request{Chat: true, Tools: weatherTools[:2], Messages: []request.Message{
+	req := request.Request{Chat: true, Tools: harmonyTools, Messages: []request.Message{
 		{Role: request.RoleUser, Content: "Weather in Oslo?"},
 		{Role: request.RoleAssistant, ReasoningContent: "Call get_weather for Oslo.",
 			ToolCalls: []request.ToolCall{{ID: "call_0", Name: "get_weather", Arguments: `{"city":"Oslo","unit":"celsius"}`}}},
@@ -50,11 +47,19 @@ func TestHarmonyRequestPath(t *testing.T) {
 	}
 	// A forced call opens a commentary message for its value.
 	req.ToolChoice = request.ToolChoice{Mode: "required"}
-	p, err := prepare(t.Context(), l, req)
+	p, err := Prepare(t.Context(), l, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.structured == nil || !strings.HasPrefix(p.structured.prefix, "<|channel|>commentary<|message|>") {
 		t.Fatalf("forced call prefix %+v", p.structured)
 	}
+}
+
+// harmonyTools are two tools, one without a description.
+var harmonyTools = []request.Tool{
+	{Name: "get_weather", Description: "Weather in a city", Parameters: json.RawMessage(`{"type":"object","properties":{
+		"city":{"type":"string","maxLength":10},"unit":{"enum":["celsius","fahrenheit"]}},
+		"required":["city","unit"],"additionalProperties":false}`)},
+	{Name: "get_time"},
 }

@@ -1,4 +1,4 @@
-package runner
+package client
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/platform/supervise"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // Client defaults.
@@ -38,7 +39,7 @@ var (
 
 // LoadError is a load the runner reported as failed.
 type LoadError struct {
-	Status Status
+	Status proto.Status
 }
 
 func (e *LoadError) Error() string { return "runner: load failed: " + e.Status.Reason }
@@ -65,14 +66,14 @@ type Client struct {
 	proc     *supervise.Process
 	opt      Options
 	log      *slog.Logger
-	lines    chan []byte      // to the stdin writer
-	register chan registerReq // to run
-	forget   chan forgetReq   // to run
-	statuses chan Status      // from run; closed when the runner is gone
-	quit     chan struct{}    // closed by Close: stop the writer and the pumps
-	done     chan struct{}    // closed when run has ended
-	wg       sync.WaitGroup   // the reader, the writer and run
-	pumps    sync.WaitGroup   // one per task stream
+	lines    chan []byte       // to the stdin writer
+	register chan registerReq  // to run
+	forget   chan forgetReq    // to run
+	statuses chan proto.Status // from run; closed when the runner is gone
+	quit     chan struct{}     // closed by Close: stop the writer and the pumps
+	done     chan struct{}     // closed when run has ended
+	wg       sync.WaitGroup    // the reader, the writer and run
+	pumps    sync.WaitGroup    // one per task stream
 
 	closeOnce sync.Once
 	exit      supervise.Exit // written by run before done is closed
@@ -80,11 +81,11 @@ type Client struct {
 }
 
 type registerReq struct {
-	task   string       // "" registers the load waiter
-	stream *stream      // for a generate task
-	embed  chan Message // for an embed task: its answer (capacity 1)
-	load   chan Status  // for the load
-	stage  bool         // the load makes the runner a pipeline stage
+	task   string             // "" registers the load waiter
+	stream *stream            // for a generate task
+	embed  chan proto.Message // for an embed task: its answer (capacity 1)
+	load   chan proto.Status  // for the load
+	stage  bool               // the load makes the runner a pipeline stage
 	reply  chan error
 }
 
@@ -117,11 +118,11 @@ func Start(ctx context.Context, spec supervise.Spec, opt Options) (*Client, erro
 		lines:    make(chan []byte, 64),
 		register: make(chan registerReq),
 		forget:   make(chan forgetReq),
-		statuses: make(chan Status, 16),
+		statuses: make(chan proto.Status, 16),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	msgs := make(chan Message)
+	msgs := make(chan proto.Message)
 	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.readLoop(msgs) }()
 	go func() { defer c.wg.Done(); c.writeLoop() }()
@@ -156,19 +157,19 @@ func (c *Client) Exit() supervise.Exit {
 // ending with a stopped or failed status when the runner exits (the reason
 // names the exit); then it is closed. It is buffered, and a runner reports
 // only a handful of statuses in its life, so a slow reader loses none.
-func (c *Client) Statuses() <-chan Status { return c.statuses }
+func (c *Client) Statuses() <-chan proto.Status { return c.statuses }
 
 // Load asks the runner to load spec and waits until it is ready (its Status
 // is returned) or failed (a *LoadError). A runner that sends no status
 // within the first-status deadline is killed (ErrNoFirstStatus). A runner
 // that dies while loading gives a *LoadError with the exit as reason.
-func (c *Client) Load(ctx context.Context, spec LoadSpec) (Status, error) {
-	w := make(chan Status, 8)
+func (c *Client) Load(ctx context.Context, spec proto.LoadSpec) (proto.Status, error) {
+	w := make(chan proto.Status, 8)
 	if err := c.call(ctx, registerReq{load: w, stage: spec.Pipeline != nil}); err != nil {
-		return Status{}, err
+		return proto.Status{}, err
 	}
-	if err := c.send(ctx, Command{Op: OpLoad, Load: &spec}); err != nil {
-		return Status{}, err
+	if err := c.send(ctx, proto.Command{Op: proto.OpLoad, Load: &spec}); err != nil {
+		return proto.Status{}, err
 	}
 	first := time.NewTimer(c.opt.FirstStatusDeadline)
 	defer first.Stop()
@@ -177,13 +178,13 @@ func (c *Client) Load(ctx context.Context, spec LoadSpec) (Status, error) {
 		select {
 		case st, ok := <-w:
 			if !ok {
-				return Status{}, ErrClosed
+				return proto.Status{}, ErrClosed
 			}
 			deadline = nil
 			switch st.State {
-			case StateReady:
+			case proto.StateReady:
 				return st, nil
-			case StateFailed, StateStopped:
+			case proto.StateFailed, proto.StateStopped:
 				return st, &LoadError{Status: st}
 			}
 		case <-deadline:
@@ -191,9 +192,9 @@ func (c *Client) Load(ctx context.Context, spec LoadSpec) (Status, error) {
 			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opt.ShutdownGrace)
 			c.proc.Kill(kctx)
 			cancel()
-			return Status{}, fmt.Errorf("%w (%v)", ErrNoFirstStatus, c.opt.FirstStatusDeadline)
+			return proto.Status{}, fmt.Errorf("%w (%v)", ErrNoFirstStatus, c.opt.FirstStatusDeadline)
 		case <-ctx.Done():
-			return Status{}, fmt.Errorf("runner: load: %w", ctx.Err())
+			return proto.Status{}, fmt.Errorf("runner: load: %w", ctx.Err())
 		}
 	}
 }
@@ -208,12 +209,12 @@ func (c *Client) Generate(ctx context.Context, task string, req request.Request)
 	if task == "" {
 		return nil, fault.Errorf(fault.ClassInvalid, "runner: empty task id")
 	}
-	line, err := marshalLine(Command{Op: OpGenerate, Generate: &GenerateCmd{Task: task, Request: req}})
+	line, err := proto.MarshalLine(proto.Command{Op: proto.OpGenerate, Generate: &proto.GenerateCmd{Task: task, Request: req}})
 	if err != nil {
 		return nil, fault.Errorf(fault.ClassInvalid, "runner: encode request: %v", err)
 	}
-	if len(line) > MaxLine {
-		return nil, fault.Errorf(fault.ClassTooLarge, "the request is %d bytes encoded; a runner takes at most %d", len(line), MaxLine)
+	if len(line) > proto.MaxLine {
+		return nil, fault.Errorf(fault.ClassTooLarge, "the request is %d bytes encoded; a runner takes at most %d", len(line), proto.MaxLine)
 	}
 	s := &stream{ctx: ctx, out: make(chan request.Chunk), wake: make(chan struct{}, 1)}
 	if err := c.call(ctx, registerReq{task: task, stream: s}); err != nil {
@@ -237,14 +238,14 @@ func (c *Client) Embed(ctx context.Context, task string, req request.EmbedReques
 	if task == "" {
 		return request.EmbedResult{}, fault.Errorf(fault.ClassInvalid, "runner: empty task id")
 	}
-	line, err := marshalLine(Command{Op: OpEmbed, Embed: &EmbedCmd{Task: task, Request: req}})
+	line, err := proto.MarshalLine(proto.Command{Op: proto.OpEmbed, Embed: &proto.EmbedCmd{Task: task, Request: req}})
 	if err != nil {
 		return request.EmbedResult{}, fault.Errorf(fault.ClassInvalid, "runner: encode request: %v", err)
 	}
-	if len(line) > MaxLine {
-		return request.EmbedResult{}, fault.Errorf(fault.ClassTooLarge, "the request is %d bytes encoded; a runner takes at most %d", len(line), MaxLine)
+	if len(line) > proto.MaxLine {
+		return request.EmbedResult{}, fault.Errorf(fault.ClassTooLarge, "the request is %d bytes encoded; a runner takes at most %d", len(line), proto.MaxLine)
 	}
-	answer := make(chan Message, 1)
+	answer := make(chan proto.Message, 1)
 	if err := c.call(ctx, registerReq{task: task, embed: answer}); err != nil {
 		return request.EmbedResult{}, err
 	}
@@ -267,7 +268,7 @@ func (c *Client) Embed(ctx context.Context, task string, req request.EmbedReques
 // Cancel tells the runner to cancel task. The task's channel still ends with
 // its final chunk (done, finish_reason "cancelled", unless it had finished).
 func (c *Client) Cancel(ctx context.Context, task string) error {
-	return c.send(ctx, Command{Op: OpCancel, Cancel: &CancelCmd{Task: task}})
+	return c.send(ctx, proto.Command{Op: proto.OpCancel, Cancel: &proto.CancelCmd{Task: task}})
 }
 
 // Close asks the runner to shut down (which ends the tasks in flight with
@@ -280,7 +281,7 @@ func (c *Client) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		gctx, cancel := context.WithTimeout(ctx, c.opt.ShutdownGrace)
 		defer cancel()
-		if c.send(gctx, Command{Op: OpShutdown}) == nil && c.sendLine(gctx, nil) == nil {
+		if c.send(gctx, proto.Command{Op: proto.OpShutdown}) == nil && c.sendLine(gctx, nil) == nil {
 			c.proc.Wait(gctx)
 		}
 		_, err = c.proc.Kill(ctx)
@@ -320,8 +321,8 @@ func (c *Client) drop(task string, cancel bool) {
 	}
 }
 
-func (c *Client) send(ctx context.Context, cmd Command) error {
-	line, err := marshalLine(cmd)
+func (c *Client) send(ctx context.Context, cmd proto.Command) error {
+	line, err := proto.MarshalLine(cmd)
 	if err != nil {
 		return fmt.Errorf("runner: encode %s: %w", cmd.Op, err)
 	}
@@ -367,12 +368,12 @@ func (c *Client) writeLoop() {
 }
 
 // readLoop decodes the runner's stdout until it ends.
-func (c *Client) readLoop(msgs chan<- Message) {
+func (c *Client) readLoop(msgs chan<- proto.Message) {
 	defer close(msgs)
-	lr := newLineReader(c.proc.Stdout(), MaxLine)
+	lr := proto.NewLineReader(c.proc.Stdout(), proto.MaxLine)
 	for {
-		line, err := lr.next()
-		if err != nil && !errors.Is(err, ErrProtocol) {
+		line, err := lr.Next()
+		if err != nil && !errors.Is(err, proto.ErrProtocol) {
 			if !errors.Is(err, io.EOF) {
 				c.log.Debug("runner stdout ended", "err", err)
 			}
@@ -381,9 +382,9 @@ func (c *Client) readLoop(msgs chan<- Message) {
 		if err == nil && len(line) == 0 {
 			continue
 		}
-		var m Message
+		var m proto.Message
 		if err == nil {
-			m, err = DecodeMessage(line)
+			m, err = proto.DecodeMessage(line)
 		}
 		if err != nil {
 			c.log.Warn("bad line from runner", "err", err)
@@ -397,14 +398,14 @@ func (c *Client) readLoop(msgs chan<- Message) {
 // embed task's answer channel.
 type inflight struct {
 	stream    *stream
-	embed     chan Message
+	embed     chan proto.Message
 	abandoned bool // the caller's ctx ended; waiting for the runner's last chunk
 }
 
 // fail ends the task with e.
 func (t *inflight) fail(task string, e *fault.Error) {
 	if t.embed != nil {
-		t.embed <- Message{Type: TypeEmbedding, Task: task, Error: e}
+		t.embed <- proto.Message{Type: proto.TypeEmbedding, Task: task, Error: e}
 		return
 	}
 	t.stream.push(request.Chunk{Kind: request.ChunkError, Error: e})
@@ -412,19 +413,19 @@ func (t *inflight) fail(task string, e *fault.Error) {
 
 // run owns the task table: it routes the runner's messages and ends every
 // task when the runner exits.
-func (c *Client) run(msgs <-chan Message) {
+func (c *Client) run(msgs <-chan proto.Message) {
 	defer close(c.done)
 	tasks := map[string]*inflight{}
-	var load chan Status // the load waiter; nil when none
+	var load chan proto.Status // the load waiter; nil when none
 	loaded := false
 	procDone := c.proc.Done()
-	var last *Status // the runner's last own report
+	var last *proto.Status // the runner's last own report
 	var w watch
 	// A pipeline stage serves the pipeline's requests, which the node
 	// never registers here: once loaded it counts as busy, and silence
 	// alone (a stopped or hung process) marks it stalled.
 	stage := false
-	tick := time.NewTicker(HeartbeatInterval)
+	tick := time.NewTicker(proto.HeartbeatInterval)
 	defer tick.Stop()
 	for msgs != nil || procDone != nil {
 		select {
@@ -458,22 +459,22 @@ func (c *Client) run(msgs <-chan Message) {
 				w.busy(true, now)
 			}
 			switch m.Type {
-			case TypeProgress:
+			case proto.TypeProgress:
 				w.progress(*m.Progress, now)
 				continue
-			case TypeStatus:
+			case proto.TypeStatus:
 				st := *m.Status
 				last = &st
 				if load != nil {
 					load <- st
-					if st.State != StateLoading && st.State != StateWarming {
+					if st.State != proto.StateLoading && st.State != proto.StateWarming {
 						close(load)
 						load = nil
 					}
 				} else {
 					c.status(st)
 				}
-			case TypeChunk:
+			case proto.TypeChunk:
 				w.chunk(now)
 				t, ok := tasks[m.Task]
 				if !ok || t.stream == nil {
@@ -491,7 +492,7 @@ func (c *Client) run(msgs <-chan Message) {
 				if terminal {
 					delete(tasks, m.Task)
 				}
-			case TypeError:
+			case proto.TypeError:
 				c.log.Warn("runner refused a command", "task", m.Task, "class", m.Error.Class, "err", m.Error.Message)
 				if t, ok := tasks[m.Task]; ok && m.Error.Class == fault.ClassConflict {
 					// Only a duplicate id is answered this way; the task
@@ -501,7 +502,7 @@ func (c *Client) run(msgs <-chan Message) {
 					}
 					delete(tasks, m.Task)
 				}
-			case TypeEmbedding:
+			case proto.TypeEmbedding:
 				t, ok := tasks[m.Task]
 				if !ok || t.embed == nil {
 					c.log.Debug("embedding for an unknown task", "task", m.Task)
@@ -535,7 +536,7 @@ func (c *Client) run(msgs <-chan Message) {
 				continue
 			}
 			t.abandoned = true
-			if line, err := marshalLine(Command{Op: OpCancel, Cancel: &CancelCmd{Task: f.task}}); err == nil {
+			if line, err := proto.MarshalLine(proto.Command{Op: proto.OpCancel, Cancel: &proto.CancelCmd{Task: f.task}}); err == nil {
 				select {
 				case c.lines <- line:
 				default:
@@ -559,9 +560,9 @@ func (c *Client) run(msgs <-chan Message) {
 		}
 		delete(tasks, id)
 	}
-	final := Status{State: StateFailed, Reason: reason}
-	if last != nil && last.State == StateStopped && c.exit.Success() {
-		final = Status{State: StateStopped, Reason: reason}
+	final := proto.Status{State: proto.StateFailed, Reason: reason}
+	if last != nil && last.State == proto.StateStopped && c.exit.Success() {
+		final = proto.Status{State: proto.StateStopped, Reason: reason}
 	}
 	c.log.Info("runner exited", "exit", c.exit.String(), "state", final.State)
 	if load != nil {
@@ -574,7 +575,7 @@ func (c *Client) run(msgs <-chan Message) {
 }
 
 // status delivers st to Statuses without ever blocking run.
-func (c *Client) status(st Status) {
+func (c *Client) status(st proto.Status) {
 	select {
 	case c.statuses <- st:
 	default:

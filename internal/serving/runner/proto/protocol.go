@@ -1,4 +1,4 @@
-package runner
+package proto
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/request"
@@ -254,22 +255,23 @@ func DecodeMessage(line []byte) (Message, error) {
 	return m, nil
 }
 
-// lineReader reads newline-terminated lines of at most max bytes. A longer
+// LineReader reads newline-terminated lines of at most max bytes. A longer
 // line is skipped without being buffered whole, and reported as
 // ErrLineTooLong. It is not safe for concurrent use.
-type lineReader struct {
+type LineReader struct {
 	br  *bufio.Reader
 	max int
 	buf []byte
 }
 
-func newLineReader(r io.Reader, max int) *lineReader {
-	return &lineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+// NewLineReader returns a LineReader of r's lines of at most max bytes.
+func NewLineReader(r io.Reader, max int) *LineReader {
+	return &LineReader{br: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
-// next returns the next line without its newline. The slice is valid until
+// Next returns the next line without its newline. The slice is valid until
 // the next call. A final line without a newline is returned before io.EOF.
-func (l *lineReader) next() ([]byte, error) {
+func (l *LineReader) Next() ([]byte, error) {
 	l.buf = l.buf[:0]
 	tooLong := false
 	for {
@@ -300,11 +302,27 @@ func (l *lineReader) next() ([]byte, error) {
 	}
 }
 
-// marshalLine encodes v as one line, newline included.
-func marshalLine(v any) ([]byte, error) {
+// MarshalLine encodes v as one line, newline included.
+func MarshalLine(v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
 	return append(b, '\n'), nil
 }
+
+// HeartbeatInterval is how often a runner reports its Progress (see
+// package client's watchdog).
+const HeartbeatInterval = 250 * time.Millisecond
+
+// Progress is a runner's heartbeat.
+type Progress struct {
+	Steps  uint64 `json:"steps"`             // model steps completed since the runner started
+	InStep bool   `json:"in_step,omitempty"` // a step is running now
+}
+
+// Speculative decoding modes (SpeculativeSpec.Mode).
+const (
+	SpeculativeLookup = "lookup" // prompt lookup: n-gram drafts from the sequence itself
+	SpeculativeDraft  = "draft"  // a draft model of the same vocabulary
+)

@@ -1,4 +1,4 @@
-package runner
+package prompt
 
 import (
 	"testing"
@@ -67,7 +67,7 @@ func TestStreamerParsesChat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var chunks []request.Chunk
-			p := prepared{chat: true, parserCfg: tt.cfg}
+			p := Prepared{chat: true, parserCfg: tt.cfg}
 			s := newStreamer(nil, p, request.Sampling{Stop: tt.stop}, func(c request.Chunk) { chunks = append(chunks, c) })
 			for _, piece := range tt.pieces {
 				text, stopped := s.stop.Push(piece)

@@ -1,11 +1,11 @@
-package runner
+package client
 
 import (
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/serving/runner/proto"
 )
 
 // The watchdog: a runner reports a heartbeat (TypeProgress) every
@@ -19,44 +19,13 @@ import (
 // (code runner_stalled), and it is killed: its owner sees it exit, with
 // Stall naming why, and restarts it as after a crash.
 const (
-	HeartbeatInterval = 250 * time.Millisecond
-	StallSilence      = 3 * time.Second
-	StallIdle         = 10 * time.Second
+	StallSilence = 3 * time.Second
+	StallIdle    = 10 * time.Second
 )
 
 // CodeRunnerStalled is the code of the error that ends a stalled runner's
 // tasks.
 const CodeRunnerStalled = "runner_stalled"
-
-// Progress is a runner's heartbeat.
-type Progress struct {
-	Steps  uint64 `json:"steps"`             // model steps completed since the runner started
-	InStep bool   `json:"in_step,omitempty"` // a step is running now
-}
-
-// stepMeter counts a batcher's steps for the heartbeat; its fields are
-// written by the batcher and read by the heartbeat goroutine.
-type stepMeter struct {
-	steps  atomic.Uint64
-	inStep atomic.Bool
-}
-
-func (m *stepMeter) begin() {
-	if m != nil {
-		m.inStep.Store(true)
-	}
-}
-
-func (m *stepMeter) end() {
-	if m != nil {
-		m.steps.Add(1)
-		m.inStep.Store(false)
-	}
-}
-
-func (m *stepMeter) read() Progress {
-	return Progress{Steps: m.steps.Load(), InStep: m.inStep.Load()}
-}
 
 // StallError is why a Client killed its runner.
 type StallError struct {
@@ -86,7 +55,7 @@ type watch struct {
 func (w *watch) line(now time.Time) { w.heard = now }
 
 // progress notes a heartbeat.
-func (w *watch) progress(p Progress, now time.Time) {
+func (w *watch) progress(p proto.Progress, now time.Time) {
 	w.beats = true
 	if p.Steps != w.steps {
 		// Step times are measured only while busy: an idle gap is no step.

@@ -1,4 +1,4 @@
-package runner
+package prompt
 
 import (
 	"bytes"
@@ -52,7 +52,7 @@ import (
 //   - tool_choice "none" offers no tools to the template and parses no
 //     calls.
 
-// structured is a request's structured-output mode, built by prepare.
+// structured is a request's structured-output mode, built by Prepare.
 type structured struct {
 	matcher *grammar.Matcher
 	// source is the schema matcher was compiled from by compileSchema: a
@@ -240,15 +240,15 @@ type constrained struct {
 	text strings.Builder     // a forced call's text, held back
 }
 
-// start builds the task's constraint, which the engine's loop applies
+// start builds the task's constraint, which the sequencer applies
 // before each draw and advances by each token. It returns the task's
 // constrained state (nil for free text) and the emit function the streamer
 // must use.
-func (s *structured) start(l *loaded, emit func(request.Chunk)) (*constrained, func(request.Chunk), error) {
+func (s *structured) start(md *Model, emit func(request.Chunk)) (*constrained, func(request.Chunk), error) {
 	if s == nil {
 		return nil, emit, nil
 	}
-	v, err := grammarVocab(l)
+	v, err := grammarVocab(md)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -300,14 +300,14 @@ func (c *constrained) finish(reason string) (string, error) {
 	return request.FinishToolCalls, nil
 }
 
-// grammarVocab returns the model's vocabulary prepared for masking, built
+// grammarVocab returns the model's vocabulary Prepared for masking, built
 // on first use: each token's piece as the streamer decodes it
 // (tok.Piece(id, false): SentencePiece spaces restored, byte tokens as
 // their byte, control and unknown tokens empty, so never allowed), with the
 // tokenizer's end-of-generation tokens.
-func grammarVocab(l *loaded) (*grammar.Vocab, error) {
-	lv := &l.vocab
-	lv.once.Do(func() { lv.v, lv.err = buildVocab(l.m.Tok) })
+func grammarVocab(md *Model) (*grammar.Vocab, error) {
+	lv := &md.vocab
+	lv.once.Do(func() { lv.v, lv.err = buildVocab(md.M.Tok) })
 	return lv.v, lv.err
 }
 

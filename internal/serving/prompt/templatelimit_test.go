@@ -1,4 +1,4 @@
-package runner
+package prompt
 
 import (
 	"errors"
@@ -20,13 +20,9 @@ func TestHostileTemplateRefused(t *testing.T) {
 		{"tojson indent", "{{ messages|tojson(indent=100000000) }}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			l, err := openModel(LoadSpec{ModelPath: modelPath(t), Threads: 1, ChatTemplateOverride: c.src}, serving{slots: 1}, testLogger(), func() {})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.m.Close()
+			l := openModel(t, c.src)
 			start := time.Now()
-			_, err = prepare(t.Context(), l, request.Request{Chat: true, Messages: []request.Message{{Role: request.RoleUser, Content: "hi"}}})
+			_, err := Prepare(t.Context(), l, request.Request{Chat: true, Messages: []request.Message{{Role: request.RoleUser, Content: "hi"}}})
 			var ie *fault.Error
 			if !errors.As(err, &ie) || ie.Class != fault.ClassInvalid || ie.Code != fault.CodeTemplateLimit {
 				t.Fatalf("chat: %v, want a 400 with code %s", err, fault.CodeTemplateLimit)
@@ -34,7 +30,7 @@ func TestHostileTemplateRefused(t *testing.T) {
 			if took := time.Since(start); took > 2*time.Second {
 				t.Errorf("refused after %v, want within 2s", took)
 			}
-			if _, err := prepare(t.Context(), l, request.Request{Prompt: "Once upon a time"}); err != nil {
+			if _, err := Prepare(t.Context(), l, request.Request{Prompt: "Once upon a time"}); err != nil {
 				t.Fatalf("a raw prompt after the refusal: %v", err)
 			}
 		})
