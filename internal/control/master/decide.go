@@ -52,38 +52,14 @@ func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) 
 		if _, ok := s.Instances[c.Instance]; !ok {
 			return nil, fault.Errorf(fault.ClassNotFound, "no instance %s (GET /state lists the placed instances)", c.Instance)
 		}
-		evs := finishTasks(s, c.Instance, in.master, "instance deleted")
-		return append(evs, event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteOperator}), nil
-	case event.TextGeneration:
-		load := map[ids.InstanceID]int{}
-		for _, t := range s.Tasks {
-			load[t.Instance]++
-		}
-		inst, err := PickInstance(s, c.Model, c.Instance, load)
-		if err != nil {
-			return nil, err
-		}
-		return []event.Event{event.TaskCreated{
-			Task: c.Task, Command: c.ID, TaskKind: event.TaskTextGeneration, Model: c.Model, Instance: inst,
-			Owner: c.Owner, Payload: c.Payload, CreatedAtUnixMs: in.nowMs,
-		}}, nil
-	case event.CancelTask:
-		t, ok := s.Tasks[c.Task]
-		if !ok {
-			return nil, nil // already finished: cancelling is idempotent
-		}
-		if t.Status == state.TaskCancelling {
-			return nil, nil
-		}
-		return []event.Event{event.TaskCancelled{Task: c.Task, Reason: "cancelled by the client"}}, nil
+		return []event.Event{event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteOperator}}, nil
 	case event.SetTracingEnabled:
 		return []event.Event{event.TracingSet{Enabled: c.Enabled}}, nil
 	case event.FailInstance:
 		if _, ok := s.Instances[c.Instance]; !ok {
 			return nil, nil
 		}
-		evs := finishTasks(s, c.Instance, in.master, "instance failed: "+c.Detail)
-		return append(evs, event.InstanceFailed{Instance: c.Instance, Category: c.Category, Detail: c.Detail, AtUnixMs: in.nowMs}), nil
+		return []event.Event{event.InstanceFailed{Instance: c.Instance, Category: c.Category, Detail: c.Detail, AtUnixMs: in.nowMs}}, nil
 	case event.RefuseInstancePlacement:
 		return decideRefusal(s, c, in)
 	}
@@ -151,15 +127,6 @@ func decideRemoveModel(s state.State, c event.RemoveModel) ([]event.Event, error
 
 func unknownModel(m ids.ModelID) error {
 	return fault.Errorf(fault.ClassNotFound, "unknown model %q (GET /models lists the catalog)", m)
-}
-
-// finishTasks ends every in-flight task of an instance.
-func finishTasks(s state.State, inst ids.InstanceID, master ids.NodeID, reason string) []event.Event {
-	var evs []event.Event
-	for _, t := range s.TasksOfInstance(inst) {
-		evs = append(evs, event.TaskFinished{Task: t, Node: master, Outcome: event.OutcomeCancelled, Reason: reason})
-	}
-	return evs
 }
 
 // pickInstance chooses the ready instance with the fewest tasks in flight
@@ -277,7 +244,7 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 	for _, n := range inst.ExcludedNodes {
 		prev.Request.Excluded = append(prev.Request.Excluded, string(n))
 	}
-	evs := finishTasks(s, c.Instance, in.master, "placement refused by "+string(c.Node))
+	var evs []event.Event
 	// The instance's own ranks are not charged: the re-placement replaces
 	// them in the same batch.
 	card = card.WithCacheType(inst.CacheType)

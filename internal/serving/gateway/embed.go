@@ -9,10 +9,10 @@ import (
 )
 
 // Embed runs an embedding request on an instance of its model: it travels
-// as a task like a generation (TextGeneration binds it to an instance; the
-// worker on the instance's first node, handed the request, runs the runner's
-// embed command and delivers one final chunk with the vectors). Cancelling
-// ctx cancels the task.
+// as a task like a generation (the gateway picks a ready instance from the
+// replicated State; the worker on the instance's first node, handed the
+// request, runs the runner's embed command and delivers one final chunk
+// with the vectors). Cancelling ctx cancels the task.
 func (g *Gateway) Embed(ctx context.Context, req request.EmbedRequest) (request.EmbedResult, error) {
 	if err := req.Validate(); err != nil {
 		return request.EmbedResult{}, err

@@ -103,8 +103,9 @@ func New(cfg Config) *Gateway {
 	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}}
 }
 
-// Generate registers the request, binds it to a ready instance of the
-// replicated State, and returns the chunk stream. Cancelling ctx cancels the task.
+// Generate picks a ready instance of the request's model from the
+// replicated State, hands the request to the node that runs it, and returns
+// the chunk stream. Cancelling ctx cancels the task there.
 func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan request.Chunk, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
