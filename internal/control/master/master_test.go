@@ -83,7 +83,7 @@ func start(t *testing.T, dir string, opts ...func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Recover(log)
+	st, err := recoverLog(log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,6 +108,18 @@ func start(t *testing.T, dir string, opts ...func(*Config)) *harness {
 	go func() { h.done <- m.Run(ctx) }()
 	t.Cleanup(h.stop)
 	return h
+}
+
+// recoverLog replays the test's log as a node replays its own.
+func recoverLog(l *eventlog.Log) (state.State, error) {
+	idx, blob, err := l.LoadSnapshot()
+	if errors.Is(err, eventlog.ErrNoSnapshot) {
+		return state.Recover(0, nil, l.Records)
+	}
+	if err != nil {
+		return state.State{}, err
+	}
+	return state.Recover(idx, blob, l.Records)
 }
 
 func (h *harness) stop() {
@@ -161,7 +173,7 @@ func TestPlaceServeDeleteAndRestart(t *testing.T) {
 	// reader sees it ready.
 	h.stop()
 	log, _ := eventlog.Open(dir, eventlog.Options{FreeSpaceFloor: eventlog.NoFloor})
-	replayed, err := Recover(log)
+	replayed, err := recoverLog(log)
 	log.Close()
 	if err != nil {
 		t.Fatal(err)

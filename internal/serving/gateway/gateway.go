@@ -24,7 +24,6 @@ import (
 
 	"github.com/skulk/skulk/internal/control/catalog"
 	"github.com/skulk/skulk/internal/control/event"
-	"github.com/skulk/skulk/internal/control/master"
 	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/observe/trace"
@@ -141,7 +140,7 @@ func (g *Gateway) submit(ctx context.Context, model string, payload request.Task
 		return nil, lost
 	}
 	g.mu.Lock()
-	inst, err := master.PickInstance(st, ids.ModelID(model), "", g.inflight)
+	inst, err := pickInstance(st, ids.ModelID(model), g.inflight)
 	if err == nil {
 		g.inflight[inst]++
 	}
@@ -383,8 +382,8 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 	}
 	// Charged as the master's planner charges them, so a preview shows the
 	// room the runners already placed leave, not the telemetry's.
-	nodes = master.Charged(st, nodes, func(id ids.ModelID) (catalog.Card, bool) { return g.cfg.Catalog().Get(string(id)) }, "")
-	pv, err := placement.Previews(master.PlacementModel(card), nodes)
+	nodes = placement.Charged(nodes, catalog.Running(st, func(id ids.ModelID) (catalog.Card, bool) { return g.cfg.Catalog().Get(string(id)) }, ""))
+	pv, err := placement.Previews(card.PlacementModel(), nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +396,7 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 		if (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && (card.HeadDim%32 != 0 || card.ValueDim%32 != 0) {
 			continue
 		}
-		if byType[t], err = placement.Previews(master.PlacementModel(card.WithCacheType(t)), nodes); err != nil {
+		if byType[t], err = placement.Previews(card.WithCacheType(t).PlacementModel(), nodes); err != nil {
 			return nil, err
 		}
 	}
