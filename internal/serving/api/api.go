@@ -139,7 +139,7 @@ type server struct {
 	diag      Diagnostics
 	models    ModelAdmin
 	log       *slog.Logger
-	mux *http.ServeMux
+	mux       *http.ServeMux
 	// adminMux holds the admin routes' patterns (with no-op handlers): a
 	// request it matches needs the admin scope.
 	adminMux *http.ServeMux
