@@ -22,7 +22,7 @@ func (g *Gateway) Embed(ctx context.Context, req request.EmbedRequest) (request.
 			Message: fmt.Sprintf("unknown model %s (GET /models lists the catalog)", fault.Quote(req.Model))}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the watcher submit started once the answer is in
+	defer cancel() // ends the task, and its count in flight, once the answer is in
 	chunks, err := g.submit(ctx, req.Model, request.TaskPayload{Embed: &req})
 	if err != nil {
 		return request.EmbedResult{}, err
