@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/skulk/skulk/internal/control/master"
+	"github.com/skulk/skulk/internal/control/catalog"
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/observe/dashboard"
@@ -174,7 +174,7 @@ func (n *fabric) nodeReadings(ctx context.Context) []NodeReading {
 	}
 	charged := map[string]placement.Node{}
 	if st, err := n.ctl.State(ctx); err == nil {
-		for _, c := range master.Charged(st, n.peers.nodes(), n.mods.card, "") {
+		for _, c := range placement.Charged(n.peers.nodes(), catalog.Running(st, n.mods.card, "")) {
 			charged[c.ID] = c
 		}
 	}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"github.com/skulk/skulk/internal/control/catalog"
-	"github.com/skulk/skulk/internal/control/master"
 	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/observe/telemetry"
@@ -19,7 +18,7 @@ func guard(cat func() *catalog.Catalog, budget int64) func(inst state.Instance, 
 			return 0, 0, nil
 		}
 		sh := inst.Placement[rank]
-		pm := master.PlacementModel(card.WithCacheType(inst.CacheType))
+		pm := card.WithCacheType(inst.CacheType).PlacementModel()
 		var weights int64
 		for l := sh.LayerStart; l < sh.LayerEnd; l++ {
 			weights += card.LayerBytes[l]

@@ -540,7 +540,7 @@ func truncateTo(s string, n int) string {
 	return s
 }
 
-// backend is the API's Backend: the gateway for the requests to the
+// backend is what the API's routes need: the gateway for the requests to the
 // cluster, model administration for the catalog (GET /models and the
 // /models routes), and the node's own diagnostics.
 type backend struct {
@@ -560,6 +560,8 @@ func (b backend) RecoverCluster(ctx context.Context) error { return b.recoverClu
 // NodeDiagnostics answers GET /v1/diagnostics/node.
 func (b backend) NodeDiagnostics(ctx context.Context) (any, error) { return b.node(ctx) }
 
-// The /models routes answer 404 for a Backend without ModelAdmin, so the
-// compiler checks that this one has it.
-var _ api.ModelAdmin = backend{}
+// backends hands the API each route family's backend: all of them this
+// one.
+func (b backend) backends() api.Backends {
+	return api.Backends{Inference: b, Cluster: b, Placement: b, Tracing: b, Diagnostics: b, Models: b}
+}

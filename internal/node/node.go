@@ -451,6 +451,7 @@ func (n *fabric) buildAPI() error {
 	act := &activitySampler{read: n.metrics.Activity, log: log.With("component", "dashboard")}
 	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: n.dashboardFrames(act), Idle: act.idle, Changed: n.timeline.changed,
 		Logger: log.With("component", "dashboard")})
+	be := backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics, recoverCluster: n.recoverCluster}
 	n.srv = &http.Server{
 		Handler: api.New(api.Config{Dashboard: dashboard.Assets(), DashboardEvents: n.dash, Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
@@ -459,7 +460,7 @@ func (n *fabric) buildAPI() error {
 			ClientConn: func(ctx context.Context, digest, name string) error {
 				return n.ln.Claim(ctx, connlimit.Client{Key: digest, Name: name})
 			},
-		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics, recoverCluster: n.recoverCluster}, log.With("component", "api")),
+		}, be.backends(), log.With("component", "api")),
 		ConnState:         n.ln.ConnState, // the connection limit closes idle connections to make room
 		ConnContext:       n.ln.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,

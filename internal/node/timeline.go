@@ -199,7 +199,7 @@ func describe(ie event.IndexedEvent) (kind string, node ids.NodeID, detail strin
 		detail = fmt.Sprintf("tracing enabled: %v", ev.Enabled)
 	case event.APIKeysSet:
 		node, detail = ev.Node, fmt.Sprintf("the node's API keys set (%d)", len(ev.Keys))
-	case event.TaskCreated, event.TaskAcknowledged, event.TaskCancelled, event.TaskFinished:
+	case event.RetiredTask:
 		return "", "", "", false
 	default:
 		detail = "event " + kind

@@ -60,8 +60,8 @@ func TestTimelineRing(t *testing.T) {
 	}
 }
 
-// TestDescribe words the events the timeline keeps and leaves the tasks'
-// out.
+// TestDescribe words the events the timeline keeps and leaves an old log's
+// task events out.
 func TestDescribe(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -77,7 +77,7 @@ func TestDescribe(t *testing.T) {
 		{"runner", event.RunnerStatusUpdated{Runner: "r1", Instance: "inst1", Node: "node-a", Status: event.RunnerFailed, Reason: "exit 2"}, true, "node-a", "runner r1 of instance inst1 rank 0 failed: exit 2"},
 		{"election", event.MasterElected{Node: "node-a", Term: 2}, true, "node-a", "master of term 2"},
 		{"node lost", event.NodeLeft{Node: "node-b", Reason: "failed"}, true, "node-b", "node removed from the cluster (failed)"},
-		{"a task", event.TaskFinished{Task: "t1", Node: "node-a", Outcome: event.OutcomeCompleted}, false, "", ""},
+		{"an old log's task", event.RetiredTask{Retired: event.KindTaskFinished, Body: []byte{0xa0}}, false, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

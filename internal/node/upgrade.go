@@ -8,7 +8,6 @@ import (
 	"os"
 
 	"github.com/skulk/skulk/internal/control/eventlog"
-	"github.com/skulk/skulk/internal/control/master"
 	"github.com/skulk/skulk/internal/control/state"
 )
 
@@ -37,7 +36,7 @@ func readLegacyLog(home string, raftLog *eventlog.Log, log *slog.Logger) (*upgra
 		return nil, fmt.Errorf("node: the home %s holds an event log of the format before Raft that cannot be opened (%w); "+
 			"move %s aside to start this node without its history", home, err, dir)
 	}
-	st, err := master.Recover(old)
+	st, err := recoverLog(old)
 	old.Close()
 	if err != nil {
 		return nil, fmt.Errorf("node: the home %s holds an event log of the format before Raft that cannot be replayed (%w); "+
@@ -50,4 +49,16 @@ func readLegacyLog(home string, raftLog *eventlog.Log, log *slog.Logger) (*upgra
 		"other upgraded members found their own, so start them with an empty raft/ directory and they join this one",
 		"index", st.LastIndex, "instances", len(st.Instances), "old_log_kept_in", dir)
 	return &upgrade{state: st}, nil
+}
+
+// recoverLog replays a log from its newest snapshot.
+func recoverLog(l *eventlog.Log) (state.State, error) {
+	idx, blob, err := l.LoadSnapshot()
+	switch {
+	case errors.Is(err, eventlog.ErrNoSnapshot):
+		idx, blob = 0, nil
+	case err != nil:
+		return state.State{}, fmt.Errorf("load snapshot: %w", err)
+	}
+	return state.Recover(idx, blob, l.Records)
 }

@@ -213,6 +213,14 @@ func TestDependencyRules(t *testing.T) {
 					t.Errorf("%s imports %s: the services behind the HTTP API do not import it; the node wires them together", pkg, im)
 				}
 			}
+			// The request path routes from the replicated State and hands
+			// requests to the node that runs them: it does not reach for the
+			// control plane's single writer, nor the plane that elects it.
+			for _, path := range []string{"serving/gateway", "serving/api", "serving/worker"} {
+				if under(pkg, in(path)) && (under(im, in("control/master")) || under(im, in("control/plane"))) {
+					t.Errorf("%s imports %s: the request path does not import the control plane's writer", pkg, im)
+				}
+			}
 			if under(pkg, in("serving/api")) && pkg != in("serving/api") && im == "net/http" {
 				t.Errorf("%s imports net/http: wire-format adapters are pure translators", pkg)
 			}

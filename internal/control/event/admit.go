@@ -10,8 +10,7 @@ import (
 type Role uint8
 
 const (
-	// RoleWorker submits local facts about its own runners, tasks and
-	// downloads.
+	// RoleWorker submits local facts about its own runners and downloads.
 	RoleWorker Role = iota + 1
 	// RoleMaster submits its own decisions.
 	RoleMaster
@@ -38,11 +37,10 @@ func (s Source) String() string { return fmt.Sprintf("%s %s", s.Role, s.Node) }
 
 // Admit decides whether the master may order ev from source (seed CTRL-04).
 // The master's own decisions are admitted; a worker may submit only local
-// facts, and only about itself: its runners' status, its acknowledgement
-// and completion of tasks, terminal download outcomes, and
-// the digests of the API keys it was configured with. Everything else
-// (placements, deletions, membership, task creation, tracing, elections) is
-// a master decision. ev must also validate.
+// facts, and only about itself: its runners' status, terminal download
+// outcomes, and the digests of the API keys it was configured with.
+// Everything else (placements, deletions, membership, tracing, elections)
+// is a master decision. ev must also validate.
 func Admit(source Source, ev Event) error {
 	if ev == nil {
 		return &AdmissionError{Source: source, Reason: "no event"}
@@ -60,10 +58,6 @@ func Admit(source Source, ev Event) error {
 	var about ids.NodeID
 	switch e := ev.(type) {
 	case RunnerStatusUpdated:
-		about = e.Node
-	case TaskAcknowledged:
-		about = e.Node
-	case TaskFinished:
 		about = e.Node
 	case DownloadCompleted:
 		about = e.Node
@@ -83,6 +77,5 @@ func Admit(source Source, ev Event) error {
 
 // WorkerKinds lists the event kinds a worker may submit.
 func WorkerKinds() []Kind {
-	return []Kind{KindRunnerStatusUpdated, KindTaskAcknowledged, KindTaskFinished,
-		KindDownloadCompleted, KindDownloadFailed}
+	return []Kind{KindRunnerStatusUpdated, KindDownloadCompleted, KindDownloadFailed}
 }

@@ -44,8 +44,7 @@ func TestAdmitTable(t *testing.T) {
 		{"worker_foreign_runner", Source{RoleWorker, "n1"}, RunnerStatusUpdated{Runner: "r", Instance: "i", Node: "n2", Status: RunnerReady}, ErrNotAdmitted},
 		{"worker_own_download", Source{RoleWorker, "n1"}, DownloadCompleted{Node: "n1", Model: "m"}, nil},
 		{"worker_foreign_download", Source{RoleWorker, "n1"}, DownloadFailed{Node: "n2", Model: "m", Reason: "x"}, ErrNotAdmitted},
-		{"worker_finish", Source{RoleWorker, "n1"}, TaskFinished{Task: "t", Node: "n1", Outcome: OutcomeFailed}, nil},
-		{"worker_ack_other", Source{RoleWorker, "n1"}, TaskAcknowledged{Task: "t", Node: "n3"}, ErrNotAdmitted},
+		{"worker_retired_task", Source{RoleWorker, "n1"}, RetiredTask{Retired: KindTaskFinished, Body: []byte{0xa0}}, ErrNotAdmitted},
 		{"worker_creates_instance", Source{RoleWorker, "a"}, sampleEvents()["instance_created"], ErrNotAdmitted},
 		{"worker_elects_itself", Source{RoleWorker, "n1"}, MasterElected{Node: "n1", Term: 9}, ErrNotAdmitted},
 		{"worker_download_pending", Source{RoleWorker, "n1"}, DownloadPending{Node: "n1", Model: "m"}, ErrNotAdmitted},
@@ -54,7 +53,7 @@ func TestAdmitTable(t *testing.T) {
 		{"worker_adds_a_card", Source{RoleWorker, "n1"}, ModelAdded{Card: sampleCard()}, ErrNotAdmitted},
 		{"worker_removes_a_card", Source{RoleWorker, "n1"}, ModelRemoved{Model: "m"}, ErrNotAdmitted},
 		{"worker_holds_foreign_bytes", Source{RoleWorker, "n1"}, DownloadCompleted{Node: "n2", Model: "my-model"}, ErrNotAdmitted},
-		{"unknown_role", Source{Role: 0, Node: "n1"}, TaskAcknowledged{Task: "t", Node: "n1"}, ErrNotAdmitted},
+		{"unknown_role", Source{Role: 0, Node: "n1"}, DownloadCompleted{Node: "n1", Model: "m"}, ErrNotAdmitted},
 		{"nil_event", Source{RoleMaster, "n1"}, nil, ErrNotAdmitted},
 		{"invalid_event", Source{RoleMaster, "n1"}, NodeJoined{Node: ""}, ErrInvalid},
 	}

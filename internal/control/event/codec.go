@@ -180,14 +180,8 @@ func decodeEventBody(k Kind, body []byte) (Event, error) {
 		return decodeEventAs[InstanceFailed](k, body)
 	case KindRunnerStatusUpdated:
 		return decodeEventAs[RunnerStatusUpdated](k, body)
-	case KindTaskCreated:
-		return decodeEventAs[TaskCreated](k, body)
-	case KindTaskAcknowledged:
-		return decodeEventAs[TaskAcknowledged](k, body)
-	case KindTaskCancelled:
-		return decodeEventAs[TaskCancelled](k, body)
-	case KindTaskFinished:
-		return decodeEventAs[TaskFinished](k, body)
+	case KindTaskCreated, KindTaskAcknowledged, KindTaskCancelled, KindTaskFinished:
+		return decodeRetired(k, body)
 	case KindNodeJoined:
 		return decodeEventAs[NodeJoined](k, body)
 	case KindNodeLeft:
@@ -231,10 +225,6 @@ func decodeCommandBody(k Kind, body []byte) (Command, error) {
 		return decodeCommandAs[CreateInstance](k, body)
 	case KindDeleteInstance:
 		return decodeCommandAs[DeleteInstance](k, body)
-	case KindTextGeneration:
-		return decodeCommandAs[TextGeneration](k, body)
-	case KindCancelTask:
-		return decodeCommandAs[CancelTask](k, body)
 	case KindSetTracingEnabled:
 		return decodeCommandAs[SetTracingEnabled](k, body)
 	case KindRefuseInstancePlacement:

@@ -2,7 +2,6 @@ package event
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"slices"
 	"sort"
@@ -251,35 +250,6 @@ func TestDecodeIndexedRejectsZeroPosition(t *testing.T) {
 		if _, err := DecodeIndexed(b); !errors.Is(err, ErrInvalid) {
 			t.Errorf("DecodeIndexed(term %d, index %d) = %v, want ErrInvalid", ie.Term, ie.Index, err)
 		}
-	}
-}
-
-// TestDigestText: a digest travels as 64 lowercase hex digits in JSON (the
-// data plane's payload requests, GET /state); any other length is refused.
-func TestDigestText(t *testing.T) {
-	want := PayloadRef{Digest: Digest{0xab, 0x01}, Size: 1}
-	b, err := json.Marshal(want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got PayloadRef
-	if err := json.Unmarshal(b, &got); err != nil || got != want {
-		t.Fatalf("round trip of %s: %+v, %v", b, got, err)
-	}
-	if err := json.Unmarshal([]byte(`{"digest":"abcd","size":1}`), &got); err == nil {
-		t.Fatal("accepted a 4-digit digest")
-	}
-}
-
-func TestDigestBinaryLength(t *testing.T) {
-	var d Digest
-	if err := d.UnmarshalBinary(make([]byte, 31)); err == nil {
-		t.Fatal("accepted a 31-byte digest")
-	}
-	body := rawMap(t, "task", "t", "command", "c", "task_kind", "text_generation", "model", "m",
-		"instance", "i", "owner", "n", "payload", rawMap(t, "digest", make([]byte, 33), "size", 1), "created_at_unix_ms", 0)
-	if _, err := DecodeEvent(rawMap(t, "kind", "TaskCreated", "body", body)); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("33-byte digest: got %v, want ErrMalformed", err)
 	}
 }
 

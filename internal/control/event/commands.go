@@ -46,30 +46,11 @@ type CreateInstance struct {
 	ExcludedNodes []ids.NodeID  `json:"excluded_nodes"`
 }
 
-// DeleteInstance asks the master to stop an instance; its tasks are
-// cancelled and no failure history is kept (seed CTRL-16).
+// DeleteInstance asks the master to stop an instance; no failure history is
+// kept (seed CTRL-16).
 type DeleteInstance struct {
 	ID       ids.CommandID  `json:"id"`
 	Instance ids.InstanceID `json:"instance"`
-}
-
-// TextGeneration asks the master to run a text generation task. The
-// request payload stays on Owner, the API node that received it; only its
-// reference enters the log. Instance may pin an instance; empty lets the
-// master choose a ready one.
-type TextGeneration struct {
-	ID       ids.CommandID  `json:"id"`
-	Task     ids.TaskID     `json:"task"`
-	Model    ids.ModelID    `json:"model"`
-	Instance ids.InstanceID `json:"instance"`
-	Owner    ids.NodeID     `json:"owner"`
-	Payload  PayloadRef     `json:"payload"`
-}
-
-// CancelTask asks the master to cancel a task (a client went away).
-type CancelTask struct {
-	ID   ids.CommandID `json:"id"`
-	Task ids.TaskID    `json:"task"`
 }
 
 // SetTracingEnabled asks the master to set the cluster tracing flag.
@@ -104,8 +85,6 @@ type FailInstance struct {
 func (PlaceInstance) Kind() Kind           { return KindPlaceInstance }
 func (CreateInstance) Kind() Kind          { return KindCreateInstance }
 func (DeleteInstance) Kind() Kind          { return KindDeleteInstance }
-func (TextGeneration) Kind() Kind          { return KindTextGeneration }
-func (CancelTask) Kind() Kind              { return KindCancelTask }
 func (SetTracingEnabled) Kind() Kind       { return KindSetTracingEnabled }
 func (RefuseInstancePlacement) Kind() Kind { return KindRefuseInstancePlacement }
 func (FailInstance) Kind() Kind            { return KindFailInstance }
@@ -113,8 +92,6 @@ func (FailInstance) Kind() Kind            { return KindFailInstance }
 func (c PlaceInstance) CommandID() ids.CommandID           { return c.ID }
 func (c CreateInstance) CommandID() ids.CommandID          { return c.ID }
 func (c DeleteInstance) CommandID() ids.CommandID          { return c.ID }
-func (c TextGeneration) CommandID() ids.CommandID          { return c.ID }
-func (c CancelTask) CommandID() ids.CommandID              { return c.ID }
 func (c SetTracingEnabled) CommandID() ids.CommandID       { return c.ID }
 func (c RefuseInstancePlacement) CommandID() ids.CommandID { return c.ID }
 func (c FailInstance) CommandID() ids.CommandID            { return c.ID }
@@ -122,8 +99,6 @@ func (c FailInstance) CommandID() ids.CommandID            { return c.ID }
 func (PlaceInstance) isCommand()           {}
 func (CreateInstance) isCommand()          {}
 func (DeleteInstance) isCommand()          {}
-func (TextGeneration) isCommand()          {}
-func (CancelTask) isCommand()              {}
 func (SetTracingEnabled) isCommand()       {}
 func (RefuseInstancePlacement) isCommand() {}
 func (FailInstance) isCommand()            {}
@@ -159,28 +134,6 @@ func (c DeleteInstance) Validate() error {
 	return firstInvalid(c.Kind(),
 		check{"id", c.ID.Validate()},
 		check{"instance", c.Instance.Validate()},
-	)
-}
-
-func (c TextGeneration) Validate() error {
-	var instErr error
-	if c.Instance != "" {
-		instErr = c.Instance.Validate()
-	}
-	return firstInvalid(c.Kind(),
-		check{"id", c.ID.Validate()},
-		check{"task", c.Task.Validate()},
-		check{"model", c.Model.Validate()},
-		check{"instance", instErr},
-		check{"owner", c.Owner.Validate()},
-		check{"payload", c.Payload.validate()},
-	)
-}
-
-func (c CancelTask) Validate() error {
-	return firstInvalid(c.Kind(),
-		check{"id", c.ID.Validate()},
-		check{"task", c.Task.Validate()},
 	)
 }
 

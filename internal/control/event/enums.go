@@ -25,26 +25,6 @@ func (s RunnerStatus) validate() error {
 		RunnerReady, RunnerRunning, RunnerFailed, RunnerStopped)
 }
 
-// TaskKind says which kind of work a task is.
-type TaskKind string
-
-const TaskTextGeneration TaskKind = "text_generation"
-
-func (k TaskKind) validate() error { return enum(k, TaskTextGeneration) }
-
-// TaskOutcome is how a task ended.
-type TaskOutcome string
-
-const (
-	OutcomeCompleted TaskOutcome = "completed"
-	OutcomeFailed    TaskOutcome = "failed"
-	OutcomeCancelled TaskOutcome = "cancelled"
-)
-
-func (o TaskOutcome) validate() error {
-	return enum(o, OutcomeCompleted, OutcomeFailed, OutcomeCancelled)
-}
-
 // DeleteReason says why an instance was removed.
 type DeleteReason string
 

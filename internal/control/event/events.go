@@ -44,8 +44,7 @@ type InstanceCreated struct {
 	DraftModel  ids.ModelID `json:"draft_model,omitempty"`
 }
 
-// InstanceDeleted removes an instance and its runners. The master first
-// finishes every task on it (seed CTRL-15/16).
+// InstanceDeleted removes an instance and its runners (seed CTRL-15/16).
 type InstanceDeleted struct {
 	Instance ids.InstanceID `json:"instance"`
 	Reason   DeleteReason   `json:"reason"`
@@ -69,39 +68,6 @@ type RunnerStatusUpdated struct {
 	Node     ids.NodeID     `json:"node"`
 	Status   RunnerStatus   `json:"status"`
 	Reason   string         `json:"reason"`
-}
-
-// TaskCreated binds a task to an instance; the master chose the instance.
-type TaskCreated struct {
-	Task            ids.TaskID     `json:"task"`
-	Command         ids.CommandID  `json:"command"`
-	TaskKind        TaskKind       `json:"task_kind"`
-	Model           ids.ModelID    `json:"model"`
-	Instance        ids.InstanceID `json:"instance"`
-	Owner           ids.NodeID     `json:"owner"` // the API node that holds the payload and streams the answer
-	Payload         PayloadRef     `json:"payload"`
-	CreatedAtUnixMs int64          `json:"created_at_unix_ms"`
-}
-
-// TaskAcknowledged reports that a runner on Node accepted the task.
-type TaskAcknowledged struct {
-	Task ids.TaskID `json:"task"`
-	Node ids.NodeID `json:"node"`
-}
-
-// TaskCancelled asks the task's runners to stop; TaskFinished follows.
-type TaskCancelled struct {
-	Task   ids.TaskID `json:"task"`
-	Reason string     `json:"reason"`
-}
-
-// TaskFinished ends a task. Node is the reporter: the worker whose runner
-// finished it, or the master when it fails a task whose instance is gone.
-type TaskFinished struct {
-	Task    ids.TaskID  `json:"task"`
-	Node    ids.NodeID  `json:"node"`
-	Outcome TaskOutcome `json:"outcome"`
-	Reason  string      `json:"reason"`
 }
 
 // NodeJoined admits a member into the State's node set.
@@ -154,10 +120,6 @@ func (InstanceCreated) Kind() Kind     { return KindInstanceCreated }
 func (InstanceDeleted) Kind() Kind     { return KindInstanceDeleted }
 func (InstanceFailed) Kind() Kind      { return KindInstanceFailed }
 func (RunnerStatusUpdated) Kind() Kind { return KindRunnerStatusUpdated }
-func (TaskCreated) Kind() Kind         { return KindTaskCreated }
-func (TaskAcknowledged) Kind() Kind    { return KindTaskAcknowledged }
-func (TaskCancelled) Kind() Kind       { return KindTaskCancelled }
-func (TaskFinished) Kind() Kind        { return KindTaskFinished }
 func (NodeJoined) Kind() Kind          { return KindNodeJoined }
 func (NodeLeft) Kind() Kind            { return KindNodeLeft }
 func (DownloadPending) Kind() Kind     { return KindDownloadPending }
@@ -170,10 +132,6 @@ func (InstanceCreated) isEvent()     {}
 func (InstanceDeleted) isEvent()     {}
 func (InstanceFailed) isEvent()      {}
 func (RunnerStatusUpdated) isEvent() {}
-func (TaskCreated) isEvent()         {}
-func (TaskAcknowledged) isEvent()    {}
-func (TaskCancelled) isEvent()       {}
-func (TaskFinished) isEvent()        {}
 func (NodeJoined) isEvent()          {}
 func (NodeLeft) isEvent()            {}
 func (DownloadPending) isEvent()     {}
@@ -236,42 +194,6 @@ func rank(r uint32) error {
 		return fmt.Errorf("rank %d, limit %d", r, MaxRanks-1)
 	}
 	return nil
-}
-
-func (e TaskCreated) Validate() error {
-	return firstInvalid(e.Kind(),
-		check{"task", e.Task.Validate()},
-		check{"command", e.Command.Validate()},
-		check{"task_kind", e.TaskKind.validate()},
-		check{"model", e.Model.Validate()},
-		check{"instance", e.Instance.Validate()},
-		check{"owner", e.Owner.Validate()},
-		check{"payload", e.Payload.validate()},
-		check{"created_at_unix_ms", unixMs(e.CreatedAtUnixMs)},
-	)
-}
-
-func (e TaskAcknowledged) Validate() error {
-	return firstInvalid(e.Kind(),
-		check{"task", e.Task.Validate()},
-		check{"node", e.Node.Validate()},
-	)
-}
-
-func (e TaskCancelled) Validate() error {
-	return firstInvalid(e.Kind(),
-		check{"task", e.Task.Validate()},
-		check{"reason", reason(e.Reason)},
-	)
-}
-
-func (e TaskFinished) Validate() error {
-	return firstInvalid(e.Kind(),
-		check{"task", e.Task.Validate()},
-		check{"node", e.Node.Validate()},
-		check{"outcome", e.Outcome.validate()},
-		check{"reason", reason(e.Reason)},
-	)
 }
 
 func (e NodeJoined) Validate() error {

@@ -9,8 +9,6 @@ const (
 	KindPlaceInstance           Kind = "PlaceInstance"
 	KindCreateInstance          Kind = "CreateInstance"
 	KindDeleteInstance          Kind = "DeleteInstance"
-	KindTextGeneration          Kind = "TextGeneration"
-	KindCancelTask              Kind = "CancelTask"
 	KindSetTracingEnabled       Kind = "SetTracingEnabled"
 	KindRefuseInstancePlacement Kind = "RefuseInstancePlacement"
 	KindFailInstance            Kind = "FailInstance"
@@ -22,10 +20,6 @@ const (
 	KindInstanceDeleted     Kind = "InstanceDeleted"
 	KindInstanceFailed      Kind = "InstanceFailed"
 	KindRunnerStatusUpdated Kind = "RunnerStatusUpdated"
-	KindTaskCreated         Kind = "TaskCreated"
-	KindTaskAcknowledged    Kind = "TaskAcknowledged"
-	KindTaskCancelled       Kind = "TaskCancelled"
-	KindTaskFinished        Kind = "TaskFinished"
 	KindNodeJoined          Kind = "NodeJoined"
 	KindNodeLeft            Kind = "NodeLeft"
 	KindDownloadPending     Kind = "DownloadPending"
@@ -38,17 +32,16 @@ const (
 // CommandKinds lists every command kind, in declaration order.
 func CommandKinds() []Kind {
 	return []Kind{
-		KindPlaceInstance, KindCreateInstance, KindDeleteInstance, KindTextGeneration,
-		KindCancelTask, KindSetTracingEnabled, KindRefuseInstancePlacement, KindFailInstance,
-		KindAddModel, KindRemoveModel,
+		KindPlaceInstance, KindCreateInstance, KindDeleteInstance, KindSetTracingEnabled,
+		KindRefuseInstancePlacement, KindFailInstance, KindAddModel, KindRemoveModel,
 	}
 }
 
-// EventKinds lists every event kind, in declaration order.
+// EventKinds lists every event kind a master may append, in declaration
+// order; RetiredKinds lists those only old logs hold.
 func EventKinds() []Kind {
 	return []Kind{
 		KindInstanceCreated, KindInstanceDeleted, KindInstanceFailed, KindRunnerStatusUpdated,
-		KindTaskCreated, KindTaskAcknowledged, KindTaskCancelled, KindTaskFinished,
 		KindNodeJoined, KindNodeLeft, KindDownloadPending, KindDownloadCompleted,
 		KindDownloadFailed, KindTracingSet, KindMasterElected, KindAPIKeysSet,
 		KindModelAdded, KindModelRemoved,

@@ -1,7 +1,6 @@
 package event
 
 import (
-	"crypto/sha256"
 	"strings"
 
 	"github.com/skulk/skulk/internal/platform/ids"
@@ -23,21 +22,13 @@ func sampleEvents() map[string]Event {
 		"instance_deleted":      InstanceDeleted{Instance: "inst-1", Reason: DeleteOperator},
 		"instance_failed":       InstanceFailed{Instance: "inst-1", Category: FailureCrashLoop, Detail: "exit status 2 (3 times)", AtUnixMs: 1700000000500},
 		"runner_status_updated": RunnerStatusUpdated{Runner: "run-1", Instance: "inst-1", Rank: 1, Node: "node-b", Status: RunnerReady, Reason: ""},
-		"task_created": TaskCreated{
-			Task: "task-1", Command: "cmd-9", TaskKind: TaskTextGeneration, Model: "meta-llama/Llama-3.2-1B-Instruct",
-			Instance: "inst-1", Owner: "node-a", Payload: PayloadRef{Digest: sha256.Sum256([]byte("prompt")), Size: 6},
-			CreatedAtUnixMs: 1700000001000,
-		},
-		"task_acknowledged":  TaskAcknowledged{Task: "task-1", Node: "node-b"},
-		"task_cancelled":     TaskCancelled{Task: "task-1", Reason: "client disconnected"},
-		"task_finished":      TaskFinished{Task: "task-1", Node: "node-b", Outcome: OutcomeCompleted},
-		"node_joined":        NodeJoined{Node: "node-a", AtUnixMs: 1699999999000},
-		"node_left":          NodeLeft{Node: "node-c", Reason: LeaveTimedOut},
-		"download_pending":   DownloadPending{Node: "node-a", Model: "qwen2.5:0.5b"},
-		"download_completed": DownloadCompleted{Node: "node-a", Model: "qwen2.5:0.5b", Bytes: 397000000},
-		"download_failed":    DownloadFailed{Node: "node-a", Model: "qwen2.5:0.5b", Reason: "checksum mismatch"},
-		"tracing_set":        TracingSet{Enabled: true},
-		"master_elected":     MasterElected{Node: "node-a", Term: 3},
+		"node_joined":           NodeJoined{Node: "node-a", AtUnixMs: 1699999999000},
+		"node_left":             NodeLeft{Node: "node-c", Reason: LeaveTimedOut},
+		"download_pending":      DownloadPending{Node: "node-a", Model: "qwen2.5:0.5b"},
+		"download_completed":    DownloadCompleted{Node: "node-a", Model: "qwen2.5:0.5b", Bytes: 397000000},
+		"download_failed":       DownloadFailed{Node: "node-a", Model: "qwen2.5:0.5b", Reason: "checksum mismatch"},
+		"tracing_set":           TracingSet{Enabled: true},
+		"master_elected":        MasterElected{Node: "node-a", Term: 3},
 		"api_keys_set": APIKeysSet{Node: "node-a", Keys: []APIKey{
 			{Name: "admin", Scope: ScopeAdmin, Digest: strings.Repeat("ab", 32)},
 			{Name: "alice", Scope: ScopeInference, Digest: strings.Repeat("cd", 32)},
@@ -56,12 +47,7 @@ func sampleCommands() map[string]Command {
 			Placement: []Shard{{Node: "node-a", LayerStart: 0, LayerEnd: 24, HoldsEmbedding: true, HoldsHead: true}},
 			Layers:    24, ContextTokens: 4096,
 		},
-		"delete_instance": DeleteInstance{ID: "cmd-3", Instance: "inst-1"},
-		"text_generation": TextGeneration{
-			ID: "cmd-4", Task: "task-1", Model: "qwen2.5:0.5b", Owner: "node-a",
-			Payload: PayloadRef{Digest: sha256.Sum256([]byte("hello")), Size: 5},
-		},
-		"cancel_task":         CancelTask{ID: "cmd-5", Task: "task-1"},
+		"delete_instance":     DeleteInstance{ID: "cmd-3", Instance: "inst-1"},
 		"set_tracing_enabled": SetTracingEnabled{ID: "cmd-6", Enabled: true},
 		"refuse_instance_placement": RefuseInstancePlacement{
 			ID: "cmd-7", Instance: "inst-1", Node: "node-b", Reason: "shard needs more memory than is free",

@@ -1,7 +1,6 @@
 package event
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -17,7 +16,6 @@ const (
 	MaxLayers        = 1 << 16 // transformer blocks in one model
 	MaxContextTokens = 1 << 24 // stamped context window
 	MaxReasonBytes   = 1024    // reason and detail strings (operator-safe, never content)
-	MaxPayloadBytes  = 1 << 30 // a request payload held by its owning API node
 	MaxBackendBytes  = 64
 )
 
@@ -38,54 +36,6 @@ func (b Backend) Validate() error {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
 			return fmt.Errorf("backend tag %q: byte %q is outside [a-z0-9_-]", truncate(string(b)), c)
 		}
-	}
-	return nil
-}
-
-// Digest is a SHA-256 digest. It encodes as a 32-byte CBOR byte string and
-// as lowercase hex in JSON.
-type Digest [32]byte
-
-// MarshalBinary returns the 32 raw bytes.
-func (d Digest) MarshalBinary() ([]byte, error) { return d[:], nil }
-
-// UnmarshalBinary accepts exactly 32 bytes.
-func (d *Digest) UnmarshalBinary(b []byte) error {
-	if len(b) != len(d) {
-		return fmt.Errorf("digest is %d bytes, want %d", len(b), len(d))
-	}
-	copy(d[:], b)
-	return nil
-}
-
-// MarshalText returns lowercase hex.
-func (d Digest) MarshalText() ([]byte, error) {
-	return []byte(hex.EncodeToString(d[:])), nil
-}
-
-// UnmarshalText accepts exactly 64 hex digits.
-func (d *Digest) UnmarshalText(b []byte) error {
-	if len(b) != 2*len(d) {
-		return fmt.Errorf("digest is %d hex digits, want %d", len(b), 2*len(d))
-	}
-	_, err := hex.Decode(d[:], b)
-	return err
-}
-
-// PayloadRef points at a request payload (the prompt and its parameters)
-// that stays on the owning API node; prompts never enter the log. A runner
-// fetches it by task id over the data plane and checks Size and Digest.
-type PayloadRef struct {
-	Digest Digest `json:"digest"`
-	Size   uint64 `json:"size"`
-}
-
-func (p PayloadRef) validate() error {
-	if p.Size == 0 || p.Size > MaxPayloadBytes {
-		return fmt.Errorf("payload size %d outside 1..%d", p.Size, MaxPayloadBytes)
-	}
-	if p.Digest == (Digest{}) {
-		return errors.New("payload digest is zero")
 	}
 	return nil
 }

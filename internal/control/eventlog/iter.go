@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
 	"sort"
 
 	"github.com/klauspost/compress/zstd"
@@ -52,6 +53,29 @@ func (l *Log) Iterate(from uint64) (*Iterator, error) {
 		return nil, fmt.Errorf("%w: %d, last index %d", ErrOutOfRange, from, l.last)
 	}
 	return &Iterator{l: l, next: from}, nil
+}
+
+// Records yields the payloads of the records from index from to the last,
+// in order, and stops at the first error, which it yields. It is Iterate
+// for a range loop (state.Recover reads a log through it); the payloads are
+// valid only until the loop goes on.
+func (l *Log) Records(from uint64) iter.Seq2[[]byte, error] {
+	return func(yield func([]byte, error) bool) {
+		it, err := l.Iterate(from)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer it.Close()
+		for it.Next() {
+			if !yield(it.Payload(), nil) {
+				return
+			}
+		}
+		if err := it.Err(); err != nil {
+			yield(nil, err)
+		}
+	}
 }
 
 // Next advances to the next record. It returns false at the end of the log

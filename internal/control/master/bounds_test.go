@@ -112,48 +112,6 @@ func cpuNode(id ids.NodeID, total, free int64, maxInstances int) placement.Node 
 	return placement.Node{ID: string(id), TotalBytes: total, AvailableBytes: free, Backends: []string{"native-cpu"}, MaxInstances: maxInstances}
 }
 
-func TestCharged(t *testing.T) {
-	s := replay(t, cluster(t),
-		event.InstanceCreated{Instance: "split", Model: catalog.BuiltinID, Backend: "native-cpu", Layers: 5, ContextTokens: 1024,
-			Placement: []event.Shard{
-				{Node: node, LayerStart: 0, LayerEnd: 3, HoldsEmbedding: true},
-				{Node: nodeB, LayerStart: 3, LayerEnd: 5, HoldsHead: true},
-			}},
-		whole("on-a", catalog.BuiltinID, node),
-		whole("failed", catalog.BuiltinID, node),
-		event.InstanceFailed{Instance: "failed", Category: event.FailureOutOfMemory, Detail: "test"},
-		whole("uncatalogued", "gone-from-the-catalog", nodeB),
-	)
-	first := runnerCharge(t, []int{0, 1, 2}, true, false, 1024)
-	last := runnerCharge(t, []int{3, 4}, false, true, 1024)
-	all := runnerCharge(t, []int{0, 1, 2, 3, 4}, true, true, 2048)
-	nodes := []placement.Node{cpuNode(node, 16<<30, 8<<30, 0), cpuNode(nodeB, 16<<30, 8<<30, 0), cpuNode("node-c", 16<<30, 8<<30, 0)}
-	tests := []struct {
-		name    string
-		skip    ids.InstanceID
-		runners []int
-		bytes   []int64
-	}{
-		// A failed instance's runners are stopped; a model gone from the
-		// catalog still has a runner process, charged its floor.
-		{"every_running_rank", "", []int{2, 2, 0}, []int64{first + all, last + placement.RunnerOverheadBytes, 0}},
-		{"but_the_instance_being_replaced", "split", []int{1, 1, 0}, []int64{all, placement.RunnerOverheadBytes, 0}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := Charged(s, nodes, cards(t), tt.skip)
-			for i, n := range got {
-				if n.Runners != tt.runners[i] || n.CommittedBytes != tt.bytes[i] {
-					t.Errorf("%s: %d runners, %d bytes; want %d, %d", n.ID, n.Runners, n.CommittedBytes, tt.runners[i], tt.bytes[i])
-				}
-			}
-			if nodes[0].Runners != 0 || nodes[0].CommittedBytes != 0 {
-				t.Error("Charged changed its input")
-			}
-		})
-	}
-}
-
 // decide's placement counts what the State already places: limits per node
 // and per model, and memory committed but not yet seen by telemetry.
 func TestDecidePlaceCountsTheState(t *testing.T) {

@@ -46,11 +46,11 @@ func TestPlaceCacheType(t *testing.T) {
 		}
 		sh := inst.Placement[0]
 		r := placement.Rank{Start: int(sh.LayerStart), End: int(sh.LayerEnd), HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead}
-		want, err := placement.Charge(PlacementModel(card.WithCacheType(ct)), r, int(inst.ContextTokens))
+		want, err := placement.Charge(card.WithCacheType(ct).PlacementModel(), r, int(inst.ContextTokens))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := Charged(placed, nodes, in.card, "")[0].CommittedBytes
+		got := placement.Charged(nodes, catalog.Running(placed, in.card, ""))[0].CommittedBytes
 		if got != want {
 			t.Errorf("%q: charged %d, want %d", ct, got, want)
 		}

@@ -3,7 +3,6 @@ package master
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 
@@ -52,38 +51,14 @@ func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) 
 		if _, ok := s.Instances[c.Instance]; !ok {
 			return nil, fault.Errorf(fault.ClassNotFound, "no instance %s (GET /state lists the placed instances)", c.Instance)
 		}
-		evs := finishTasks(s, c.Instance, in.master, "instance deleted")
-		return append(evs, event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteOperator}), nil
-	case event.TextGeneration:
-		load := map[ids.InstanceID]int{}
-		for _, t := range s.Tasks {
-			load[t.Instance]++
-		}
-		inst, err := PickInstance(s, c.Model, c.Instance, load)
-		if err != nil {
-			return nil, err
-		}
-		return []event.Event{event.TaskCreated{
-			Task: c.Task, Command: c.ID, TaskKind: event.TaskTextGeneration, Model: c.Model, Instance: inst,
-			Owner: c.Owner, Payload: c.Payload, CreatedAtUnixMs: in.nowMs,
-		}}, nil
-	case event.CancelTask:
-		t, ok := s.Tasks[c.Task]
-		if !ok {
-			return nil, nil // already finished: cancelling is idempotent
-		}
-		if t.Status == state.TaskCancelling {
-			return nil, nil
-		}
-		return []event.Event{event.TaskCancelled{Task: c.Task, Reason: "cancelled by the client"}}, nil
+		return []event.Event{event.InstanceDeleted{Instance: c.Instance, Reason: event.DeleteOperator}}, nil
 	case event.SetTracingEnabled:
 		return []event.Event{event.TracingSet{Enabled: c.Enabled}}, nil
 	case event.FailInstance:
 		if _, ok := s.Instances[c.Instance]; !ok {
 			return nil, nil
 		}
-		evs := finishTasks(s, c.Instance, in.master, "instance failed: "+c.Detail)
-		return append(evs, event.InstanceFailed{Instance: c.Instance, Category: c.Category, Detail: c.Detail, AtUnixMs: in.nowMs}), nil
+		return []event.Event{event.InstanceFailed{Instance: c.Instance, Category: c.Category, Detail: c.Detail, AtUnixMs: in.nowMs}}, nil
 	case event.RefuseInstancePlacement:
 		return decideRefusal(s, c, in)
 	}
@@ -153,55 +128,6 @@ func unknownModel(m ids.ModelID) error {
 	return fault.Errorf(fault.ClassNotFound, "unknown model %q (GET /models lists the catalog)", m)
 }
 
-// finishTasks ends every in-flight task of an instance.
-func finishTasks(s state.State, inst ids.InstanceID, master ids.NodeID, reason string) []event.Event {
-	var evs []event.Event
-	for _, t := range s.TasksOfInstance(inst) {
-		evs = append(evs, event.TaskFinished{Task: t, Node: master, Outcome: event.OutcomeCancelled, Reason: reason})
-	}
-	return evs
-}
-
-// pickInstance chooses the ready instance with the fewest tasks in flight
-// (ties by id), or explains why none can take the task.
-// PickInstance chooses the instance that serves a request for model: the
-// one named (it must be ready), else the ready instance with the least load
-// (ties: the order ReadyInstancesForModel gives). Its refusals say what to
-// do: place the model, or retry while it loads.
-func PickInstance(s state.State, model ids.ModelID, named ids.InstanceID, load map[ids.InstanceID]int) (ids.InstanceID, error) {
-	if named != "" {
-		inst, ok := s.Instances[named]
-		if !ok || inst.Model != model {
-			return "", fault.Errorf(fault.ClassNotFound, "no instance %s of model %s", named, model)
-		}
-		if inst.Status != state.InstanceReady {
-			return "", fault.Errorf(fault.ClassUnavailable, "instance %s of %s is %s; retry when it is ready", named, model, inst.Status)
-		}
-		return named, nil
-	}
-	ready := s.ReadyInstancesForModel(model)
-	if len(ready) == 0 {
-		for _, inst := range s.Instances {
-			if inst.Model == model && inst.Status == state.InstancePending {
-				return "", fault.Errorf(fault.ClassUnavailable, "model %s is still loading; retry in a moment", model)
-			}
-		}
-		return "", fault.Errorf(fault.ClassNotFound, "model %s has no running instance; place it first with `skulk place %s` or POST /place_instance", model, model)
-	}
-	sort.SliceStable(ready, func(i, j int) bool { return load[ready[i]] < load[ready[j]] })
-	return ready[0], nil
-}
-
-// PlacementModel converts a card into the planner's input.
-func PlacementModel(c catalog.Card) placement.Model {
-	return placement.Model{
-		ID: c.ID, Layers: c.Layers, LayerBytes: c.LayerBytes, EmbeddingBytes: c.EmbeddingBytes,
-		HeadBytes: c.HeadBytes, TiedEmbedding: c.TiedEmbeddings,
-		KVBytesPerTokenLayer: c.KVBytesPerTokenLayer(),
-		ContextLength:        c.ContextLength, CompatibleBackends: c.CompatibleBackends, BackendPreference: c.BackendPreference,
-	}
-}
-
 func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event, error) {
 	card, ok := in.card(c.Model)
 	if !ok {
@@ -234,7 +160,7 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 			return nil, fault.ParamErrorf("cache_type", "model %s has value_dim %d, not a whole number of the %s cache's 32-element blocks; use f16 or f32", card.ID, card.ValueDim, t)
 		}
 	}
-	p, err := placement.Plan(PlacementModel(card), admitted(s, in, ""), req)
+	p, err := placement.Plan(card.PlacementModel(), admitted(s, in, ""), req)
 	if err != nil {
 		return nil, err
 	}
@@ -277,11 +203,11 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 	for _, n := range inst.ExcludedNodes {
 		prev.Request.Excluded = append(prev.Request.Excluded, string(n))
 	}
-	evs := finishTasks(s, c.Instance, in.master, "placement refused by "+string(c.Node))
+	var evs []event.Event
 	// The instance's own ranks are not charged: the re-placement replaces
 	// them in the same batch.
 	card = card.WithCacheType(inst.CacheType)
-	p, err := placement.Widen(PlacementModel(card), admitted(s, in, c.Instance), prev, string(c.Node), int(inst.RefusalHops))
+	p, err := placement.Widen(card.PlacementModel(), admitted(s, in, c.Instance), prev, string(c.Node), int(inst.RefusalHops))
 	if err != nil {
 		var limit *placement.RefusalLimitError
 		detail := fmt.Sprintf("node %s refused the placement (needs %d bytes, %d available): %v", c.Node, c.NeededBytes, c.AvailableBytes, err)
@@ -314,46 +240,7 @@ func admitted(s state.State, in inputs, skip ids.InstanceID) []placement.Node {
 			out = append(out, n)
 		}
 	}
-	return Charged(s, out, in.card, skip)
-}
-
-// Charged returns a copy of nodes with the runners the State places on each
-// counted into Runners and charged into CommittedBytes, at the estimate the
-// planner admitted them with (placement.Charge at the stamped window). A
-// failed instance's runners are stopped, so it is not charged; nor is
-// instance skip (pass "" to charge every instance). The API's previews call
-// this too, so they see what the master's planner sees.
-func Charged(s state.State, nodes []placement.Node, card func(ids.ModelID) (catalog.Card, bool), skip ids.InstanceID) []placement.Node {
-	out := make([]placement.Node, len(nodes))
-	at := make(map[string]int, len(nodes))
-	for i, n := range nodes {
-		out[i] = n
-		at[n.ID] = i
-	}
-	for id, inst := range s.Instances { // sums do not depend on the order
-		if id == skip || inst.Status == state.InstanceFailed {
-			continue
-		}
-		c, known := card(inst.Model)
-		for _, sh := range inst.Placement {
-			i, ok := at[string(sh.Node)]
-			if !ok {
-				continue
-			}
-			// A card gone from the catalog (or changed under the instance)
-			// still leaves a runner process: charge at least its overhead.
-			bytes := placement.RunnerOverheadBytes
-			if known {
-				r := placement.Rank{Start: int(sh.LayerStart), End: int(sh.LayerEnd), HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead}
-				if b, err := placement.Charge(PlacementModel(c.WithCacheType(inst.CacheType)), r, int(inst.ContextTokens)); err == nil {
-					bytes = b
-				}
-			}
-			out[i].Runners++
-			out[i].CommittedBytes = addSat(out[i].CommittedBytes, bytes)
-		}
-	}
-	return out
+	return placement.Charged(out, catalog.Running(s, in.card, skip))
 }
 
 // instancesOf counts the instances of model that still run.
@@ -365,13 +252,4 @@ func instancesOf(s state.State, model ids.ModelID) int {
 		}
 	}
 	return n
-}
-
-// addSat adds byte counts, saturating like the planner's arithmetic: a
-// saturated commitment leaves no room, it never wraps into room.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -19,23 +19,17 @@ import (
 const decideNowMs = 1_700_000_123_456
 
 // decideFixture is a cluster of node and node-b with, all on node:
-// "ready-1" (ready, tasks "t-1" pending and "t-2" cancelling), "ready-2"
-// (ready, no task) and "loading" (a pending instance of other).
+// "ready-1" and "ready-2" (ready) and "loading" (a pending instance of
+// other).
 func decideFixture(t *testing.T) state.State {
 	t.Helper()
 	ready := func(inst ids.InstanceID, runner ids.RunnerID) event.Event {
 		return event.RunnerStatusUpdated{Runner: runner, Instance: inst, Rank: 0, Node: node, Status: event.RunnerReady}
 	}
-	task := func(id ids.TaskID, inst ids.InstanceID) event.Event {
-		return event.TaskCreated{Task: id, Command: ids.CommandID("c-" + id), TaskKind: event.TaskTextGeneration,
-			Model: catalog.BuiltinID, Instance: inst, Owner: node, Payload: event.PayloadRef{Digest: event.Digest{1}, Size: 1}}
-	}
 	return replay(t, cluster(t),
 		whole("ready-1", catalog.BuiltinID, node), ready("ready-1", "r-1"),
 		whole("ready-2", catalog.BuiltinID, node), ready("ready-2", "r-2"),
 		whole("loading", other, node),
-		task("t-1", "ready-1"), task("t-2", "ready-1"),
-		event.TaskCancelled{Task: "t-2", Reason: "test"},
 	)
 }
 
@@ -48,18 +42,7 @@ func (unhandled) Kind() event.Kind { return event.KindTracingSet }
 // TestDecide: each command kind turns into the events it decides, or into
 // the typed refusal, against one State; decided events apply to it.
 func TestDecide(t *testing.T) {
-	payload := event.PayloadRef{Digest: event.Digest{2}, Size: 5}
-	gen := func(inst ids.InstanceID, model ids.ModelID) event.TextGeneration {
-		return event.TextGeneration{ID: "gen", Task: "t-new", Model: model, Instance: inst, Owner: node, Payload: payload}
-	}
-	created := func(inst ids.InstanceID) event.TaskCreated {
-		return event.TaskCreated{Task: "t-new", Command: "gen", TaskKind: event.TaskTextGeneration, Model: catalog.BuiltinID,
-			Instance: inst, Owner: node, Payload: payload, CreatedAtUnixMs: decideNowMs}
-	}
 	shard := []event.Shard{{Node: nodeB, LayerStart: 0, LayerEnd: 5, HoldsEmbedding: true, HoldsHead: true}}
-	finished := func(task ids.TaskID, reason string) event.Event {
-		return event.TaskFinished{Task: task, Node: node, Outcome: event.OutcomeCancelled, Reason: reason}
-	}
 	roomy := []placement.Node{cpuNode(node, 16<<30, 8<<30, 0), cpuNode(nodeB, 16<<30, 8<<30, 0)}
 
 	tests := []struct {
@@ -87,24 +70,12 @@ func TestDecide(t *testing.T) {
 				Layers: 5, ContextTokens: 512, CreatedAtUnixMs: decideNowMs}}},
 		{name: "create_unknown_model", cmd: event.CreateInstance{ID: "create-1", Model: "nope", Backend: "native-cpu", Placement: shard, Layers: 5, ContextTokens: 512},
 			wantClass: fault.ClassNotFound},
-		{name: "delete_ends_its_tasks_first", cmd: event.DeleteInstance{ID: "del", Instance: "ready-1"},
-			want: []event.Event{finished("t-1", "instance deleted"), finished("t-2", "instance deleted"),
-				event.InstanceDeleted{Instance: "ready-1", Reason: event.DeleteOperator}}},
+		{name: "delete", cmd: event.DeleteInstance{ID: "del", Instance: "ready-1"},
+			want: []event.Event{event.InstanceDeleted{Instance: "ready-1", Reason: event.DeleteOperator}}},
 		{name: "delete_unknown", cmd: event.DeleteInstance{ID: "del", Instance: "nope"}, wantClass: fault.ClassNotFound},
-		{name: "generate_on_the_least_loaded_ready_instance", cmd: gen("", catalog.BuiltinID), want: []event.Event{created("ready-2")}},
-		{name: "generate_on_a_pinned_instance", cmd: gen("ready-1", catalog.BuiltinID), want: []event.Event{created("ready-1")}},
-		{name: "generate_pinned_to_a_loading_instance", cmd: gen("loading", other), wantClass: fault.ClassUnavailable},
-		{name: "generate_pinned_to_another_models_instance", cmd: gen("loading", catalog.BuiltinID), wantClass: fault.ClassNotFound},
-		{name: "generate_while_the_model_loads", cmd: gen("", other), wantClass: fault.ClassUnavailable},
-		{name: "generate_without_an_instance", cmd: gen("", "unplaced"), wantClass: fault.ClassNotFound},
-		{name: "cancel", cmd: event.CancelTask{ID: "cancel", Task: "t-1"},
-			want: []event.Event{event.TaskCancelled{Task: "t-1", Reason: "cancelled by the client"}}},
-		{name: "cancel_again_is_a_no_op", cmd: event.CancelTask{ID: "cancel", Task: "t-2"}},
-		{name: "cancel_a_finished_task_is_a_no_op", cmd: event.CancelTask{ID: "cancel", Task: "t-gone"}},
 		{name: "tracing", cmd: event.SetTracingEnabled{ID: "trace", Enabled: true}, want: []event.Event{event.TracingSet{Enabled: true}}},
-		{name: "fail_ends_its_tasks_first", cmd: event.FailInstance{ID: "fail", Instance: "ready-1", Node: node, Category: event.FailureCrashLoop, Detail: "3 crashes"},
-			want: []event.Event{finished("t-1", "instance failed: 3 crashes"), finished("t-2", "instance failed: 3 crashes"),
-				event.InstanceFailed{Instance: "ready-1", Category: event.FailureCrashLoop, Detail: "3 crashes", AtUnixMs: decideNowMs}}},
+		{name: "fail", cmd: event.FailInstance{ID: "fail", Instance: "ready-1", Node: node, Category: event.FailureCrashLoop, Detail: "3 crashes"},
+			want: []event.Event{event.InstanceFailed{Instance: "ready-1", Category: event.FailureCrashLoop, Detail: "3 crashes", AtUnixMs: decideNowMs}}},
 		{name: "fail_unknown_is_a_no_op", cmd: event.FailInstance{ID: "fail", Instance: "nope", Node: node, Category: event.FailureCrashLoop, Detail: "x"}},
 		{name: "refusal_re_places_without_the_node", cmd: event.RefuseInstancePlacement{ID: "refuse", Instance: "ready-2", Node: node, Reason: "memory"},
 			want: []event.Event{event.InstanceDeleted{Instance: "ready-2", Reason: event.DeleteRefused},
@@ -113,12 +84,8 @@ func TestDecide(t *testing.T) {
 		{name: "refusal_with_nowhere_else_fails_the_instance", cmd: event.RefuseInstancePlacement{ID: "refuse", Instance: "ready-1", Node: node, Reason: "memory"},
 			nodes: []placement.Node{cpuNode(node, 16<<30, 8<<30, 0)},
 			check: func(t *testing.T, evs []event.Event) {
-				want := []event.Event{finished("t-1", "placement refused by node-a"), finished("t-2", "placement refused by node-a")}
-				if len(evs) != 3 || !reflect.DeepEqual(evs[:2], want) {
-					t.Fatalf("decided %+v, want the tasks ended, then InstanceFailed", evs)
-				}
-				if f, ok := evs[2].(event.InstanceFailed); !ok || f.Instance != "ready-1" || f.Category != event.FailureOutOfMemory || f.AtUnixMs != decideNowMs {
-					t.Fatalf("decided %+v, want ready-1 failed out of memory", evs[2])
+				if f, ok := evs[0].(event.InstanceFailed); len(evs) != 1 || !ok || f.Instance != "ready-1" || f.Category != event.FailureOutOfMemory || f.AtUnixMs != decideNowMs {
+					t.Fatalf("decided %+v, want ready-1 failed out of memory", evs)
 				}
 			}},
 		{name: "refusal_of_an_unknown_instance_is_a_no_op", cmd: event.RefuseInstancePlacement{ID: "refuse", Instance: "nope", Node: node, Reason: "memory"}},

@@ -22,7 +22,7 @@ const DefaultGroupConnectTimeout = 120 * time.Second
 // pipeline serves only once every rank is loaded and every edge between
 // them connected (its runners report ready only then), and an instance
 // that has not got there within Timeout of being placed (or of last being
-// ready) is torn down: its tasks fail, the failure history says which
+// ready) is torn down: the failure history says which
 // ranks and edges did not come up, and the instance is placed again
 // without the node that kept it from linking. The clock stands still while
 // a rank is still fetching its weights: a download is bounded by its own

@@ -35,8 +35,8 @@ type Config struct {
 	// indexes MasterElected in it.
 	Term ids.Term
 	// Restarted says this process just started (not a failover within a
-	// running cluster): tasks the State holds in flight died with the old
-	// processes and are failed.
+	// running cluster): the runners the State holds as live died with the
+	// old process and are reported stopped.
 	Restarted bool
 	Now       func() time.Time
 	// Card looks a model up in the catalog.
@@ -267,9 +267,8 @@ func (l *loop) commit(evs []event.Event) ([]event.IndexedEvent, error) {
 // bootstrap starts a leadership: MasterElected alone first (it cannot
 // conflict with whatever earlier terms left uncommitted, and once it is
 // applied the State holds every entry committed before this term), then
-// registers the node and, after a restart, stops its own previous runners
-// and fails the tasks the State holds in flight. (Other nodes' workers stop
-// their own previous runners.)
+// registers the node and, after a restart, stops its own previous runners.
+// (Other nodes' workers stop their own previous runners.)
 func (l *loop) bootstrap() error {
 	l.st = l.cfg.Applied()
 	if _, err := l.commit([]event.Event{event.MasterElected{Node: l.cfg.Node, Term: l.cfg.Term}}); err != nil {
@@ -283,9 +282,6 @@ func (l *loop) bootstrap() error {
 		for _, ev := range l.st.RunnersRestarted(l.cfg.Node) {
 			evs = append(evs, ev)
 		}
-		for _, id := range sortedTasks(l.st) {
-			evs = append(evs, event.TaskFinished{Task: id, Node: l.cfg.Node, Outcome: event.OutcomeFailed, Reason: "the node restarted while the task ran"})
-		}
 	}
 	if len(evs) > 0 {
 		if _, err := l.commit(evs); err != nil {
@@ -293,13 +289,4 @@ func (l *loop) bootstrap() error {
 		}
 	}
 	return nil
-}
-
-func sortedTasks(s state.State) []ids.TaskID {
-	out := make([]ids.TaskID, 0, len(s.Tasks))
-	for id := range s.Tasks {
-		out = append(out, id)
-	}
-	sortIDs(out)
-	return out
 }

@@ -83,7 +83,7 @@ func start(t *testing.T, dir string, opts ...func(*Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := Recover(log)
+	st, err := recoverLog(log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,6 +110,18 @@ func start(t *testing.T, dir string, opts ...func(*Config)) *harness {
 	return h
 }
 
+// recoverLog replays the test's log as a node replays its own.
+func recoverLog(l *eventlog.Log) (state.State, error) {
+	idx, blob, err := l.LoadSnapshot()
+	if errors.Is(err, eventlog.ErrNoSnapshot) {
+		return state.Recover(0, nil, l.Records)
+	}
+	if err != nil {
+		return state.State{}, err
+	}
+	return state.Recover(idx, blob, l.Records)
+}
+
 func (h *harness) stop() {
 	if h.cancel == nil {
 		return
@@ -134,11 +146,6 @@ func TestPlaceServeDeleteAndRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	h := start(t, dir)
-	// No instance yet: the refusal says how to place one.
-	_, err := h.m.Execute(ctx, event.TextGeneration{ID: "cmd-1", Task: "task-1", Model: catalog.BuiltinID, Owner: node, Payload: event.PayloadRef{Digest: event.Digest{1}, Size: 10}})
-	if fault.ClassOf(err) != fault.ClassNotFound {
-		t.Fatalf("generation without an instance: %v", err)
-	}
 	evs, err := h.m.Execute(ctx, event.PlaceInstance{ID: "place-1", Model: catalog.BuiltinID})
 	if err != nil {
 		t.Fatal(err)
@@ -154,26 +161,19 @@ func TestPlaceServeDeleteAndRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	evs, err = h.m.Execute(ctx, event.TextGeneration{ID: "cmd-2", Task: "task-2", Model: catalog.BuiltinID, Owner: node, Payload: event.PayloadRef{Digest: event.Digest{1}, Size: 10}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tc := evs[0].Event.(event.TaskCreated); tc.Instance != "place-1" {
-		t.Fatalf("task on %s", tc.Instance)
-	}
 	// A worker may not report about another node.
-	err = h.m.Report(ctx, event.Source{Role: event.RoleWorker, Node: "node-b"}, event.TaskAcknowledged{Task: "task-2", Node: node})
+	err = h.m.Report(ctx, event.Source{Role: event.RoleWorker, Node: "node-b"}, event.RunnerStatusUpdated{Runner: "runner-1", Instance: "place-1", Rank: 0, Node: node, Status: event.RunnerFailed})
 	if fault.ClassOf(err) != fault.ClassInvalid {
 		t.Fatalf("foreign report admitted: %v", err)
 	}
 	before := mustState(t, h.m)
 
-	// Restart: the replayed State is byte-identical; the task in flight is
-	// failed and the previous process's runner is stopped in the same
-	// commit as the new term, so no reader sees it ready.
+	// Restart: the replayed State is byte-identical; the previous
+	// process's runner is stopped in the same commit as the new term, so no
+	// reader sees it ready.
 	h.stop()
 	log, _ := eventlog.Open(dir, eventlog.Options{FreeSpaceFloor: eventlog.NoFloor})
-	replayed, err := Recover(log)
+	replayed, err := recoverLog(log)
 	log.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -183,9 +183,6 @@ func TestPlaceServeDeleteAndRestart(t *testing.T) {
 	}
 	h = start(t, dir)
 	after := mustState(t, h.m)
-	if _, ok := after.Tasks["task-2"]; ok {
-		t.Error("the task in flight survived the restart")
-	}
 	inst, ok := after.Instances["place-1"]
 	if !ok {
 		t.Fatal("the placement was lost on restart")

@@ -3,7 +3,6 @@ package master
 import (
 	"context"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/skulk/skulk/internal/control/event"
@@ -28,8 +27,7 @@ const (
 
 // NodeLoss is the master's duty of keeping the State's node set equal to
 // the membership: NodeJoined for new members, and for a node gone longer
-// than lostAfter: fail its tasks, tear down the instances with a rank on
-// it, NodeLeft, and re-place those instances elsewhere honouring their
+// than lostAfter: tear down the instances with a rank on it, NodeLeft, and re-place those instances elsewhere honouring their
 // stamped exclusions. It runs for as long as one leadership lasts: the node
 // starts it with each master it becomes and its context ends with the term.
 type NodeLoss struct {
@@ -110,23 +108,6 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 	}
 	var again []replace
 	insts := st.InstancesOnNode(n)
-	failTasks := func(filter func(state.Task) bool, reason string) {
-		var tasks []ids.TaskID
-		for id, t := range st.Tasks {
-			if filter(t) {
-				tasks = append(tasks, id)
-			}
-		}
-		sort.Slice(tasks, func(i, j int) bool { return tasks[i] < tasks[j] })
-		for _, id := range tasks {
-			report(event.TaskFinished{Task: id, Node: lc.Self, Outcome: event.OutcomeFailed, Reason: reason})
-		}
-	}
-	onLost := map[ids.InstanceID]bool{}
-	for _, id := range insts {
-		onLost[id] = true
-	}
-	failTasks(func(t state.Task) bool { return onLost[t.Instance] || t.Owner == n }, "node "+string(n)+" left the cluster")
 	for _, id := range insts {
 		inst := st.Instances[id]
 		report(event.InstanceDeleted{Instance: id, Reason: event.DeleteNodeLost})

@@ -45,9 +45,6 @@ func instanceDeleted(s State, e event.InstanceDeleted) (State, error) {
 	if _, ok := s.Instances[e.Instance]; !ok {
 		return s, fmt.Errorf("instance %s: %w", e.Instance, ErrUnknownInstance)
 	}
-	if tasks := s.TasksOfInstance(e.Instance); len(tasks) > 0 {
-		return s, fmt.Errorf("instance %s still has task %s in flight: %w", e.Instance, tasks[0], ErrBusy)
-	}
 	s.Instances = without(s.Instances, e.Instance)
 	return s, nil
 }

@@ -32,10 +32,20 @@ func mustDecMode() cbor.DecMode {
 	return m
 }
 
+// encoded is a State as snapshots hold it. Every snapshot written so far
+// carries a "tasks" map, the in-flight tasks of requests that once went
+// through the control plane (and the snapshot of a node that stopped
+// mid-request holds some): Decode accepts and drops it, and Encode writes it
+// empty, so a State hashes as on the nodes of earlier releases.
+type encoded struct {
+	State
+	Tasks map[string]cbor.RawMessage `cbor:"tasks"`
+}
+
 // Encode returns the canonical encoding of s: CBOR core deterministic, so
 // equal States have equal bytes.
 func Encode(s State) ([]byte, error) {
-	b, err := encMode.Marshal(s)
+	b, err := encMode.Marshal(encoded{State: s})
 	if err != nil {
 		return nil, fmt.Errorf("state: encoding: %w", err)
 	}
@@ -48,10 +58,11 @@ func Decode(b []byte) (State, error) {
 	if len(b) > MaxSnapshotBytes {
 		return State{}, &CorruptError{Err: fmt.Errorf("%d bytes, limit %d", len(b), MaxSnapshotBytes)}
 	}
-	var s State
-	if err := decMode.Unmarshal(b, &s); err != nil {
+	var e encoded
+	if err := decMode.Unmarshal(b, &e); err != nil {
 		return State{}, &CorruptError{Err: err}
 	}
+	s := e.State
 	if err := Check(s); err != nil {
 		return State{}, &CorruptError{Err: err}
 	}
@@ -89,11 +100,6 @@ func Check(s State) error {
 	for id, inst := range s.Instances {
 		if err := checkInstance(s, id, inst); err != nil {
 			return fmt.Errorf("instance %s: %w", id, err)
-		}
-	}
-	for id, t := range s.Tasks {
-		if err := checkTask(s, id, t); err != nil {
-			return fmt.Errorf("task %s: %w", id, err)
 		}
 	}
 	for id, c := range s.Models {
@@ -169,30 +175,6 @@ func checkInstance(s State, id ids.InstanceID, inst Instance) error {
 	}
 	if inst.Status != InstanceFailed && inst.Status != instanceStatus(Instance{Runners: inst.Runners}) {
 		return fmt.Errorf("status %q disagrees with its runners", inst.Status)
-	}
-	return nil
-}
-
-func checkTask(s State, id ids.TaskID, t Task) error {
-	ev := event.TaskCreated{Task: id, Command: t.Command, TaskKind: t.Kind, Model: t.Model,
-		Instance: t.Instance, Owner: t.Owner, Payload: t.Payload, CreatedAtUnixMs: t.CreatedAtUnixMs}
-	if err := ev.Validate(); err != nil {
-		return err
-	}
-	inst, ok := s.Instances[t.Instance]
-	if !ok {
-		return fmt.Errorf("bound to unknown instance %s", t.Instance)
-	}
-	if inst.Model != t.Model {
-		return fmt.Errorf("model %s, instance serves %s", t.Model, inst.Model)
-	}
-	if _, ok := s.Nodes[t.Owner]; !ok {
-		return fmt.Errorf("owned by unknown node %s", t.Owner)
-	}
-	switch t.Status {
-	case TaskPending, TaskAcknowledged, TaskCancelling:
-	default:
-		return fmt.Errorf("unknown status %q", t.Status)
 	}
 	return nil
 }

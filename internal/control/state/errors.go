@@ -20,22 +20,20 @@ var (
 	// ErrTermMismatch: the term rose without a MasterElected announcing
 	// it, or a MasterElected names a term other than its position's.
 	ErrTermMismatch = errors.New("state: term mismatch")
-	// ErrUnknownNode, ErrUnknownInstance, ErrUnknownTask: the event names
-	// something the State does not hold.
+	// ErrUnknownNode, ErrUnknownInstance: the event names something the
+	// State does not hold.
 	ErrUnknownNode     = errors.New("state: unknown node")
 	ErrUnknownInstance = errors.New("state: unknown instance")
-	ErrUnknownTask     = errors.New("state: unknown task")
 	// ErrUnknownModel: the event names a model the State's catalog does
 	// not hold.
 	ErrUnknownModel = errors.New("state: unknown model")
 	// ErrExists: the event creates something that already exists.
 	ErrExists = errors.New("state: already exists")
 	// ErrConflict: the event contradicts the State (a runner reported from
-	// the wrong node, a task on an instance that is not ready, ...).
+	// the wrong node, a card under a taken id, ...).
 	ErrConflict = errors.New("state: conflicts with state")
-	// ErrBusy: removal refused while dependants remain (an instance with
-	// tasks, a node with placed ranks or owned tasks). The master must
-	// finish or delete those first.
+	// ErrBusy: removal refused while dependants remain (a node with placed
+	// ranks, a model with instances). The master must delete those first.
 	ErrBusy = errors.New("state: still in use")
 	// ErrCorrupt: a snapshot failed to decode or breaks an invariant.
 	ErrCorrupt = errors.New("state: corrupt snapshot")

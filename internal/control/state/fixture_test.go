@@ -1,7 +1,6 @@
 package state
 
 import (
-	"crypto/sha256"
 	"testing"
 
 	"github.com/skulk/skulk/internal/control/event"
@@ -47,14 +46,15 @@ func ready(inst ids.InstanceID, rank uint32, node ids.NodeID) event.RunnerStatus
 		Rank: rank, Node: node, Status: event.RunnerReady}
 }
 
-func taskOn(task ids.TaskID, inst ids.InstanceID, model ids.ModelID, owner ids.NodeID) event.TaskCreated {
-	return event.TaskCreated{Task: task, Command: ids.CommandID("c-" + string(task)), TaskKind: event.TaskTextGeneration,
-		Model: model, Instance: inst, Owner: owner,
-		Payload: event.PayloadRef{Digest: sha256.Sum256([]byte(task)), Size: 10}, CreatedAtUnixMs: 2000}
+// retired is a task event of a log written while requests went through the
+// control plane.
+func retired(k event.Kind) event.RetiredTask {
+	return event.RetiredTask{Retired: k, Body: []byte{0xa0}}
 }
 
 // base is a cluster with master a at term 1, nodes a, b, c, and instance i1
-// of model m on (a, b) with both runners ready and task t1 in flight.
+// of model m on (a, b) with both runners ready, then an old log's task
+// event, which changes nothing.
 func base(t *testing.T) State {
 	t.Helper()
 	return replay(t, State{},
@@ -65,7 +65,7 @@ func base(t *testing.T) State {
 		twoRank("i1", "m", "a", "b"),
 		ready("i1", 0, "a"),
 		ready("i1", 1, "b"),
-		taskOn("t1", "i1", "m", "c"),
+		retired(event.KindTaskCreated),
 	)
 }
 

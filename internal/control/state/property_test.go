@@ -2,7 +2,6 @@ package state
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -34,13 +33,6 @@ func (g *gen) instance(s State) ids.InstanceID {
 	return "i-missing"
 }
 
-func (g *gen) task(s State) ids.TaskID {
-	if known := sortedKeys(s.Tasks); len(known) > 0 && g.r.IntN(10) < 9 {
-		return pick(g.r, known)
-	}
-	return "t-missing"
-}
-
 func (g *gen) model() ids.ModelID { return pick(g.r, []ids.ModelID{"org/a", "org/b", "c:1b"}) }
 
 func (g *gen) fresh(prefix string) string {
@@ -50,7 +42,7 @@ func (g *gen) fresh(prefix string) string {
 
 func (g *gen) event(s State) event.Event {
 	r := g.r
-	switch r.IntN(16) {
+	switch r.IntN(12) {
 	case 0:
 		if r.IntN(4) == 0 {
 			return event.MasterElected{Node: g.node(s), Term: s.Term + 1}
@@ -91,34 +83,10 @@ func (g *gen) event(s State) event.Event {
 		return event.InstanceFailed{Instance: g.instance(s), Category: event.FailureCrashLoop, Detail: "gave up", AtUnixMs: r.Int64N(1e12)}
 	case 8, 9, 10:
 		return g.runner(s)
-	case 11, 12:
-		inst := g.instance(s)
-		model := s.Instances[inst].Model
-		if model == "" {
-			model = g.model()
-		}
-		return event.TaskCreated{Task: ids.TaskID(g.fresh("t")), Command: ids.CommandID(g.fresh("c")), TaskKind: event.TaskTextGeneration,
-			Model: model, Instance: inst, Owner: g.node(s),
-			Payload: event.PayloadRef{Digest: sha256.Sum256([]byte{byte(g.n)}), Size: 1 + r.Uint64N(1000)}, CreatedAtUnixMs: r.Int64N(1e12)}
-	case 13:
-		return event.TaskAcknowledged{Task: g.task(s), Node: g.taskNode(s)}
-	case 14:
-		return event.TaskCancelled{Task: g.task(s), Reason: "client gone"}
 	default:
-		return event.TaskFinished{Task: g.task(s), Node: g.taskNode(s),
-			Outcome: pick(r, []event.TaskOutcome{event.OutcomeCompleted, event.OutcomeFailed, event.OutcomeCancelled})}
+		// A task event of an old log, which changes nothing.
+		return event.RetiredTask{Retired: pick(r, event.RetiredKinds()), Body: []byte{0xa0}}
 	}
-}
-
-func (g *gen) taskNode(s State) ids.NodeID {
-	t, ok := s.Tasks[g.task(s)]
-	if !ok || g.r.IntN(5) == 0 {
-		return g.node(s)
-	}
-	if g.r.IntN(4) == 0 && s.Master != "" {
-		return s.Master
-	}
-	return pick(g.r, s.Instances[t.Instance].Placement).Node
 }
 
 func (g *gen) instanceCreated(s State) event.Event {

@@ -82,17 +82,6 @@ func (s State) RunnersRestarted(node ids.NodeID) []event.RunnerStatusUpdated {
 	return out
 }
 
-// TasksOfInstance returns the in-flight tasks bound to the instance, sorted.
-func (s State) TasksOfInstance(id ids.InstanceID) []ids.TaskID {
-	var out []ids.TaskID
-	for _, tid := range sortedKeys(s.Tasks) {
-		if s.Tasks[tid].Instance == id {
-			out = append(out, tid)
-		}
-	}
-	return out
-}
-
 // DownloadOf returns the durable download state of model on node.
 func (s State) DownloadOf(node ids.NodeID, model ids.ModelID) (Download, bool) {
 	d, ok := s.Nodes[node].Downloads[model]

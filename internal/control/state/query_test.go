@@ -25,8 +25,6 @@ func TestQueries(t *testing.T) {
 		{"instances_on_unknown", s.InstancesOnNode("z"), []ids.InstanceID(nil)},
 		{"ready_for_m", s.ReadyInstancesForModel("m"), []ids.InstanceID{"i0", "i1"}},
 		{"ready_for_other", s.ReadyInstancesForModel("other"), []ids.InstanceID(nil)},
-		{"tasks_of_i1", s.TasksOfInstance("i1"), []ids.TaskID{"t1"}},
-		{"tasks_of_i0", s.TasksOfInstance("i0"), []ids.TaskID(nil)},
 		{"shards_on_a", s.ShardsOnNode("a"), []ShardRef{
 			{Instance: "i0", Rank: 1, Shard: event.Shard{Node: "a", LayerStart: 4, LayerEnd: 8, HoldsHead: true}},
 			{Instance: "i1", Rank: 0, Shard: event.Shard{Node: "a", LayerStart: 0, LayerEnd: 4, HoldsEmbedding: true}},
@@ -69,8 +67,6 @@ func equal(a, b any) bool {
 		return slices.Equal(a, b.([]ids.NodeID))
 	case []ids.InstanceID:
 		return slices.Equal(a, b.([]ids.InstanceID))
-	case []ids.TaskID:
-		return slices.Equal(a, b.([]ids.TaskID))
 	case []ShardRef:
 		return slices.Equal(a, b.([]ShardRef))
 	}

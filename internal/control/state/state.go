@@ -17,8 +17,6 @@ type State struct {
 	Tracing   bool                        `json:"tracing"`
 	Nodes     map[ids.NodeID]Node         `json:"nodes"`
 	Instances map[ids.InstanceID]Instance `json:"instances"`
-	// Tasks holds tasks in flight; TaskFinished removes them.
-	Tasks map[ids.TaskID]Task `json:"tasks"`
 	// Failures is the instance failure history, oldest first, at most
 	// MaxFailures long, one record per instance.
 	Failures []Failure `json:"failures"`
@@ -94,27 +92,6 @@ type Runner struct {
 	ID     ids.RunnerID       `json:"id"`
 	Status event.RunnerStatus `json:"status"`
 	Reason string             `json:"reason"`
-}
-
-// TaskStatus is an in-flight task's phase.
-type TaskStatus string
-
-const (
-	TaskPending      TaskStatus = "pending"      // created, no runner has acknowledged it
-	TaskAcknowledged TaskStatus = "acknowledged" // a runner accepted it
-	TaskCancelling   TaskStatus = "cancelling"   // cancelled; waiting for TaskFinished
-)
-
-// Task is an in-flight task bound to an instance.
-type Task struct {
-	Command         ids.CommandID    `json:"command"`
-	Kind            event.TaskKind   `json:"kind"`
-	Model           ids.ModelID      `json:"model"`
-	Instance        ids.InstanceID   `json:"instance"`
-	Owner           ids.NodeID       `json:"owner"`
-	Payload         event.PayloadRef `json:"payload"`
-	CreatedAtUnixMs int64            `json:"created_at_unix_ms"`
-	Status          TaskStatus       `json:"status"`
 }
 
 // Failure records why an instance was given up, kept after the instance is

@@ -57,7 +57,8 @@ func TestBundleSize(t *testing.T) {
 // directory is not listed.
 func TestPageServed(t *testing.T) {
 	events := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("stream")) })
-	h := api.New(api.Config{APIKey: "k-123", Dashboard: dashboard.Assets(), DashboardEvents: events}, noBackend{}, nil)
+	h := api.New(api.Config{APIKey: "k-123", Dashboard: dashboard.Assets(), DashboardEvents: events},
+		api.Backends{Inference: noBackend{}, Cluster: noBackend{}, Placement: noBackend{}, Tracing: noBackend{}, Diagnostics: noBackend{}}, nil)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	get := func(path, key string) (*http.Response, string) {

@@ -306,7 +306,7 @@ func (b lateBackend) Generate(ctx context.Context, req request.Request) (<-chan 
 // events; and leaving cancels the task.
 func TestMessagesPings(t *testing.T) {
 	b := lateBackend{newTestBackend(t)}
-	s := &server{cfg: Config{}, b: b, log: slog.New(slog.DiscardHandler)}
+	s := &server{cfg: Config{}, inference: b, log: slog.New(slog.DiscardHandler)}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()

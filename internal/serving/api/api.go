@@ -9,13 +9,13 @@
 // The wire formats live in subpackages (openai, anthropic, ollama,
 // responses, and wirejson for what they share) as pure translators; this
 // package decodes nothing itself but the control bodies, and reaches the
-// cluster only through a [Backend] (and, optionally, a [ModelAdmin]), which
-// the node assembles from the gateway and model administration.
+// cluster only through the small interfaces of [Backends], which the node
+// fills from the gateway, model administration and its own diagnostics.
 //
 // The handler returned by [New] is safe for concurrent use. It starts no
 // goroutines of its own: each request runs on the net/http goroutine that
 // serves it, and a task's chunk stream is read there until it ends or the
-// client goes away, which cancels the context handed to the Backend.
+// client goes away, which cancels the context handed to Inference.
 // Only the node (and tests) should import this package.
 package api
 
@@ -29,7 +29,6 @@ import (
 
 	"github.com/skulk/skulk/internal/control/event"
 	"github.com/skulk/skulk/internal/observe/trace"
-	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/access"
 	"github.com/skulk/skulk/internal/serving/request"
 )
@@ -80,7 +79,7 @@ type Config struct {
 	// serves GET /v1/traces/{id} (a read-only route). Every answer carries
 	// its request's trace id in the X-Skulk-Trace header; a request is
 	// traced (its spans recorded) only while the cluster's tracing flag is
-	// on, which the Backend checks as it takes the request.
+	// on, which the gateway checks as it takes the request.
 	Traces *trace.Store
 	// Dashboard, when set, serves the web dashboard's page at GET / and its
 	// files under GET /assets/, without a key: they hold no data, and the
@@ -103,7 +102,7 @@ type Served struct {
 	// Route is the pattern the request matched, as registered ("POST
 	// /v1/chat/completions"), never the raw path; "" when none matched.
 	Route string
-	// Model is the model the request named, once it reached the Backend
+	// Model is the model the request named, once it reached Inference
 	// ("" for a request that did not get that far, or names none): it
 	// comes from the client, so an observer that labels by it must check
 	// it against the catalog.
@@ -112,44 +111,35 @@ type Served struct {
 	Duration time.Duration
 }
 
-// Backend is what the API needs from the cluster. Errors carry a class as an
-// *fault.Error in their chain, or implement HTTPStatus() int (as the
-// placement planner's refusals do); any other error is answered as a 500
-// with a generic message and logged.
-type Backend interface {
-	// Generate starts a task and returns its chunk stream. The channel ends
-	// after a done or an error chunk. Cancelling ctx cancels the task, and
-	// the Backend must then stop sending (the API stops reading once ctx is
-	// done). An error return means nothing started, e.g. a *fault.Error of
-	// class not_found for a model with no ready instance, whose message says
-	// how to place it.
-	Generate(ctx context.Context, req request.Request) (<-chan request.Chunk, error)
-	// Models lists the models that have a ready instance.
-	Models(ctx context.Context) ([]request.ModelInfo, error)
-	// State returns the GET /state document (JSON-marshalable).
-	State(ctx context.Context) (any, error)
-	// Place dry-runs and then submits a placement.
-	Place(ctx context.Context, req request.PlaceRequest) (request.PlaceResult, error)
-	// Previews returns the placement previews of a model (JSON-marshalable).
-	Previews(ctx context.Context, model ids.ModelID) (any, error)
-	// DeleteInstance tears an instance down.
-	DeleteInstance(ctx context.Context, id ids.InstanceID) error
-	// Catalog returns the model catalog with each model's placement state
-	// (JSON-marshalable).
-	Catalog(ctx context.Context) (any, error)
-	// SetTracing turns the cluster-wide tracing flag on or off.
-	SetTracing(ctx context.Context, enabled bool) error
-	// Diagnostics returns the GET /v1/diagnostics/cluster document:
-	// master, term, and each node's role, log position and state hash.
-	Diagnostics(ctx context.Context) (any, error)
+// Backends are the services behind the routes, each a small interface
+// defined beside the routes that use it, so a service implements what its
+// routes need and no more. Inference is required. A nil one of the others
+// leaves its routes unregistered (they answer 404, as on a node without
+// them); Models nil answers the /models routes with a 404 that says so.
+//
+// Errors carry a class as an *fault.Error in their chain, or implement
+// HTTPStatus() int (as the placement planner's refusals do); any other
+// error is answered as a 500 with a generic message and logged.
+type Backends struct {
+	Inference   Inference   // generation, embeddings and the ready models
+	Cluster     Cluster     // GET /state and GET /models, and the Ollama reads of them
+	Placement   Placement   // POST /place_instance, GET /instance/previews, DELETE /instance/{id}
+	Tracing     Tracing     // POST /tracing
+	Diagnostics Diagnostics // GET /v1/diagnostics/cluster, and its timeline, the node's and recovery when it has them
+	Models      ModelAdmin  // the /models routes of this node's catalog
 }
 
 // server holds the routes' dependencies; all fields are immutable after New.
 type server struct {
-	cfg Config
-	b   Backend
-	log *slog.Logger
-	mux *http.ServeMux
+	cfg       Config
+	inference Inference
+	cluster   Cluster
+	placement Placement
+	tracing   Tracing
+	diag      Diagnostics
+	models    ModelAdmin
+	log       *slog.Logger
+	mux       *http.ServeMux
 	// adminMux holds the admin routes' patterns (with no-op handlers): a
 	// request it matches needs the admin scope.
 	adminMux *http.ServeMux
@@ -158,10 +148,11 @@ type server struct {
 	publicMux *http.ServeMux
 }
 
-// New returns the API handler. log may be nil (no logs); b must not be.
-func New(cfg Config, b Backend, log *slog.Logger) http.Handler {
-	if b == nil {
-		panic("api: New with a nil Backend")
+// New returns the API handler. log may be nil (no logs); b.Inference must
+// not be.
+func New(cfg Config, b Backends, log *slog.Logger) http.Handler {
+	if b.Inference == nil {
+		panic("api: New without an Inference backend")
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -183,7 +174,8 @@ func New(cfg Config, b Backend, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{cfg: cfg, b: b, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux(), publicMux: http.NewServeMux()}
+	s := &server{cfg: cfg, inference: b.Inference, cluster: b.Cluster, placement: b.Placement, tracing: b.Tracing, diag: b.Diagnostics,
+		models: b.Models, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux(), publicMux: http.NewServeMux()}
 	s.routes()
 	return s.logRequests(s.bodyDeadline(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route)))))
 }
@@ -193,16 +185,24 @@ func (s *server) routes() {
 	s.mux.HandleFunc("POST /v1/completions", s.completions)
 	s.mux.HandleFunc("GET /v1/models", s.listModels)
 
-	s.mux.HandleFunc("GET /state", s.state)
-	s.admin("POST /place_instance", s.placeInstance)
-	s.mux.HandleFunc("GET /instance/previews", s.previews)
-	s.admin("DELETE /instance/{id}", s.deleteInstance)
-	s.mux.HandleFunc("GET /models", s.catalog)
-	s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
-	s.mux.HandleFunc("GET /v1/diagnostics/cluster/timeline", s.timeline)
-	s.mux.HandleFunc("GET /v1/diagnostics/node", s.nodeDiagnostics)
-	s.admin("POST /tracing", s.setTracing)
-	s.admin("POST /v1/cluster/recover", s.recoverCluster)
+	if s.cluster != nil {
+		s.mux.HandleFunc("GET /state", s.state)
+		s.mux.HandleFunc("GET /models", s.catalog)
+	}
+	if s.placement != nil {
+		s.admin("POST /place_instance", s.placeInstance)
+		s.mux.HandleFunc("GET /instance/previews", s.previews)
+		s.admin("DELETE /instance/{id}", s.deleteInstance)
+	}
+	if s.diag != nil {
+		s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)
+		s.mux.HandleFunc("GET /v1/diagnostics/cluster/timeline", s.timeline)
+		s.mux.HandleFunc("GET /v1/diagnostics/node", s.nodeDiagnostics)
+		s.admin("POST /v1/cluster/recover", s.recoverCluster)
+	}
+	if s.tracing != nil {
+		s.admin("POST /tracing", s.setTracing)
+	}
 	if s.cfg.Traces != nil {
 		s.mux.HandleFunc("GET /v1/traces/{id}", s.getTrace)
 	}
@@ -239,11 +239,24 @@ func (s *server) admin(pattern string, h http.HandlerFunc) {
 	s.adminMux.HandleFunc(pattern, func(http.ResponseWriter, *http.Request) {})
 }
 
-// generate starts a generation through the Backend, noting its model for
-// the request's observation.
+// Inference is what the generation, embedding and model-list routes need.
+type Inference interface {
+	// Generate starts a task and returns its chunk stream. The channel
+	// ends after a done or an error chunk. Cancelling ctx cancels the
+	// task, and the backend must then stop sending (the API stops reading
+	// once ctx is done). An error return means nothing started, e.g. a
+	// *fault.Error of class not_found for a model with no ready instance,
+	// whose message says how to place it.
+	Generate(ctx context.Context, req request.Request) (<-chan request.Chunk, error)
+	// Models lists the models that have a ready instance.
+	Models(ctx context.Context) ([]request.ModelInfo, error)
+}
+
+// generate starts a generation, noting its model for the request's
+// observation.
 func (s *server) generate(ctx context.Context, req request.Request) (<-chan request.Chunk, error) {
 	noteModel(ctx, req.Model)
-	return s.b.Generate(ctx, req)
+	return s.inference.Generate(ctx, req)
 }
 
 // randomID returns 96 random bits in hex.

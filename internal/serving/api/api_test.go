@@ -67,7 +67,7 @@ func newFixture(t *testing.T, cfg Config) *fixture {
 	if cfg.NewID == nil {
 		cfg.NewID = func() string { return "test" }
 	}
-	srv := httptest.NewServer(New(cfg, b, slog.New(slog.NewTextHandler(logs, nil))))
+	srv := httptest.NewServer(New(cfg, every(b), slog.New(slog.NewTextHandler(logs, nil))))
 	t.Cleanup(srv.Close) // runs before b.wg.Wait: the server's handlers end first
 	return &fixture{url: srv.URL, b: b, log: logs, key: cfg.APIKey}
 }
@@ -658,7 +658,7 @@ func TestPanicAfterResponseBegan(t *testing.T) {
 // loopback clients and refuses every other address, in the wire format of
 // the route, saying how to set a key or open the API.
 func TestLoopbackOnlyWithoutKeys(t *testing.T) {
-	h := New(Config{}, newTestBackend(t), nil)
+	h := New(Config{}, every(newTestBackend(t)), nil)
 	for _, c := range []struct {
 		path, body string
 		shape      func(map[string]any) bool

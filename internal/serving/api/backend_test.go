@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -198,4 +200,61 @@ func (b *testBackend) SetTracing(ctx context.Context, enabled bool) error { retu
 
 func (b *testBackend) Diagnostics(ctx context.Context) (any, error) {
 	return map[string]any{"masterNodeId": "node-a", "term": 1}, nil
+}
+
+// fullBackend is a test backend that serves every route family.
+type fullBackend interface {
+	Inference
+	Cluster
+	Placement
+	Tracing
+	Diagnostics
+}
+
+// every wires b into every route family, and into the /models routes when
+// it manages models.
+func every(b fullBackend) Backends {
+	bs := Backends{Inference: b, Cluster: b, Placement: b, Tracing: b, Diagnostics: b}
+	if m, ok := b.(ModelAdmin); ok {
+		bs.Models = m
+	}
+	return bs
+}
+
+// TestBackendsLeftOut: a route family whose backend is nil is not served
+// (404); the inference routes still are.
+func TestBackendsLeftOut(t *testing.T) {
+	srv := httptest.NewServer(New(Config{}, Backends{Inference: newTestBackend(t)}, nil))
+	t.Cleanup(srv.Close)
+	tests := []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/v1/models", http.StatusOK},
+		{"GET", "/state", http.StatusNotFound},
+		{"GET", "/models", http.StatusNotFound},
+		{"POST", "/place_instance", http.StatusNotFound},
+		{"GET", "/instance/previews?model_id=m", http.StatusNotFound},
+		{"DELETE", "/instance/i1", http.StatusNotFound},
+		{"POST", "/tracing", http.StatusNotFound},
+		{"GET", "/v1/diagnostics/cluster", http.StatusNotFound},
+		{"GET", "/models/m", http.StatusNotFound},
+		{"GET", "/api/ps", http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			req, err := http.NewRequest(tt.method, srv.URL+tt.path, strings.NewReader("{}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := srv.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.want)
+			}
+		})
+	}
 }

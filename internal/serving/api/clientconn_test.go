@@ -53,7 +53,7 @@ func TestClientConnsByKey(t *testing.T) {
 				Handler: New(Config{Access: func() access.Policy { return policy },
 					ClientConn: func(ctx context.Context, digest, name string) error {
 						return ln.Claim(ctx, connlimit.Client{Key: digest, Name: name})
-					}}, newTestBackend(t), slog.New(slog.NewTextHandler(logs, nil))),
+					}}, every(newTestBackend(t)), slog.New(slog.NewTextHandler(logs, nil))),
 				ConnState:   ln.ConnState,
 				ConnContext: ln.ConnContext,
 			}

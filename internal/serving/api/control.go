@@ -27,7 +27,7 @@ const MaxContextTokens = 1 << 24
 
 // GET /v1/models: the models that can serve requests now.
 func (s *server) listModels(w http.ResponseWriter, r *http.Request) {
-	models, err := s.b.Models(r.Context())
+	models, err := s.inference.Models(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -47,17 +47,52 @@ func (s *server) listModels(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, openai.NewModelList(out))
 }
 
+// Cluster is what the routes that read the cluster need.
+type Cluster interface {
+	// State returns the GET /state document (JSON-marshalable).
+	State(ctx context.Context) (any, error)
+	// Catalog returns the model catalog with each model's placement state
+	// (JSON-marshalable).
+	Catalog(ctx context.Context) (any, error)
+}
+
+// Placement is what the routes that place and delete instances need.
+type Placement interface {
+	// Place dry-runs and then submits a placement.
+	Place(ctx context.Context, req request.PlaceRequest) (request.PlaceResult, error)
+	// Previews returns the placement previews of a model
+	// (JSON-marshalable).
+	Previews(ctx context.Context, model ids.ModelID) (any, error)
+	// DeleteInstance tears an instance down.
+	DeleteInstance(ctx context.Context, id ids.InstanceID) error
+}
+
+// Tracing is what POST /tracing needs.
+type Tracing interface {
+	// SetTracing turns the cluster-wide tracing flag on or off.
+	SetTracing(ctx context.Context, enabled bool) error
+}
+
+// Diagnostics is what GET /v1/diagnostics/cluster needs; the timeline,
+// node diagnostics and cluster recovery are optional capabilities of the
+// same backend (timelineSource, nodeDiagnoser, clusterRecoverer).
+type Diagnostics interface {
+	// Diagnostics returns the GET /v1/diagnostics/cluster document:
+	// master, term, and each node's role, log position and state hash.
+	Diagnostics(ctx context.Context) (any, error)
+}
+
 // GET /state
 func (s *server) state(w http.ResponseWriter, r *http.Request) {
-	s.serveDocument(w, r, s.b.State)
+	s.serveDocument(w, r, s.cluster.State)
 }
 
 // GET /v1/diagnostics/cluster: who is master and how each node stands.
 func (s *server) diagnostics(w http.ResponseWriter, r *http.Request) {
-	s.serveDocument(w, r, s.b.Diagnostics)
+	s.serveDocument(w, r, s.diag.Diagnostics)
 }
 
-// clusterRecoverer is the optional Backend capability behind POST
+// clusterRecoverer is the optional Diagnostics capability behind POST
 // /v1/cluster/recover.
 type clusterRecoverer interface {
 	RecoverCluster(ctx context.Context) error
@@ -67,7 +102,7 @@ type clusterRecoverer interface {
 // voter, when the other voters are gone for good (refused with 409 while
 // a majority is reachable).
 func (s *server) recoverCluster(w http.ResponseWriter, r *http.Request) {
-	rc, ok := s.b.(clusterRecoverer)
+	rc, ok := s.diag.(clusterRecoverer)
 	if !ok {
 		s.writeError(w, r, fault.Errorf(fault.ClassNotFound, "this node cannot recover a cluster"))
 		return
@@ -79,16 +114,16 @@ func (s *server) recoverCluster(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, map[string]any{"recovered": true})
 }
 
-// timelineSource is the optional Backend capability behind GET
+// timelineSource is the optional Diagnostics capability behind GET
 // /v1/diagnostics/cluster/timeline: what happened in the cluster in the
-// last minutes (0: the Backend's default window), oldest first.
+// last minutes (0: the default window), oldest first.
 type timelineSource interface {
 	Timeline(ctx context.Context, minutes int) (any, error)
 }
 
 // GET /v1/diagnostics/cluster/timeline?minutes=N
 func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
-	src, ok := s.b.(timelineSource)
+	src, ok := s.diag.(timelineSource)
 	if !ok {
 		s.writeError(w, r, fault.Errorf(fault.ClassNotFound, "this node keeps no cluster timeline"))
 		return
@@ -109,7 +144,7 @@ func (s *server) timeline(w http.ResponseWriter, r *http.Request) {
 	s.serveDocument(w, r, func(ctx context.Context) (any, error) { return src.Timeline(ctx, minutes) })
 }
 
-// nodeDiagnoser is the optional Backend capability behind GET
+// nodeDiagnoser is the optional Diagnostics capability behind GET
 // /v1/diagnostics/node: this node's facts and its runners' flight
 // recorders.
 type nodeDiagnoser interface {
@@ -118,7 +153,7 @@ type nodeDiagnoser interface {
 
 // GET /v1/diagnostics/node
 func (s *server) nodeDiagnostics(w http.ResponseWriter, r *http.Request) {
-	d, ok := s.b.(nodeDiagnoser)
+	d, ok := s.diag.(nodeDiagnoser)
 	if !ok {
 		s.writeError(w, r, fault.Errorf(fault.ClassNotFound, "this node offers no diagnostics of its own"))
 		return
@@ -164,7 +199,7 @@ func (s *server) setTracing(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.ParamErrorf("enabled", "the body must be {\"enabled\": true|false}"))
 		return
 	}
-	if err := s.b.SetTracing(r.Context(), *req.Enabled); err != nil {
+	if err := s.tracing.SetTracing(r.Context(), *req.Enabled); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -173,7 +208,7 @@ func (s *server) setTracing(w http.ResponseWriter, r *http.Request) {
 
 // GET /models: the catalog with each model's placement state.
 func (s *server) catalog(w http.ResponseWriter, r *http.Request) {
-	s.serveDocument(w, r, s.b.Catalog)
+	s.serveDocument(w, r, s.cluster.Catalog)
 }
 
 // GET /instance/previews?model_id=
@@ -187,7 +222,7 @@ func (s *server) previews(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.ParamErrorf("model_id", "model_id: %v", err))
 		return
 	}
-	doc, err := s.b.Previews(r.Context(), model)
+	doc, err := s.placement.Previews(r.Context(), model)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -201,7 +236,7 @@ func (s *server) placeInstance(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := s.b.Place(r.Context(), req)
+	res, err := s.placement.Place(r.Context(), req)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -223,7 +258,7 @@ func (s *server) deleteInstance(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fault.ParamErrorf("id", "instance id: %v", err))
 		return
 	}
-	if err := s.b.DeleteInstance(r.Context(), id); err != nil {
+	if err := s.placement.DeleteInstance(r.Context(), id); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

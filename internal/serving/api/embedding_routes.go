@@ -9,7 +9,7 @@ import (
 	"github.com/skulk/skulk/internal/serving/request"
 )
 
-// embedder is the optional Backend capability behind POST /v1/embeddings.
+// embedder is the optional Inference capability behind POST /v1/embeddings.
 // Embed runs one embedding request to its end: one vector per input, or an
 // error whose class says why (not_found for a model with no ready
 // instance, invalid_request for a model that does not produce embeddings or
@@ -24,7 +24,7 @@ func (s *server) embeddingRoutes() {
 }
 
 func (s *server) embeddings(w http.ResponseWriter, r *http.Request) {
-	e, ok := s.b.(embedder)
+	e, ok := s.inference.(embedder)
 	if !ok {
 		s.writeStatus(w, r, http.StatusNotImplemented, fault.Errorf(fault.ClassUnavailable,
 			"this node cannot serve embeddings: its backend has no embedding path"))

@@ -116,7 +116,7 @@ func newEmbedFixture(t *testing.T, cfg Config) (*fixture, bertReference) {
 	}
 	tb := newTestBackend(t)
 	logs := &syncBuffer{}
-	srv := httptest.NewServer(New(cfg, &encoderBackend{testBackend: tb, enc: enc}, slog.New(slog.NewTextHandler(logs, nil))))
+	srv := httptest.NewServer(New(cfg, every(&encoderBackend{testBackend: tb, enc: enc}), slog.New(slog.NewTextHandler(logs, nil))))
 	t.Cleanup(srv.Close)
 	return &fixture{url: srv.URL, b: tb, log: logs, key: cfg.APIKey}, ref
 }

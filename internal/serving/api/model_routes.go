@@ -13,11 +13,11 @@ import (
 	"github.com/skulk/skulk/internal/platform/ids"
 )
 
-// ModelAdmin is the optional part of a Backend that manages this node's
-// model catalog: adding cards from the Hub, importing local files,
-// downloading, removing, and sizing models. A Backend without it answers
-// the /models/... routes with 404. Every method returns a JSON-marshalable
-// document; errors follow the Backend's conventions (a *fault.Error class,
+// ModelAdmin is what the /models/... routes need: the management of this
+// node's model catalog (adding cards from the Hub, importing local files,
+// downloading, removing, and sizing models). Without one (Backends.Models
+// nil) the routes answer 404. Every method returns a JSON-marshalable
+// document; errors follow the Backends' conventions (a *fault.Error class,
 // or HTTPStatus()).
 type ModelAdmin interface {
 	// AddModel resolves a Hub reference and stores its card.
@@ -56,11 +56,11 @@ func (s *server) modelRoutes() {
 
 type modelHandler func(w http.ResponseWriter, r *http.Request, m ModelAdmin)
 
-// withModelAdmin answers 404 when the Backend does not manage models.
+// withModelAdmin answers 404 when the node does not manage models.
 func (s *server) withModelAdmin(h modelHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		m, ok := s.b.(ModelAdmin)
-		if !ok {
+		m := s.models
+		if m == nil {
 			s.writeError(w, r, fault.Errorf(fault.ClassNotFound, "this node does not manage a model catalog (%s %s)", fault.Clip(r.Method), fault.Clip(r.URL.Path)))
 			return
 		}

@@ -93,7 +93,7 @@ func send(t *testing.T, srv *httptest.Server, method, path, body string) (int, s
 
 func TestModelRoutes(t *testing.T) {
 	b := &modelBackend{testBackend: newTestBackend(t)}
-	srv := httptest.NewServer(New(Config{}, b, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(New(Config{}, every(b), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	tests := []struct {
 		name, method, path, body string
@@ -154,7 +154,7 @@ func TestModelRoutes(t *testing.T) {
 // TestModelRoutesWithoutModelAdmin: a Backend that does not manage models
 // answers the routes with 404 and says so; GET /models stays the catalog.
 func TestModelRoutesWithoutModelAdmin(t *testing.T) {
-	srv := httptest.NewServer(New(Config{}, newTestBackend(t), slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(New(Config{}, every(newTestBackend(t)), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	if status, body := send(t, srv, "POST", "/models/add", `{"ref":"hf:o/r"}`); status != 404 || !strings.Contains(body, "does not manage a model catalog") {
 		t.Fatalf("add: %d %s", status, body)
@@ -168,7 +168,7 @@ func TestModelRoutesWithoutModelAdmin(t *testing.T) {
 // other route.
 func TestModelRoutesNeedTheKey(t *testing.T) {
 	b := &modelBackend{testBackend: newTestBackend(t)}
-	srv := httptest.NewServer(New(Config{APIKey: "k"}, b, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(New(Config{APIKey: "k"}, every(b), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	for _, r := range [][2]string{{"POST", "/models/add"}, {"DELETE", "/models/m"}, {"POST", "/models/import"}, {"GET", "/models/search?q=x"}} {
 		if status, _ := send(t, srv, r[0], r[1], `{"ref":"hf:o/r","path":"/x"}`); status != 401 {
@@ -186,7 +186,7 @@ func TestImportFromLoopback(t *testing.T) {
 	b := &modelBackend{testBackend: newTestBackend(t)}
 	// An opened API, so that the other addresses reach the handler.
 	open := func() access.Policy { return access.Policy{Open: true} }
-	h := New(Config{Access: open}, b, slog.New(slog.DiscardHandler))
+	h := New(Config{Access: open}, every(b), slog.New(slog.DiscardHandler))
 	for _, c := range []struct {
 		remote   string
 		loopback bool

@@ -208,7 +208,7 @@ func sendLine(rc *http.ResponseController, w http.ResponseWriter, v any) error {
 // readyModel returns the ready model named model, or Ollama's not-found
 // error.
 func (s *server) readyModel(ctx context.Context, model string) (request.ModelInfo, error) {
-	models, err := s.b.Models(ctx)
+	models, err := s.inference.Models(ctx)
 	if err != nil {
 		return request.ModelInfo{}, err
 	}
@@ -224,7 +224,10 @@ func (s *server) readyModel(ctx context.Context, model string) (request.ModelInf
 // catalog that cannot be read and answer without card details rather than
 // fail; show fails.
 func (s *server) catalogCards(ctx context.Context) ([]ollama.Card, error) {
-	doc, err := s.b.Catalog(ctx)
+	if s.cluster == nil {
+		return nil, fault.Errorf(fault.ClassNotFound, "this node serves no model catalog")
+	}
+	doc, err := s.cluster.Catalog(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +240,7 @@ func (s *server) catalogCards(ctx context.Context) ([]ollama.Card, error) {
 
 // GET /api/tags: the models with a ready instance.
 func (s *server) ollamaTags(w http.ResponseWriter, r *http.Request) {
-	models, err := s.b.Models(r.Context())
+	models, err := s.inference.Models(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -255,7 +258,11 @@ func (s *server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 
 // GET /api/ps: the ready instances.
 func (s *server) ollamaPS(w http.ResponseWriter, r *http.Request) {
-	doc, err := s.b.State(r.Context())
+	if s.cluster == nil {
+		s.writeError(w, r, fault.Errorf(fault.ClassNotFound, "this node serves no cluster state"))
+		return
+	}
+	doc, err := s.cluster.State(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -306,14 +313,14 @@ func (s *server) ollamaVersion(w http.ResponseWriter, r *http.Request) {
 		SkulkVersion: version.Version(), SkulkCommit: version.Commit()})
 }
 
-// ollamaEmbedder is the optional Backend capability behind POST /api/embed
+// ollamaEmbedder is the optional Inference capability behind POST /api/embed
 // and POST /api/embeddings: one vector per input, or an error whose class
 // says why.
 type ollamaEmbedder interface {
 	Embed(ctx context.Context, req request.EmbedRequest) (request.EmbedResult, error)
 }
 
-// POST /api/embed and POST /api/embeddings. A Backend without an embedding
+// POST /api/embed and POST /api/embeddings. An Inference without an embedding
 // path answers 501 (after the request is checked, so a client learns of its
 // own mistakes first). An empty input is Ollama's "load" idiom: no vectors,
 // for a model with a ready instance.
@@ -334,7 +341,7 @@ func (s *server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	e, ok := s.b.(ollamaEmbedder)
+	e, ok := s.inference.(ollamaEmbedder)
 	if !ok {
 		s.writeStatus(w, r, http.StatusNotImplemented, fault.Errorf(fault.ClassUnavailable, "embeddings are not available on this server"))
 		return

@@ -81,25 +81,25 @@ func (b ollamaBackend) Embed(ctx context.Context, req request.EmbedRequest) (req
 	return res, ctx.Err()
 }
 
-// noEmbedBackend is a Backend without the embedding capability.
-type noEmbedBackend struct{ Backend }
+// noEmbedBackend is a test backend without the embedding capability.
+type noEmbedBackend struct{ fullBackend }
 
 // newOllamaFixture serves the API with the Ollama test backend on a
 // loopback socket. Its clock advances 1 ms per reading, so the durations of
 // an answer are non-zero and add up.
 func newOllamaFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	return newOllamaFixtureWith(t, cfg, func(b Backend) Backend { return b })
+	return newOllamaFixtureWith(t, cfg, func(b fullBackend) fullBackend { return b })
 }
 
 // newOllamaFixtureWith is newOllamaFixture with the backend wrapped.
-func newOllamaFixtureWith(t *testing.T, cfg Config, wrap func(Backend) Backend) *fixture {
+func newOllamaFixtureWith(t *testing.T, cfg Config, wrap func(fullBackend) fullBackend) *fixture {
 	t.Helper()
 	b := newTestBackend(t)
 	logs := &syncBuffer{}
 	var ticks atomic.Int64
 	cfg.Now = func() time.Time { return time.Unix(1700000000, 0).Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
-	srv := httptest.NewServer(New(cfg, wrap(ollamaBackend{b}), slog.New(slog.NewTextHandler(logs, nil))))
+	srv := httptest.NewServer(New(cfg, every(wrap(ollamaBackend{b})), slog.New(slog.NewTextHandler(logs, nil))))
 	t.Cleanup(srv.Close)
 	return &fixture{url: srv.URL, b: b, log: logs, key: cfg.APIKey}
 }
@@ -464,7 +464,7 @@ func TestOllamaEmbed(t *testing.T) {
 	}
 
 	// Without an embedding backend: 501, after the request is checked.
-	f = newOllamaFixtureWith(t, Config{}, func(b Backend) Backend { return noEmbedBackend{b} })
+	f = newOllamaFixtureWith(t, Config{}, func(b fullBackend) fullBackend { return noEmbedBackend{b} })
 	if _, ok := any(noEmbedBackend{}).(ollamaEmbedder); ok {
 		t.Skip("every Backend embeds now; the 501 answer cannot happen")
 	}

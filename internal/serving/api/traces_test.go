@@ -50,7 +50,7 @@ func TestTraceRoute(t *testing.T) {
 	store := trace.NewStore(0, 0, nil)
 	cfg := Config{Traces: store}
 	b := newTestBackend(t)
-	srv := httptest.NewServer(New(cfg, tracingBackend{b}, nil))
+	srv := httptest.NewServer(New(cfg, every(tracingBackend{b}), nil))
 	defer srv.Close()
 	f := &fixture{url: srv.URL, b: b}
 

@@ -9,10 +9,10 @@ import (
 )
 
 // Embed runs an embedding request on an instance of its model: it travels
-// as a task like a generation (TextGeneration binds it to an instance; the
-// worker on the instance's first node, handed the request, runs the runner's
-// embed command and delivers one final chunk with the vectors). Cancelling
-// ctx cancels the task.
+// as a task like a generation (the gateway picks a ready instance from the
+// replicated State; the worker on the instance's first node, handed the
+// request, runs the runner's embed command and delivers one final chunk
+// with the vectors). Cancelling ctx cancels the task.
 func (g *Gateway) Embed(ctx context.Context, req request.EmbedRequest) (request.EmbedResult, error) {
 	if err := req.Validate(); err != nil {
 		return request.EmbedResult{}, err
@@ -22,7 +22,7 @@ func (g *Gateway) Embed(ctx context.Context, req request.EmbedRequest) (request.
 			Message: fmt.Sprintf("unknown model %s (GET /models lists the catalog)", fault.Quote(req.Model))}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel() // ends the watcher submit started once the answer is in
+	defer cancel() // ends the task, and its count in flight, once the answer is in
 	chunks, err := g.submit(ctx, req.Model, request.TaskPayload{Embed: &req})
 	if err != nil {
 		return request.EmbedResult{}, err

@@ -24,7 +24,6 @@ import (
 
 	"github.com/skulk/skulk/internal/control/catalog"
 	"github.com/skulk/skulk/internal/control/event"
-	"github.com/skulk/skulk/internal/control/master"
 	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/observe/trace"
@@ -41,7 +40,11 @@ type Master interface {
 
 // Serve runs a task on the node that holds its instance's first rank (this
 // node: the worker in process; another: over the data plane) and returns
-// the task's chunk stream. Cancelling ctx cancels the task there.
+// the task's chunk stream. Cancelling ctx cancels the task there. The
+// goroutine that produces the stream calls request.TapFrom(ctx)'s Observe
+// with each chunk before passing it on and its Done once when it stops (as
+// worker.Serve and Remote.Serve do): that is how the gateway observes a
+// task and counts it in flight.
 type Serve func(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error)
 
 // Config wires a gateway.
@@ -65,8 +68,9 @@ type Config struct {
 }
 
 // Observer hears how the tasks this node owns go, streamed or not, as their
-// chunks pass through the gateway. Its methods are called from the tasks'
-// goroutines, must be safe for concurrent use and must return at once.
+// chunks leave the goroutines that produce them. Its methods are called
+// from those goroutines, must be safe for concurrent use and must return
+// at once.
 type Observer interface {
 	// FirstToken is the wait from the hand-over to a generation's first
 	// output (text or a tool call).
@@ -103,8 +107,9 @@ func New(cfg Config) *Gateway {
 	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}}
 }
 
-// Generate registers the request, binds it to a ready instance of the
-// replicated State, and returns the chunk stream. Cancelling ctx cancels the task.
+// Generate picks a ready instance of the request's model from the
+// replicated State, hands the request to the node that runs it, and returns
+// the chunk stream. Cancelling ctx cancels the task there.
 func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan request.Chunk, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -140,7 +145,7 @@ func (g *Gateway) submit(ctx context.Context, model string, payload request.Task
 		return nil, lost
 	}
 	g.mu.Lock()
-	inst, err := master.PickInstance(st, ids.ModelID(model), "", g.inflight)
+	inst, err := pickInstance(st, ids.ModelID(model), g.inflight)
 	if err == nil {
 		g.inflight[inst]++
 	}
@@ -157,40 +162,38 @@ func (g *Gateway) submit(ctx context.Context, model string, payload request.Task
 		deliver = trace.NewSpanID()
 		serveCtx = trace.WithScope(ctx, trace.Scope{Rec: rec, Parent: deliver})
 	}
-	done := func() {
-		g.mu.Lock()
-		if g.inflight[inst]--; g.inflight[inst] <= 0 {
-			delete(g.inflight, inst)
-		}
-		g.mu.Unlock()
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			g.mu.Lock()
+			if g.inflight[inst]--; g.inflight[inst] <= 0 {
+				delete(g.inflight, inst)
+			}
+			g.mu.Unlock()
+		})
 	}
+	// The producer of the stream (the worker here, or the reader of the
+	// far node's answer) observes each chunk and says when it is done, so
+	// no goroutine of the gateway's own stands between it and the API. The
+	// request is released when the stream ends, or when the client leaves
+	// (ctx ends), whichever comes first.
+	stop := context.AfterFunc(ctx, release)
+	tap := request.Tap{Chunk: obs.chunk, End: func() { stop(); release() }}
 	runs := st.Instances[inst].Placement[0].Node
-	chunks, err := g.cfg.Serve(serveCtx, runs, inst, ids.TaskID(g.cfg.NewID()), payload)
+	chunks, err := g.cfg.Serve(request.WithTap(serveCtx, tap), runs, inst, ids.TaskID(g.cfg.NewID()), payload)
 	if rec != nil {
 		rec.Add("deliver", deliver, rec.Root(), delivering, g.cfg.Now(), trace.Attr{Key: "to", Value: string(runs)})
 	}
 	if err != nil {
-		done()
+		tap.Done()
 		return nil, err
 	}
-	out := make(chan request.Chunk, 1)
-	go func() {
-		defer done()
-		defer close(out)
-		for c := range chunks {
-			obs.chunk(&c)
-			select {
-			case out <- c:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out, nil
+	return chunks, nil
 }
 
 // taskObservation times one task's outputs for the Observer; it lives on
-// the task's forwarding goroutine. The zero value observes nothing.
+// the goroutine that produces the task's stream (through its request.Tap).
+// The zero value observes nothing.
 type taskObservation struct {
 	o        Observer
 	now      func() time.Time
@@ -382,8 +385,8 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 	}
 	// Charged as the master's planner charges them, so a preview shows the
 	// room the runners already placed leave, not the telemetry's.
-	nodes = master.Charged(st, nodes, func(id ids.ModelID) (catalog.Card, bool) { return g.cfg.Catalog().Get(string(id)) }, "")
-	pv, err := placement.Previews(master.PlacementModel(card), nodes)
+	nodes = placement.Charged(nodes, catalog.Running(st, func(id ids.ModelID) (catalog.Card, bool) { return g.cfg.Catalog().Get(string(id)) }, ""))
+	pv, err := placement.Previews(card.PlacementModel(), nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -396,7 +399,7 @@ func (g *Gateway) Previews(ctx context.Context, model ids.ModelID) (any, error) 
 		if (t == placement.KVCacheQ8_0 || t == placement.KVCacheQ4_0) && (card.HeadDim%32 != 0 || card.ValueDim%32 != 0) {
 			continue
 		}
-		if byType[t], err = placement.Previews(master.PlacementModel(card.WithCacheType(t)), nodes); err != nil {
+		if byType[t], err = placement.Previews(card.WithCacheType(t).PlacementModel(), nodes); err != nil {
 			return nil, err
 		}
 	}

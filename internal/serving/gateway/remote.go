@@ -171,7 +171,9 @@ func (r *Remote) Serve(ctx context.Context, node ids.NodeID, inst ids.InstanceID
 		return nil, fault.Errorf(fault.ClassUnavailable, "cannot send the request to node %s: %v; retry in a moment", node, err)
 	}
 	out := make(chan request.Chunk, 1)
+	tap := request.TapFrom(ctx)
 	r.wg.Go(func() {
+		defer tap.Done()
 		defer close(out)
 		defer st.Close()
 		stop := context.AfterFunc(ctx, func() { st.Close() })
@@ -191,6 +193,7 @@ func (r *Remote) Serve(ctx context.Context, node ids.NodeID, inst ids.InstanceID
 				c = request.Chunk{Kind: request.ChunkError, Error: fault.Errorf(fault.ClassUnavailable,
 					"node %s, which ran the request, went away before the answer was complete: %v", node, err)}
 			}
+			tap.Observe(&c)
 			select {
 			case out <- c:
 			case <-ctx.Done():

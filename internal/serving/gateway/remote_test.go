@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -193,5 +194,41 @@ func TestCancelRemoteRequests(t *testing.T) {
 	}
 	if g := runtime.NumGoroutine(); g > before+3 { // the listener's accept loop and its cleanup
 		t.Fatalf("%d goroutines left after the cancellations (before: %d)", g, before)
+	}
+}
+
+// TestRemoteRequestObserved: the chunks of a request served by another
+// node reach the Observer from the goroutine that reads them off the data
+// plane (the gateway keeps no goroutine of its own in between), and the
+// request leaves the count in flight once its stream ends.
+func TestRemoteRequestObserved(t *testing.T) {
+	r := tcpRemote(t, func(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error) {
+		out := make(chan request.Chunk, 2)
+		out <- request.Chunk{Kind: request.ChunkDelta, Content: "a"}
+		out <- request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishStop, Usage: &request.Usage{PromptTokens: 3, CompletionTokens: 1}}
+		close(out)
+		return out, nil
+	})
+	rec := &recorder{}
+	g := New(Config{Node: "owner", Master: stateMaster{}, Serve: r.Serve, NewID: func() string { return "task-1" }, Observer: rec,
+		Now: func() time.Time { return time.Unix(0, 0) }})
+	req := request.Request{Model: "m", Prompt: "p", Sampling: request.Sampling{MaxTokens: 1}}
+	chunks, err := g.submit(t.Context(), "m", request.TaskPayload{Generate: &req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.Inflight()["inst-1"]; got != 1 {
+		t.Fatalf("in flight while streaming: %d, want 1", got)
+	}
+	n := 0
+	for range chunks {
+		n++
+	}
+	r.Wait()
+	if want := []string{"first m 0s", "tokens m 3 1"}; n != 2 || !slices.Equal(rec.got, want) {
+		t.Fatalf("%d chunks, observed %q; want 2, %q", n, rec.got, want)
+	}
+	if len(g.Inflight()) != 0 {
+		t.Fatalf("in flight after the stream ended: %v", g.Inflight())
 	}
 }

@@ -24,7 +24,9 @@ func (w *Worker) embed(ctx context.Context, r loadedRunner, task ids.TaskID, req
 	}
 	r.rec.add(r.id, PhaseTaskStart, "embedding task "+string(task))
 	out := make(chan request.Chunk, 1)
+	tap := request.TapFrom(ctx)
 	w.serving.Go(func() {
+		defer tap.Done()
 		defer close(out)
 		res, err := e.Embed(ctx, string(task), req)
 		outcome := outcomeCompleted
@@ -41,10 +43,14 @@ func (w *Worker) embed(ctx context.Context, r loadedRunner, task ids.TaskID, req
 			default:
 				ie = fault.Errorf(fault.ClassInternal, "the runner failed the embedding task: %v", err)
 			}
-			out <- request.Chunk{Kind: request.ChunkError, Error: ie}
+			c := request.Chunk{Kind: request.ChunkError, Error: ie}
+			tap.Observe(&c)
+			out <- c
 			return
 		}
-		out <- request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishStop, Usage: &request.Usage{PromptTokens: res.PromptTokens}, Embeddings: res.Embeddings}
+		c := request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishStop, Usage: &request.Usage{PromptTokens: res.PromptTokens}, Embeddings: res.Embeddings}
+		tap.Observe(&c)
+		out <- c
 	})
 	return out, nil
 }

@@ -105,8 +105,8 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 		exited(true, err.Error())
 		return
 	}
-	// The loop notes the runner before the master hears it is ready: a task
-	// routed here once it is ready must find it.
+	// The loop notes the runner before the cluster hears it is ready: a
+	// request a gateway routes here once the State says ready must find it.
 	noted := make(chan struct{})
 	w.post(ctx, runnerReady{key: k, id: id, r: r, status: st, noted: noted})
 	select {

@@ -47,9 +47,11 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 	}
 	r.rec.add(r.id, PhaseTaskStart, "task "+string(task))
 	out := make(chan request.Chunk, 1)
+	tap := request.TapFrom(ctx)
 	w.serving.Go(func() {
+		defer tap.Done()
 		defer close(out)
-		outcome := w.forward(ctx, chunks, out, tt)
+		outcome := w.forward(ctx, chunks, out, tt, tap)
 		tt.end(time.Now(), outcome) // a task cut short: what it did so far
 		r.rec.add(r.id, PhaseTaskEnd, "task "+string(task)+" "+outcome)
 		w.cfg.Logger.Debug("task ended", "task", task, "instance", inst, "outcome", outcome)
@@ -88,11 +90,12 @@ const (
 	outcomeCancelled = "cancelled"
 )
 
-// forward passes the runner's chunks on. A stream the runner ended without
+// forward passes the runner's chunks on, each heard by tap first (the
+// owner's observation, when the owner is this node). A stream the runner ended without
 // a final chunk (its runner stopped: the instance was deleted, the process
 // crashed) gets an error chunk, so the client is never left with a silently
 // truncated answer.
-func (w *Worker) forward(ctx context.Context, chunks <-chan request.Chunk, out chan<- request.Chunk, tt *taskTrace) string {
+func (w *Worker) forward(ctx context.Context, chunks <-chan request.Chunk, out chan<- request.Chunk, tt *taskTrace, tap request.Tap) string {
 	for c := range chunks {
 		if c.Kind == request.ChunkDone && c.FinishReason == request.FinishCancelled && ctx.Err() == nil {
 			// The client did not cancel: the runner was stopped under the
@@ -105,6 +108,7 @@ func (w *Worker) forward(ctx context.Context, chunks <-chan request.Chunk, out c
 		if tt != nil {
 			tt.chunk(&c)
 		}
+		tap.Observe(&c)
 		select {
 		case out <- c:
 		case <-ctx.Done():
@@ -124,9 +128,11 @@ func (w *Worker) forward(ctx context.Context, chunks <-chan request.Chunk, out c
 	if ctx.Err() != nil {
 		return outcomeCancelled
 	}
+	c := request.Chunk{Kind: request.ChunkError, Error: fault.Errorf(fault.ClassUnavailable,
+		"the runner stopped before the answer was complete (the instance was stopped or its runner crashed); retry")}
+	tap.Observe(&c)
 	select {
-	case out <- request.Chunk{Kind: request.ChunkError, Error: fault.Errorf(fault.ClassUnavailable,
-		"the runner stopped before the answer was complete (the instance was stopped or its runner crashed); retry")}:
+	case out <- c:
 	case <-ctx.Done():
 	}
 	return outcomeFailed
