@@ -26,7 +26,6 @@ function Chart({ samples }: { samples: { at: string; tokens_per_sec: number }[] 
 
 export function Activity({ f }: { f: Frames }) {
   const insts = Object.entries<any>(f.state?.instances ?? {});
-  const tasks = Object.values<any>(f.state?.tasks ?? {});
   const inflight = f.activity?.in_flight ?? {};
   return (
     <div>
@@ -40,7 +39,6 @@ export function Activity({ f }: { f: Frames }) {
               <th>instance</th>
               <th>model</th>
               <th>this node</th>
-              <th>cluster</th>
             </tr>
           </thead>
           <tbody>
@@ -49,7 +47,6 @@ export function Activity({ f }: { f: Frames }) {
                 <td class="mono">{shortID(id)}</td>
                 <td>{i.model}</td>
                 <td>{inflight[id] ?? 0}</td>
-                <td>{tasks.filter((t) => t.instance === id).length}</td>
               </tr>
             ))}
           </tbody>
