@@ -1,53 +1,11 @@
 package node
 
 import (
-	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/observe/metrics"
-	"github.com/skulk/skulk/internal/platform/ids"
 )
-
-// TestRTTReading: the round trips fit one telemetry reading, in
-// milliseconds, the nearest peers kept when they do not all fit.
-func TestRTTReading(t *testing.T) {
-	peer := func(i int) ids.NodeID { return ids.NodeID(fmt.Sprintf("%08d-0000-4000-8000-000000000000", i)) }
-	for _, tc := range []struct {
-		name  string
-		peers int
-		want  int // entries kept
-	}{
-		{"none", 0, 0},
-		{"two", 2, 2},
-		{"more than fit", 40, 11},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			in := map[ids.NodeID]time.Duration{}
-			for i := range tc.peers {
-				in[peer(i)] = time.Duration(i+1)*time.Millisecond + 234*time.Microsecond
-			}
-			b := rttReading(in)
-			if len(b) > membership.MaxReadingValue {
-				t.Fatalf("%d bytes, over the reading's %d", len(b), membership.MaxReadingValue)
-			}
-			var got map[ids.NodeID]float64
-			if err := json.Unmarshal(b, &got); err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != tc.want {
-				t.Fatalf("%d entries kept, want %d: %s", len(got), tc.want, b)
-			}
-			for i := range tc.want {
-				if want := float64(i+1) + 0.234; got[peer(i)] != want {
-					t.Errorf("peer %d: %v ms, want %v (the nearest first)", i, got[peer(i)], want)
-				}
-			}
-		})
-	}
-}
 
 // TestActivitySampler: one tokens/s sample per step, from the growth of
 // the generated tokens, and none older than the history.

@@ -12,6 +12,7 @@ import (
 	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/gateway"
+	"github.com/skulk/skulk/internal/serving/link"
 )
 
 // refusals remembers the latest peers refused for another cluster key or
@@ -77,14 +78,14 @@ type ClusterDiagnostics struct {
 	Nodes         []NodeDiagnostics `json:"nodes"`
 	Refused       []Refusal         `json:"refused"`
 	// Edges lists every edge of every split instance (edgestats.go).
-	Edges []EdgeDiagnostics `json:"edges"`
+	Edges []link.EdgeDiagnostics `json:"edges"`
 	// Consensus is the Raft group as this node sees it: term, leader,
 	// commit index, the voters and learners (and, on the leader, each
 	// one's match index).
 	Consensus plane.Consensus `json:"consensus"`
 }
 
-func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals, own *persistence, edges func() *edges) func(ctx context.Context) (any, error) {
+func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals, own *persistence, edges func() *link.Edges) func(ctx context.Context) (any, error) {
 	return func(ctx context.Context) (any, error) {
 		positions := map[ids.NodeID]plane.Position{}
 		persist := map[ids.NodeID]persistReading{}
@@ -101,14 +102,14 @@ func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals,
 		positions[self] = ctl.Position()
 		persist[self] = own.reading()
 		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all(),
-			Edges: []EdgeDiagnostics{}, Consensus: ctl.ConsensusStatus()}
+			Edges: []link.EdgeDiagnostics{}, Consensus: ctl.ConsensusStatus()}
 		live := map[ids.NodeID]bool{self: true}
 		for _, n := range p.members() {
 			live[n] = true
 		}
 		if st, err := ctl.State(ctx); err == nil {
 			if e := edges(); e != nil {
-				doc.Edges = edgeDiagnostics(st, e.links(p))
+				doc.Edges = e.Diagnostics(st, p.get())
 			}
 			doc.Term = st.Term
 			for _, n := range st.NodeIDs() {

@@ -48,6 +48,7 @@ import (
 	"github.com/skulk/skulk/internal/serving/api"
 	"github.com/skulk/skulk/internal/serving/connlimit"
 	"github.com/skulk/skulk/internal/serving/gateway"
+	"github.com/skulk/skulk/internal/serving/link"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/worker"
 )
@@ -116,7 +117,7 @@ type fabric struct {
 	gw        *gateway.Gateway
 	ep        *transport.Endpoint
 	ln        *connlimit.Listener
-	edges     *edges
+	edges     *link.Edges
 	mem       *membership.Membership
 	access    *apiAccess
 	srv       *http.Server
@@ -237,7 +238,7 @@ func (n *fabric) buildServices() error {
 		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
 		Resolve: n.mods.resolveStage,
 		Guard:   guard(n.mods.catalog, n.cfg.MemoryBudget),
-		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.socketFor(inst, placement) },
+		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.SocketFor(inst, placement) },
 		// A stage waits for its links past the master's deadline: the
 		// master, which can say which edge failed, decides.
 		EdgeConnectTimeout: n.groupConnectTimeout() + edgeWaitSlack,
@@ -248,7 +249,7 @@ func (n *fabric) buildServices() error {
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
 		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval), n.persist),
-		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused, n.persist, func() *edges { return n.edges })})
+		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused, n.persist, func() *link.Edges { return n.edges })})
 	return nil
 }
 
@@ -264,16 +265,16 @@ func (n *fabric) serveTask(ctx context.Context, node ids.NodeID, inst ids.Instan
 // lookups from other nodes) and the API's TCP port.
 func (n *fabric) openListeners() error {
 	// The edge socket first: the QUIC endpoint's edge streams need it.
-	edges, eln, err := openEdges(n.cfg.Home, n.id, func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
+	edges, eln, err := link.Open(n.cfg.Home, n.id, func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
 		return n.peers.dial(n.ep, transport.ALPNEdge)(ctx, node)
 	}, n.log.With("component", "edges"))
 	if err != nil {
 		return err
 	}
 	n.edges = edges
-	edges.relay.Wait = n.groupConnectTimeout() + edgeWaitSlack
+	edges.Relay.Wait = n.groupConnectTimeout() + edgeWaitSlack
 	ectx, stopEdges := context.WithCancel(context.Background())
-	go edges.relay.Serve(ectx, eln)
+	go edges.Serve(ectx, eln)
 	n.onClose(func() { stopEdges(); eln.Close() })
 	ep, err := transport.Listen(transport.Config{
 		Identity: n.ident, ClusterKey: n.secret.key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
@@ -284,7 +285,7 @@ func (n *fabric) openListeners() error {
 			transport.ALPNRaft:      serveStreams(n.serveRaft),
 			transport.ALPNData:      serveStreams(n.serveData),
 			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
-			transport.ALPNEdge:      serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) { n.edges.serveEdge(ctx, c, s) }),
+			transport.ALPNEdge:      serveStreams(func(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) { n.edges.Accept(ctx, s) }),
 			transport.ALPNTensors:   serveStreams(n.serveTensors),
 		},
 	})
@@ -369,7 +370,7 @@ func (n *fabric) joinCluster() error {
 	}
 	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now, Started: n.started,
 		Logger: n.log.With("component", "lifecycle")}
-	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers),
+	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.LinkState(n.peers.get),
 		NewID: newID, Now: time.Now, Logger: n.log.With("component", "lifecycle")}
 	n.ctl.OnMaster = func(ctx context.Context, m *master.Master) {
 		var wg sync.WaitGroup
@@ -501,7 +502,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
 	run("persistence", func() error { n.persist.run(ctx, n.mem.Publish); return nil })
 	run("edges", func() error {
-		n.edges.publishEdges(ctx, n.mem, n.ctl.State, log.With("component", "edges"))
+		n.edges.Publish(ctx, n.mem, n.ctl.State, log.With("component", "edges"))
 		return nil
 	})
 	run("control plane", func() error { return n.ctl.Run(ctx) })

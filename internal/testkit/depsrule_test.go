@@ -75,6 +75,10 @@ var allowedImports = map[string][]string{
 	"internal/control/membership": {"github.com/hashicorp/memberlist", "github.com/hashicorp/mdns", "github.com/hashicorp/go-sockaddr", "internal/platform/ids", "internal/platform/transport/clusterkey"},
 	"internal/platform/transport": {"github.com/quic-go/quic-go", "internal/platform/ids", "internal/platform/transport/clusterkey"},
 	"internal/serving/pipeline":   {"internal/engine/gguf", "internal/engine/model", "internal/engine/sample"},
+	// link carries pipeline.Link between ranks and reports its links as
+	// telemetry; pipeline never imports it.
+	"internal/serving/link": {"internal/serving/pipeline", "internal/control/event", "internal/control/membership", "internal/control/state",
+		"internal/observe/telemetry", "internal/platform/ids"},
 	// metrics knows Prometheus, not the domain: the node hands it plain values.
 	"internal/observe/metrics": {"github.com/prometheus/client_golang/"},
 }

@@ -1,4 +1,4 @@
-package pipeline
+package link
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/skulk/skulk/internal/serving/pipeline"
 )
 
 // ConnLink is one direction of a link over a byte stream (a Unix-domain
@@ -25,6 +27,8 @@ type ConnLink struct {
 	closed bool
 	once   sync.Once
 }
+
+var _ pipeline.Link = (*ConnLink)(nil)
 
 // NewConnLink returns a link over c whose objects are at most maxObject
 // bytes. The link owns c: Close closes it.
@@ -57,7 +61,7 @@ func (l *ConnLink) Recv(ctx context.Context) ([]byte, error) {
 	n := binary.LittleEndian.Uint32(hdr[:])
 	if n == 0 || uint64(n) > l.maxObject {
 		l.Close()
-		return nil, protoErr("a frame of %d bytes (the link takes 1 to %d)", n, l.maxObject)
+		return nil, &pipeline.ProtocolError{Detail: fmt.Sprintf("a frame of %d bytes (the link takes 1 to %d)", n, l.maxObject)}
 	}
 	b := make([]byte, n)
 	if _, err := io.ReadFull(l.c, b); err != nil {
@@ -91,7 +95,7 @@ func (l *ConnLink) mapErr(ctx context.Context, err error) error {
 	closed := l.closed
 	l.mu.Unlock()
 	if closed || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("%w: %v", ErrLinkClosed, err)
+		return fmt.Errorf("%w: %v", pipeline.ErrLinkClosed, err)
 	}
 	return err
 }

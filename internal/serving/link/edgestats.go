@@ -1,4 +1,4 @@
-package node
+package link
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/ids"
-	"github.com/skulk/skulk/internal/serving/pipeline"
 )
 
 // edgesKey is the telemetry reading of the pipeline links a node sends on:
@@ -34,7 +34,7 @@ type edgeLink struct {
 // maxLinkErr bounds a link's error in the reading.
 const maxLinkErr = 120
 
-func toEdgeLink(r pipeline.LinkReport) edgeLink {
+func toEdgeLink(r LinkReport) edgeLink {
 	l := edgeLink{Instance: ids.InstanceID(r.Instance), Link: r.Link, State: r.State, Err: r.Err, Objects: r.Objects, Bytes: r.Bytes,
 		P50us: r.P50.Microseconds(), P99us: r.P99.Microseconds()}
 	if len(l.Err) > maxLinkErr {
@@ -49,7 +49,7 @@ func encodeEdges(links []edgeLink) []byte {
 	ordered := make([]edgeLink, 0, len(links))
 	for _, pass := range []bool{false, true} {
 		for _, l := range links {
-			if (l.State == pipeline.LinkConnected || l.State == pipeline.LinkClosed) == pass {
+			if (l.State == LinkConnected || l.State == LinkClosed) == pass {
 				ordered = append(ordered, l)
 			}
 		}
@@ -69,10 +69,11 @@ type linkKey struct {
 }
 
 // links is every link report the node knows: its own relay's, and the
-// other members' from their readings.
-func (e *edges) links(p *peers) map[ids.NodeID]map[linkKey]edgeLink {
+// other members' from their readings (m is nil before the membership is
+// up).
+func (e *Edges) links(m *membership.Membership) map[ids.NodeID]map[linkKey]edgeLink {
 	out := map[ids.NodeID]map[linkKey]edgeLink{}
-	if m := p.get(); m != nil {
+	if m != nil {
 		for _, r := range m.Readings() {
 			var ls []edgeLink
 			if r.Key != edgesKey || r.Node == e.self || json.Unmarshal(r.Value, &ls) != nil {
@@ -85,7 +86,7 @@ func (e *edges) links(p *peers) map[ids.NodeID]map[linkKey]edgeLink {
 		}
 	}
 	own := map[linkKey]edgeLink{}
-	for _, r := range e.relay.Links() {
+	for _, r := range e.Relay.Links() {
 		l := toEdgeLink(r)
 		own[linkKey{l.Instance, l.Link}] = l
 	}
@@ -93,11 +94,11 @@ func (e *edges) links(p *peers) map[ids.NodeID]map[linkKey]edgeLink {
 	return out
 }
 
-// linkState is GroupConnect's Link: what node from, the link's sending
-// rank's, reports about it.
-func (e *edges) linkState(p *peers) func(ids.NodeID, ids.InstanceID, int) (string, string) {
+// LinkState is GroupConnect's Link: what node from, the link's sending
+// rank's, reports about it. mem is the membership, nil before it is up.
+func (e *Edges) LinkState(mem func() *membership.Membership) func(ids.NodeID, ids.InstanceID, int) (string, string) {
 	return func(from ids.NodeID, inst ids.InstanceID, link int) (string, string) {
-		l, ok := e.links(p)[from][linkKey{inst, link}]
+		l, ok := e.links(mem())[from][linkKey{inst, link}]
 		if !ok {
 			return "", ""
 		}
@@ -105,11 +106,11 @@ func (e *edges) linkState(p *peers) func(ids.NodeID, ids.InstanceID, int) (strin
 	}
 }
 
-// publishEdges gossips this node's link reports every telemetry interval
+// Publish gossips this node's link reports every telemetry interval
 // (when they changed) and forgets the links of instances the State no
-// longer holds.
-func (e *edges) publishEdges(ctx context.Context, m *membership.Membership, st func(context.Context) (state.State, error), log *slog.Logger) {
-	tick := time.NewTicker(telemetryInterval)
+// longer holds, until ctx ends.
+func (e *Edges) Publish(ctx context.Context, m *membership.Membership, st func(context.Context) (state.State, error), log *slog.Logger) {
+	tick := time.NewTicker(telemetry.Interval)
 	defer tick.Stop()
 	var last []byte
 	for {
@@ -119,11 +120,11 @@ func (e *edges) publishEdges(ctx context.Context, m *membership.Membership, st f
 		case <-tick.C:
 		}
 		if s, err := st(ctx); err == nil {
-			e.relay.Forget(func(inst string) bool { _, ok := s.Instances[ids.InstanceID(inst)]; return ok })
+			e.Relay.Forget(func(inst string) bool { _, ok := s.Instances[ids.InstanceID(inst)]; return ok })
 			e.forget(func(inst ids.InstanceID) bool { _, ok := s.Instances[inst]; return ok })
 		}
 		var links []edgeLink
-		for _, r := range e.relay.Links() {
+		for _, r := range e.Relay.Links() {
 			links = append(links, toEdgeLink(r))
 		}
 		b := encodeEdges(links)
@@ -142,7 +143,7 @@ func (e *edges) publishEdges(ctx context.Context, m *membership.Membership, st f
 // /v1/diagnostics/cluster: link Link from rank FromRank to the next rank,
 // as the relay of the sending rank's node measured it (bytes and objects
 // since the link connected; hop latency send → ack over its latest
-// objects, see internal/serving/pipeline/relaymeter.go).
+// objects, see relaymeter.go).
 type EdgeDiagnostics struct {
 	Instance ids.InstanceID `json:"instance"`
 	Model    ids.ModelID    `json:"model"`
@@ -159,6 +160,13 @@ type EdgeDiagnostics struct {
 	Objects uint64  `json:"objects"`
 	P50Ms   float64 `json:"p50Ms"`
 	P99Ms   float64 `json:"p99Ms"`
+}
+
+// Diagnostics lists every edge of every split instance of st, as the
+// members' readings (m, nil before the membership is up) and this node's
+// relay report them.
+func (e *Edges) Diagnostics(st state.State, m *membership.Membership) []EdgeDiagnostics {
+	return edgeDiagnostics(st, e.links(m))
 }
 
 // edgeDiagnostics lists every edge of every split instance of st.

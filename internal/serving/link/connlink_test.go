@@ -1,56 +1,14 @@
-package pipeline
+package link
 
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/engine/gguf"
-	"github.com/skulk/skulk/internal/engine/model"
-	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine"
+	"github.com/skulk/skulk/internal/serving/pipeline"
 )
-
-// maxObject is the object bound of a model's links.
-func maxObject(t testing.TB, path string, chunk int) uint64 {
-	t.Helper()
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	cfg, err := model.ReadConfig(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return MaxObjectBytes(cfg, chunk, 0)
-}
-
-// unixPair returns both ends of a fresh Unix-domain stream connection.
-func unixPair(t testing.TB) (a, b net.Conn) {
-	t.Helper()
-	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	acc := make(chan net.Conn, 1)
-	go func() {
-		c, _ := ln.Accept()
-		acc <- c
-	}()
-	a, err = net.Dial("unix", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = <-acc
-	if b == nil {
-		t.Fatal("accept failed")
-	}
-	return a, b
-}
 
 // connDuplex joins the sending and receiving ConnLink of one edge.
 type connDuplex struct{ tx, rx *ConnLink }
@@ -62,19 +20,28 @@ func (d connDuplex) Close() error                             { return errors.Jo
 // TestConnLinkPipeline: two and three stages over framed Unix sockets give
 // the whole model's greedy tokens.
 func TestConnLinkPipeline(t *testing.T) {
-	path := testFile(t, "models/stories260K.gguf")
-	max := maxObject(t, path, 3)
-	prompts := storiesPrompts(t)
+	const greedyTokens = 64
+	path, f, cfg, prompts := storiesModel(t)
+	tok, err := engine.OpenTokenizer(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := pipeline.MaxObjectBytes(cfg, 3, 0)
 	for _, stages := range []int{2, 3} {
-		p := testPipeline(t, path, stages, Options{Head: HeadConfig{ChunkSize: 3}, NewLink: func(edge, ranks int) (Link, error) {
-			a, b := unixPair(t)
-			return connDuplex{NewConnLink(a, max), NewConnLink(b, max)}, nil
-		}})
-		for i, pr := range prompts {
-			want := reference(t, path, pr, greedyTokens, sample.Params{})
-			got := generate(t, p, []Request{{Prompt: pr, MaxTokens: greedyTokens}})
-			equalTokens(t, "prompt", got[0], want)
-			_ = i
+		p, err := pipeline.New(f, pipeline.Split(cfg.NLayer, stages), pipeline.Options{Threads: 1,
+			Head: pipeline.HeadConfig{ChunkSize: 3, EndOfGeneration: tok.IsEOG},
+			NewLink: func(edge, ranks int) (pipeline.Link, error) {
+				a, b := unixPair(t)
+				return connDuplex{NewConnLink(a, max), NewConnLink(b, max)}, nil
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { p.Close() })
+		for _, pr := range prompts {
+			want := reference(t, path, pr, greedyTokens)
+			got := generate(t, p, pipeline.Request{Prompt: pr, MaxTokens: greedyTokens})
+			equalTokens(t, "prompt", got, want)
 		}
 	}
 }
@@ -102,13 +69,13 @@ func TestConnLinkFrames(t *testing.T) {
 	a2, b2 := unixPair(t)
 	tx2, rx2 := NewConnLink(a2, 8), NewConnLink(b2, 8)
 	tx2.Close()
-	if _, err := rx2.Recv(ctx); !errors.Is(err, ErrLinkClosed) {
+	if _, err := rx2.Recv(ctx); !errors.Is(err, pipeline.ErrLinkClosed) {
 		t.Fatalf("recv from a closed link: %v", err)
 	}
 	// A frame over the limit is a protocol fault.
 	a3, b3 := unixPair(t)
 	a3.Write([]byte{100, 0, 0, 0})
-	var pe *ProtocolError
+	var pe *pipeline.ProtocolError
 	if _, err := NewConnLink(b3, 8).Recv(ctx); !errors.As(err, &pe) {
 		t.Fatalf("oversized frame: %v", err)
 	}

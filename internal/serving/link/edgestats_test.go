@@ -1,4 +1,4 @@
-package node
+package link
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/platform/ids"
-	"github.com/skulk/skulk/internal/serving/pipeline"
 )
 
 // TestEncodeEdges: the reading fits one gossip value however many links a
@@ -20,9 +19,9 @@ func TestEncodeEdges(t *testing.T) {
 	for _, n := range []int{0, 1, 3, 40} {
 		var links []edgeLink
 		for i := range n {
-			st := pipeline.LinkConnected
+			st := LinkConnected
 			if i%4 == 3 {
-				st = pipeline.LinkWaiting
+				st = LinkWaiting
 			}
 			links = append(links, edgeLink{Instance: ids.InstanceID(fmt.Sprintf("%024x", i)), Link: i % 3, State: st,
 				Err: strings.Repeat("e", maxLinkErr), Objects: 1 << 40, Bytes: 1 << 50, P50us: 1234, P99us: 99999})
@@ -40,8 +39,8 @@ func TestEncodeEdges(t *testing.T) {
 		}
 		seenConnected := false
 		for _, l := range back {
-			seenConnected = seenConnected || l.State == pipeline.LinkConnected
-			if l.State == pipeline.LinkWaiting && seenConnected {
+			seenConnected = seenConnected || l.State == LinkConnected
+			if l.State == LinkWaiting && seenConnected {
 				t.Fatalf("%d links: a waiting link after a connected one: %s", n, b)
 			}
 		}

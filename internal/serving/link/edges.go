@@ -1,4 +1,4 @@
-package node
+package link
 
 import (
 	"context"
@@ -13,19 +13,18 @@ import (
 
 	"github.com/skulk/skulk/internal/control/event"
 	"github.com/skulk/skulk/internal/platform/ids"
-	"github.com/skulk/skulk/internal/platform/transport"
-	"github.com/skulk/skulk/internal/serving/pipeline"
 )
 
-// edges is the node's side of its runners' pipeline links: a Unix-domain
+// Edges is the node's side of its runners' pipeline links: a Unix-domain
 // socket under the home (in a 0700 directory) that the runners of pipeline
-// stages connect to, and a pipeline.Relay that joins each link's two ends,
-// here or through a QUIC stream (ALPN skulk/edge/1) to the node of the
-// receiving rank.
-type edges struct {
+// stages connect to, and a Relay that joins each link's two ends, here or
+// through a QUIC stream (ALPN skulk/edge/1) to the node of the receiving
+// rank.
+type Edges struct {
+	// Relay joins the links; the node sets its Wait before Serve.
+	Relay  *Relay
 	self   ids.NodeID
 	socket string
-	relay  *pipeline.Relay
 	dial   func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error)
 
 	mu     sync.Mutex
@@ -42,8 +41,9 @@ type placedRanks struct {
 // view of the State read before the worker placed it must not.
 const forgetAfter = 30 * time.Second
 
-// openEdges listens on the edge socket under home.
-func openEdges(home string, self ids.NodeID, dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error), log *slog.Logger) (*edges, net.Listener, error) {
+// Open listens on the edge socket under home; dial opens a stream to
+// another node's Accept.
+func Open(home string, self ids.NodeID, dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error), log *slog.Logger) (*Edges, net.Listener, error) {
 	dir := filepath.Join(home, "edges")
 	// A Unix socket's path is limited to about 100 bytes.
 	if len(dir) > 90 {
@@ -63,16 +63,19 @@ func openEdges(home string, self ids.NodeID, dial func(ctx context.Context, node
 	os.Remove(sock) // a previous process's
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
-		return nil, nil, fmt.Errorf("node: edge socket %s: %w", sock, err)
+		return nil, nil, fmt.Errorf("link: edge socket %s: %w", sock, err)
 	}
-	e := &edges{self: self, socket: sock, dial: dial, placed: map[string]placedRanks{}}
-	e.relay = &pipeline.Relay{Route: e.route, Logger: log}
+	e := &Edges{self: self, socket: sock, dial: dial, placed: map[string]placedRanks{}}
+	e.Relay = &Relay{Route: e.route, Logger: log}
 	return e, ln, nil
 }
 
-// socketFor records where inst's ranks are and returns the socket its
-// runners connect to.
-func (e *edges) socketFor(inst ids.InstanceID, placement []event.Shard) string {
+// Serve relays the runners' edge connections on ln until it is closed.
+func (e *Edges) Serve(ctx context.Context, ln net.Listener) error { return e.Relay.Serve(ctx, ln) }
+
+// SocketFor records where inst's ranks are and returns the socket its
+// runners connect to (the worker's Edges).
+func (e *Edges) SocketFor(inst ids.InstanceID, placement []event.Shard) string {
 	nodes := make([]ids.NodeID, len(placement))
 	for i, sh := range placement {
 		nodes[i] = sh.Node
@@ -84,7 +87,7 @@ func (e *edges) socketFor(inst ids.InstanceID, placement []event.Shard) string {
 }
 
 // forget drops the ranks of the instances keep rejects.
-func (e *edges) forget(keep func(ids.InstanceID) bool) {
+func (e *Edges) forget(keep func(ids.InstanceID) bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for inst, p := range e.placed {
@@ -94,7 +97,7 @@ func (e *edges) forget(keep func(ids.InstanceID) bool) {
 	}
 }
 
-func (e *edges) route(instance string, link, ranks int) (func(ctx context.Context) (io.ReadWriteCloser, error), error) {
+func (e *Edges) route(instance string, link, ranks int) (func(ctx context.Context) (io.ReadWriteCloser, error), error) {
 	e.mu.Lock()
 	p, ok := e.placed[instance]
 	e.mu.Unlock()
@@ -109,7 +112,7 @@ func (e *edges) route(instance string, link, ranks int) (func(ctx context.Contex
 	return func(ctx context.Context) (io.ReadWriteCloser, error) { return e.dial(ctx, next) }, nil
 }
 
-// serveEdge takes a link's stream from the node of its sending rank.
-func (e *edges) serveEdge(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) {
-	e.relay.Accept(ctx, s)
+// Accept takes a link's stream from the node of its sending rank.
+func (e *Edges) Accept(ctx context.Context, s io.ReadWriteCloser) {
+	e.Relay.Accept(ctx, s)
 }
