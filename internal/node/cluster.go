@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/quic-go/quic-go"
 
 	"github.com/skulk/skulk/internal/control/membership"
+	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/ids"
@@ -28,40 +26,6 @@ var (
 	SoftwareVersion = version.Version()
 	SoftwareCommit  = version.Commit()
 )
-
-// Telemetry keys and cadence.
-const (
-	resourcesKey      = "res"
-	telemetryInterval = time.Second
-)
-
-// resources is the telemetry reading of a node's capacity.
-type resources struct {
-	TotalBytes     int64         `json:"total_bytes"`
-	AvailableBytes int64         `json:"available_bytes"`
-	Backends       []string      `json:"backends"`
-	CPU            telemetry.CPU `json:"cpu"`
-	// MaxInstances is the node's --max-instances: the master's planner
-	// must see it, and telemetry is how a node's facts reach the master.
-	// Absent (an older node) means the default.
-	MaxInstances int `json:"max_instances,omitempty"`
-	// MemoryBudget is the node's --memory-budget (0: none). TotalBytes and
-	// AvailableBytes are already capped by it.
-	MemoryBudget int64 `json:"memory_budget,omitempty"`
-	// Kernels is the engine's kernel set the node's runners use, for the
-	// dashboard (absent from an older node).
-	Kernels string `json:"kernels,omitempty"`
-}
-
-// budgeted caps a memory reading by the node's --memory-budget: placement
-// counts on no more than the operator allows, whatever the machine has.
-func budgeted(m telemetry.Memory, budget int64) telemetry.Memory {
-	if budget > 0 {
-		m.TotalBytes = min(m.TotalBytes, budget)
-		m.AvailableBytes = min(m.AvailableBytes, budget)
-	}
-	return m
-}
 
 // advertised lists the addresses other nodes can reach a listener bound to
 // bind on (see advertisable), from this machine's interface addresses.
@@ -150,9 +114,6 @@ type peers struct {
 	// whose family dial keeps to. It is written once, before m is stored;
 	// dial reads it only after loading m.
 	quicBind netip.Addr
-
-	seenMu sync.Mutex
-	seen   map[ids.NodeID]seenAddrs // guarded by seenMu: where members were last seen
 }
 
 func (p *peers) get() *membership.Membership { return p.m.Load() }
@@ -215,12 +176,12 @@ func (p *peers) nodes() []placement.Node {
 	if m == nil {
 		return nil
 	}
-	res := map[ids.NodeID]resources{}
+	res := map[ids.NodeID]telemetry.Resources{}
 	for _, r := range m.Readings() {
-		if r.Key != resourcesKey {
+		if r.Key != telemetry.ResourcesKey {
 			continue
 		}
-		var v resources
+		var v telemetry.Resources
 		if json.Unmarshal(r.Value, &v) == nil {
 			res[r.Node] = v
 		}
@@ -234,28 +195,26 @@ func (p *peers) nodes() []placement.Node {
 	return out
 }
 
-// publishResources gossips this node's memory, backends and runner limit
-// every interval.
-func publishResources(ctx context.Context, m *membership.Membership, maxInstances int, budget int64, kernels string, log *slog.Logger) {
-	tick := time.NewTicker(telemetryInterval)
-	defer tick.Stop()
-	for {
-		mem, err := telemetry.ReadMemory()
-		if err == nil {
-			mem = budgeted(mem, budget)
-			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes,
-				Backends: []string{Backend}, CPU: telemetry.ReadCPU(), MaxInstances: maxInstances, MemoryBudget: budget, Kernels: kernels})
-			if err := m.Publish(resourcesKey, b); err != nil {
-				log.Warn("cannot publish resources", "err", err)
-			}
+// positions lists the live members with their gossip addresses and the
+// positions they published, for the control plane.
+func (p *peers) positions() []plane.Peer {
+	m := p.get()
+	if m == nil {
+		return nil
+	}
+	pos := map[string]plane.Position{}
+	for _, r := range m.Readings() {
+		if r.Key != plane.PositionKey {
+			continue
 		}
-		if err := m.Publish(rttKey, rttReading(m.RTTs())); err != nil {
-			log.Debug("cannot publish link round trips", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		if v, err := plane.DecodePosition(r.Value); err == nil {
+			pos[string(r.Node)] = v
 		}
 	}
+	var out []plane.Peer
+	for _, mem := range m.Members() {
+		v, ok := pos[string(mem.Node)]
+		out = append(out, plane.Peer{Node: mem.Node, Gossip: mem.Gossip.String(), Position: v, Known: ok})
+	}
+	return out
 }

@@ -36,7 +36,7 @@ func guard(cat func() *catalog.Catalog, budget int64) func(inst state.Instance, 
 		if err != nil {
 			return need, 0, nil // no reading: trust the master's admission
 		}
-		mem = budgeted(mem, budget)
+		mem = telemetry.Budgeted(mem, budget)
 		e := placement.Estimate{Weights: n.Weights, KV: n.KV, Overhead: n.Overhead, Floor: n.Floor, Total: need, Available: mem.AvailableBytes}
 		return need, mem.AvailableBytes, placement.FitsNow(e, mem.AvailableBytes)
 	}

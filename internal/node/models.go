@@ -27,6 +27,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/api"
+	"github.com/skulk/skulk/internal/serving/diagnostics"
 	"github.com/skulk/skulk/internal/serving/gateway"
 	"github.com/skulk/skulk/internal/serving/runner"
 	"github.com/skulk/skulk/internal/serving/worker"
@@ -546,7 +547,7 @@ func truncateTo(s string, n int) string {
 type backend struct {
 	*gateway.Gateway
 	*modeladmin.Service
-	*timeline // GET /v1/diagnostics/cluster/timeline
+	*diagnostics.Recorder // GET /v1/diagnostics/cluster/timeline
 	// node builds GET /v1/diagnostics/node.
 	node func(context.Context) (any, error)
 	// recoverCluster is POST /v1/cluster/recover.

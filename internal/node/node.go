@@ -47,6 +47,7 @@ import (
 	"github.com/skulk/skulk/internal/serving/access"
 	"github.com/skulk/skulk/internal/serving/api"
 	"github.com/skulk/skulk/internal/serving/connlimit"
+	"github.com/skulk/skulk/internal/serving/diagnostics"
 	"github.com/skulk/skulk/internal/serving/gateway"
 	"github.com/skulk/skulk/internal/serving/link"
 	"github.com/skulk/skulk/internal/serving/request"
@@ -76,7 +77,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		return err
 	}
 	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log,
-		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: newTimeline(time.Now),
+		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: diagnostics.NewRecorder(time.Now),
 		traces: trace.NewStore(trace.DefaultCapacity, trace.DefaultMaxAge, time.Now)}
 	defer n.close()
 	for _, step := range []func() error{n.openHome, n.openStores, n.openCluster, n.buildServices, n.openListeners, n.joinCluster, n.buildAPI} {
@@ -95,13 +96,13 @@ type fabric struct {
 	log      *slog.Logger // with the node's id once openHome has read it
 	closers  []func()     // in opening order; close runs them in reverse
 	metrics  *metrics.Metrics
-	timeline *timeline
+	timeline *diagnostics.Recorder
 	traces   *trace.Store // the requests this node answered, while tracing was on
 
 	id        ids.NodeID
 	elog      *eventlog.Log
-	persist   *persistence
-	upgraded  *upgrade // the previous format's history, when this start converts it
+	persist   *diagnostics.Persistence
+	upgraded  *state.State // the previous format's history, when this start converts it
 	mods      *models
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
@@ -110,7 +111,9 @@ type fabric struct {
 	bootstrap []string
 	ident     *transport.Identity
 	peers     peers
-	refused   refusals
+	refused   diagnostics.Refusals
+	seen      diagnostics.Seen
+	diag      diagnostics.Sources
 	ctl       *plane.Plane
 	worker    *worker.Worker
 	remote    *gateway.Remote
@@ -156,17 +159,17 @@ func (n *fabric) openHome() error {
 // and the response journal.
 func (n *fabric) openStores() error {
 	log := n.log
-	logDir := LogDir(n.cfg.Home)
-	n.persist = &persistence{logDir: logDir, log: log.With("component", "persistence")}
-	elog, err := eventlog.Open(logDir, n.persist.logOptions(n.cfg.LogFreeFloor))
+	logDir := diagnostics.LogDir(n.cfg.Home)
+	n.persist = diagnostics.NewPersistence(logDir, log.With("component", "persistence"))
+	elog, err := eventlog.Open(logDir, n.persist.LogOptions(n.cfg.LogFreeFloor))
 	if err != nil {
 		return fmt.Errorf("node: open the event log in %s: %w", logDir, err)
 	}
 	n.elog = elog
 	n.onClose(func() { elog.Close() })
-	n.persist.logChanged(elog.Status())
+	n.persist.LogChanged(elog.Status())
 	n.noteLoss(elog.Status().Recovery)
-	if n.upgraded, err = readLegacyLog(n.cfg.Home, elog, log); err != nil {
+	if n.upgraded, err = diagnostics.ReadLegacyLog(n.cfg.Home, elog, log); err != nil {
 		return err
 	}
 	mods, err := newModels(n.cfg, n.id, n.metrics, log.With("component", "models"))
@@ -185,7 +188,7 @@ func (n *fabric) openStores() error {
 		return fmt.Errorf("node: %w (the directory holds the conversations of stored responses; moving it aside starts an empty one)", err)
 	}
 	n.responses = responses
-	n.persist.responses = responses
+	n.persist.Responses = responses
 	n.onClose(func() {
 		if err := responses.Close(); err != nil {
 			log.Warn("closing the response journal", "error", err)
@@ -224,13 +227,15 @@ func (n *fabric) buildServices() error {
 			"it exists for the consensus test only, never run a cluster with it")
 	}
 	if n.upgraded != nil {
-		cfg.Found, cfg.Initial = true, &n.upgraded.state
+		cfg.Found, cfg.Initial = true, n.upgraded
 	}
 	ctl, err := plane.New(cfg)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.ctl = ctl
+	n.diag = diagnostics.Sources{Self: n.id, Version: SoftwareVersion, Plane: ctl, Membership: n.peers.get, Own: n.persist,
+		Refused: &n.refused, Seen: &n.seen, Edges: func() *link.Edges { return n.edges }}
 	n.mods.attachState(func() state.State { st, _ := ctl.State(context.Background()); return st })
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
@@ -248,8 +253,8 @@ func (n *fabric) buildServices() error {
 	n.onClose(n.remote.Wait)
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
-		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval), n.persist),
-		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused, n.persist, func() *link.Edges { return n.edges })})
+		Health:      diagnostics.Health(n.diag, telemetry.NewFreshness(telemetry.Interval)),
+		Diagnostics: diagnostics.Cluster(n.diag)})
 	return nil
 }
 
@@ -278,7 +283,7 @@ func (n *fabric) openListeners() error {
 	n.onClose(func() { stopEdges(); eln.Close() })
 	ep, err := transport.Listen(transport.Config{
 		Identity: n.ident, ClusterKey: n.secret.key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
-		OnRefusal:  n.refused.add,
+		OnRefusal:  n.refused.Add,
 		VerifyPeer: func(id ids.NodeID, k ed25519.PublicKey) error { return n.peers.verify(id, k) },
 		Handlers: map[string]transport.Handler{
 			transport.ALPNControl:   serveStreams(n.serveControl),
@@ -346,7 +351,7 @@ func (n *fabric) joinCluster() error {
 	}
 	mem, err := membership.New(membership.Config{ClusterKey: key, Meta: meta, BindAddr: n.cfg.GossipAddr,
 		BootstrapPeers: bootstrap, MDNS: !n.cfg.NoMDNS, Timing: clusterTiming(),
-		Logger: n.log.With("component", "membership"), OnRefusal: n.refused.add})
+		Logger: n.log.With("component", "membership"), OnRefusal: n.refused.Add})
 	if err != nil {
 		return fmt.Errorf("node: membership on %s (use --gossip-addr): %w", n.cfg.GossipAddr, err)
 	}
@@ -361,11 +366,11 @@ func (n *fabric) joinCluster() error {
 	n.ctl.OnLeader = func(leader ids.NodeID, term uint64) {
 		switch leader {
 		case "":
-			n.timeline.add("LeaderLost", n.id, fmt.Sprintf("this node knows no leader (term %d): an election is under way", term))
+			n.timeline.Add("LeaderLost", n.id, fmt.Sprintf("this node knows no leader (term %d): an election is under way", term))
 		case n.id:
-			n.timeline.add("BecameMaster", n.id, fmt.Sprintf("this node leads the cluster in term %d", term))
+			n.timeline.Add("BecameMaster", n.id, fmt.Sprintf("this node leads the cluster in term %d", term))
 		default:
-			n.timeline.add("BecameFollower", n.id, fmt.Sprintf("this node follows master %s in term %d", leader, term))
+			n.timeline.Add("BecameFollower", n.id, fmt.Sprintf("this node follows master %s in term %d", leader, term))
 		}
 	}
 	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now, Started: n.started,
@@ -389,30 +394,13 @@ func (n *fabric) joinCluster() error {
 func (n *fabric) noteLoss(rec eventlog.Recovery) {
 	switch {
 	case rec.Loss != nil:
-		n.persist.setLoss(rec.Loss)
+		n.persist.SetLoss(rec.Loss)
 		n.log.Error("the event log lost history: this node will not lead with it while another member holds more; it takes the history back "+
 			"from the master, or run `skulk doctor --ack-log-loss` to go on without it", "lost_after", rec.Loss.After, "saved", rec.Loss.Saved,
 			"cause", rec.Loss.Cause)
 	case rec.DroppedBytes > 0:
 		n.log.Warn("event log recovered from a torn tail (a write a crash cut short)", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-}
-
-// warning is the API's X-Skulk-Warning: what keeps this node, or the master
-// that keeps the cluster's decisions, from keeping what a request changes.
-func (n *fabric) warning() string {
-	parts := []string{}
-	if w := n.persist.reading().warning(n.id); w != "" {
-		parts = append(parts, w)
-	}
-	if leader := n.ctl.Leader(); leader != "" && leader != n.id {
-		if m := n.peers.get(); m != nil {
-			if w := persistReadings(m.Readings())[leader].warning(leader); w != "" {
-				parts = append(parts, w)
-			}
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // recoverCluster makes this node the only voter; refused while the
@@ -424,7 +412,7 @@ func (n *fabric) recoverCluster(ctx context.Context) error {
 		}
 		return err
 	}
-	n.timeline.add("ClusterRecovered", n.id, "the operator made this node the only voter (skulk cluster recover)")
+	n.timeline.Add("ClusterRecovered", n.id, "the operator made this node the only voter (skulk cluster recover)")
 	return nil
 }
 
@@ -449,18 +437,18 @@ func (n *fabric) buildAPI() error {
 		Share: shareModel(n.ctl), Unshare: unshareModel(n.ctl),
 		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
-	act := &activitySampler{read: n.metrics.Activity, log: log.With("component", "dashboard")}
-	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: n.dashboardFrames(act), Idle: act.idle, Changed: n.timeline.changed,
+	frames, idle := dashboard.Frames(n.dashboardSources(), log.With("component", "dashboard"))
+	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: frames, Idle: idle, Changed: n.timeline.Changed(),
 		Logger: log.With("component", "dashboard")})
 	n.srv = &http.Server{
 		Handler: api.New(api.Config{Dashboard: dashboard.Assets(), DashboardEvents: n.dash, Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
-			Warning: n.warning, Traces: n.traces,
+			Warning: func() string { return diagnostics.Warning(n.diag) }, Traces: n.traces,
 			ClientConn: func(ctx context.Context, digest, name string) error {
 				return n.ln.Claim(ctx, connlimit.Client{Key: digest, Name: name})
 			},
-		}, backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics, recoverCluster: n.recoverCluster}, log.With("component", "api")),
+		}, backend{Gateway: n.gw, Service: models, Recorder: n.timeline, node: n.nodeDiagnostics(), recoverCluster: n.recoverCluster}, log.With("component", "api")),
 		ConnState:         n.ln.ConnState, // the connection limit closes idle connections to make room
 		ConnContext:       n.ln.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -490,24 +478,26 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("membership events", func() error {
 		for ev := range n.mem.Events() {
 			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
-			n.peers.remember(membership.Member{Node: ev.Node, Meta: ev.Meta, Gossip: ev.Gossip})
-			n.timeline.membership(ev)
+			n.seen.Remember(membership.Member{Node: ev.Node, Meta: ev.Meta, Gossip: ev.Gossip})
+			n.timeline.Member(ev)
 		}
 		return nil
 	})
 	run("telemetry", func() error {
-		publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, n.kernels(), log)
+		telemetry.PublishResources(ctx, telemetry.Publisher{Publish: n.mem.Publish, RTTs: n.mem.RTTs, Limit: membership.MaxReadingValue,
+			Backends: []string{Backend}, MaxInstances: n.cfg.MaxInstances, Budget: n.cfg.MemoryBudget,
+			Kernels: diagnostics.Kernels(n.cfg.Engine.Kernels), Logger: log})
 		return nil
 	})
 	run("catalog", func() error { n.mods.rescan(ctx); return nil })
-	run("persistence", func() error { n.persist.run(ctx, n.mem.Publish); return nil })
+	run("persistence", func() error { n.persist.Run(ctx, n.mem.Publish); return nil })
 	run("edges", func() error {
 		n.edges.Publish(ctx, n.mem, n.ctl.State, log.With("component", "edges"))
 		return nil
 	})
 	run("control plane", func() error { return n.ctl.Run(ctx) })
-	run("position", func() error { n.publishPosition(ctx); return nil })
-	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
+	run("position", func() error { diagnostics.PublishPosition(ctx, n.ctl.Position, n.mem.Publish); return nil })
+	run("timeline", func() error { n.timeline.Follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
 	run("api access", func() error { n.access.run(ctx); return nil })
 	run("dashboard", func() error { n.dash.Run(ctx); return nil })

@@ -1,4 +1,4 @@
-package node
+package diagnostics
 
 import (
 	"context"
@@ -57,38 +57,56 @@ type RunnerReport struct {
 	Phases        []worker.Phase `json:"phases"`
 }
 
-// NodeDiagnostics builds the GET /v1/diagnostics/node document.
-func (n *fabric) NodeDiagnostics(context.Context) (any, error) {
-	now := time.Now()
-	doc := NodeReport{NodeID: n.id, Version: SoftwareVersion, Commit: SoftwareCommit, GoVersion: runtime.Version(),
-		Platform: runtime.GOOS + "/" + runtime.GOARCH, StartedAt: n.started, UptimeSeconds: int64(now.Sub(n.started).Seconds()),
-		Role: "electing", Kernels: "unknown", Threads: n.cfg.Threads, CPU: telemetry.ReadCPU(), MaxInstances: n.cfg.MaxInstances,
-		Memory: NodeMemory{BudgetBytes: n.cfg.MemoryBudget}, Runners: []RunnerReport{}}
-	switch {
-	case n.ctl.IsMaster():
-		doc.Role = "master"
-	case n.ctl.Leader() != "":
-		doc.Role = "follower"
-	}
-	if k := n.kernels(); k != "" {
-		doc.Kernels = k
-	}
-	if m, err := telemetry.ReadMemory(); err == nil {
-		doc.Memory.TotalBytes, doc.Memory.AvailableBytes = m.TotalBytes, m.AvailableBytes
-	}
-	doc.Memory.NodeResidentBytes, _ = telemetry.ResidentBytes(os.Getpid())
-	for _, r := range n.worker.Recorders() {
-		rss, _ := telemetry.ResidentBytes(r.Pid)
-		doc.Runners = append(doc.Runners, RunnerReport{Instance: r.Instance, Model: r.Model, Rank: r.Rank, Runner: r.Runner, Pid: r.Pid,
-			Restarts: r.Restarts, Ready: r.Ready, ResidentBytes: rss, Phases: r.Phases})
-	}
-	return doc, nil
+// NodeFacts are what GET /v1/diagnostics/node reports of the node beside
+// its runners.
+type NodeFacts struct {
+	Self            ids.NodeID
+	Version, Commit string
+	Started         time.Time
+	// Threads, MaxInstances and MemoryBudget are the node's
+	// configuration; KernelCap its SKULK_KERNELS.
+	Threads      int
+	MaxInstances int
+	MemoryBudget int64
+	KernelCap    string
+	Plane        Plane
+	Recorders    func() []worker.RunnerRecord
 }
 
-// kernels names the kernel set this node's runners use ("" when the
-// configured cap names none this machine has).
-func (n *fabric) kernels() string {
-	k, err := tensor.Capped(n.cfg.Engine.Kernels)
+// Node answers GET /v1/diagnostics/node.
+func Node(f NodeFacts) func(context.Context) (any, error) {
+	return func(context.Context) (any, error) {
+		now := time.Now()
+		doc := NodeReport{NodeID: f.Self, Version: f.Version, Commit: f.Commit, GoVersion: runtime.Version(),
+			Platform: runtime.GOOS + "/" + runtime.GOARCH, StartedAt: f.Started, UptimeSeconds: int64(now.Sub(f.Started).Seconds()),
+			Role: "electing", Kernels: "unknown", Threads: f.Threads, CPU: telemetry.ReadCPU(), MaxInstances: f.MaxInstances,
+			Memory: NodeMemory{BudgetBytes: f.MemoryBudget}, Runners: []RunnerReport{}}
+		switch {
+		case f.Plane.IsMaster():
+			doc.Role = "master"
+		case f.Plane.Leader() != "":
+			doc.Role = "follower"
+		}
+		if k := Kernels(f.KernelCap); k != "" {
+			doc.Kernels = k
+		}
+		if m, err := telemetry.ReadMemory(); err == nil {
+			doc.Memory.TotalBytes, doc.Memory.AvailableBytes = m.TotalBytes, m.AvailableBytes
+		}
+		doc.Memory.NodeResidentBytes, _ = telemetry.ResidentBytes(os.Getpid())
+		for _, r := range f.Recorders() {
+			rss, _ := telemetry.ResidentBytes(r.Pid)
+			doc.Runners = append(doc.Runners, RunnerReport{Instance: r.Instance, Model: r.Model, Rank: r.Rank, Runner: r.Runner, Pid: r.Pid,
+				Restarts: r.Restarts, Ready: r.Ready, ResidentBytes: rss, Phases: r.Phases})
+		}
+		return doc, nil
+	}
+}
+
+// Kernels names the kernel set this node's runners use under the cap
+// (SKULK_KERNELS; "" when it names none this machine has).
+func Kernels(limit string) string {
+	k, err := tensor.Capped(limit)
 	if err != nil {
 		return ""
 	}

@@ -4,11 +4,16 @@ import (
 	"context"
 	"time"
 
+	"github.com/skulk/skulk/internal/observe/dashboard"
 	"github.com/skulk/skulk/internal/observe/metrics"
 	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/api"
+	"github.com/skulk/skulk/internal/serving/diagnostics"
 )
+
+// The node's observers (its metrics, its dashboard's frames, its
+// diagnostics) read its parts through the closures built here.
 
 // metricsReadTimeout bounds what one scrape waits for the control plane.
 const metricsReadTimeout = time.Second
@@ -23,7 +28,7 @@ func (n *fabric) watchMetrics() {
 			return uint64(p.Index), uint64(p.Term), p.MasterOf > 0
 		},
 		Members: func() int { return len(n.mem.Members()) },
-		Refused: func() int { return len(n.refused.all()) },
+		Refused: func() int { return len(n.refused.All()) },
 		Instances: func() []metrics.Instance {
 			ctx, cancel := context.WithTimeout(context.Background(), metricsReadTimeout)
 			defer cancel()
@@ -63,4 +68,29 @@ func (n *fabric) observeRequest(s api.Served) {
 		route = "unmatched"
 	}
 	n.metrics.Request(route, model, s.Status, s.Duration)
+}
+
+// dashboardSources are the documents of the dashboard's frames.
+func (n *fabric) dashboardSources() dashboard.Sources {
+	return dashboard.Sources{
+		Self:    dashboard.SelfFrame{Node: n.id, Version: SoftwareVersion, Commit: SoftwareCommit},
+		State:   func(ctx context.Context) (any, error) { return n.gw.State(ctx) },
+		Cluster: n.gw.Diagnostics,
+		Nodes: func(ctx context.Context) any {
+			return diagnostics.NodeReadings(ctx, n.diag, n.peers.nodes, n.mods.card)
+		},
+		Downloads: func() any { return clusterDownloads(&n.peers)() },
+		Timeline:  func() any { return n.timeline.Latest(dashboard.TimelineEntries) },
+		Activity: func() (dashboard.Activity, error) {
+			a, err := n.metrics.Activity()
+			return dashboard.Activity{GeneratedTokens: a.GeneratedTokens, InFlight: a.InFlight}, err
+		},
+	}
+}
+
+// nodeDiagnostics answers GET /v1/diagnostics/node.
+func (n *fabric) nodeDiagnostics() func(context.Context) (any, error) {
+	return diagnostics.Node(diagnostics.NodeFacts{Self: n.id, Version: SoftwareVersion, Commit: SoftwareCommit, Started: n.started,
+		Threads: n.cfg.Threads, MaxInstances: n.cfg.MaxInstances, MemoryBudget: n.cfg.MemoryBudget, KernelCap: n.cfg.Engine.Kernels,
+		Plane: n.ctl, Recorders: n.worker.Recorders})
 }

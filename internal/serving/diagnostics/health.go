@@ -1,4 +1,4 @@
-package node
+package diagnostics
 
 import (
 	"encoding/json"
@@ -12,20 +12,21 @@ import (
 	"github.com/skulk/skulk/internal/serving/gateway"
 )
 
-// health overlays the live readings on the State for GET /state: a node is
+// Health overlays the live readings on the State for GET /state: a node is
 // healthy when it is a reachable member of this node's network version
 // whose resource readings keep arriving; its health is an error when what
 // it decides is not kept (a store that stopped writing, history its log
 // lost), as its persistence reading says (this node's own, first hand).
-func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness, own *persistence) func(st state.State) map[ids.NodeID]gateway.NodeHealth {
+func Health(s Sources, fresh *telemetry.Freshness) func(st state.State) map[ids.NodeID]gateway.NodeHealth {
+	self := s.Self
 	return func(st state.State) map[ids.NodeID]gateway.NodeHealth {
 		out := map[ids.NodeID]gateway.NodeHealth{}
-		m := p.get()
+		m := s.Membership()
 		if m == nil {
 			return out
 		}
 		persist := persistReadings(m.Readings())
-		persist[self] = own.reading()
+		persist[self] = s.Own.reading()
 		now := time.Now()
 		live := map[ids.NodeID]bool{}
 		for _, mem := range m.Members() {
@@ -37,7 +38,7 @@ func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness, own *persiste
 		hasRes := map[ids.NodeID]bool{}
 		for _, r := range m.Readings() {
 			switch r.Key {
-			case resourcesKey:
+			case telemetry.ResourcesKey:
 				hasRes[r.Node] = true
 				resFresh[r.Node] = fresh.Observe(string(r.Node), r.Key, r.Version, now)
 			case plane.PositionKey:
@@ -64,7 +65,7 @@ func health(self ids.NodeID, p *peers, fresh *telemetry.Freshness, own *persiste
 			case !resFresh[n]:
 				reasons = append(reasons, "telemetry_partial")
 			}
-			if v, ok := version[n]; ok && n != self && v != SoftwareVersion {
+			if v, ok := version[n]; ok && n != self && v != s.Version {
 				reasons = append(reasons, "version_mismatch")
 			}
 			issues := persist[n].issues()

@@ -1,4 +1,4 @@
-package node
+package diagnostics
 
 import (
 	"errors"
@@ -12,19 +12,16 @@ import (
 	"github.com/skulk/skulk/internal/control/state"
 )
 
-// upgrade is the history a home of the format before Raft held.
-type upgrade struct {
-	state state.State
-}
-
-// readLegacyLog converts a home written before the control plane ran on
+// ReadLegacyLog converts a home written before the control plane ran on
 // Raft: when the raft log is empty and the old event log holds history,
 // its State becomes the first snapshot of a cluster this node founds. The
 // old log stays where it was, never deleted; once the raft log holds
 // anything it is not read again (a crash before that converts anew). A damaged old
 // log refuses the start with what to do: a node never starts empty over
 // history it could not read.
-func readLegacyLog(home string, raftLog *eventlog.Log, log *slog.Logger) (*upgrade, error) {
+//
+// It returns the old log's State, nil when there is nothing to convert.
+func ReadLegacyLog(home string, raftLog *eventlog.Log, log *slog.Logger) (*state.State, error) {
 	dir := LegacyLogDir(home)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -49,5 +46,5 @@ func readLegacyLog(home string, raftLog *eventlog.Log, log *slog.Logger) (*upgra
 	log.Warn("converted the home's event log of the format before Raft: its State is the first snapshot of a cluster this node founds; "+
 		"other upgraded members found their own, so start them with an empty raft/ directory and they join this one",
 		"index", st.LastIndex, "instances", len(st.Instances), "old_log_kept_in", dir)
-	return &upgrade{state: st}, nil
+	return &st, nil
 }

@@ -1,4 +1,4 @@
-package node
+package diagnostics
 
 import (
 	"context"
@@ -132,13 +132,15 @@ func (r persistReading) warning(node ids.NodeID) string {
 	return strings.Join(parts, "; ")
 }
 
-// persistence tracks this node's own durability. The event log's owner
+// Persistence tracks this node's own durability. The event log's owner
 // (master or follower goroutine) reports its changes through the log's
 // OnChange hook; the response journal is read under its own lock; the run
 // loop watches for an operator's acknowledgement. Safe for concurrent use.
-type persistence struct {
+type Persistence struct {
+	// Responses is the response journal, set once the store is open,
+	// before Run.
+	Responses *api.ResponseStore
 	logDir    string
-	responses *api.ResponseStore // set once the store is open, before run
 	log       *slog.Logger
 
 	mu       sync.Mutex
@@ -146,8 +148,13 @@ type persistence struct {
 	loss     *eventlog.LossError // guarded by mu
 }
 
-// logOptions are the event log's options as the node configures them.
-func (p *persistence) logOptions(floor int64) eventlog.Options {
+// NewPersistence tracks the durability of the event log in logDir.
+func NewPersistence(logDir string, log *slog.Logger) *Persistence {
+	return &Persistence{logDir: logDir, log: log}
+}
+
+// LogOptions are the event log's options as the node configures them.
+func (p *Persistence) LogOptions(floor int64) eventlog.Options {
 	if floor == config.LogFreeFloorOff {
 		floor = eventlog.NoFloor
 	}
@@ -158,12 +165,12 @@ func (p *persistence) logOptions(floor int64) eventlog.Options {
 			log.Error("the event log stopped writing: decisions are counted and applied but not kept on disk; "+
 				"free disk space and the node resumes writing by itself", "cause", s.Cause, "free_bytes", s.FreeBytes, "floor_bytes", s.Floor)
 		},
-		OnChange: p.logChanged,
+		OnChange: p.LogChanged,
 	}
 }
 
-// logChanged is the event log's OnChange hook.
-func (p *persistence) logChanged(s eventlog.Status) {
+// LogChanged is the event log's OnChange hook.
+func (p *Persistence) LogChanged(s eventlog.Status) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	was := p.logIssue != nil
@@ -177,39 +184,39 @@ func (p *persistence) logChanged(s eventlog.Status) {
 	}
 }
 
-// setLoss records the loss the event log reported when it opened.
-func (p *persistence) setLoss(loss *eventlog.LossError) {
+// SetLoss records the loss the event log reported when it opened.
+func (p *Persistence) SetLoss(loss *eventlog.LossError) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.loss = loss
 }
 
 // reading is this node's persistence reading now.
-func (p *persistence) reading() persistReading {
+func (p *Persistence) reading() persistReading {
 	p.mu.Lock()
 	r := persistReading{Log: p.logIssue}
 	if p.loss != nil {
 		r.Lost = &lostIssue{After: p.loss.After, Saved: p.loss.Saved}
 	}
 	p.mu.Unlock()
-	if p.responses != nil {
-		if s, ok := p.responses.JournalStatus(); ok {
-			r.Journal = issueOf(s, p.responses.Dir())
+	if p.Responses != nil {
+		if s, ok := p.Responses.JournalStatus(); ok {
+			r.Journal = issueOf(s, p.Responses.Dir())
 		}
 	}
 	return r
 }
 
-// run heals the response journal, watches for the operator's
+// Run heals the response journal, watches for the operator's
 // acknowledgement of a loss, and publishes the reading when it changes,
 // until ctx ends.
-func (p *persistence) run(ctx context.Context, publish func(key string, value []byte) error) {
+func (p *Persistence) Run(ctx context.Context, publish func(key string, value []byte) error) {
 	tick := time.NewTicker(persistCheckEvery)
 	defer tick.Stop()
 	var published []byte
 	for {
-		if p.responses != nil {
-			if healed, err := p.responses.Heal(); healed {
+		if p.Responses != nil {
+			if healed, err := p.Responses.Heal(); healed {
 				p.log.Info("the response journal writes again")
 			} else if err != nil {
 				p.log.Warn("the response journal could not resume writing", "err", err)
@@ -233,7 +240,7 @@ func (p *persistence) run(ctx context.Context, publish func(key string, value []
 
 // checkAcknowledged clears the loss once `skulk doctor --ack-log-loss`
 // acknowledged it.
-func (p *persistence) checkAcknowledged() {
+func (p *Persistence) checkAcknowledged() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.loss == nil {

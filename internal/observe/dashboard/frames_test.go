@@ -1,18 +1,16 @@
-package node
+package dashboard
 
 import (
 	"testing"
 	"time"
-
-	"github.com/skulk/skulk/internal/observe/metrics"
 )
 
 // TestActivitySampler: one tokens/s sample per step, from the growth of
 // the generated tokens, and none older than the history.
 func TestActivitySampler(t *testing.T) {
 	tokens := 0.0
-	a := &activitySampler{read: func() (metrics.Activity, error) {
-		return metrics.Activity{GeneratedTokens: tokens, InFlight: map[string]float64{"i": 1}}, nil
+	a := &activitySampler{read: func() (Activity, error) {
+		return Activity{GeneratedTokens: tokens, InFlight: map[string]float64{"i": 1}}, nil
 	}}
 	t0 := time.Unix(1_000_000, 0)
 	a.sample(t0)

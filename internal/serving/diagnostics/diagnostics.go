@@ -1,23 +1,26 @@
-package node
+package diagnostics
 
 import (
 	"context"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/plane"
+	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/gateway"
 	"github.com/skulk/skulk/internal/serving/link"
 )
 
-// refusals remembers the latest peers refused for another cluster key or
-// network version, for the diagnostics document.
-type refusals struct {
+// Refusals remembers the latest peers refused for another cluster key or
+// network version, for the diagnostics document. Safe for concurrent use.
+type Refusals struct {
 	mu   sync.Mutex
 	list []Refusal
 }
@@ -31,7 +34,8 @@ type Refusal struct {
 
 const maxRefusals = 32
 
-func (r *refusals) add(addr, reason string) {
+// Add is the transport's and the membership's OnRefusal.
+func (r *Refusals) Add(addr, reason string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// One line per host: a peer knocking again (from any port) updates its line.
@@ -42,7 +46,8 @@ func (r *refusals) add(addr, reason string) {
 	}
 }
 
-func (r *refusals) all() []Refusal {
+// All lists the refusals, oldest first.
+func (r *Refusals) All() []Refusal {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]Refusal{}, r.list...)
@@ -77,7 +82,7 @@ type ClusterDiagnostics struct {
 	VersionStatus string            `json:"versionStatus"` // ok or mismatch
 	Nodes         []NodeDiagnostics `json:"nodes"`
 	Refused       []Refusal         `json:"refused"`
-	// Edges lists every edge of every split instance (edgestats.go).
+	// Edges lists every edge of every split instance (internal/serving/link).
 	Edges []link.EdgeDiagnostics `json:"edges"`
 	// Consensus is the Raft group as this node sees it: term, leader,
 	// commit index, the voters and learners (and, on the leader, each
@@ -85,11 +90,52 @@ type ClusterDiagnostics struct {
 	Consensus plane.Consensus `json:"consensus"`
 }
 
-func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals, own *persistence, edges func() *link.Edges) func(ctx context.Context) (any, error) {
+// Plane is the control plane as the diagnostics read it.
+type Plane interface {
+	State(ctx context.Context) (state.State, error)
+	Position() plane.Position
+	Leader() ids.NodeID
+	IsMaster() bool
+	ConsensusStatus() plane.Consensus
+}
+
+// Sources are what the diagnostics read of the node.
+type Sources struct {
+	Self ids.NodeID
+	// Version is this node's software version.
+	Version string
+	Plane   Plane
+	// Membership is the membership, nil before it is up.
+	Membership func() *membership.Membership
+	Own        *Persistence
+	Refused    *Refusals
+	Seen       *Seen
+	// Edges is the node's side of the pipeline links, nil before the
+	// edge socket is open.
+	Edges func() *link.Edges
+}
+
+// members lists the live members' ids.
+func (s Sources) members() []ids.NodeID {
+	m := s.Membership()
+	if m == nil {
+		return nil
+	}
+	var out []ids.NodeID
+	for _, mem := range m.Members() {
+		out = append(out, mem.Node)
+	}
+	return out
+}
+
+// Cluster answers GET /v1/diagnostics/cluster.
+func Cluster(s Sources) func(ctx context.Context) (any, error) {
+	self, ctl := s.Self, s.Plane
 	return func(ctx context.Context) (any, error) {
 		positions := map[ids.NodeID]plane.Position{}
 		persist := map[ids.NodeID]persistReading{}
-		if m := p.get(); m != nil {
+		m := s.Membership()
+		if m != nil {
 			for _, r := range m.Readings() {
 				if r.Key == plane.PositionKey {
 					if pos, err := plane.DecodePosition(r.Value); err == nil {
@@ -100,16 +146,16 @@ func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals,
 			persist = persistReadings(m.Readings())
 		}
 		positions[self] = ctl.Position()
-		persist[self] = own.reading()
-		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: refused.all(),
+		persist[self] = s.Own.reading()
+		doc := ClusterDiagnostics{MasterNodeID: ctl.Leader(), VersionStatus: "ok", Nodes: []NodeDiagnostics{}, Refused: s.Refused.All(),
 			Edges: []link.EdgeDiagnostics{}, Consensus: ctl.ConsensusStatus()}
 		live := map[ids.NodeID]bool{self: true}
-		for _, n := range p.members() {
+		for _, n := range s.members() {
 			live[n] = true
 		}
 		if st, err := ctl.State(ctx); err == nil {
-			if e := edges(); e != nil {
-				doc.Edges = e.Diagnostics(st, p.get())
+			if e := s.Edges(); e != nil {
+				doc.Edges = e.Diagnostics(st, m)
 			}
 			doc.Term = st.Term
 			for _, n := range st.NodeIDs() {
@@ -119,7 +165,7 @@ func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals,
 				}
 			}
 		}
-		seen := p.addresses()
+		seen := s.Seen.addresses(m)
 		version := positions[self].Version
 		for n, pos := range positions {
 			role := "follower"
@@ -145,6 +191,30 @@ func diagnostics(self ids.NodeID, ctl *plane.Plane, p *peers, refused *refusals,
 	}
 }
 
+// Warning is the API's X-Skulk-Warning: what keeps this node, or the
+// master that keeps the cluster's decisions, from keeping what a request
+// changes.
+func Warning(s Sources) string {
+	parts := []string{}
+	if w := s.Own.reading().warning(s.Self); w != "" {
+		parts = append(parts, w)
+	}
+	if leader := s.Plane.Leader(); leader != "" && leader != s.Self {
+		if m := s.Membership(); m != nil {
+			if w := persistReadings(m.Readings())[leader].warning(leader); w != "" {
+				parts = append(parts, w)
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Seen remembers where members were last seen. Safe for concurrent use.
+type Seen struct {
+	mu   sync.Mutex
+	seen map[ids.NodeID]seenAddrs // where members were last seen
+}
+
 // seenAddrs is where a member was last seen.
 type seenAddrs struct {
 	gossip    string
@@ -154,10 +224,10 @@ type seenAddrs struct {
 // maxSeen bounds the nodes whose addresses are remembered.
 const maxSeen = 256
 
-// remember records where a member is, from a membership event or the
+// Remember records where a member is, from a membership event or the
 // live members; the addresses outlast the member, so the diagnostics can
 // say where a lost node was.
-func (p *peers) remember(m membership.Member) {
+func (p *Seen) Remember(m membership.Member) {
 	if m.Node == "" {
 		return
 	}
@@ -165,8 +235,8 @@ func (p *peers) remember(m membership.Member) {
 	if m.Gossip.IsValid() {
 		a.gossip = m.Gossip.String()
 	}
-	p.seenMu.Lock()
-	defer p.seenMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.seen == nil {
 		p.seen = map[ids.NodeID]seenAddrs{}
 	}
@@ -189,18 +259,27 @@ func (p *peers) remember(m membership.Member) {
 	p.seen[m.Node] = a
 }
 
-// addresses is where every member is or was last seen.
-func (p *peers) addresses() map[ids.NodeID]seenAddrs {
-	if m := p.get(); m != nil {
+// addresses is where every member of m (nil before the membership is up)
+// is or was last seen.
+func (p *Seen) addresses(m *membership.Membership) map[ids.NodeID]seenAddrs {
+	if m != nil {
 		for _, mb := range m.Members() {
-			p.remember(mb)
+			p.Remember(mb)
 		}
 	}
-	p.seenMu.Lock()
-	defer p.seenMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	out := make(map[ids.NodeID]seenAddrs, len(p.seen))
 	for k, v := range p.seen {
 		out[k] = v
+	}
+	return out
+}
+
+func strs(aps []netip.AddrPort) []string {
+	out := make([]string, len(aps))
+	for i, a := range aps {
+		out[i] = a.String()
 	}
 	return out
 }
