@@ -12,8 +12,8 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/skulk/skulk/internal/control/membership"
-	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/control/placement"
+	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/transport"

@@ -34,6 +34,7 @@ import (
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/models/library"
 	"github.com/skulk/skulk/internal/models/modeladmin"
 	"github.com/skulk/skulk/internal/observe/dashboard"
 	"github.com/skulk/skulk/internal/observe/metrics"
@@ -103,7 +104,7 @@ type fabric struct {
 	elog      *eventlog.Log
 	persist   *diagnostics.Persistence
 	upgraded  *state.State // the previous format's history, when this start converts it
-	mods      *models
+	mods      *library.Library
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
 	responses *api.ResponseStore
@@ -172,13 +173,13 @@ func (n *fabric) openStores() error {
 	if n.upgraded, err = diagnostics.ReadLegacyLog(n.cfg.Home, elog, log); err != nil {
 		return err
 	}
-	mods, err := newModels(n.cfg, n.id, n.metrics, log.With("component", "models"))
+	mods, err := library.New(n.cfg, n.id, n.metrics, log.With("component", "models"))
 	if err != nil {
 		return err
 	}
 	n.mods = mods
-	n.onClose(mods.close)
-	n.imports, n.loopImp, err = importDirs(n.cfg, mods.store.Config().ModelsDir, log)
+	n.onClose(mods.Close)
+	n.imports, n.loopImp, err = library.ImportDirs(n.cfg, mods.Store().Config().ModelsDir, log)
 	if err != nil {
 		return err
 	}
@@ -218,7 +219,7 @@ func (n *fabric) openCluster() error {
 // instance's first rank: in process here, over QUIC elsewhere.
 func (n *fabric) buildServices() error {
 	log := n.log
-	cfg := plane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
+	cfg := plane.Config{Node: n.id, Log: n.elog, Card: n.mods.Card, Nodes: n.peers.nodes,
 		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
 		Found: n.secret.origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
 		UnsafeAckBeforeCommit: os.Getenv("SKULK_TEST_UNSAFE_ACK") == "1"}
@@ -236,13 +237,13 @@ func (n *fabric) buildServices() error {
 	n.ctl = ctl
 	n.diag = diagnostics.Sources{Self: n.id, Version: SoftwareVersion, Plane: ctl, Membership: n.peers.get, Own: n.persist,
 		Refused: &n.refused, Seen: &n.seen, Edges: func() *link.Edges { return n.edges }}
-	n.mods.attachState(func() state.State { st, _ := ctl.State(context.Background()); return st })
+	n.mods.AttachState(func() state.State { st, _ := ctl.State(context.Background()); return st })
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
 		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
-		Resolve: n.mods.resolveStage,
-		Guard:   guard(n.mods.catalog, n.cfg.MemoryBudget),
+		Resolve: n.resolve,
+		Guard:   guard(n.mods.Catalog, n.cfg.MemoryBudget),
 		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.SocketFor(inst, placement) },
 		// A stage waits for its links past the master's deadline: the
 		// master, which can say which edge failed, decides.
@@ -251,7 +252,7 @@ func (n *fabric) buildServices() error {
 	})
 	n.remote = &gateway.Remote{}
 	n.onClose(n.remote.Wait)
-	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
+	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.Catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
 		Health:      diagnostics.Health(n.diag, telemetry.NewFreshness(telemetry.Interval)),
 		Diagnostics: diagnostics.Cluster(n.diag)})
@@ -383,8 +384,8 @@ func (n *fabric) joinCluster() error {
 		group.Run(ctx, m)
 		wg.Wait()
 	}
-	n.mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) }, n.reportAsWorker)
-	n.mods.attachPeers(n.peers.dial(n.ep, transport.ALPNTensors), tensorSources(n.id, n.ctl.State, n.peers.members))
+	n.mods.Attach(func(k string, v []byte) error { return mem.Publish(k, v) }, n.reportAsWorker)
+	n.mods.AttachPeers(n.peers.dial(n.ep, transport.ALPNTensors), library.TensorSources(n.id, n.ctl.State, n.peers.members))
 	return nil
 }
 
@@ -433,9 +434,9 @@ func (n *fabric) buildAPI() error {
 	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
-		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, FilesRemoved: n.mods.filesRemoved, Downloads: n.mods,
-		Share: shareModel(n.ctl), Unshare: unshareModel(n.ctl),
-		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
+		Cluster: n.ctl, Store: n.mods.Store(), Hub: n.mods.Hub(), Catalog: n.mods.Catalog, Refresh: n.mods.Refresh, Imported: n.mods.Imported, FilesRemoved: n.mods.FilesRemoved, Downloads: n.mods,
+		Share: library.Share(n.ctl, newID), Unshare: library.Unshare(n.ctl, newID),
+		ClusterDownloads: library.ClusterDownloads(n.peers.get), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
 	frames, idle := dashboard.Frames(n.dashboardSources(), log.With("component", "dashboard"))
 	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: frames, Idle: idle, Changed: n.timeline.Changed(),
@@ -489,7 +490,7 @@ func (n *fabric) serve(ctx context.Context) error {
 			Kernels: diagnostics.Kernels(n.cfg.Engine.Kernels), Logger: log})
 		return nil
 	})
-	run("catalog", func() error { n.mods.rescan(ctx); return nil })
+	run("catalog", func() error { n.mods.Rescan(ctx); return nil })
 	run("persistence", func() error { n.persist.Run(ctx, n.mem.Publish); return nil })
 	run("edges", func() error {
 		n.edges.Publish(ctx, n.mem, n.ctl.State, log.With("component", "edges"))

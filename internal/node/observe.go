@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/skulk/skulk/internal/models/library"
 	"github.com/skulk/skulk/internal/observe/dashboard"
 	"github.com/skulk/skulk/internal/observe/metrics"
 	"github.com/skulk/skulk/internal/observe/telemetry"
@@ -60,7 +61,7 @@ func (n *fabric) watchMetrics() {
 // cannot grow the metrics with made-up names.
 func (n *fabric) observeRequest(s api.Served) {
 	model := s.Model
-	if _, ok := n.mods.card(ids.ModelID(model)); !ok {
+	if _, ok := n.mods.Card(ids.ModelID(model)); !ok {
 		model = ""
 	}
 	route := s.Route
@@ -77,9 +78,9 @@ func (n *fabric) dashboardSources() dashboard.Sources {
 		State:   func(ctx context.Context) (any, error) { return n.gw.State(ctx) },
 		Cluster: n.gw.Diagnostics,
 		Nodes: func(ctx context.Context) any {
-			return diagnostics.NodeReadings(ctx, n.diag, n.peers.nodes, n.mods.card)
+			return diagnostics.NodeReadings(ctx, n.diag, n.peers.nodes, n.mods.Card)
 		},
-		Downloads: func() any { return clusterDownloads(&n.peers)() },
+		Downloads: func() any { return library.ClusterDownloads(n.peers.get)() },
 		Timeline:  func() any { return n.timeline.Latest(dashboard.TimelineEntries) },
 		Activity: func() (dashboard.Activity, error) {
 			a, err := n.metrics.Activity()

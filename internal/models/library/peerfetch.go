@@ -1,4 +1,4 @@
-package node
+package library
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 	"github.com/skulk/skulk/internal/models/modeladmin"
 	"github.com/skulk/skulk/internal/models/tensorfetch"
 	"github.com/skulk/skulk/internal/platform/ids"
-	"github.com/skulk/skulk/internal/platform/transport"
-	"github.com/skulk/skulk/internal/serving/worker"
 )
 
 // peerFetch is how the node takes a stage's tensors from other members:
@@ -26,18 +24,18 @@ type peerFetch struct {
 	sources func(ctx context.Context, model ids.ModelID) []ids.NodeID
 }
 
-// attachPeers lets resolve fetch tensors from members (once the QUIC
+// AttachPeers lets ResolveStage fetch tensors from members (once the QUIC
 // endpoint and the membership exist).
-func (m *models) attachPeers(dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error), sources func(ctx context.Context, model ids.ModelID) []ids.NodeID) {
+func (m *Library) AttachPeers(dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error), sources func(ctx context.Context, model ids.ModelID) []ids.NodeID) {
 	f := &tensorfetch.Fetcher{Dir: filepath.Join(m.store.Config().ModelsDir, ".skulk", "peer"), Dial: dial, Logger: m.log}
 	m.peer.Store(&peerFetch{fetcher: f, sources: sources})
 }
 
-// resolveStage is the worker's Resolve: the model's verified local weights
+// ResolveStage is the worker's Resolve: the model's verified local weights
 // when installed here; else the shard's own tensors fetched from a member
 // that has the model; else the model downloaded from the Hub.
-func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.Shard, downloading func()) (worker.Model, error) {
-	card, known := m.card(model)
+func (m *Library) ResolveStage(ctx context.Context, model ids.ModelID, sh event.Shard, downloading func()) (Weights, error) {
+	card, known := m.Card(model)
 	if known && !card.Builtin {
 		if _, err := m.store.Locate(card); err != nil {
 			wm, ferr := m.fetchStage(ctx, model, &card, sh, downloading)
@@ -45,7 +43,7 @@ func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.S
 			case ferr == nil:
 				return wm, nil
 			case errors.As(ferr, new(*tensorfetch.VerifyError)) || ctx.Err() != nil:
-				return worker.Model{}, ferr
+				return Weights{}, ferr
 			}
 			if nse := (*tensorfetch.NoSourceError)(nil); !errors.As(ferr, &nse) || len(nse.Reasons) > 0 {
 				m.log.Info("no member supplied the stage's tensors; trying the Hub", "model", model, "reason", ferr)
@@ -55,10 +53,10 @@ func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.S
 	if !known {
 		wm, err := m.fetchStage(ctx, model, nil, sh, downloading)
 		if errors.As(err, new(*tensorfetch.VerifyError)) || ctx.Err() != nil {
-			return worker.Model{}, err
+			return Weights{}, err
 		}
 		if err != nil {
-			return worker.Model{}, fmt.Errorf("model %s is not in this node's catalog and no member supplied its tensors (%w); add it on any node: skulk models add", model, err)
+			return Weights{}, fmt.Errorf("model %s is not in this node's catalog and no member supplied its tensors (%w); add it on any node: skulk models add", model, err)
 		}
 		return wm, nil
 	}
@@ -68,10 +66,10 @@ func (m *models) resolveStage(ctx context.Context, model ids.ModelID, sh event.S
 // fetchStage fetches the header and the tensors of shard sh from a member
 // into a partial copy, with progress as a download of the model. want,
 // when known, is this node's card: a member's copy must be that artifact.
-func (m *models) fetchStage(ctx context.Context, model ids.ModelID, want *catalog.Card, sh event.Shard, downloading func()) (worker.Model, error) {
+func (m *Library) fetchStage(ctx context.Context, model ids.ModelID, want *catalog.Card, sh event.Shard, downloading func()) (Weights, error) {
 	pf := m.peer.Load()
 	if pf == nil {
-		return worker.Model{}, &tensorfetch.NoSourceError{Model: string(model)}
+		return Weights{}, &tensorfetch.NoSourceError{Model: string(model)}
 	}
 	srcs := pf.sources(ctx, model)
 	r := tensorfetch.Range{Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding, Last: sh.HoldsHead}
@@ -114,7 +112,7 @@ func (m *models) fetchStage(ctx context.Context, model ids.ModelID, want *catalo
 		m.publishDownload(id, final)
 	}
 	if err != nil {
-		return worker.Model{}, err
+		return Weights{}, err
 	}
 	if res.Fetched > 0 {
 		m.log.Info("fetched a stage's tensors from a member", "model", model, "from", res.Source, "bytes", res.Fetched,
@@ -124,31 +122,32 @@ func (m *models) fetchStage(ctx context.Context, model ids.ModelID, want *catalo
 	if want != nil {
 		tmpl = want.ChatTemplate
 	}
-	return worker.Model{Path: res.Path, ChatTemplate: tmpl}, nil
+	return Weights{Path: res.Path, ChatTemplate: tmpl}, nil
 }
 
-// imported reports an import as a completed download of the model on this
+// Imported reports an import as a completed download of the model on this
 // node, in the background: the State then names this node to members that
 // need the model's tensors.
-func (m *models) imported(card catalog.Card) {
+func (m *Library) Imported(card catalog.Card) {
 	m.wg.Go(func() {
 		m.reportEvent(event.DownloadCompleted{Node: m.node, Model: ids.ModelID(card.ID), Bytes: uint64(max(card.StorageBytes, 0))})
 	})
 }
 
-// filesRemoved reports, in the background, that this node no longer holds
+// FilesRemoved reports, in the background, that this node no longer holds
 // a model's weights (skulk models rm --files): a worker can say so only as
 // a terminal download outcome, and the State then no longer names this
 // node to members that need the model's tensors.
-func (m *models) filesRemoved(id ids.ModelID) {
+func (m *Library) FilesRemoved(id ids.ModelID) {
 	m.wg.Go(func() {
 		m.reportEvent(event.DownloadFailed{Node: m.node, Model: id, Reason: "the weights were removed from this node (skulk models rm --files)"})
 	})
 }
 
-// served is this node's verified copy of a model for a member's fetch.
-func (m *models) served(ctx context.Context, model string) (tensorfetch.Served, error) {
-	card, ok := m.card(ids.ModelID(model))
+// Served is this node's verified copy of a model for a member's fetch
+// (tensorfetch.Serve's lookup).
+func (m *Library) Served(ctx context.Context, model string) (tensorfetch.Served, error) {
+	card, ok := m.Card(ids.ModelID(model))
 	if !ok || card.Builtin || len(card.Files) == 0 {
 		return tensorfetch.Served{}, fmt.Errorf("model %q is not installed on this node: %w", model, tensorfetch.ErrNotInstalled)
 	}
@@ -159,10 +158,10 @@ func (m *models) served(ctx context.Context, model string) (tensorfetch.Served, 
 	return tensorfetch.Served{Card: in.Card, Path: in.Paths[0], Size: e.Size, SHA256: e.SHA256, Sums: e.Tensors}, nil
 }
 
-// tensorSources lists the members to ask for a model's tensors: those the
+// TensorSources lists the members to ask for a model's tensors: those the
 // State says completed its download first, then every other live member
 // (whose copy the State may not name).
-func tensorSources(self ids.NodeID, st func(context.Context) (state.State, error), members func() []ids.NodeID) func(ctx context.Context, model ids.ModelID) []ids.NodeID {
+func TensorSources(self ids.NodeID, st func(context.Context) (state.State, error), members func() []ids.NodeID) func(ctx context.Context, model ids.ModelID) []ids.NodeID {
 	return func(ctx context.Context, model ids.ModelID) []ids.NodeID {
 		live := members()
 		var first, rest []ids.NodeID
@@ -178,12 +177,5 @@ func tensorSources(self ids.NodeID, st func(context.Context) (state.State, error
 			}
 		}
 		return append(first, rest...)
-	}
-}
-
-// serveTensors answers a member's fetch of tensors of a model installed here.
-func (n *fabric) serveTensors(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) {
-	if err := tensorfetch.Serve(ctx, s, n.mods.served); err != nil {
-		n.log.Debug("tensor fetch stream", "err", err)
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package library
 
 import (
 	"context"
@@ -21,16 +21,12 @@ import (
 
 	"github.com/skulk/skulk/internal/control/catalog"
 	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/models/hub"
 	"github.com/skulk/skulk/internal/models/modeladmin"
 	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/platform/ids"
-	"github.com/skulk/skulk/internal/serving/api"
-	"github.com/skulk/skulk/internal/serving/diagnostics"
-	"github.com/skulk/skulk/internal/serving/gateway"
-	"github.com/skulk/skulk/internal/serving/runner"
-	"github.com/skulk/skulk/internal/serving/worker"
 )
 
 // Model catalog timings.
@@ -44,10 +40,10 @@ const (
 	downloadKeyPrefix = "dl/"
 )
 
-// storeConfig places the model directories under the node's home, unless
+// StoreConfig places the model directories under the node's home, unless
 // the configuration (SKULK_MODELS_DIR, SKULK_CUSTOM_MODEL_CARDS_DIR) names
 // others.
-func storeConfig(cfg config.Node) catalog.StoreConfig {
+func StoreConfig(cfg config.Node) catalog.StoreConfig {
 	sc := catalog.StoreConfig{ModelsDir: filepath.Join(cfg.Home, "models"), CustomDir: filepath.Join(cfg.Home, "custom_model_cards")}
 	if cfg.ModelsDir != "" {
 		sc.ModelsDir = cfg.ModelsDir
@@ -58,13 +54,13 @@ func storeConfig(cfg config.Node) catalog.StoreConfig {
 	return sc
 }
 
-// importDirs are the directories POST /models/import reads under: the
+// ImportDirs are the directories POST /models/import reads under: the
 // operator's --import-dir list; else the models directory's import/
 // (created, mode 0700) for every request, and the node user's home for
 // requests from this machine, so `skulk models import ./file.gguf` works
 // for the user who runs the node (unless that home is the root: a service
 // account's home must not open the whole file system).
-func importDirs(cfg config.Node, modelsDir string, log *slog.Logger) (dirs, loopback []string, err error) {
+func ImportDirs(cfg config.Node, modelsDir string, log *slog.Logger) (dirs, loopback []string, err error) {
 	if len(cfg.ImportDirs) > 0 {
 		for _, d := range cfg.ImportDirs {
 			a, err := filepath.Abs(d)
@@ -97,17 +93,17 @@ func importDirs(cfg config.Node, modelsDir string, log *slog.Logger) (dirs, loop
 	return []string{d}, loopback, nil
 }
 
-// models owns the node's catalog (rebuilt from the store when cards change)
+// Library owns the node's catalog (rebuilt from the store when cards change)
 // and its downloads: it resolves a placed model to local weights, publishes
 // download progress as telemetry and reports terminal download outcomes.
-type models struct {
-	// immutable after newModels
+type Library struct {
+	// immutable after New
 	node  ids.NodeID
 	store *catalog.Store
 	hub   *hub.Client
 	mgr   *hub.Manager
 	log   *slog.Logger
-	meter downloadMeter
+	meter DownloadMeter
 	ctx   context.Context // lifetime of background pulls, cancelled by close
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
@@ -130,29 +126,29 @@ type models struct {
 	onDisk    map[string]int64                      // bytes on disk at the last progress reading, per model downloading
 }
 
-// downloadMeter counts the node's downloads (the node's metrics).
-type downloadMeter interface {
+// DownloadMeter counts the node's downloads (the node's metrics).
+type DownloadMeter interface {
 	DownloadBytes(model string, n int64)
 	DownloadFailed(model string)
 }
 
-// newModels opens the store and the Hub client, builds the first catalog
+// New opens the store and the Hub client, builds the first catalog
 // (logging artifacts that fail verification) and starts nothing.
-func newModels(cfg config.Node, node ids.NodeID, meter downloadMeter, log *slog.Logger) (*models, error) {
+func New(cfg config.Node, node ids.NodeID, meter DownloadMeter, log *slog.Logger) (*Library, error) {
 	hcfg := hub.Config{Endpoint: cfg.HubEndpoint, Token: cfg.HFToken, Offline: cfg.Offline}
 	client, err := hub.New(hcfg)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
-	store := catalog.NewStore(storeConfig(cfg))
+	store := catalog.NewStore(StoreConfig(cfg))
 	mgr, err := hub.NewManager(hub.ManagerConfig{Client: client, Store: store, Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	m := &models{node: node, store: store, hub: client, mgr: mgr, log: log, meter: meter, ctx: ctx, stop: stop,
+	m := &Library{node: node, store: store, hub: client, mgr: mgr, log: log, meter: meter, ctx: ctx, stop: stop,
 		downloads: map[string]*modeladmin.DownloadStatus{}, active: map[string]int{}, published: map[string]time.Time{}, onDisk: map[string]int64{}}
-	m.refresh()
+	m.Refresh()
 	if hcfg.Offline {
 		log.Info("offline mode: the Hub is never contacted; installed and custom models still serve")
 	}
@@ -167,12 +163,12 @@ type mergedCatalog struct {
 	cat   *catalog.Catalog
 }
 
-// catalog returns the current catalog: this node's own cards (custom,
+// Catalog returns the current catalog: this node's own cards (custom,
 // installed, built-in), then the cluster's replicated cards under the ids
 // it lacks, so a model added or imported on any node is known here as
 // soon as this node applied it. The merge is redone only when either side
 // changed.
-func (m *models) catalog() *catalog.Catalog {
+func (m *Library) Catalog() *catalog.Catalog {
 	local := m.cat.Load()
 	get := m.applied.Load()
 	if get == nil {
@@ -197,15 +193,15 @@ func (m *models) catalog() *catalog.Catalog {
 	return cat
 }
 
-// attachState lets the catalog read the replicated cards.
-func (m *models) attachState(applied func() state.State) { m.applied.Store(&applied) }
+// AttachState lets the catalog read the replicated cards.
+func (m *Library) AttachState(applied func() state.State) { m.applied.Store(&applied) }
 
-// card looks a model up in the current catalog.
-func (m *models) card(id ids.ModelID) (catalog.Card, bool) { return m.catalog().Get(string(id)) }
+// Card looks a model up in the current catalog.
+func (m *Library) Card(id ids.ModelID) (catalog.Card, bool) { return m.Catalog().Get(string(id)) }
 
-// refresh rebuilds the catalog now and logs what it had to skip when that
+// Refresh rebuilds the catalog now and logs what it had to skip when that
 // changed since the last rebuild.
-func (m *models) refresh() {
+func (m *Library) Refresh() {
 	m.rebuilds.Lock()
 	defer m.rebuilds.Unlock()
 	cat, errs := m.store.Catalog()
@@ -243,8 +239,8 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// rescan rebuilds the catalog every catalogRescan until ctx ends.
-func (m *models) rescan(ctx context.Context) {
+// Rescan rebuilds the catalog every catalogRescan until ctx ends.
+func (m *Library) Rescan(ctx context.Context) {
 	t := time.NewTicker(catalogRescan)
 	defer t.Stop()
 	for {
@@ -252,34 +248,50 @@ func (m *models) rescan(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			m.refresh()
+			m.Refresh()
 		}
 	}
 }
 
-// attach connects the cluster plumbing once it exists: telemetry
+// Attach connects the cluster plumbing once it exists: telemetry
 // publication and the worker's report path to the master.
-func (m *models) attach(publish func(string, []byte) error, report func(context.Context, event.Event) error) {
+func (m *Library) Attach(publish func(string, []byte) error, report func(context.Context, event.Event) error) {
 	m.publish.Store(&publish)
 	m.report.Store(&report)
 }
 
-// close cancels background pulls, waits for them and closes the download
+// Close cancels background pulls, waits for them and closes the download
 // manager (partial files stay for a later resume).
-func (m *models) close() {
+func (m *Library) Close() {
 	m.stop()
 	m.wg.Wait()
 	m.mgr.Close()
 }
 
-// resolve is the worker's Resolve: the model's verified local weights,
-// downloaded first when needed.
-func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading func()) (worker.Model, error) {
+// Weights are a model's local files as a runner loads them.
+type Weights struct {
+	Path         string
+	ChatTemplate string
+	// Speculative, when set, is how the runner drafts tokens.
+	Speculative *Speculation
+}
+
+// Speculation is a model's speculative decoding: with a draft model's
+// file, or by prompt lookup (Lookup).
+type Speculation struct {
+	Lookup    bool
+	DraftPath string
+	DraftMax  int
+}
+
+// resolve is the model's verified local weights, downloaded first when
+// needed.
+func (m *Library) resolve(ctx context.Context, model ids.ModelID, downloading func()) (Weights, error) {
 	card, path, err := m.weights(ctx, model, downloading)
 	if err != nil {
-		return worker.Model{}, err
+		return Weights{}, err
 	}
-	wm := worker.Model{Path: path, ChatTemplate: card.ChatTemplate}
+	wm := Weights{Path: path, ChatTemplate: card.ChatTemplate}
 	rt := card.Runtime
 	switch {
 	case rt.DraftModel != "":
@@ -287,18 +299,18 @@ func (m *models) resolve(ctx context.Context, model ids.ModelID, downloading fun
 		// checks at load that it shares the model's vocabulary.
 		_, draft, err := m.weights(ctx, ids.ModelID(rt.DraftModel), downloading)
 		if err != nil {
-			return worker.Model{}, fmt.Errorf("model %s: draft model: %w", model, err)
+			return Weights{}, fmt.Errorf("model %s: draft model: %w", model, err)
 		}
-		wm.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeDraft, DraftModelPath: draft, DraftMax: rt.DraftMax}
+		wm.Speculative = &Speculation{DraftPath: draft, DraftMax: rt.DraftMax}
 	case rt.Speculative == catalog.SpeculativeLookup:
-		wm.Speculative = &runner.SpeculativeSpec{Mode: runner.SpeculativeLookup, DraftMax: rt.DraftMax}
+		wm.Speculative = &Speculation{Lookup: true, DraftMax: rt.DraftMax}
 	}
 	return wm, nil
 }
 
 // weights makes a model's weights local and returns its card and file.
-func (m *models) weights(ctx context.Context, model ids.ModelID, downloading func()) (catalog.Card, string, error) {
-	card, ok := m.card(model)
+func (m *Library) weights(ctx context.Context, model ids.ModelID, downloading func()) (catalog.Card, string, error) {
+	card, ok := m.Card(model)
 	if !ok {
 		return catalog.Card{}, "", fmt.Errorf("model %s is not in this node's catalog (add it on any node: skulk models add)", model)
 	}
@@ -313,7 +325,7 @@ func (m *models) weights(ctx context.Context, model ids.ModelID, downloading fun
 }
 
 // Start begins the download of card in the background (modeladmin.Downloads).
-func (m *models) Start(card catalog.Card) {
+func (m *Library) Start(card catalog.Card) {
 	m.mu.Lock()
 	running := m.active[card.ID] > 0
 	m.mu.Unlock()
@@ -328,7 +340,7 @@ func (m *models) Start(card catalog.Card) {
 }
 
 // Status returns the latest download of a model (modeladmin.Downloads).
-func (m *models) Status(model string) (modeladmin.DownloadStatus, bool) {
+func (m *Library) Status(model string) (modeladmin.DownloadStatus, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d, ok := m.downloads[model]
@@ -341,7 +353,7 @@ func (m *models) Status(model string) (modeladmin.DownloadStatus, bool) {
 // ensure returns card's verified installation, downloading it when needed,
 // with progress published as telemetry and the outcome reported to the
 // master (DownloadCompleted, DownloadFailed).
-func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func()) (catalog.Installation, error) {
+func (m *Library) ensure(ctx context.Context, card catalog.Card, downloading func()) (catalog.Installation, error) {
 	if card.Builtin {
 		return m.mgr.Ensure(ctx, card, nil)
 	}
@@ -393,27 +405,30 @@ func (m *models) ensure(ctx context.Context, card catalog.Card, downloading func
 		return in, err
 	}
 	m.reportEvent(event.DownloadCompleted{Node: m.node, Model: ids.ModelID(card.ID), Bytes: uint64(max(final.TotalBytes, 0))})
-	m.refresh() // the download's installed card joins the catalog
+	m.Refresh() // the download's installed card joins the catalog
 	return in, nil
 }
 
-// shareModel commits a card added or imported here to the cluster's
-// catalog (modeladmin's Share).
-func shareModel(ctl interface {
+// Executor decides commands: the control plane.
+type Executor interface {
 	Execute(context.Context, event.Command) ([]event.IndexedEvent, error)
-}) func(context.Context, catalog.Card) error {
+}
+
+// Share commits a card added or imported here to the cluster's catalog
+// (modeladmin's Share); newID names the command.
+func Share(ctl Executor, newID func() string) func(context.Context, catalog.Card) error {
 	return func(ctx context.Context, card catalog.Card) error {
 		_, err := ctl.Execute(ctx, event.AddModel{ID: ids.CommandID(newID()), Card: card.Wire()})
 		return err
 	}
 }
 
-// unshareModel takes a model out of the cluster's catalog when the State
-// holds it (modeladmin's Unshare).
-func unshareModel(ctl interface {
-	Execute(context.Context, event.Command) ([]event.IndexedEvent, error)
+// Unshare takes a model out of the cluster's catalog when the State holds
+// it (modeladmin's Unshare); newID names the command.
+func Unshare(ctl interface {
+	Executor
 	State(context.Context) (state.State, error)
-}) func(context.Context, ids.ModelID) (bool, error) {
+}, newID func() string) func(context.Context, ids.ModelID) (bool, error) {
 	return func(ctx context.Context, id ids.ModelID) (bool, error) {
 		st, err := ctl.State(ctx)
 		if err != nil {
@@ -430,7 +445,7 @@ func unshareModel(ctl interface {
 }
 
 // progress records a transfer's progress and publishes it, throttled.
-func (m *models) progress(model string, p hub.Progress) {
+func (m *Library) progress(model string, p hub.Progress) {
 	m.mu.Lock()
 	d := m.downloads[model]
 	if d == nil {
@@ -468,7 +483,7 @@ type downloadReading struct {
 }
 
 // publishDownload gossips a model's download state as telemetry.
-func (m *models) publishDownload(model string, d modeladmin.DownloadStatus) {
+func (m *Library) publishDownload(model string, d modeladmin.DownloadStatus) {
 	pub := m.publish.Load()
 	if pub == nil {
 		return
@@ -494,7 +509,7 @@ func downloadKey(model string) string {
 	return downloadKeyPrefix + "sha256:" + hex.EncodeToString(s[:16])
 }
 
-func (m *models) reportEvent(ev event.Event) {
+func (m *Library) reportEvent(ev event.Event) {
 	rep := m.report.Load()
 	if rep == nil {
 		return
@@ -506,11 +521,11 @@ func (m *models) reportEvent(ev event.Event) {
 	}
 }
 
-// clusterDownloads reads every node's download readings from the
-// membership's telemetry, by model then node.
-func clusterDownloads(p *peers) func() map[string]map[ids.NodeID]modeladmin.DownloadStatus {
+// ClusterDownloads reads every node's download readings from the
+// membership's telemetry (m, nil before it is up), by model then node.
+func ClusterDownloads(m func() *membership.Membership) func() map[string]map[ids.NodeID]modeladmin.DownloadStatus {
 	return func() map[string]map[ids.NodeID]modeladmin.DownloadStatus {
-		mem := p.get()
+		mem := m()
 		if mem == nil {
 			return nil
 		}
@@ -541,26 +556,8 @@ func truncateTo(s string, n int) string {
 	return s
 }
 
-// backend is the API's Backend: the gateway for the requests to the
-// cluster, model administration for the catalog (GET /models and the
-// /models routes), and the node's own diagnostics.
-type backend struct {
-	*gateway.Gateway
-	*modeladmin.Service
-	*diagnostics.Recorder // GET /v1/diagnostics/cluster/timeline
-	// node builds GET /v1/diagnostics/node.
-	node func(context.Context) (any, error)
-	// recoverCluster is POST /v1/cluster/recover.
-	recoverCluster func(context.Context) error
-}
+// Store is the node's model store.
+func (m *Library) Store() *catalog.Store { return m.store }
 
-// RecoverCluster answers POST /v1/cluster/recover: this node becomes the
-// control plane's only voter (skulk cluster recover).
-func (b backend) RecoverCluster(ctx context.Context) error { return b.recoverCluster(ctx) }
-
-// NodeDiagnostics answers GET /v1/diagnostics/node.
-func (b backend) NodeDiagnostics(ctx context.Context) (any, error) { return b.node(ctx) }
-
-// The /models routes answer 404 for a Backend without ModelAdmin, so the
-// compiler checks that this one has it.
-var _ api.ModelAdmin = backend{}
+// Hub is the node's Hub client.
+func (m *Library) Hub() *hub.Client { return m.hub }

@@ -1,4 +1,4 @@
-package node
+package library
 
 import (
 	"log/slog"
@@ -32,7 +32,7 @@ func TestImportDirs(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("HOME", c.home)
 			models := filepath.Join(t.TempDir(), "models")
-			dirs, loopback, err := importDirs(config.Node{ImportDirs: c.flags}, models, slog.New(slog.DiscardHandler))
+			dirs, loopback, err := ImportDirs(config.Node{ImportDirs: c.flags}, models, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
