@@ -21,9 +21,9 @@ import (
 	"github.com/skulk/skulk/internal/control/eventlog"
 	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/models/hub"
-	"github.com/skulk/skulk/internal/node"
 	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/homedir"
 	"github.com/skulk/skulk/internal/platform/vfs"
 	"github.com/skulk/skulk/internal/serving/diagnostics"
 )
@@ -151,7 +151,7 @@ func gatherDisk(home string, floor int64) diskFacts {
 }
 
 func gatherKey(cfg config.Node) keyFacts {
-	k := keyFacts{FromEnv: cfg.ClusterKey != "", Open: cfg.OpenCluster, Path: filepath.Join(cfg.Home, node.ClusterKeyFile), Version: cfg.NetworkVersion}
+	k := keyFacts{FromEnv: cfg.ClusterKey != "", Open: cfg.OpenCluster, Path: filepath.Join(cfg.Home, homedir.ClusterKeyFile), Version: cfg.NetworkVersion}
 	st, err := os.Stat(k.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

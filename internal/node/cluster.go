@@ -9,8 +9,6 @@ import (
 	"net/netip"
 	"sync/atomic"
 
-	"github.com/quic-go/quic-go"
-
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/control/plane"
@@ -26,46 +24,6 @@ var (
 	SoftwareVersion = version.Version()
 	SoftwareCommit  = version.Commit()
 )
-
-// advertised lists the addresses other nodes can reach a listener bound to
-// bind on (see advertisable), from this machine's interface addresses.
-func advertised(bind netip.AddrPort) []netip.AddrPort {
-	var ifaces []netip.Addr
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if pfx, err := netip.ParsePrefix(a.String()); err == nil {
-			ifaces = append(ifaces, pfx.Addr())
-		}
-	}
-	return advertisable(bind, ifaces)
-}
-
-// advertisable lists the addresses other nodes can reach a listener bound
-// to bind on: the bound address itself, or when bound to all interfaces
-// every interface address of the bind's family (membership.Reachable:
-// 0.0.0.0 is IPv4 only, :: both), loopback only when there is no other.
-func advertisable(bind netip.AddrPort, ifaces []netip.Addr) []netip.AddrPort {
-	if !bind.Addr().IsUnspecified() {
-		return []netip.AddrPort{bind}
-	}
-	var out, loop []netip.AddrPort
-	for _, ip := range ifaces {
-		ip = ip.Unmap()
-		if ip.IsLinkLocalUnicast() || ip.IsMulticast() || !membership.SameFamily(bind.Addr(), ip) {
-			continue
-		}
-		ap := netip.AddrPortFrom(ip, bind.Port())
-		if ip.IsLoopback() {
-			loop = append(loop, ap)
-		} else {
-			out = append(out, ap)
-		}
-	}
-	if len(out) == 0 {
-		return loop
-	}
-	return out
-}
 
 // boundAddr is the address a listener configured with HOST:PORT listens
 // on, with the port it got. The listener's own address will not do: Go
@@ -96,15 +54,6 @@ func strs(aps []netip.AddrPort) []string {
 		out[i] = a.String()
 	}
 	return out
-}
-
-// stream adapts a QUIC stream to io.ReadWriteCloser: Close ends both
-// directions, so a blocked reader on either side wakes up.
-type stream struct{ *quic.Stream }
-
-func (s stream) Close() error {
-	s.Stream.CancelRead(0)
-	return s.Stream.Close()
 }
 
 // peers is the membership seen through what the rest of the node needs.
@@ -152,8 +101,19 @@ func (p *peers) dial(ep *transport.Endpoint, alpn string) func(ctx context.Conte
 		if err != nil {
 			return nil, err
 		}
-		return stream{s}, nil
+		return transport.Stream{Stream: s}, nil
 	}
+}
+
+// alive says whether node is a live member (true before the membership is
+// up: nothing says otherwise yet).
+func (p *peers) alive(node ids.NodeID) bool {
+	m := p.get()
+	if m == nil {
+		return true
+	}
+	_, ok := m.Member(node)
+	return ok
 }
 
 // members lists the live members' ids.
@@ -217,4 +177,14 @@ func (p *peers) positions() []plane.Peer {
 		out = append(out, plane.Peer{Node: mem.Node, Gossip: mem.Gossip.String(), Position: v, Known: ok})
 	}
 	return out
+}
+
+// advertisedGossip lists the gossip addresses to put in an invite: every
+// interface address when the gossip port is bound to all of them, else the
+// address memberlist advertises.
+func advertisedGossip(bind string, self netip.AddrPort) []netip.AddrPort {
+	if ap, err := netip.ParseAddrPort(bind); err == nil && ap.Addr().IsUnspecified() {
+		return membership.Advertised(netip.AddrPortFrom(ap.Addr(), self.Port()))
+	}
+	return []netip.AddrPort{self}
 }

@@ -22,7 +22,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,6 +41,7 @@ import (
 	"github.com/skulk/skulk/internal/observe/trace"
 	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/platform/homedir"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/transport"
 	"github.com/skulk/skulk/internal/platform/transport/clusterkey"
@@ -108,7 +108,7 @@ type fabric struct {
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
 	responses *api.ResponseStore
-	secret    clusterSecret
+	secret    homedir.Secret
 	bootstrap []string
 	ident     *transport.Identity
 	peers     peers
@@ -123,7 +123,7 @@ type fabric struct {
 	ln        *connlimit.Listener
 	edges     *link.Edges
 	mem       *membership.Membership
-	access    *apiAccess
+	access    *access.Live
 	srv       *http.Server
 	dash      *dashboard.Broker
 }
@@ -141,12 +141,12 @@ func (n *fabric) openHome() error {
 	if err := os.MkdirAll(n.cfg.Home, 0o755); err != nil {
 		return fmt.Errorf("node: cannot create the home directory %s: %w", n.cfg.Home, err)
 	}
-	unlock, err := lockHome(n.cfg.Home)
+	unlock, err := homedir.Lock(n.cfg.Home)
 	if err != nil {
 		return err
 	}
 	n.onClose(unlock)
-	id, err := loadNodeID(n.cfg.Home)
+	id, err := homedir.NodeID(n.cfg.Home)
 	if err != nil {
 		return err
 	}
@@ -201,15 +201,15 @@ func (n *fabric) openStores() error {
 // openCluster settles the node's cluster identity: the cluster key and
 // where the invite says the members are, and the node's own certificate.
 func (n *fabric) openCluster() error {
-	secret, err := resolveClusterKey(n.cfg, n.log)
+	secret, err := homedir.ClusterKey(n.cfg, n.log)
 	if err != nil {
 		return fmt.Errorf("node: cluster key: %w", err)
 	}
 	n.secret = secret
-	if secret.origin == "open" {
+	if secret.Origin == "open" {
 		n.log.Warn("open cluster: any host that reaches the gossip and QUIC ports can join this cluster and use its instances; restart without --open-cluster to require the cluster key")
 	}
-	n.bootstrap = append(append([]string{}, n.cfg.BootstrapPeers...), secret.peers...)
+	n.bootstrap = append(append([]string{}, n.cfg.BootstrapPeers...), secret.Peers...)
 	n.ident, err = transport.LoadIdentity(n.cfg.Home, n.id)
 	return err
 }
@@ -221,7 +221,7 @@ func (n *fabric) buildServices() error {
 	log := n.log
 	cfg := plane.Config{Node: n.id, Log: n.elog, Card: n.mods.Card, Nodes: n.peers.nodes,
 		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
-		Found: n.secret.origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
+		Found: n.secret.Origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
 		UnsafeAckBeforeCommit: os.Getenv("SKULK_TEST_UNSAFE_ACK") == "1"}
 	if cfg.UnsafeAckBeforeCommit {
 		log.Error("SKULK_TEST_UNSAFE_ACK=1: this node acknowledges decisions before a majority holds them, so a partition can lose them; " +
@@ -241,9 +241,9 @@ func (n *fabric) buildServices() error {
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
-		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
+		Spawn:   worker.Spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
 		Resolve: n.resolve,
-		Guard:   guard(n.mods.Catalog, n.cfg.MemoryBudget),
+		Guard:   worker.MemoryGuard(n.mods.Catalog, n.cfg.MemoryBudget),
 		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.SocketFor(inst, placement) },
 		// A stage waits for its links past the master's deadline: the
 		// master, which can say which edge failed, decides.
@@ -283,16 +283,16 @@ func (n *fabric) openListeners() error {
 	go edges.Serve(ectx, eln)
 	n.onClose(func() { stopEdges(); eln.Close() })
 	ep, err := transport.Listen(transport.Config{
-		Identity: n.ident, ClusterKey: n.secret.key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
+		Identity: n.ident, ClusterKey: n.secret.Key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
 		OnRefusal:  n.refused.Add,
 		VerifyPeer: func(id ids.NodeID, k ed25519.PublicKey) error { return n.peers.verify(id, k) },
 		Handlers: map[string]transport.Handler{
-			transport.ALPNControl:   serveStreams(n.serveControl),
-			transport.ALPNRaft:      serveStreams(n.serveRaft),
-			transport.ALPNData:      serveStreams(n.serveData),
-			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
-			transport.ALPNEdge:      serveStreams(func(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) { n.edges.Accept(ctx, s) }),
-			transport.ALPNTensors:   serveStreams(n.serveTensors),
+			transport.ALPNControl:   transport.ServeStreams(n.serveControl),
+			transport.ALPNRaft:      transport.ServeStreams(n.serveRaft),
+			transport.ALPNData:      transport.ServeStreams(n.serveData),
+			transport.ALPNResponses: transport.ServeStreams(n.serveResponseLookup),
+			transport.ALPNEdge:      transport.ServeStreams(func(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) { n.edges.Accept(ctx, s) }),
+			transport.ALPNTensors:   transport.ServeStreams(n.serveTensors),
 		},
 	})
 	if err != nil {
@@ -301,7 +301,7 @@ func (n *fabric) openListeners() error {
 	n.ep = ep
 	n.peers.quicBind = boundAddr(n.cfg.QUICAddr, ep.Addr()).Addr()
 	n.onClose(func() { ep.Close() })
-	n.remote.Dial = n.peers.dialLive(n.peers.dial(ep, transport.ALPNData))
+	n.remote.Dial = transport.DialLive(n.peers.dial(ep, transport.ALPNData), n.peers.alive)
 	ln, err := net.Listen("tcp", n.cfg.APIAddr)
 	if err != nil {
 		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", n.cfg.APIAddr, err)
@@ -338,10 +338,10 @@ func (n *fabric) serveResponseLookup(ctx context.Context, _ *transport.Conn, s i
 // joinCluster starts the membership (gossip, mDNS) and gives the control
 // plane its duties.
 func (n *fabric) joinCluster() error {
-	key := n.secret.key
+	key := n.secret.Key
 	meta := membership.Meta{Node: n.id, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
 		Commit: SoftwareCommit, PublicKey: n.ident.PublicKey(),
-		API: advertised(boundAddr(n.cfg.APIAddr, n.ln.Addr())), QUIC: advertised(boundAddr(n.cfg.QUICAddr, n.ep.Addr()))}
+		API: membership.Advertised(boundAddr(n.cfg.APIAddr, n.ln.Addr())), QUIC: membership.Advertised(boundAddr(n.cfg.QUICAddr, n.ep.Addr()))}
 	// The members the replicated configuration names: a restarted node
 	// finds its cluster again with no flags.
 	bootstrap := n.bootstrap
@@ -429,9 +429,9 @@ func (n *fabric) buildAPI() error {
 	if err != nil {
 		return err
 	}
-	n.access = newAPIAccess(n.id, apiKeys, access.NewHasher(n.secret.key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
+	n.access = access.NewLive(n.id, apiKeys, access.NewHasher(n.secret.Key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
 		n.ctl.State, n.reportAsWorker, log.With("component", "access"))
-	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
+	access.LogExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
 		Cluster: n.ctl, Store: n.mods.Store(), Hub: n.mods.Hub(), Catalog: n.mods.Catalog, Refresh: n.mods.Refresh, Imported: n.mods.Imported, FilesRemoved: n.mods.FilesRemoved, Downloads: n.mods,
@@ -500,7 +500,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("position", func() error { diagnostics.PublishPosition(ctx, n.ctl.Position, n.mem.Publish); return nil })
 	run("timeline", func() error { n.timeline.Follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
-	run("api access", func() error { n.access.run(ctx); return nil })
+	run("api access", func() error { n.access.Run(ctx); return nil })
 	run("dashboard", func() error { n.dash.Run(ctx); return nil })
 	run("api", func() error { return n.srv.Serve(n.ln) })
 	n.announce()
@@ -527,37 +527,16 @@ func (n *fabric) serve(ctx context.Context) error {
 // a new cluster, and says the node serves.
 func (n *fabric) announce() {
 	gossipAddrs := advertisedGossip(n.cfg.GossipAddr, n.mem.GossipAddr())
-	if err := writePeerHints(n.cfg.Home, gossipAddrs); err != nil {
+	if err := homedir.WritePeerHints(n.cfg.Home, gossipAddrs); err != nil {
 		n.log.Warn("cannot record the gossip addresses for `skulk cluster invite`", "err", err)
 	}
-	if n.secret.origin == "generated" && n.opt.Console != nil {
-		printNewCluster(n.opt.Console, n.secret.key, gossipAddrs)
+	if n.secret.Origin == "generated" && n.opt.Console != nil {
+		homedir.PrintNewCluster(n.opt.Console, n.secret.Key, gossipAddrs)
 	}
 	n.log.Info("serving", "api", n.ln.Addr().String(), "quic", n.ep.Addr().String(), "gossip", n.mem.GossipAddr().String(),
-		"cluster_key", n.secret.origin)
+		"cluster_key", n.secret.Origin)
 	if n.opt.Ready != nil {
 		n.opt.Ready(n.ln.Addr())
-	}
-}
-
-// serveStreams serves every stream of an inbound connection with f.
-func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser)) transport.Handler {
-	return func(ctx context.Context, c *transport.Conn) {
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		for {
-			s, err := c.AcceptStream(ctx)
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				st := stream{s}
-				defer st.Close()
-				f(ctx, c, st)
-			}()
-		}
 	}
 }
 
@@ -597,22 +576,6 @@ func clusterTiming() membership.Timing {
 		PushPullInterval: 5 * time.Second,
 		TCPTimeout:       2 * time.Second,
 	}
-}
-
-// loadNodeID reads the node's id from its home, minting one on first start.
-func loadNodeID(home string) (ids.NodeID, error) {
-	p := filepath.Join(home, "node-id")
-	if b, err := os.ReadFile(p); err == nil {
-		return ids.ParseNodeID(strings.TrimSpace(string(b)))
-	}
-	id, err := ids.New[ids.NodeID](rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(p, []byte(string(id)+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("node: write %s: %w", p, err)
-	}
-	return id, nil
 }
 
 // edgeWaitSlack is how much longer than the group-connect deadline a

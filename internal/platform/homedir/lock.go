@@ -1,4 +1,4 @@
-package node
+package homedir
 
 import (
 	"errors"
@@ -11,22 +11,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// HomeInUseError refuses a second process on a home a running node holds:
+// InUseError refuses a second process on a home a running node holds:
 // two processes on one home would write one log and claim one node id.
-type HomeInUseError struct {
+type InUseError struct {
 	Home string
 	PID  int
 }
 
-func (e *HomeInUseError) Error() string {
+func (e *InUseError) Error() string {
 	return fmt.Sprintf("home %s is in use by skulk (pid %d); stop that node first, or give this one another --home", e.Home, e.PID)
 }
 
-// lockHome takes the home's lock file for this process: an exclusive
+// Lock takes the home's lock file for this process: an exclusive
 // flock, which the kernel drops when the holder dies, so a lock a dead
 // process left is taken over; the file names the holder's pid for the
 // refusal. It returns the release.
-func lockHome(home string) (func(), error) {
+func Lock(home string) (func(), error) {
 	p := filepath.Join(home, "lock")
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
@@ -37,7 +37,7 @@ func lockHome(home string) (func(), error) {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
 			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			return nil, &HomeInUseError{Home: home, PID: pid}
+			return nil, &InUseError{Home: home, PID: pid}
 		}
 		return nil, fmt.Errorf("node: lock the home %s: %w", home, err)
 	}

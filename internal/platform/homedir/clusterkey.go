@@ -1,4 +1,4 @@
-package node
+package homedir
 
 import (
 	"errors"
@@ -18,22 +18,22 @@ import (
 // with an invite, and read at every later start.
 const ClusterKeyFile = "cluster-key"
 
-// clusterSecret is the cluster key a node runs with and where it came from.
-type clusterSecret struct {
-	key clusterkey.Key
-	// origin says where the key came from, for the start log (never the
+// Secret is the cluster key a node runs with and where it came from.
+type Secret struct {
+	Key clusterkey.Key
+	// Origin says where the key came from, for the start log (never the
 	// key itself): environment, invite, home, generated or open.
-	origin string
-	// peers are the invite's hints of where to find a member.
-	peers []string
+	Origin string
+	// Peers are the invite's hints of where to find a member.
+	Peers []string
 }
 
-// resolveClusterKey picks the node's cluster key: the open-cluster default
+// ClusterKey picks the node's cluster key: the open-cluster default
 // only when the operator asked for it; else SKULK_CLUSTER_KEY; else the
 // invite of --join (stored in the home for later starts); else the key the
 // home holds; else a new random key, stored in the home, which makes this
 // node the first of a new cluster.
-func resolveClusterKey(cfg config.Node, log *slog.Logger) (clusterSecret, error) {
+func ClusterKey(cfg config.Node, log *slog.Logger) (Secret, error) {
 	nv := clusterkey.NetworkVersion
 	if cfg.NetworkVersion != "" {
 		nv = cfg.NetworkVersion
@@ -42,42 +42,42 @@ func resolveClusterKey(cfg config.Node, log *slog.Logger) (clusterSecret, error)
 	switch {
 	case cfg.OpenCluster:
 		k, err := clusterkey.Default(nv)
-		return clusterSecret{key: k, origin: "open"}, err
+		return Secret{Key: k, Origin: "open"}, err
 	case cfg.ClusterKey != "":
 		if len(cfg.ClusterKey) < clusterkey.MinSecretLen {
 			log.Warn("SKULK_CLUSTER_KEY is short and may be guessed; `skulk cluster invite` on a node started without it prints a generated 256-bit key",
 				"min_bytes", clusterkey.MinSecretLen)
 		}
 		k, err := clusterkey.New(cfg.ClusterKey, nv)
-		return clusterSecret{key: k, origin: "environment"}, err
+		return Secret{Key: k, Origin: "environment"}, err
 	case cfg.Join != "":
 		inv, err := clusterkey.ParseInvite(cfg.Join)
 		if err != nil {
-			return clusterSecret{}, err
+			return Secret{}, err
 		}
 		if old, err := readClusterKey(path); err == nil && old != inv.Secret {
 			log.Info("the invite names another cluster than the one this home belonged to; the stored cluster key is replaced")
 		}
 		if err := writeClusterKey(path, inv.Secret); err != nil {
-			return clusterSecret{}, err
+			return Secret{}, err
 		}
 		k, err := clusterkey.New(inv.Secret, nv)
-		return clusterSecret{key: k, origin: "invite", peers: inv.Peers}, err
+		return Secret{Key: k, Origin: "invite", Peers: inv.Peers}, err
 	}
 	secret, err := readClusterKey(path)
 	switch {
 	case err == nil:
 		k, err := clusterkey.New(secret, nv)
-		return clusterSecret{key: k, origin: "home"}, err
+		return Secret{Key: k, Origin: "home"}, err
 	case !errors.Is(err, fs.ErrNotExist):
-		return clusterSecret{}, err
+		return Secret{}, err
 	}
 	secret = clusterkey.Generate()
 	if err := writeClusterKey(path, secret); err != nil {
-		return clusterSecret{}, err
+		return Secret{}, err
 	}
 	k, err := clusterkey.New(secret, nv)
-	return clusterSecret{key: k, origin: "generated"}, err
+	return Secret{Key: k, Origin: "generated"}, err
 }
 
 // readClusterKey reads the stored key, tightening the file's mode if another

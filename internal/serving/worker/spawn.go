@@ -1,4 +1,4 @@
-package node
+package worker
 
 import (
 	"context"
@@ -10,15 +10,14 @@ import (
 	"github.com/skulk/skulk/internal/platform/supervise"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/runner"
-	"github.com/skulk/skulk/internal/serving/worker"
 )
 
-// spawner starts runner subprocesses: this binary re-executed as
+// Spawner starts runner subprocesses (Config.Spawn): this binary re-executed as
 // `skulk runner`, or command when given (tests use their own binary). The
 // engine's configuration goes to the child as flags: it reads no
 // environment.
-func spawner(command []string, eng config.Engine, log *slog.Logger) func(ctx context.Context, name string) (worker.Runner, error) {
-	return func(ctx context.Context, name string) (worker.Runner, error) {
+func Spawner(command []string, eng config.Engine, log *slog.Logger) func(ctx context.Context, name string) (Runner, error) {
+	return func(ctx context.Context, name string) (Runner, error) {
 		l := log.With("runner", name)
 		flags := runnerFlags(enabledLevel(ctx, log), eng)
 		spec := runner.SelfSpec(l, flags...)
@@ -64,7 +63,7 @@ func enabledLevel(ctx context.Context, log *slog.Logger) slog.Level {
 	return slog.LevelError
 }
 
-// clientRunner adapts runner.Client to the worker's Runner.
+// clientRunner adapts runner.Client to Runner.
 type clientRunner struct{ c *runner.Client }
 
 func (r clientRunner) Load(ctx context.Context, spec runner.LoadSpec) (runner.Status, error) {

@@ -1,4 +1,4 @@
-package node
+package access
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/platform/ids"
-	"github.com/skulk/skulk/internal/serving/access"
 )
 
 // accessRefresh is how often the API's key ring is rebuilt from the State:
@@ -21,41 +20,44 @@ import (
 // enforced on the others.
 const accessRefresh = 500 * time.Millisecond
 
-// apiAccess keeps the API's access policy current. It owns the policy: one
+// Live keeps the API's access policy current. It owns the policy: one
 // goroutine (run) rebuilds it from this node's configured keys and the keys
 // every member reported into the State, and reports this node's own keys
 // when the State does not hold them yet. Requests read it without locking.
-type apiAccess struct {
+type Live struct {
 	self   ids.NodeID
-	own    []access.Key
-	hasher access.Hasher
+	own    []Key
+	hasher Hasher
 	open   bool
 	state  func(context.Context) (state.State, error)
 	report func(context.Context, event.Event) error
 	log    *slog.Logger
-	cur    atomic.Pointer[access.Policy]
+	cur    atomic.Pointer[Policy]
 }
 
-func newAPIAccess(self ids.NodeID, own []access.Key, h access.Hasher, open bool,
-	st func(context.Context) (state.State, error), report func(context.Context, event.Event) error, log *slog.Logger) *apiAccess {
-	a := &apiAccess{self: self, own: own, hasher: h, open: open, state: st, report: report, log: log}
+// NewLive returns the policy of this node's own keys (own, digested with
+// h) until Run reads the cluster's; open is --api-open. st reads the
+// State and report reports this node's keys to the master.
+func NewLive(self ids.NodeID, own []Key, h Hasher, open bool,
+	st func(context.Context) (state.State, error), report func(context.Context, event.Event) error, log *slog.Logger) *Live {
+	a := &Live{self: self, own: own, hasher: h, open: open, state: st, report: report, log: log}
 	a.set(nil)
 	return a
 }
 
 // Policy is the policy in force now.
-func (a *apiAccess) Policy() access.Policy { return *a.cur.Load() }
+func (a *Live) Policy() Policy { return *a.cur.Load() }
 
-func (a *apiAccess) set(cluster map[ids.NodeID][]event.APIKey) {
-	p := access.Policy{Ring: access.NewRing(a.hasher, a.own, cluster), Open: a.open}
+func (a *Live) set(cluster map[ids.NodeID][]event.APIKey) {
+	p := Policy{Ring: NewRing(a.hasher, a.own, cluster), Open: a.open}
 	if prev := a.cur.Load(); prev != nil && prev.Ring.Len() != p.Ring.Len() {
 		a.log.Info("API keys in force changed", "keys", p.Ring.Len())
 	}
 	a.cur.Store(&p)
 }
 
-// run refreshes the policy until ctx ends.
-func (a *apiAccess) run(ctx context.Context) {
+// Run refreshes the policy until ctx ends.
+func (a *Live) Run(ctx context.Context) {
 	want := a.hasher.Entries(a.own)
 	var lastReport time.Time
 	t := time.NewTicker(accessRefresh)
@@ -83,9 +85,9 @@ func (a *apiAccess) run(ctx context.Context) {
 	}
 }
 
-// logAPIExposure says at start who the API serves, so that an open API is
+// LogExposure says at start who the API serves, so that an open API is
 // never a surprise.
-func logAPIExposure(log *slog.Logger, cfg config.Node, keys int, addr net.Addr) {
+func LogExposure(log *slog.Logger, cfg config.Node, keys int, addr net.Addr) {
 	loopbackOnly := false
 	if ap, err := netip.ParseAddrPort(addr.String()); err == nil {
 		loopbackOnly = ap.Addr().Unmap().IsLoopback()

@@ -1,4 +1,4 @@
-package node
+package worker
 
 import (
 	"log/slog"

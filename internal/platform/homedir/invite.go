@@ -1,4 +1,4 @@
-package node
+package homedir
 
 import (
 	"errors"
@@ -19,17 +19,9 @@ import (
 // name where to find this node without asking it.
 const peerHintsFile = "gossip-addrs"
 
-// advertisedGossip lists the gossip addresses to put in an invite: every
-// interface address when the gossip port is bound to all of them, else the
-// address memberlist advertises.
-func advertisedGossip(bind string, self netip.AddrPort) []netip.AddrPort {
-	if ap, err := netip.ParseAddrPort(bind); err == nil && ap.Addr().IsUnspecified() {
-		return advertised(netip.AddrPortFrom(ap.Addr(), self.Port()))
-	}
-	return []netip.AddrPort{self}
-}
-
-func writePeerHints(home string, addrs []netip.AddrPort) error {
+// WritePeerHints records the node's gossip addresses for `skulk cluster
+// invite`.
+func WritePeerHints(home string, addrs []netip.AddrPort) error {
 	var b strings.Builder
 	for _, a := range addrs {
 		b.WriteString(a.String() + "\n")
@@ -37,9 +29,9 @@ func writePeerHints(home string, addrs []netip.AddrPort) error {
 	return os.WriteFile(filepath.Join(home, peerHintsFile), []byte(b.String()), 0o644)
 }
 
-// printNewCluster tells the operator of a new cluster how to add machines.
+// PrintNewCluster tells the operator of a new cluster how to add machines.
 // It goes to the console, never to the log: the line carries the key.
-func printNewCluster(w io.Writer, key clusterkey.Key, addrs []netip.AddrPort) {
+func PrintNewCluster(w io.Writer, key clusterkey.Key, addrs []netip.AddrPort) {
 	fmt.Fprintf(w, "\nThis node started a new Skulk cluster. To add a machine, run there:\n\n    skulk run --join %s\n\n"+
 		"The line carries the cluster's secret key: share it only with machines you trust. `skulk cluster invite` prints it again.\n\n",
 		invite(key, addrs))

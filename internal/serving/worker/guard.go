@@ -1,4 +1,4 @@
-package node
+package worker
 
 import (
 	"github.com/skulk/skulk/internal/control/catalog"
@@ -8,9 +8,9 @@ import (
 	"github.com/skulk/skulk/internal/observe/telemetry"
 )
 
-// guard is the worker's pre-spawn memory check: the shard's stamped
+// MemoryGuard is the worker's pre-spawn memory check (Config.Guard): the shard's stamped
 // estimate against a fresh reading, with the planner's tolerance.
-func guard(cat func() *catalog.Catalog, budget int64) func(inst state.Instance, rank int) (int64, int64, error) {
+func MemoryGuard(cat func() *catalog.Catalog, budget int64) func(inst state.Instance, rank int) (int64, int64, error) {
 	return func(inst state.Instance, rank int) (int64, int64, error) {
 		card, ok := cat().Get(string(inst.Model))
 		if !ok {

@@ -1,4 +1,4 @@
-package node
+package transport
 
 import (
 	"context"
@@ -8,20 +8,55 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quic-go/quic-go"
+
 	"github.com/skulk/skulk/internal/platform/ids"
 )
+
+// Stream adapts a QUIC stream to io.ReadWriteCloser: Close ends both
+// directions, so a blocked reader on either side wakes up.
+type Stream struct{ *quic.Stream }
+
+// Close cancels the read side and closes the write side.
+func (s Stream) Close() error {
+	s.Stream.CancelRead(0)
+	return s.Stream.Close()
+}
+
+// ServeStreams is a Handler that serves every stream of an inbound
+// connection with f, each as a Stream on its own goroutine, and waits for
+// them before it returns.
+func ServeStreams(f func(ctx context.Context, c *Conn, s io.ReadWriteCloser)) Handler {
+	return func(ctx context.Context, c *Conn) {
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		for {
+			s, err := c.AcceptStream(ctx)
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := Stream{s}
+				defer st.Close()
+				f(ctx, c, st)
+			}()
+		}
+	}
+}
 
 // liveCheckEvery is how often a data stream checks that its node is still
 // a member.
 const liveCheckEvery = 200 * time.Millisecond
 
-// dialLive wraps the data plane's dial: a stream to a node closes as soon
-// as the membership declares the node gone. A request whose instance's
+// DialLive wraps the data plane's dial: a stream to a node closes as soon
+// as alive says the node is gone (the membership declared it so). A request whose instance's
 // first rank runs on a node cut off from this one then ends with the
 // gateway's "went away" error event within the membership's failure
 // detection (about two seconds), where the QUIC connection alone would
 // notice only after its pings ran out (tens of seconds).
-func (p *peers) dialLive(dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error)) func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
+func DialLive(dial func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error), alive func(ids.NodeID) bool) func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
 	return func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
 		s, err := dial(ctx, node)
 		if err != nil {
@@ -29,14 +64,7 @@ func (p *peers) dialLive(dial func(ctx context.Context, node ids.NodeID) (io.Rea
 		}
 		ls := &liveStream{ReadWriteCloser: s, node: node, done: make(chan struct{})}
 		// Owned by the stream: Close stops it.
-		go ls.watch(func() bool {
-			m := p.get()
-			if m == nil {
-				return true
-			}
-			_, ok := m.Member(node)
-			return ok
-		})
+		go ls.watch(func() bool { return alive(node) })
 		return ls, nil
 	}
 }
