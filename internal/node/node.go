@@ -1,11 +1,14 @@
 // Package node is the composition root of `skulk run`: it builds every
 // subsystem from the configuration and starts them in order (event log,
-// model catalog, the control plane (a member of the cluster's Raft group,
-// master while it leads), gateway, QUIC transport, membership, worker,
-// model administration and the HTTP API), and stops them in reverse. It keeps
-// what the node observes of itself and the cluster: its Prometheus metrics
-// (metrics.go), its timeline of cluster events (timeline.go) and its
-// runners' flight recorders (nodediag.go).
+// model library, the control plane (a member of the cluster's Raft group,
+// master while it leads), gateway, QUIC transport and the pipeline links'
+// edge socket, membership, worker, model administration and the HTTP API),
+// and stops them in reverse. It holds no job of its own: each part lives in
+// its room (internal/serving/link, internal/serving/diagnostics,
+// internal/models/library, internal/platform/homedir, ...), and the node
+// joins them with closures: peers (cluster.go) is the membership and the
+// transport as the parts use them, observe.go feeds the metrics, the
+// dashboard and the diagnostics, backend.go the API.
 package node
 
 import (

@@ -81,6 +81,24 @@ var allowedImports = map[string][]string{
 		"internal/observe/telemetry", "internal/platform/ids"},
 	// metrics knows Prometheus, not the domain: the node hands it plain values.
 	"internal/observe/metrics": {"github.com/prometheus/client_golang/"},
+	// The home's files are the node's own; the cluster key's format is
+	// clusterkey's.
+	"internal/platform/homedir": {"golang.org/x/sys/", "internal/platform/config", "internal/platform/ids", "internal/platform/transport/clusterkey"},
+}
+
+// layers orders the planes of internal/: a package imports only its own
+// layer and those below (platform and observe are the bottom; observe
+// imports only platform). node and cmd are above them all.
+var layers = []string{"platform", "observe", "engine", "control", "models", "serving", "node"}
+
+// layerOf is the index in layers of an internal package, -1 for others.
+func layerOf(p string) int {
+	for i, l := range layers {
+		if under(p, module+"/internal/"+l) {
+			return i
+		}
+	}
+	return -1
 }
 
 // stricterPure are standard packages placement must not import on top of
@@ -156,6 +174,18 @@ func TestDependencyRules(t *testing.T) {
 			}
 			if (under(im, in("node")) || under(im, module+"/cmd")) && !under(pkg, module+"/cmd") {
 				t.Errorf("%s imports %s: nothing imports node or cmd", pkg, im)
+			}
+			// The layer order: platform and observe < engine < control <
+			// models < serving < node. observe imports only platform (the
+			// node hands it plain values), platform nothing above itself.
+			if pl, il := layerOf(pkg), layerOf(im); pl >= 0 && il >= 0 {
+				bottom := func(l int) int { return max(l, 1) } // platform and observe share the bottom
+				switch {
+				case pl <= 1 && il != 0:
+					t.Errorf("%s imports %s: %s imports only platform packages of ours", pkg, im, layers[pl])
+				case bottom(il) > bottom(pl):
+					t.Errorf("%s imports %s: %s is a layer above %s", pkg, im, layers[il], layers[pl])
+				}
 			}
 			if under(im, in("testkit")) {
 				t.Errorf("%s imports testkit outside a test", pkg)
