@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skulk/skulk/internal/node"
 	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/homedir"
 )
 
 func newClusterCmd(s stdio) *cobra.Command {
@@ -74,7 +74,7 @@ password.`,
   skulk cluster invite --peer 10.0.0.5:52416`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			line, err := node.Invite(cfg, peers, noPeers)
+			line, err := homedir.Invite(cfg, peers, noPeers)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skulk/skulk/internal/node"
+	"github.com/skulk/skulk/internal/platform/homedir"
 	"github.com/skulk/skulk/internal/platform/transport/clusterkey"
 )
 
@@ -64,7 +64,7 @@ func TestFirstStartKeepsKeyOutOfOutput(t *testing.T) {
 		<-done
 	}
 
-	key, err := os.ReadFile(filepath.Join(home, node.ClusterKeyFile))
+	key, err := os.ReadFile(filepath.Join(home, homedir.ClusterKeyFile))
 	if err != nil {
 		t.Fatalf("the node made no cluster key: %v", err)
 	}

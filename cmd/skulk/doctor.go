@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skulk/skulk/internal/node"
 	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/serving/diagnostics"
 )
 
 func newDoctorCmd(s stdio) *cobra.Command {
@@ -113,8 +113,8 @@ func printChecks(w io.Writer, checks []check, asJSON bool) error {
 // ackLogLoss records the operator's acknowledgement of history the event
 // log lost, so the node goes on without it.
 func ackLogLoss(cfg config.Node, s stdio) error {
-	dir := node.LogDir(cfg.Home)
-	loss, err := node.AcknowledgeLogLoss(cfg.Home)
+	dir := diagnostics.LogDir(cfg.Home)
+	loss, err := diagnostics.AcknowledgeLogLoss(cfg.Home)
 	if err != nil {
 		return err
 	}

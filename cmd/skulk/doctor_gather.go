@@ -21,10 +21,11 @@ import (
 	"github.com/skulk/skulk/internal/control/eventlog"
 	"github.com/skulk/skulk/internal/engine/tensor"
 	"github.com/skulk/skulk/internal/models/hub"
-	"github.com/skulk/skulk/internal/node"
 	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/config"
+	"github.com/skulk/skulk/internal/platform/homedir"
 	"github.com/skulk/skulk/internal/platform/vfs"
+	"github.com/skulk/skulk/internal/serving/diagnostics"
 )
 
 // doctorOptions are what `skulk doctor` gathers with.
@@ -50,14 +51,14 @@ func gatherFacts(ctx context.Context, o doctorOptions) doctorFacts {
 	f.Key = gatherKey(o.cfg)
 	f.MDNS = gatherMDNS(o.cfg.NoMDNS)
 
-	var cl *node.ClusterDiagnostics
+	var cl *diagnostics.ClusterDiagnostics
 	f.API, cl = gatherAPI(ctx, o)
 	gossip, quic := o.cfg.GossipAddr, o.cfg.QUICAddr
 	if cl != nil {
 		for _, r := range cl.Refused {
 			f.Refused = append(f.Refused, refusalFacts{Addr: r.Addr, Reason: r.Reason, At: r.At})
 		}
-		var peers []node.NodeDiagnostics
+		var peers []diagnostics.NodeDiagnostics
 		for _, n := range cl.Nodes {
 			if string(n.NodeID) == f.API.NodeID {
 				// The node's own ports, where it says it gossips.
@@ -82,8 +83,8 @@ func gatherFacts(ctx context.Context, o doctorOptions) doctorFacts {
 }
 
 func gatherHistory(home string) historyFacts {
-	h := historyFacts{Dir: node.LogDir(home)}
-	loss, err := node.PendingLogLoss(home)
+	h := historyFacts{Dir: diagnostics.LogDir(home)}
+	loss, err := diagnostics.PendingLogLoss(home)
 	switch {
 	case err != nil:
 		h.Err = err.Error()
@@ -150,7 +151,7 @@ func gatherDisk(home string, floor int64) diskFacts {
 }
 
 func gatherKey(cfg config.Node) keyFacts {
-	k := keyFacts{FromEnv: cfg.ClusterKey != "", Open: cfg.OpenCluster, Path: filepath.Join(cfg.Home, node.ClusterKeyFile), Version: cfg.NetworkVersion}
+	k := keyFacts{FromEnv: cfg.ClusterKey != "", Open: cfg.OpenCluster, Path: filepath.Join(cfg.Home, homedir.ClusterKeyFile), Version: cfg.NetworkVersion}
 	st, err := os.Stat(k.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -188,7 +189,7 @@ func gatherMDNS(disabled bool) mdnsFacts {
 }
 
 // gatherAPI asks the node for its facts and its view of the cluster.
-func gatherAPI(ctx context.Context, o doctorOptions) (apiFacts, *node.ClusterDiagnostics) {
+func gatherAPI(ctx context.Context, o doctorOptions) (apiFacts, *diagnostics.ClusterDiagnostics) {
 	a := apiFacts{Host: o.host}
 	base := o.host
 	if !strings.Contains(base, "://") {
@@ -222,7 +223,7 @@ func gatherAPI(ctx context.Context, o doctorOptions) (apiFacts, *node.ClusterDia
 		}
 		return 200, json.Unmarshal(b, v)
 	}
-	var nd node.NodeReport
+	var nd diagnostics.NodeReport
 	code, err := get("/v1/diagnostics/node", &nd)
 	a.Answered, a.Status = code != 0, code
 	if err != nil {
@@ -233,7 +234,7 @@ func gatherAPI(ctx context.Context, o doctorOptions) (apiFacts, *node.ClusterDia
 		return a, nil
 	}
 	a.NodeID, a.Version, a.Role = string(nd.NodeID), nd.Version, nd.Role
-	var cl node.ClusterDiagnostics
+	var cl diagnostics.ClusterDiagnostics
 	if code, err := get("/v1/diagnostics/cluster", &cl); err != nil {
 		a.Status, a.Err = max(code, 502), "cluster diagnostics: "+err.Error()
 		return a, nil
@@ -243,7 +244,7 @@ func gatherAPI(ctx context.Context, o doctorOptions) (apiFacts, *node.ClusterDia
 
 // probePeer dials a peer's gossip and API ports from here and reads its
 // clock from its API's Date header.
-func probePeer(ctx context.Context, o doctorOptions, n node.NodeDiagnostics) peerFacts {
+func probePeer(ctx context.Context, o doctorOptions, n diagnostics.NodeDiagnostics) peerFacts {
 	p := peerFacts{ID: string(n.NodeID), Reachable: n.Reachable, Gossip: n.Gossip}
 	if len(n.QUIC) > 0 {
 		p.QUIC = pickAddr(n.QUIC, n.Gossip)

@@ -5,17 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
-	"time"
-
-	"github.com/quic-go/quic-go"
 
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/placement"
+	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/transport"
@@ -28,80 +24,6 @@ var (
 	SoftwareVersion = version.Version()
 	SoftwareCommit  = version.Commit()
 )
-
-// Telemetry keys and cadence.
-const (
-	resourcesKey      = "res"
-	telemetryInterval = time.Second
-)
-
-// resources is the telemetry reading of a node's capacity.
-type resources struct {
-	TotalBytes     int64         `json:"total_bytes"`
-	AvailableBytes int64         `json:"available_bytes"`
-	Backends       []string      `json:"backends"`
-	CPU            telemetry.CPU `json:"cpu"`
-	// MaxInstances is the node's --max-instances: the master's planner
-	// must see it, and telemetry is how a node's facts reach the master.
-	// Absent (an older node) means the default.
-	MaxInstances int `json:"max_instances,omitempty"`
-	// MemoryBudget is the node's --memory-budget (0: none). TotalBytes and
-	// AvailableBytes are already capped by it.
-	MemoryBudget int64 `json:"memory_budget,omitempty"`
-	// Kernels is the engine's kernel set the node's runners use, for the
-	// dashboard (absent from an older node).
-	Kernels string `json:"kernels,omitempty"`
-}
-
-// budgeted caps a memory reading by the node's --memory-budget: placement
-// counts on no more than the operator allows, whatever the machine has.
-func budgeted(m telemetry.Memory, budget int64) telemetry.Memory {
-	if budget > 0 {
-		m.TotalBytes = min(m.TotalBytes, budget)
-		m.AvailableBytes = min(m.AvailableBytes, budget)
-	}
-	return m
-}
-
-// advertised lists the addresses other nodes can reach a listener bound to
-// bind on (see advertisable), from this machine's interface addresses.
-func advertised(bind netip.AddrPort) []netip.AddrPort {
-	var ifaces []netip.Addr
-	addrs, _ := net.InterfaceAddrs()
-	for _, a := range addrs {
-		if pfx, err := netip.ParsePrefix(a.String()); err == nil {
-			ifaces = append(ifaces, pfx.Addr())
-		}
-	}
-	return advertisable(bind, ifaces)
-}
-
-// advertisable lists the addresses other nodes can reach a listener bound
-// to bind on: the bound address itself, or when bound to all interfaces
-// every interface address of the bind's family (membership.Reachable:
-// 0.0.0.0 is IPv4 only, :: both), loopback only when there is no other.
-func advertisable(bind netip.AddrPort, ifaces []netip.Addr) []netip.AddrPort {
-	if !bind.Addr().IsUnspecified() {
-		return []netip.AddrPort{bind}
-	}
-	var out, loop []netip.AddrPort
-	for _, ip := range ifaces {
-		ip = ip.Unmap()
-		if ip.IsLinkLocalUnicast() || ip.IsMulticast() || !membership.SameFamily(bind.Addr(), ip) {
-			continue
-		}
-		ap := netip.AddrPortFrom(ip, bind.Port())
-		if ip.IsLoopback() {
-			loop = append(loop, ap)
-		} else {
-			out = append(out, ap)
-		}
-	}
-	if len(out) == 0 {
-		return loop
-	}
-	return out
-}
 
 // boundAddr is the address a listener configured with HOST:PORT listens
 // on, with the port it got. The listener's own address will not do: Go
@@ -134,15 +56,6 @@ func strs(aps []netip.AddrPort) []string {
 	return out
 }
 
-// stream adapts a QUIC stream to io.ReadWriteCloser: Close ends both
-// directions, so a blocked reader on either side wakes up.
-type stream struct{ *quic.Stream }
-
-func (s stream) Close() error {
-	s.Stream.CancelRead(0)
-	return s.Stream.Close()
-}
-
 // peers is the membership seen through what the rest of the node needs.
 type peers struct {
 	m atomic.Pointer[membership.Membership]
@@ -150,9 +63,6 @@ type peers struct {
 	// whose family dial keeps to. It is written once, before m is stored;
 	// dial reads it only after loading m.
 	quicBind netip.Addr
-
-	seenMu sync.Mutex
-	seen   map[ids.NodeID]seenAddrs // guarded by seenMu: where members were last seen
 }
 
 func (p *peers) get() *membership.Membership { return p.m.Load() }
@@ -191,8 +101,19 @@ func (p *peers) dial(ep *transport.Endpoint, alpn string) func(ctx context.Conte
 		if err != nil {
 			return nil, err
 		}
-		return stream{s}, nil
+		return transport.Stream{Stream: s}, nil
 	}
+}
+
+// alive says whether node is a live member (true before the membership is
+// up: nothing says otherwise yet).
+func (p *peers) alive(node ids.NodeID) bool {
+	m := p.get()
+	if m == nil {
+		return true
+	}
+	_, ok := m.Member(node)
+	return ok
 }
 
 // members lists the live members' ids.
@@ -215,12 +136,12 @@ func (p *peers) nodes() []placement.Node {
 	if m == nil {
 		return nil
 	}
-	res := map[ids.NodeID]resources{}
+	res := map[ids.NodeID]telemetry.Resources{}
 	for _, r := range m.Readings() {
-		if r.Key != resourcesKey {
+		if r.Key != telemetry.ResourcesKey {
 			continue
 		}
-		var v resources
+		var v telemetry.Resources
 		if json.Unmarshal(r.Value, &v) == nil {
 			res[r.Node] = v
 		}
@@ -234,28 +155,36 @@ func (p *peers) nodes() []placement.Node {
 	return out
 }
 
-// publishResources gossips this node's memory, backends and runner limit
-// every interval.
-func publishResources(ctx context.Context, m *membership.Membership, maxInstances int, budget int64, kernels string, log *slog.Logger) {
-	tick := time.NewTicker(telemetryInterval)
-	defer tick.Stop()
-	for {
-		mem, err := telemetry.ReadMemory()
-		if err == nil {
-			mem = budgeted(mem, budget)
-			b, _ := json.Marshal(resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes,
-				Backends: []string{Backend}, CPU: telemetry.ReadCPU(), MaxInstances: maxInstances, MemoryBudget: budget, Kernels: kernels})
-			if err := m.Publish(resourcesKey, b); err != nil {
-				log.Warn("cannot publish resources", "err", err)
-			}
+// positions lists the live members with their gossip addresses and the
+// positions they published, for the control plane.
+func (p *peers) positions() []plane.Peer {
+	m := p.get()
+	if m == nil {
+		return nil
+	}
+	pos := map[string]plane.Position{}
+	for _, r := range m.Readings() {
+		if r.Key != plane.PositionKey {
+			continue
 		}
-		if err := m.Publish(rttKey, rttReading(m.RTTs())); err != nil {
-			log.Debug("cannot publish link round trips", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
+		if v, err := plane.DecodePosition(r.Value); err == nil {
+			pos[string(r.Node)] = v
 		}
 	}
+	var out []plane.Peer
+	for _, mem := range m.Members() {
+		v, ok := pos[string(mem.Node)]
+		out = append(out, plane.Peer{Node: mem.Node, Gossip: mem.Gossip.String(), Position: v, Known: ok})
+	}
+	return out
+}
+
+// advertisedGossip lists the gossip addresses to put in an invite: every
+// interface address when the gossip port is bound to all of them, else the
+// address memberlist advertises.
+func advertisedGossip(bind string, self netip.AddrPort) []netip.AddrPort {
+	if ap, err := netip.ParseAddrPort(bind); err == nil && ap.Addr().IsUnspecified() {
+		return membership.Advertised(netip.AddrPortFrom(ap.Addr(), self.Port()))
+	}
+	return []netip.AddrPort{self}
 }

@@ -1,11 +1,14 @@
 // Package node is the composition root of `skulk run`: it builds every
 // subsystem from the configuration and starts them in order (event log,
-// model catalog, the control plane (a member of the cluster's Raft group,
-// master while it leads), gateway, QUIC transport, membership, worker,
-// model administration and the HTTP API), and stops them in reverse. It keeps
-// what the node observes of itself and the cluster: its Prometheus metrics
-// (metrics.go), its timeline of cluster events (timeline.go) and its
-// runners' flight recorders (nodediag.go).
+// model library, the control plane (a member of the cluster's Raft group,
+// master while it leads), gateway, QUIC transport and the pipeline links'
+// edge socket, membership, worker, model administration and the HTTP API),
+// and stops them in reverse. It holds no job of its own: each part lives in
+// its room (internal/serving/link, internal/serving/diagnostics,
+// internal/models/library, internal/platform/homedir, ...), and the node
+// joins them with closures: peers (cluster.go) is the membership and the
+// transport as the parts use them, observe.go feeds the metrics, the
+// dashboard and the diagnostics, backend.go the API.
 package node
 
 import (
@@ -22,7 +25,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +36,7 @@ import (
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/models/library"
 	"github.com/skulk/skulk/internal/models/modeladmin"
 	"github.com/skulk/skulk/internal/observe/dashboard"
 	"github.com/skulk/skulk/internal/observe/metrics"
@@ -41,13 +44,16 @@ import (
 	"github.com/skulk/skulk/internal/observe/trace"
 	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/platform/homedir"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/transport"
 	"github.com/skulk/skulk/internal/platform/transport/clusterkey"
 	"github.com/skulk/skulk/internal/serving/access"
 	"github.com/skulk/skulk/internal/serving/api"
 	"github.com/skulk/skulk/internal/serving/connlimit"
+	"github.com/skulk/skulk/internal/serving/diagnostics"
 	"github.com/skulk/skulk/internal/serving/gateway"
+	"github.com/skulk/skulk/internal/serving/link"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/worker"
 )
@@ -75,7 +81,7 @@ func Run(ctx context.Context, cfg config.Node, log *slog.Logger, opt Options) er
 		return err
 	}
 	n := &fabric{cfg: cfg, opt: opt, started: time.Now(), log: log,
-		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: newTimeline(time.Now),
+		metrics: metrics.New(metrics.Build{Version: SoftwareVersion, Commit: SoftwareCommit}), timeline: diagnostics.NewRecorder(time.Now),
 		traces: trace.NewStore(trace.DefaultCapacity, trace.DefaultMaxAge, time.Now)}
 	defer n.close()
 	for _, step := range []func() error{n.openHome, n.openStores, n.openCluster, n.buildServices, n.openListeners, n.joinCluster, n.buildAPI} {
@@ -94,31 +100,33 @@ type fabric struct {
 	log      *slog.Logger // with the node's id once openHome has read it
 	closers  []func()     // in opening order; close runs them in reverse
 	metrics  *metrics.Metrics
-	timeline *timeline
+	timeline *diagnostics.Recorder
 	traces   *trace.Store // the requests this node answered, while tracing was on
 
 	id        ids.NodeID
 	elog      *eventlog.Log
-	persist   *persistence
-	upgraded  *upgrade // the previous format's history, when this start converts it
-	mods      *models
+	persist   *diagnostics.Persistence
+	upgraded  *state.State // the previous format's history, when this start converts it
+	mods      *library.Library
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
 	responses *api.ResponseStore
-	secret    clusterSecret
+	secret    homedir.Secret
 	bootstrap []string
 	ident     *transport.Identity
 	peers     peers
-	refused   refusals
+	refused   diagnostics.Refusals
+	seen      diagnostics.Seen
+	diag      diagnostics.Sources
 	ctl       *plane.Plane
 	worker    *worker.Worker
 	remote    *gateway.Remote
 	gw        *gateway.Gateway
 	ep        *transport.Endpoint
 	ln        *connlimit.Listener
-	edges     *edges
+	edges     *link.Edges
 	mem       *membership.Membership
-	access    *apiAccess
+	access    *access.Live
 	srv       *http.Server
 	dash      *dashboard.Broker
 }
@@ -136,12 +144,12 @@ func (n *fabric) openHome() error {
 	if err := os.MkdirAll(n.cfg.Home, 0o755); err != nil {
 		return fmt.Errorf("node: cannot create the home directory %s: %w", n.cfg.Home, err)
 	}
-	unlock, err := lockHome(n.cfg.Home)
+	unlock, err := homedir.Lock(n.cfg.Home)
 	if err != nil {
 		return err
 	}
 	n.onClose(unlock)
-	id, err := loadNodeID(n.cfg.Home)
+	id, err := homedir.NodeID(n.cfg.Home)
 	if err != nil {
 		return err
 	}
@@ -155,26 +163,26 @@ func (n *fabric) openHome() error {
 // and the response journal.
 func (n *fabric) openStores() error {
 	log := n.log
-	logDir := LogDir(n.cfg.Home)
-	n.persist = &persistence{logDir: logDir, log: log.With("component", "persistence")}
-	elog, err := eventlog.Open(logDir, n.persist.logOptions(n.cfg.LogFreeFloor))
+	logDir := diagnostics.LogDir(n.cfg.Home)
+	n.persist = diagnostics.NewPersistence(logDir, log.With("component", "persistence"))
+	elog, err := eventlog.Open(logDir, n.persist.LogOptions(n.cfg.LogFreeFloor))
 	if err != nil {
 		return fmt.Errorf("node: open the event log in %s: %w", logDir, err)
 	}
 	n.elog = elog
 	n.onClose(func() { elog.Close() })
-	n.persist.logChanged(elog.Status())
+	n.persist.LogChanged(elog.Status())
 	n.noteLoss(elog.Status().Recovery)
-	if n.upgraded, err = readLegacyLog(n.cfg.Home, elog, log); err != nil {
+	if n.upgraded, err = diagnostics.ReadLegacyLog(n.cfg.Home, elog, log); err != nil {
 		return err
 	}
-	mods, err := newModels(n.cfg, n.id, n.metrics, log.With("component", "models"))
+	mods, err := library.New(n.cfg, n.id, n.metrics, log.With("component", "models"))
 	if err != nil {
 		return err
 	}
 	n.mods = mods
-	n.onClose(mods.close)
-	n.imports, n.loopImp, err = importDirs(n.cfg, mods.store.Config().ModelsDir, log)
+	n.onClose(mods.Close)
+	n.imports, n.loopImp, err = library.ImportDirs(n.cfg, mods.Store().Config().ModelsDir, log)
 	if err != nil {
 		return err
 	}
@@ -184,7 +192,7 @@ func (n *fabric) openStores() error {
 		return fmt.Errorf("node: %w (the directory holds the conversations of stored responses; moving it aside starts an empty one)", err)
 	}
 	n.responses = responses
-	n.persist.responses = responses
+	n.persist.Responses = responses
 	n.onClose(func() {
 		if err := responses.Close(); err != nil {
 			log.Warn("closing the response journal", "error", err)
@@ -196,15 +204,15 @@ func (n *fabric) openStores() error {
 // openCluster settles the node's cluster identity: the cluster key and
 // where the invite says the members are, and the node's own certificate.
 func (n *fabric) openCluster() error {
-	secret, err := resolveClusterKey(n.cfg, n.log)
+	secret, err := homedir.ClusterKey(n.cfg, n.log)
 	if err != nil {
 		return fmt.Errorf("node: cluster key: %w", err)
 	}
 	n.secret = secret
-	if secret.origin == "open" {
+	if secret.Origin == "open" {
 		n.log.Warn("open cluster: any host that reaches the gossip and QUIC ports can join this cluster and use its instances; restart without --open-cluster to require the cluster key")
 	}
-	n.bootstrap = append(append([]string{}, n.cfg.BootstrapPeers...), secret.peers...)
+	n.bootstrap = append(append([]string{}, n.cfg.BootstrapPeers...), secret.Peers...)
 	n.ident, err = transport.LoadIdentity(n.cfg.Home, n.id)
 	return err
 }
@@ -214,30 +222,32 @@ func (n *fabric) openCluster() error {
 // instance's first rank: in process here, over QUIC elsewhere.
 func (n *fabric) buildServices() error {
 	log := n.log
-	cfg := plane.Config{Node: n.id, Log: n.elog, Card: n.mods.card, Nodes: n.peers.nodes,
+	cfg := plane.Config{Node: n.id, Log: n.elog, Card: n.mods.Card, Nodes: n.peers.nodes,
 		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
-		Found: n.secret.origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
+		Found: n.secret.Origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
 		UnsafeAckBeforeCommit: os.Getenv("SKULK_TEST_UNSAFE_ACK") == "1"}
 	if cfg.UnsafeAckBeforeCommit {
 		log.Error("SKULK_TEST_UNSAFE_ACK=1: this node acknowledges decisions before a majority holds them, so a partition can lose them; " +
 			"it exists for the consensus test only, never run a cluster with it")
 	}
 	if n.upgraded != nil {
-		cfg.Found, cfg.Initial = true, &n.upgraded.state
+		cfg.Found, cfg.Initial = true, n.upgraded
 	}
 	ctl, err := plane.New(cfg)
 	if err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.ctl = ctl
-	n.mods.attachState(func() state.State { st, _ := ctl.State(context.Background()); return st })
+	n.diag = diagnostics.Sources{Self: n.id, Version: SoftwareVersion, Plane: ctl, Membership: n.peers.get, Own: n.persist,
+		Refused: &n.refused, Seen: &n.seen, Edges: func() *link.Edges { return n.edges }}
+	n.mods.AttachState(func() state.State { st, _ := ctl.State(context.Background()); return st })
 	n.worker = worker.New(worker.Config{
 		Node: n.id, Master: n.ctl,
 		Threads: n.cfg.Threads, Now: time.Now, NewID: newID,
-		Spawn:   spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
-		Resolve: n.mods.resolveStage,
-		Guard:   guard(n.mods.catalog, n.cfg.MemoryBudget),
-		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.socketFor(inst, placement) },
+		Spawn:   worker.Spawner(n.opt.RunnerCommand, n.cfg.Engine, log.With("component", "runner")),
+		Resolve: n.resolve,
+		Guard:   worker.MemoryGuard(n.mods.Catalog, n.cfg.MemoryBudget),
+		Edges:   func(inst ids.InstanceID, placement []event.Shard) string { return n.edges.SocketFor(inst, placement) },
 		// A stage waits for its links past the master's deadline: the
 		// master, which can say which edge failed, decides.
 		EdgeConnectTimeout: n.groupConnectTimeout() + edgeWaitSlack,
@@ -245,10 +255,10 @@ func (n *fabric) buildServices() error {
 	})
 	n.remote = &gateway.Remote{}
 	n.onClose(n.remote.Wait)
-	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.catalog,
+	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.Catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
-		Health:      health(n.id, &n.peers, telemetry.NewFreshness(telemetryInterval), n.persist),
-		Diagnostics: diagnostics(n.id, n.ctl, &n.peers, &n.refused, n.persist, func() *edges { return n.edges })})
+		Health:      diagnostics.Health(n.diag, telemetry.NewFreshness(telemetry.Interval)),
+		Diagnostics: diagnostics.Cluster(n.diag)})
 	return nil
 }
 
@@ -264,28 +274,28 @@ func (n *fabric) serveTask(ctx context.Context, node ids.NodeID, inst ids.Instan
 // lookups from other nodes) and the API's TCP port.
 func (n *fabric) openListeners() error {
 	// The edge socket first: the QUIC endpoint's edge streams need it.
-	edges, eln, err := openEdges(n.cfg.Home, n.id, func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
+	edges, eln, err := link.Open(n.cfg.Home, n.id, func(ctx context.Context, node ids.NodeID) (io.ReadWriteCloser, error) {
 		return n.peers.dial(n.ep, transport.ALPNEdge)(ctx, node)
 	}, n.log.With("component", "edges"))
 	if err != nil {
 		return err
 	}
 	n.edges = edges
-	edges.relay.Wait = n.groupConnectTimeout() + edgeWaitSlack
+	edges.Relay.Wait = n.groupConnectTimeout() + edgeWaitSlack
 	ectx, stopEdges := context.WithCancel(context.Background())
-	go edges.relay.Serve(ectx, eln)
+	go edges.Serve(ectx, eln)
 	n.onClose(func() { stopEdges(); eln.Close() })
 	ep, err := transport.Listen(transport.Config{
-		Identity: n.ident, ClusterKey: n.secret.key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
-		OnRefusal:  n.refused.add,
+		Identity: n.ident, ClusterKey: n.secret.Key, ListenAddr: n.cfg.QUICAddr, Logger: n.log.With("component", "transport"),
+		OnRefusal:  n.refused.Add,
 		VerifyPeer: func(id ids.NodeID, k ed25519.PublicKey) error { return n.peers.verify(id, k) },
 		Handlers: map[string]transport.Handler{
-			transport.ALPNControl:   serveStreams(n.serveControl),
-			transport.ALPNRaft:      serveStreams(n.serveRaft),
-			transport.ALPNData:      serveStreams(n.serveData),
-			transport.ALPNResponses: serveStreams(n.serveResponseLookup),
-			transport.ALPNEdge:      serveStreams(func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser) { n.edges.serveEdge(ctx, c, s) }),
-			transport.ALPNTensors:   serveStreams(n.serveTensors),
+			transport.ALPNControl:   transport.ServeStreams(n.serveControl),
+			transport.ALPNRaft:      transport.ServeStreams(n.serveRaft),
+			transport.ALPNData:      transport.ServeStreams(n.serveData),
+			transport.ALPNResponses: transport.ServeStreams(n.serveResponseLookup),
+			transport.ALPNEdge:      transport.ServeStreams(func(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) { n.edges.Accept(ctx, s) }),
+			transport.ALPNTensors:   transport.ServeStreams(n.serveTensors),
 		},
 	})
 	if err != nil {
@@ -294,7 +304,7 @@ func (n *fabric) openListeners() error {
 	n.ep = ep
 	n.peers.quicBind = boundAddr(n.cfg.QUICAddr, ep.Addr()).Addr()
 	n.onClose(func() { ep.Close() })
-	n.remote.Dial = n.peers.dialLive(n.peers.dial(ep, transport.ALPNData))
+	n.remote.Dial = transport.DialLive(n.peers.dial(ep, transport.ALPNData), n.peers.alive)
 	ln, err := net.Listen("tcp", n.cfg.APIAddr)
 	if err != nil {
 		return fmt.Errorf("node: cannot listen on %s (is another node running? use --api-addr): %w", n.cfg.APIAddr, err)
@@ -331,10 +341,10 @@ func (n *fabric) serveResponseLookup(ctx context.Context, _ *transport.Conn, s i
 // joinCluster starts the membership (gossip, mDNS) and gives the control
 // plane its duties.
 func (n *fabric) joinCluster() error {
-	key := n.secret.key
+	key := n.secret.Key
 	meta := membership.Meta{Node: n.id, NetworkVersion: key.NetworkVersion(), SoftwareVersion: SoftwareVersion,
 		Commit: SoftwareCommit, PublicKey: n.ident.PublicKey(),
-		API: advertised(boundAddr(n.cfg.APIAddr, n.ln.Addr())), QUIC: advertised(boundAddr(n.cfg.QUICAddr, n.ep.Addr()))}
+		API: membership.Advertised(boundAddr(n.cfg.APIAddr, n.ln.Addr())), QUIC: membership.Advertised(boundAddr(n.cfg.QUICAddr, n.ep.Addr()))}
 	// The members the replicated configuration names: a restarted node
 	// finds its cluster again with no flags.
 	bootstrap := n.bootstrap
@@ -345,7 +355,7 @@ func (n *fabric) joinCluster() error {
 	}
 	mem, err := membership.New(membership.Config{ClusterKey: key, Meta: meta, BindAddr: n.cfg.GossipAddr,
 		BootstrapPeers: bootstrap, MDNS: !n.cfg.NoMDNS, Timing: clusterTiming(),
-		Logger: n.log.With("component", "membership"), OnRefusal: n.refused.add})
+		Logger: n.log.With("component", "membership"), OnRefusal: n.refused.Add})
 	if err != nil {
 		return fmt.Errorf("node: membership on %s (use --gossip-addr): %w", n.cfg.GossipAddr, err)
 	}
@@ -360,16 +370,16 @@ func (n *fabric) joinCluster() error {
 	n.ctl.OnLeader = func(leader ids.NodeID, term uint64) {
 		switch leader {
 		case "":
-			n.timeline.add("LeaderLost", n.id, fmt.Sprintf("this node knows no leader (term %d): an election is under way", term))
+			n.timeline.Add("LeaderLost", n.id, fmt.Sprintf("this node knows no leader (term %d): an election is under way", term))
 		case n.id:
-			n.timeline.add("BecameMaster", n.id, fmt.Sprintf("this node leads the cluster in term %d", term))
+			n.timeline.Add("BecameMaster", n.id, fmt.Sprintf("this node leads the cluster in term %d", term))
 		default:
-			n.timeline.add("BecameFollower", n.id, fmt.Sprintf("this node follows master %s in term %d", leader, term))
+			n.timeline.Add("BecameFollower", n.id, fmt.Sprintf("this node follows master %s in term %d", leader, term))
 		}
 	}
 	loss := master.NodeLoss{Self: n.id, Members: n.peers.members, NewID: newID, Now: time.Now, Started: n.started,
 		Logger: n.log.With("component", "lifecycle")}
-	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.linkState(&n.peers),
+	group := master.GroupConnect{Self: n.id, Timeout: n.groupConnectTimeout(), Link: n.edges.LinkState(n.peers.get),
 		NewID: newID, Now: time.Now, Logger: n.log.With("component", "lifecycle")}
 	n.ctl.OnMaster = func(ctx context.Context, m *master.Master) {
 		var wg sync.WaitGroup
@@ -377,8 +387,8 @@ func (n *fabric) joinCluster() error {
 		group.Run(ctx, m)
 		wg.Wait()
 	}
-	n.mods.attach(func(k string, v []byte) error { return mem.Publish(k, v) }, n.reportAsWorker)
-	n.mods.attachPeers(n.peers.dial(n.ep, transport.ALPNTensors), tensorSources(n.id, n.ctl.State, n.peers.members))
+	n.mods.Attach(func(k string, v []byte) error { return mem.Publish(k, v) }, n.reportAsWorker)
+	n.mods.AttachPeers(n.peers.dial(n.ep, transport.ALPNTensors), library.TensorSources(n.id, n.ctl.State, n.peers.members))
 	return nil
 }
 
@@ -388,30 +398,13 @@ func (n *fabric) joinCluster() error {
 func (n *fabric) noteLoss(rec eventlog.Recovery) {
 	switch {
 	case rec.Loss != nil:
-		n.persist.setLoss(rec.Loss)
+		n.persist.SetLoss(rec.Loss)
 		n.log.Error("the event log lost history: this node will not lead with it while another member holds more; it takes the history back "+
 			"from the master, or run `skulk doctor --ack-log-loss` to go on without it", "lost_after", rec.Loss.After, "saved", rec.Loss.Saved,
 			"cause", rec.Loss.Cause)
 	case rec.DroppedBytes > 0:
 		n.log.Warn("event log recovered from a torn tail (a write a crash cut short)", "dropped_bytes", rec.DroppedBytes, "cause", rec.Cause)
 	}
-}
-
-// warning is the API's X-Skulk-Warning: what keeps this node, or the master
-// that keeps the cluster's decisions, from keeping what a request changes.
-func (n *fabric) warning() string {
-	parts := []string{}
-	if w := n.persist.reading().warning(n.id); w != "" {
-		parts = append(parts, w)
-	}
-	if leader := n.ctl.Leader(); leader != "" && leader != n.id {
-		if m := n.peers.get(); m != nil {
-			if w := persistReadings(m.Readings())[leader].warning(leader); w != "" {
-				parts = append(parts, w)
-			}
-		}
-	}
-	return strings.Join(parts, "; ")
 }
 
 // recoverCluster makes this node the only voter; refused while the
@@ -423,7 +416,7 @@ func (n *fabric) recoverCluster(ctx context.Context) error {
 		}
 		return err
 	}
-	n.timeline.add("ClusterRecovered", n.id, "the operator made this node the only voter (skulk cluster recover)")
+	n.timeline.Add("ClusterRecovered", n.id, "the operator made this node the only voter (skulk cluster recover)")
 	return nil
 }
 
@@ -439,28 +432,27 @@ func (n *fabric) buildAPI() error {
 	if err != nil {
 		return err
 	}
-	n.access = newAPIAccess(n.id, apiKeys, access.NewHasher(n.secret.key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
+	n.access = access.NewLive(n.id, apiKeys, access.NewHasher(n.secret.Key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
 		n.ctl.State, n.reportAsWorker, log.With("component", "access"))
-	logAPIExposure(log, cfg, len(apiKeys), n.ln.Addr())
+	access.LogExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
-		Cluster: n.ctl, Store: n.mods.store, Hub: n.mods.hub, Catalog: n.mods.catalog, Refresh: n.mods.refresh, Imported: n.mods.imported, FilesRemoved: n.mods.filesRemoved, Downloads: n.mods,
-		Share: shareModel(n.ctl), Unshare: unshareModel(n.ctl),
-		ClusterDownloads: clusterDownloads(&n.peers), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
+		Cluster: n.ctl, Store: n.mods.Store(), Hub: n.mods.Hub(), Catalog: n.mods.Catalog, Refresh: n.mods.Refresh, Imported: n.mods.Imported, FilesRemoved: n.mods.FilesRemoved, Downloads: n.mods,
+		Share: library.Share(n.ctl, newID), Unshare: library.Unshare(n.ctl, newID),
+		ClusterDownloads: library.ClusterDownloads(n.peers.get), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
 	})
-	act := &activitySampler{read: n.metrics.Activity, log: log.With("component", "dashboard")}
-	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: n.dashboardFrames(act), Idle: act.idle, Changed: n.timeline.changed,
+	frames, idle := dashboard.Frames(n.dashboardSources(), log.With("component", "dashboard"))
+	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: frames, Idle: idle, Changed: n.timeline.Changed(),
 		Logger: log.With("component", "dashboard")})
-	be := backend{Gateway: n.gw, Service: models, timeline: n.timeline, node: n.NodeDiagnostics, recoverCluster: n.recoverCluster}
 	n.srv = &http.Server{
 		Handler: api.New(api.Config{Dashboard: dashboard.Assets(), DashboardEvents: n.dash, Access: n.access.Policy, Responses: n.responses, BodyTimeout: cfg.HTTPBodyTimeout,
 			PeerResponses: gateway.PeerResponses{Self: n.id, Members: n.peers.members, Dial: n.peers.dial(n.ep, transport.ALPNResponses)}.Lookup,
 			Metrics:       n.metrics.Handler(), MetricsPublic: cfg.MetricsPublic, Observe: n.observeRequest,
-			Warning: n.warning, Traces: n.traces,
+			Warning: func() string { return diagnostics.Warning(n.diag) }, Traces: n.traces,
 			ClientConn: func(ctx context.Context, digest, name string) error {
 				return n.ln.Claim(ctx, connlimit.Client{Key: digest, Name: name})
 			},
-		}, be.backends(), log.With("component", "api")),
+		}, backend{Gateway: n.gw, Service: models, Recorder: n.timeline, node: n.nodeDiagnostics(), recoverCluster: n.recoverCluster}.backends(), log.With("component", "api")),
 		ConnState:         n.ln.ConnState, // the connection limit closes idle connections to make room
 		ConnContext:       n.ln.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -490,26 +482,28 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("membership events", func() error {
 		for ev := range n.mem.Events() {
 			log.Info("membership", "event", ev.Kind.String(), "peer", ev.Node)
-			n.peers.remember(membership.Member{Node: ev.Node, Meta: ev.Meta, Gossip: ev.Gossip})
-			n.timeline.membership(ev)
+			n.seen.Remember(membership.Member{Node: ev.Node, Meta: ev.Meta, Gossip: ev.Gossip})
+			n.timeline.Member(ev)
 		}
 		return nil
 	})
 	run("telemetry", func() error {
-		publishResources(ctx, n.mem, n.cfg.MaxInstances, n.cfg.MemoryBudget, n.kernels(), log)
+		telemetry.PublishResources(ctx, telemetry.Publisher{Publish: n.mem.Publish, RTTs: n.mem.RTTs, Limit: membership.MaxReadingValue,
+			Backends: []string{Backend}, MaxInstances: n.cfg.MaxInstances, Budget: n.cfg.MemoryBudget,
+			Kernels: diagnostics.Kernels(n.cfg.Engine.Kernels), Logger: log})
 		return nil
 	})
-	run("catalog", func() error { n.mods.rescan(ctx); return nil })
-	run("persistence", func() error { n.persist.run(ctx, n.mem.Publish); return nil })
+	run("catalog", func() error { n.mods.Rescan(ctx); return nil })
+	run("persistence", func() error { n.persist.Run(ctx, n.mem.Publish); return nil })
 	run("edges", func() error {
-		n.edges.publishEdges(ctx, n.mem, n.ctl.State, log.With("component", "edges"))
+		n.edges.Publish(ctx, n.mem, n.ctl.State, log.With("component", "edges"))
 		return nil
 	})
 	run("control plane", func() error { return n.ctl.Run(ctx) })
-	run("position", func() error { n.publishPosition(ctx); return nil })
-	run("timeline", func() error { n.timeline.follow(ctx, n.ctl); return nil })
+	run("position", func() error { diagnostics.PublishPosition(ctx, n.ctl.Position, n.mem.Publish); return nil })
+	run("timeline", func() error { n.timeline.Follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
-	run("api access", func() error { n.access.run(ctx); return nil })
+	run("api access", func() error { n.access.Run(ctx); return nil })
 	run("dashboard", func() error { n.dash.Run(ctx); return nil })
 	run("api", func() error { return n.srv.Serve(n.ln) })
 	n.announce()
@@ -536,37 +530,16 @@ func (n *fabric) serve(ctx context.Context) error {
 // a new cluster, and says the node serves.
 func (n *fabric) announce() {
 	gossipAddrs := advertisedGossip(n.cfg.GossipAddr, n.mem.GossipAddr())
-	if err := writePeerHints(n.cfg.Home, gossipAddrs); err != nil {
+	if err := homedir.WritePeerHints(n.cfg.Home, gossipAddrs); err != nil {
 		n.log.Warn("cannot record the gossip addresses for `skulk cluster invite`", "err", err)
 	}
-	if n.secret.origin == "generated" && n.opt.Console != nil {
-		printNewCluster(n.opt.Console, n.secret.key, gossipAddrs)
+	if n.secret.Origin == "generated" && n.opt.Console != nil {
+		homedir.PrintNewCluster(n.opt.Console, n.secret.Key, gossipAddrs)
 	}
 	n.log.Info("serving", "api", n.ln.Addr().String(), "quic", n.ep.Addr().String(), "gossip", n.mem.GossipAddr().String(),
-		"cluster_key", n.secret.origin)
+		"cluster_key", n.secret.Origin)
 	if n.opt.Ready != nil {
 		n.opt.Ready(n.ln.Addr())
-	}
-}
-
-// serveStreams serves every stream of an inbound connection with f.
-func serveStreams(f func(ctx context.Context, c *transport.Conn, s io.ReadWriteCloser)) transport.Handler {
-	return func(ctx context.Context, c *transport.Conn) {
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		for {
-			s, err := c.AcceptStream(ctx)
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				st := stream{s}
-				defer st.Close()
-				f(ctx, c, st)
-			}()
-		}
 	}
 }
 
@@ -606,22 +579,6 @@ func clusterTiming() membership.Timing {
 		PushPullInterval: 5 * time.Second,
 		TCPTimeout:       2 * time.Second,
 	}
-}
-
-// loadNodeID reads the node's id from its home, minting one on first start.
-func loadNodeID(home string) (ids.NodeID, error) {
-	p := filepath.Join(home, "node-id")
-	if b, err := os.ReadFile(p); err == nil {
-		return ids.ParseNodeID(strings.TrimSpace(string(b)))
-	}
-	id, err := ids.New[ids.NodeID](rand.Reader)
-	if err != nil {
-		return "", err
-	}
-	if err := os.WriteFile(p, []byte(string(id)+"\n"), 0o644); err != nil {
-		return "", fmt.Errorf("node: write %s: %w", p, err)
-	}
-	return id, nil
 }
 
 // edgeWaitSlack is how much longer than the group-connect deadline a

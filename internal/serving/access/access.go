@@ -1,7 +1,8 @@
 // Package access is the API's access policy: which keys a node knows, what
 // each may do, and what a request from a given address with a given
-// credential is allowed. It is pure: the node feeds it the keys of its own
-// configuration and of the cluster's State, and the API asks it per request.
+// credential is allowed. The policy is pure: Live (live.go) rebuilds it
+// on one goroutine from the keys of the node's own configuration and of
+// the cluster's State, and the API asks it per request.
 //
 // Keys never travel or rest in clear. A node turns each configured key into
 // a digest, HMAC-SHA256 under a secret derived from the cluster key, and

@@ -79,9 +79,10 @@
 //
 // # Links and faults
 //
-// A Link carries objects one way: NewChanLink in process, ConnLink over a
-// byte stream (a runner's Unix socket to its node, which relays it to the
-// next rank's node over QUIC). The pipeline is
+// A Link carries objects one way: NewChanLink in process, or
+// internal/serving/link's ConnLink over a byte stream (a runner's Unix
+// socket to its node, whose link.Relay relays it to the next rank's node
+// over QUIC). The pipeline is
 // fail-stop (swactor spec §36): a stage whose link closes or fails, which
 // receives a malformed object, or whose step fails, closes both of its
 // links and stops; the closing travels around the ring of links, and rank 0

@@ -13,6 +13,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sequence"
 	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/serving/link"
 	"github.com/skulk/skulk/internal/serving/pipeline"
 	"github.com/skulk/skulk/internal/serving/prompt"
 	"github.com/skulk/skulk/internal/serving/request"
@@ -79,9 +80,9 @@ func openStage(spec proto.LoadSpec, opts serving, log *slog.Logger, warming func
 		return nil, fmt.Errorf("runner: pipeline rank %d of %d: %w", spec.Rank, ps.Ranks, err)
 	}
 	maxObj := pipeline.MaxObjectBytes(m.Config, 0, 0)
-	inLink := pipeline.NewConnLink(in, maxObj)
+	inLink := link.NewConnLink(in, maxObj)
 	st, err := pipeline.NewStage(pipeline.StageConfig{Shard: m.Shard, Rank: spec.Rank, Ranks: ps.Ranks,
-		In: inLink, Out: pipeline.NewConnLink(out, maxObj), Logger: log,
+		In: inLink, Out: link.NewConnLink(out, maxObj), Logger: log,
 		Head:      pipeline.HeadConfig{Context: l.context, EndOfGeneration: m.Tok.IsEOG},
 		Constrain: l.stageConstraint})
 	if err != nil {
@@ -108,7 +109,7 @@ func openStage(spec proto.LoadSpec, opts serving, log *slog.Logger, warming func
 // node has relayed both through to the neighbours.
 func connectEdges(spec proto.LoadSpec, timeout time.Duration) (in, out net.Conn, err error) {
 	deadline := time.Now().Add(timeout)
-	h := pipeline.EdgeHello{Instance: spec.Instance, Rank: spec.Rank, Ranks: spec.Pipeline.Ranks}
+	h := link.EdgeHello{Instance: spec.Instance, Rank: spec.Rank, Ranks: spec.Pipeline.Ranks}
 	var conns []net.Conn
 	defer func() {
 		if err != nil {
@@ -117,16 +118,16 @@ func connectEdges(spec proto.LoadSpec, timeout time.Duration) (in, out net.Conn,
 			}
 		}
 	}()
-	for _, dir := range []string{pipeline.EdgeIn, pipeline.EdgeOut} {
+	for _, dir := range []string{link.EdgeIn, link.EdgeOut} {
 		h.Dir = dir
-		c, err := pipeline.DialEdge(spec.Pipeline.Socket, h, time.Until(deadline))
+		c, err := link.DialEdge(spec.Pipeline.Socket, h, time.Until(deadline))
 		if err != nil {
 			return nil, nil, fmt.Errorf("edge socket: %w", err)
 		}
 		conns = append(conns, c)
 	}
 	for i, c := range conns {
-		if err := pipeline.AwaitEdge(c, deadline); err != nil {
+		if err := link.AwaitEdge(c, deadline); err != nil {
 			return nil, nil, fmt.Errorf("link %s: %w", []string{"in", "out"}[i], err)
 		}
 	}

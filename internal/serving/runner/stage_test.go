@@ -18,6 +18,7 @@ import (
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/platform/fault"
+	"github.com/skulk/skulk/internal/serving/link"
 	"github.com/skulk/skulk/internal/serving/pipeline"
 	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/runner/client"
@@ -38,7 +39,7 @@ func startRelay(t *testing.T) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	r := &pipeline.Relay{Logger: testLogger(), Route: func(string, int, int) (func(context.Context) (io.ReadWriteCloser, error), error) {
+	r := &link.Relay{Logger: testLogger(), Route: func(string, int, int) (func(context.Context) (io.ReadWriteCloser, error), error) {
 		return nil, nil
 	}}
 	go r.Serve(t.Context(), ln)
