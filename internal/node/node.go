@@ -55,6 +55,7 @@ import (
 	"github.com/skulk/skulk/internal/serving/gateway"
 	"github.com/skulk/skulk/internal/serving/link"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/responsestore"
 	"github.com/skulk/skulk/internal/serving/worker"
 )
 
@@ -110,7 +111,7 @@ type fabric struct {
 	mods      *library.Library
 	imports   []string // the import directories, and those for loopback clients
 	loopImp   []string
-	responses *api.ResponseStore
+	responses *responsestore.Store
 	secret    homedir.Secret
 	bootstrap []string
 	ident     *transport.Identity
@@ -187,7 +188,7 @@ func (n *fabric) openStores() error {
 		return err
 	}
 	log.Info("models/import reads only under the import directories", "dirs", n.imports, "from_this_machine_also", n.loopImp)
-	responses, err := api.OpenResponseStore(filepath.Join(n.cfg.Home, "responses"), log.With("component", "api"))
+	responses, err := responsestore.Open(filepath.Join(n.cfg.Home, "responses"), log.With("component", "api"))
 	if err != nil {
 		return fmt.Errorf("node: %w (the directory holds the conversations of stored responses; moving it aside starts an empty one)", err)
 	}

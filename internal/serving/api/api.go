@@ -31,6 +31,7 @@ import (
 	"github.com/skulk/skulk/internal/observe/trace"
 	"github.com/skulk/skulk/internal/serving/access"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/responsestore"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is 0.
@@ -58,7 +59,7 @@ type Config struct {
 	NewID func() string
 	// Responses stores this node's Responses conversations for
 	// previous_response_id (default: a private store).
-	Responses *ResponseStore
+	Responses *responsestore.Store
 	// PeerResponses, when set, is asked for a previous_response_id this
 	// node does not hold: the other nodes of the cluster.
 	PeerResponses func(ctx context.Context, id string) ([]request.Message, bool)

@@ -9,13 +9,14 @@ import (
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/serving/api/responses"
 	"github.com/skulk/skulk/internal/serving/request"
+	"github.com/skulk/skulk/internal/serving/responsestore"
 )
 
 // responsesRoutes registers the routes of OpenAI Responses: POST /v1/responses.
 func (s *server) responsesRoutes() {
 	store := s.cfg.Responses
 	if store == nil {
-		store = NewResponseStore()
+		store = responsestore.New()
 	}
 	s.mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) {
 		s.createResponse(w, r, store)
@@ -24,7 +25,7 @@ func (s *server) responsesRoutes() {
 
 // history finds the conversation a request continues: in this node's
 // store, else through Config.PeerResponses.
-func (s *server) history(ctx context.Context, store *ResponseStore, id string) ([]request.Message, bool) {
+func (s *server) history(ctx context.Context, store *responsestore.Store, id string) ([]request.Message, bool) {
 	if msgs, ok := store.Get(id); ok {
 		return msgs, true
 	}
@@ -35,7 +36,7 @@ func (s *server) history(ctx context.Context, store *ResponseStore, id string) (
 }
 
 // POST /v1/responses
-func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *ResponseStore) {
+func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *responsestore.Store) {
 	d, ok := decodeBody(s, w, r, responses.DecodeRequest)
 	if !ok {
 		return
@@ -72,7 +73,7 @@ func (s *server) createResponse(w http.ResponseWriter, r *http.Request, store *R
 			// The conversation so far, without the instructions (which a
 			// continuation does not inherit), then this response's output.
 			conv := slices.Concat(req.Messages[len(req.Messages)-len(history)-len(d.Input):], b.Messages())
-			store.put(meta.ID, conv)
+			store.Put(meta.ID, conv)
 		}
 	}
 	if d.Stream {

@@ -15,8 +15,8 @@ import (
 	"github.com/skulk/skulk/internal/platform/config"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/vfs"
-	"github.com/skulk/skulk/internal/serving/api"
 	"github.com/skulk/skulk/internal/serving/gateway"
+	"github.com/skulk/skulk/internal/serving/responsestore"
 )
 
 // persistKey is the telemetry key of a node's persistence reading.
@@ -139,7 +139,7 @@ func (r persistReading) warning(node ids.NodeID) string {
 type Persistence struct {
 	// Responses is the response journal, set once the store is open,
 	// before Run.
-	Responses *api.ResponseStore
+	Responses *responsestore.Store
 	logDir    string
 	log       *slog.Logger
 

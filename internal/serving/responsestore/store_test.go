@@ -1,4 +1,4 @@
-package api
+package responsestore
 
 import (
 	"bytes"
@@ -16,10 +16,10 @@ import (
 
 // openStore opens a journaled store in dir, logging into the returned
 // buffer, and closes it when the test ends.
-func openStore(t *testing.T, dir string) (*ResponseStore, *bytes.Buffer) {
+func openStore(t *testing.T, dir string) (*Store, *bytes.Buffer) {
 	t.Helper()
 	var logs bytes.Buffer
-	st, err := OpenResponseStore(dir, slog.New(slog.NewTextHandler(&logs, nil)))
+	st, err := Open(dir, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestResponseStoreSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	st, _ := openStore(t, dir)
 	for i := range 3 {
-		st.put(fmt.Sprintf("resp_%d", i), conversation(i))
+		st.Put(fmt.Sprintf("resp_%d", i), conversation(i))
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestResponseStoreSurvivesReopen(t *testing.T) {
 			t.Fatalf("resp_%d after reopening: %v %+v", i, ok, got)
 		}
 	}
-	st.put("resp_3", conversation(3))
+	st.Put("resp_3", conversation(3))
 	st.Close()
 	st, _ = openStore(t, dir)
 	if got, ok := st.Get("resp_3"); !ok || !reflect.DeepEqual(got, conversation(3)) {
@@ -73,7 +73,7 @@ func TestResponseStoreReplayKeepsBounds(t *testing.T) {
 	st, _ := openStore(t, dir)
 	const extra = 5
 	for i := range responses.DefaultStoreEntries + extra {
-		st.put(fmt.Sprintf("resp_%d", i), conversation(i))
+		st.Put(fmt.Sprintf("resp_%d", i), conversation(i))
 	}
 	st.Close()
 	st, _ = openStore(t, dir)
@@ -91,8 +91,8 @@ func TestResponseStoreReplayKeepsBounds(t *testing.T) {
 func TestResponseStoreTornJournal(t *testing.T) {
 	dir := t.TempDir()
 	st, _ := openStore(t, dir)
-	st.put("resp_a", conversation(1))
-	st.put("resp_b", conversation(2))
+	st.Put("resp_a", conversation(1))
+	st.Put("resp_b", conversation(2))
 	st.Close()
 	live := filepath.Join(dir, "events.bin")
 	fi, err := os.Stat(live)
@@ -112,7 +112,7 @@ func TestResponseStoreTornJournal(t *testing.T) {
 	if !strings.Contains(logs.String(), "damaged") {
 		t.Fatalf("no warning about the damaged journal: %q", logs)
 	}
-	st.put("resp_c", conversation(3))
+	st.Put("resp_c", conversation(3))
 	st.Close()
 	st, _ = openStore(t, dir)
 	if _, ok := st.Get("resp_c"); !ok {
@@ -127,8 +127,8 @@ func TestResponseStoreTooLargeToJournal(t *testing.T) {
 	dir := t.TempDir()
 	st, logs := openStore(t, dir)
 	big := []request.Message{{Role: request.RoleUser, Content: strings.Repeat("x", 17<<20)}}
-	st.put("resp_big", big)
-	st.put("resp_small", conversation(1))
+	st.Put("resp_big", big)
+	st.Put("resp_small", conversation(1))
 	if _, ok := st.Get("resp_big"); !ok {
 		t.Fatal("the large conversation is not kept in memory")
 	}
@@ -152,7 +152,7 @@ func TestResponseStoreOpenError(t *testing.T) {
 	if err := os.WriteFile(path, []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := OpenResponseStore(path, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), path) {
-		t.Fatalf("OpenResponseStore on a file: %v", err)
+	if _, err := Open(path, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open on a file: %v", err)
 	}
 }

@@ -1,4 +1,7 @@
-package api
+// Package responsestore keeps the conversations of this node's recent
+// Responses API answers, for previous_response_id: in memory, and in a
+// journal under the node's home so a conversation outlives a restart.
+package responsestore
 
 import (
 	"encoding/json"
@@ -23,14 +26,14 @@ const (
 	journalArchiveBytes = 96 << 20
 )
 
-// ResponseStore keeps the conversations of this node's recent responses
+// Store keeps the conversations of this node's recent responses
 // for previous_response_id: in memory and, when opened on a directory
-// (OpenResponseStore), in a journal there too, so that a conversation can
+// (Open), in a journal there too, so that a conversation can
 // be continued after its node restarts. Request goroutines share it; each
 // holds mu for one Get or Put, and a Put appends one record to the journal
 // (a write to the page cache: no fsync, so a crash of the machine, not of
 // the process, can lose the last responses).
-type ResponseStore struct {
+type Store struct {
 	mu      sync.Mutex
 	s       *responses.Store // guarded by mu
 	journal *eventlog.Log    // guarded by mu; nil: memory only
@@ -44,25 +47,25 @@ type journalRecord struct {
 	Messages []request.Message `json:"messages"`
 }
 
-// NewResponseStore returns a memory-only store with the default bounds
+// New returns a memory-only store with the default bounds
 // (responses.DefaultStoreEntries, responses.DefaultStoreBytes).
-func NewResponseStore() *ResponseStore {
-	return &ResponseStore{s: responses.NewStore(responses.DefaultStoreEntries, responses.DefaultStoreBytes)}
+func New() *Store {
+	return &Store{s: responses.NewStore(responses.DefaultStoreEntries, responses.DefaultStoreBytes)}
 }
 
-// OpenResponseStore returns a store with the default bounds whose
+// Open returns a store with the default bounds whose
 // conversations are journaled in dir (created if missing), loaded with the
 // conversations an earlier process journaled there. A journal whose tail
 // was torn by a crash loses that tail, with a warning in log; a journal
 // that cannot be written later (a full disk) leaves the store working from
 // memory, also with a warning.
-func OpenResponseStore(dir string, log *slog.Logger) (*ResponseStore, error) {
+func Open(dir string, log *slog.Logger) (*Store, error) {
 	// Conversations are the users' words: the directory is the node
 	// owner's alone.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the response journal directory: %w", err)
 	}
-	st := NewResponseStore()
+	st := New()
 	st.log, st.dir = log, dir
 	l, err := eventlog.Open(dir, eventlog.Options{
 		Sync: eventlog.SyncManual, RotateBytes: journalRotateBytes, ArchiveCapBytes: journalArchiveBytes,
@@ -98,7 +101,7 @@ func OpenResponseStore(dir string, log *slog.Logger) (*ResponseStore, error) {
 
 // load puts every retained record of l into the store, oldest first, so
 // that the store's bounds evict what they evicted before.
-func (st *ResponseStore) load(l *eventlog.Log) error {
+func (st *Store) load(l *eventlog.Log) error {
 	s := l.Status()
 	if s.LastIndex < s.FirstIndex || s.LastIndex == 0 {
 		return nil
@@ -124,13 +127,13 @@ func (st *ResponseStore) load(l *eventlog.Log) error {
 }
 
 // Get returns the conversation stored under id, if this node holds it.
-func (st *ResponseStore) Get(id string) ([]request.Message, bool) {
+func (st *Store) Get(id string) ([]request.Message, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.s.Get(id)
 }
 
-func (st *ResponseStore) put(id string, msgs []request.Message) {
+func (st *Store) Put(id string, msgs []request.Message) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.s.Put(id, msgs) || st.journal == nil {
@@ -148,11 +151,11 @@ func (st *ResponseStore) put(id string, msgs []request.Message) {
 }
 
 // Dir is the journal's directory ("" for a store in memory only).
-func (st *ResponseStore) Dir() string { return st.dir }
+func (st *Store) Dir() string { return st.dir }
 
 // JournalStatus reports the journal's state; ok is false for a store
 // that keeps nothing on disk.
-func (st *ResponseStore) JournalStatus() (s eventlog.Status, ok bool) {
+func (st *Store) JournalStatus() (s eventlog.Status, ok bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.journal == nil {
@@ -166,7 +169,7 @@ func (st *ResponseStore) JournalStatus() (s eventlog.Status, ok bool) {
 // disk has room, and journals every conversation the store holds, so a
 // restart finds those made meanwhile too. It reports whether the journal
 // resumed writing.
-func (st *ResponseStore) Heal() (bool, error) {
+func (st *Store) Heal() (bool, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.journal == nil || !st.journal.Status().Degraded {
@@ -195,7 +198,7 @@ func (st *ResponseStore) Heal() (bool, error) {
 
 // Close flushes the journal to disk and closes it; the store then keeps
 // working from memory.
-func (st *ResponseStore) Close() error {
+func (st *Store) Close() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.journal == nil {

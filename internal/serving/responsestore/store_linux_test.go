@@ -1,6 +1,6 @@
 //go:build linux
 
-package api
+package responsestore
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ func TestResponseJournalHealsOnTmpfs(t *testing.T) {
 	root := testkit.TmpFS(t, "2m")
 	dir := filepath.Join(root, "responses")
 	st, _ := openStore(t, dir)
-	st.put("resp_0", conversation(0))
+	st.Put("resp_0", conversation(0))
 	filler := filepath.Join(root, "filler")
 	f, err := os.Create(filler)
 	if err != nil {
@@ -37,7 +37,7 @@ func TestResponseJournalHealsOnTmpfs(t *testing.T) {
 	f.Close()
 	n := 1
 	for ; n < 200; n++ {
-		st.put(fmt.Sprintf("resp_%d", n), conversation(n))
+		st.Put(fmt.Sprintf("resp_%d", n), conversation(n))
 		if err := st.journal.Sync(); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestResponseJournalHealsOnTmpfs(t *testing.T) {
 		t.Fatalf("Heal on a full disk: %v, %v", healed, err)
 	}
 	for i := n + 1; i <= n+3; i++ {
-		st.put(fmt.Sprintf("resp_%d", i), conversation(i))
+		st.Put(fmt.Sprintf("resp_%d", i), conversation(i))
 	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestResponseJournalHealsOnTmpfs(t *testing.T) {
 	if healed, err := st.Heal(); !healed || err != nil {
 		t.Fatalf("Heal with room again: %v, %v", healed, err)
 	}
-	st.put("resp_last", conversation(999))
+	st.Put("resp_last", conversation(999))
 	if err := st.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 		t.Fatal(err)
 	}
