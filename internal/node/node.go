@@ -54,7 +54,6 @@ import (
 	"github.com/skulk/skulk/internal/serving/diagnostics"
 	"github.com/skulk/skulk/internal/serving/gateway"
 	"github.com/skulk/skulk/internal/serving/link"
-	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/serving/responsestore"
 	"github.com/skulk/skulk/internal/serving/worker"
 )
@@ -256,19 +255,11 @@ func (n *fabric) buildServices() error {
 	})
 	n.remote = &gateway.Remote{}
 	n.onClose(n.remote.Wait)
-	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Serve: n.serveTask, Catalog: n.mods.Catalog,
+	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Local: n.worker.Serve, Remote: n.remote.Serve, Catalog: n.mods.Catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
 		Health:      diagnostics.Health(n.diag, telemetry.NewFreshness(telemetry.Interval)),
 		Diagnostics: diagnostics.Cluster(n.diag)})
 	return nil
-}
-
-// serveTask runs a task on the node that holds its instance's first rank.
-func (n *fabric) serveTask(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error) {
-	if node == n.id {
-		return n.worker.Serve(ctx, inst, task, p)
-	}
-	return n.remote.Serve(ctx, node, inst, task, p)
 }
 
 // openListeners binds the QUIC endpoint (control, data and response

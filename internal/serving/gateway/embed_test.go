@@ -140,10 +140,10 @@ func cluster(t *testing.T) (*Gateway, string) {
 		t.Fatal(err)
 	}
 	var w *worker.Worker
-	serve := func(ctx context.Context, _ ids.NodeID, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error) {
+	serve := func(ctx context.Context, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error) {
 		return w.Serve(ctx, inst, task, p)
 	}
-	gw := New(Config{Node: node, Master: m, Serve: serve, Catalog: func() *catalog.Catalog { return cat }, Nodes: nodes, NewID: newID})
+	gw := New(Config{Node: node, Master: m, Local: serve, Catalog: func() *catalog.Catalog { return cat }, Nodes: nodes, NewID: newID})
 	w = worker.New(worker.Config{Node: node, Master: m, Threads: 1, Now: time.Now, NewID: newID,
 		Spawn: func(ctx context.Context, name string) (worker.Runner, error) {
 			c, err := client.Start(ctx, supervise.Spec{Args: []string{"-test.run=^$"}, Env: []string{runnerEnv + "=1"}}, client.Options{})

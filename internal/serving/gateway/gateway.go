@@ -38,20 +38,24 @@ type Master interface {
 	State(ctx context.Context) (state.State, error)
 }
 
-// Serve runs a task on the node that holds its instance's first rank (this
-// node: the worker in process; another: over the data plane) and returns
-// the task's chunk stream. Cancelling ctx cancels the task there. The
-// goroutine that produces the stream calls request.TapFrom(ctx)'s Observe
-// with each chunk before passing it on and its Done once when it stops (as
-// worker.Serve and Remote.Serve do): that is how the gateway observes a
-// task and counts it in flight.
-type Serve func(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error)
+// A task runs on the node that holds its instance's first rank: this node
+// (Config.Local, the worker in process) or another (Config.Remote, over the
+// data plane). Either returns the task's chunk stream; cancelling ctx
+// cancels the task there. The goroutine that produces the stream calls
+// request.TapFrom(ctx)'s Chunk with each chunk before passing it on and its
+// End once when it stops (as worker.Serve and Remote.Serve do): that is how
+// the gateway observes a task and counts it in flight.
+
+// RemoteServe runs a task on another node (Remote.Serve).
+type RemoteServe func(ctx context.Context, node ids.NodeID, inst ids.InstanceID, task ids.TaskID, p request.TaskPayload) (<-chan request.Chunk, error)
 
 // Config wires a gateway.
 type Config struct {
-	Node    ids.NodeID
-	Master  Master
-	Serve   Serve
+	Node   ids.NodeID
+	Master Master
+	// Local runs a task on this node; Remote on another.
+	Local   LocalServe
+	Remote  RemoteServe
 	Catalog func() *catalog.Catalog
 	// Nodes reports the live nodes' resources, for previews and /state.
 	Nodes func() []placement.Node
@@ -180,7 +184,13 @@ func (g *Gateway) submit(ctx context.Context, model string, payload request.Task
 	stop := context.AfterFunc(ctx, release)
 	tap := request.Tap{Chunk: obs.chunk, End: func() { stop(); release() }}
 	runs := st.Instances[inst].Placement[0].Node
-	chunks, err := g.cfg.Serve(request.WithTap(serveCtx, tap), runs, inst, ids.TaskID(g.cfg.NewID()), payload)
+	task, tctx := ids.TaskID(g.cfg.NewID()), request.WithTap(serveCtx, tap)
+	var chunks <-chan request.Chunk
+	if runs == g.cfg.Node {
+		chunks, err = g.cfg.Local(tctx, inst, task, payload)
+	} else {
+		chunks, err = g.cfg.Remote(tctx, runs, inst, task, payload)
+	}
 	if rec != nil {
 		rec.Add("deliver", deliver, rec.Root(), delivering, g.cfg.Now(), trace.Attr{Key: "to", Value: string(runs)})
 	}

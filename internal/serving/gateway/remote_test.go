@@ -162,7 +162,7 @@ func TestCancelRemoteRequests(t *testing.T) {
 		return out, nil
 	})
 	var id atomic.Int64
-	g := New(Config{Node: "owner", Master: stateMaster{}, Serve: r.Serve, NewID: func() string { return fmt.Sprint(id.Add(1)) }})
+	g := New(Config{Node: "owner", Master: stateMaster{}, Remote: r.Serve, NewID: func() string { return fmt.Sprint(id.Add(1)) }})
 	const n = 1000
 	for i := 0; i < n; i++ {
 		ctx, cancel := context.WithCancel(t.Context())
@@ -210,7 +210,7 @@ func TestRemoteRequestObserved(t *testing.T) {
 		return out, nil
 	})
 	rec := &recorder{}
-	g := New(Config{Node: "owner", Master: stateMaster{}, Serve: r.Serve, NewID: func() string { return "task-1" }, Observer: rec,
+	g := New(Config{Node: "owner", Master: stateMaster{}, Remote: r.Serve, NewID: func() string { return "task-1" }, Observer: rec,
 		Now: func() time.Time { return time.Unix(0, 0) }})
 	req := request.Request{Model: "m", Prompt: "p", Sampling: request.Sampling{MaxTokens: 1}}
 	chunks, err := g.submit(t.Context(), "m", request.TaskPayload{Generate: &req})
