@@ -2,7 +2,7 @@
 // type, the reference the Go engine's quantized KV caches are checked
 // against (internal/engine/model TestQuantizedCacheReference).
 //
-// Settings are those of the synthref/1 references (shared/reference/
+// Settings are those of the synthref/1 references (testdata/
 // synthetic/README.md): CPU, 1 thread, n_ctx = n_batch = n_ubatch = 256,
 // one sequence, empty cache per prompt, the whole prompt decoded as one
 // batch with logits for every position, then 24 greedy steps of one token

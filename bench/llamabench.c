@@ -6,7 +6,7 @@
 // llama.cpp's own llama-bench does, and attaches one persistent ggml
 // threadpool: without it ggml starts and joins worker threads for every
 // llama_decode call, which makes multi-threaded single-token decode erratic
-// (reference/PERF.md). Settings are llama.cpp's defaults as PERF.md records
+// (testdata/reference/PERF.md). Settings are llama.cpp's defaults as PERF.md records
 // them: F16 KV cache, flash attention auto, n_batch = n_ubatch = 512,
 // n_ctx = P + G (llama.cpp pads it), threadpool poll 50.
 //

@@ -1,5 +1,5 @@
 // synthref writes llama.cpp's reference outputs on a synthetic model in the
-// project's `synthref/1` format (shared/reference/synthetic/README.md): the
+// project's `synthref/1` format (testdata/synthetic/README.md): the
 // full logits at every position of each prompt decoded as one batch, 24
 // greedy steps with their top-1/top-2 gaps, the full logits of steps 0..3,
 // and the same runs on an F32 copy of the model that llama.cpp's own
@@ -270,7 +270,7 @@ int main(int argc, char **argv) {
            "\"flash_attn\":\"disabled\",\"kv_cache_type\":\"f32\",\"offload\":\"none (CPU only)\","
            "\"generator\":\"bench/synthref.c\"},",
            N_CTX, N_CTX, N_CTX);
-    // The bounds of shared/reference/synthetic/README.md for weights whose
+    // The bounds of testdata/synthetic/README.md for weights whose
     // activations are rounded to 8 bits (every quantized type).
     printf("\"tolerance\":{\"group\":\"8-bit activations\","
            "\"engine_mimicking_llamacpp_activation_rounding\":{\"max_abs_logit_diff\":1.5,\"rms_logit_diff\":0.2,"

@@ -132,7 +132,7 @@ func allowedImport(list []string, im string) bool {
 	return false
 }
 
-// TestDependencyRules enforces the rules of DESIGN.md's package layout.
+// TestDependencyRules enforces the package rules docs/architecture.md lists.
 func TestDependencyRules(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
@@ -155,7 +155,7 @@ func TestDependencyRules(t *testing.T) {
 	for pkg, ims := range all {
 		for _, im := range ims {
 			// engine/** imports only engine/**, the standard library and x/sys
-			// (the chat templates also use the Jinja library DESIGN names).
+			// (the chat templates also use the Jinja library).
 			if under(pkg, in("engine")) && !isStd(im) && !under(im, in("engine")) && !under(im, "golang.org/x/sys") &&
 				!(under(pkg, in("engine/chat")) && im == "github.com/ardanlabs/jinja") {
 				t.Errorf("%s imports %s: the engine may import only itself, the standard library and golang.org/x/sys", pkg, im)

@@ -13,7 +13,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/ids"
 )
 
-// Telemetry bounds (DESIGN.md: telemetry admission map 256 keys). A reading
+// Telemetry bounds: at most 256 keys are admitted per node. A reading
 // must fit one gossip packet.
 const (
 	DefaultTelemetryKeys = 256

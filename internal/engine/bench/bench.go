@@ -1,6 +1,6 @@
 // Package bench measures the native engine's prefill and decode speed the
 // same way bench/llamabench.c measures llama.cpp, so the two can be run side
-// by side and compared as ratios (reference/PERF.md describes the method):
+// by side and compared as ratios (testdata/reference/PERF.md describes the method):
 //
 //   - pp: the KV cache is cleared, then PromptTokens pseudo-random tokens go
 //     through the model as one batch;

@@ -65,7 +65,7 @@ type Shape struct {
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
-// ones reference/PERF.md measured llama.cpp on.
+// ones testdata/reference/PERF.md measured llama.cpp on.
 func Shapes() map[string]Shape {
 	return map[string]Shape{
 		"tiny": {Name: "tiny", Arch: "llama", NEmbd: 288, NLayer: 6, NHead: 6, NHeadKV: 6, NFF: 768, NVocab: 32000, RopeBase: 10000, Tied: true, CtxLen: 2048},

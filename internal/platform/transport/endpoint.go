@@ -35,7 +35,7 @@ const (
 	ALPNRaft = "skulk/raft/1"
 )
 
-// Defaults (DESIGN.md "Numbers to start from").
+// Defaults.
 const (
 	DefaultPort             = 52417
 	DefaultPingInterval     = 5 * time.Second

@@ -244,8 +244,8 @@ func (s *server) placeInstance(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, placeResponse{InstanceID: res.InstanceID, CommandID: ids.CommandID(res.InstanceID)})
 }
 
-// placeResponse names the one id both ways (DESIGN: the instance id is the
-// command id).
+// placeResponse names the one id both ways (an instance's id is the id of
+// the command that placed it).
 type placeResponse struct {
 	InstanceID ids.InstanceID `json:"instance_id"`
 	CommandID  ids.CommandID  `json:"command_id"`

@@ -83,7 +83,7 @@
 // internal/serving/link's ConnLink over a byte stream (a runner's Unix
 // socket to its node, whose link.Relay relays it to the next rank's node
 // over QUIC). The pipeline is
-// fail-stop (swactor spec §36): a stage whose link closes or fails, which
+// fail-stop: a stage whose link closes or fails, which
 // receives a malformed object, or whose step fails, closes both of its
 // links and stops; the closing travels around the ring of links, and rank 0
 // ends every sequence with a *FaultError. No call waits without a context.

@@ -43,7 +43,7 @@ var (
 
 // FaultError is the end of every sequence in flight on a pipeline one of
 // whose stages failed: a link closed or broke, an object violated the
-// protocol, or a step failed. The pipeline is fail-stop (swactor spec §36):
+// protocol, or a step failed. The pipeline is fail-stop:
 // a faulted stage takes no more work.
 type FaultError struct {
 	Rank int    // the rank that saw the fault

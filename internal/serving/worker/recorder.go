@@ -8,8 +8,8 @@ import (
 	"github.com/skulk/skulk/internal/platform/ids"
 )
 
-// RecorderSize is how many phases a rank's flight recorder keeps (DESIGN:
-// 128 phase updates per runner).
+// RecorderSize is how many phases a rank's flight recorder keeps: enough
+// for a runner's whole life of restarts and tasks, bounded.
 const RecorderSize = 128
 
 // Phase is one step in the life of a rank's runners, as its flight

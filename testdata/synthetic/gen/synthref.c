@@ -1,6 +1,6 @@
 // synthref quantizes a synthetic model with llama.cpp's own quantizer and
 // writes llama.cpp's logits on it in the synthref/1 format
-// (shared/reference/synthetic/README.md), the references
+// (testdata/synthetic/README.md), the references
 // internal/engine/model's TestSyntheticReferences checks the engine against.
 // It drives the prebuilt libllama that bench/package-lock.json pins; run.sh
 // builds and runs it.

@@ -215,7 +215,7 @@ func TestNewModelList(t *testing.T) {
 }
 
 // TestImports enforces that the translators stay pure: no net/http, no
-// clock, no randomness (DESIGN: wire-format adapters import no net/http).
+// clock, no randomness (a wire-format adapter imports no net/http).
 func TestImports(t *testing.T) {
 	forbidden := []string{"net", "net/http", "time", "math/rand", "math/rand/v2", "crypto/rand", "os"}
 	files, err := filepath.Glob("*.go")
