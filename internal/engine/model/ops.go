@@ -48,7 +48,7 @@ type ropeTable struct {
 
 // ropeTable fills t (sized for at least len(pos) rows) for the rows'
 // positions pos; the rows of segs[i] take the frequency factors of its
-// cache (ropeFactors).
+// cache (Cache.ropeF).
 func (s *Shard) ropeTable(t *ropeTable, pos []int, segs []seg) {
 	c := s.Config
 	half := t.half
@@ -71,7 +71,7 @@ func (s *Shard) ropeTable(t *ropeTable, pos []int, segs []seg) {
 		lo, hi = yarnCorrDims(c.RopeDim, c.RopeScaling.OrigCtx, c.RopeBase, c.RopeScaling.BetaFast, c.RopeScaling.BetaSlow)
 	}
 	for _, sg := range segs {
-		freqs := s.ropeFactors(sg.c.limit)
+		freqs := sg.c.ropeF
 		for i := sg.row; i < sg.row+sg.n; i++ {
 			theta := float32(pos[i])
 			for j := 0; j < half; j++ {

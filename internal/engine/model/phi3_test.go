@@ -131,15 +131,11 @@ func TestLongRopeFactors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := &Shard{ropeFreqs: c.freqs, ropeLong: c.long}
 			s.Config.RopeScaling.OrigCtx = c.orig
-			if got := s.ropeFactors(c.limit); !sameSlice(got, c.want) {
+			if got := s.ropeFactors(c.limit); !sameFactors(got, c.want) {
 				t.Errorf("a cache of %d positions takes %v, want %v", c.limit, got, c.want)
 			}
 		})
 	}
-}
-
-func sameSlice(a, b []float32) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // TestPhi3FusedTensors checks the splitting of phi3's fused tensors: the
@@ -239,5 +235,55 @@ func TestPhi3Config(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPhi3MixedFactors runs sequences of both LongRoPE regimes in one
+// batch: a cache of 32 positions (the original context: short factors)
+// and one of 64 (long) step together through StepRows with each
+// sequence's bits alone, and a prefix is shared only between caches of the
+// same factors.
+func TestPhi3MixedFactors(t *testing.T) {
+	sh := synth.ArchShapes()["phi3"]
+	sh.LongRopeOrigCtx = 32
+	s, _ := openShard(t, synthFile(t, sh, tensor.Q8_0), whole, Options{Threads: 2})
+	toks := [][]int32{{1, 45, 267, 89, 12, 200, 7, 901}, {1, 45, 267, 89, 640, 3, 77}}
+	limits := []int{32, 64}
+	nv := s.Config.NVocab
+	alone := make([][]float32, len(toks))
+	aloneC := make([]*Cache, len(toks))
+	for i, tk := range toks {
+		aloneC[i] = s.NewCache(limits[i])
+		r, err := s.Forward(aloneC[i], Batch{Tokens: tk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alone[i] = append([]float32(nil), r.Logits...)
+	}
+	if sameFactors(aloneC[0].ropeF, aloneC[1].ropeF) {
+		t.Fatal("caches of 32 and 64 positions took the same factors")
+	}
+	var st Steps
+	caches := []*Cache{s.NewCache(limits[0]), s.NewCache(limits[1])}
+	r, err := s.StepRows(&st, caches, []int{len(toks[0]), len(toks[1])}, Batch{Tokens: append(append([]int32(nil), toks[0]...), toks[1]...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range toks {
+		got := r.Logits[i*nv : (i+1)*nv]
+		for v := range got {
+			if math.Float32bits(got[v]) != math.Float32bits(alone[i][v]) {
+				t.Fatalf("sequence %d (cache of %d): logit %d is %v together, %v alone", i, limits[i], v, got[v], alone[i][v])
+			}
+		}
+	}
+	for _, c := range []struct {
+		limit int
+		ok    bool
+	}{{16, true}, {32, true}, {33, false}, {64, false}} {
+		err := s.NewCache(c.limit).CopyPrefix(aloneC[0], 4)
+		if (err == nil) != c.ok {
+			t.Errorf("a prefix of a 32-position cache into one of %d: %v, want ok %v", c.limit, err, c.ok)
+		}
 	}
 }
