@@ -5,12 +5,15 @@
 // and the same runs on an F32 copy of the model that llama.cpp's own
 // quantizer dequantized (the `dequant_f32` section). Settings as the README
 // records: CPU, 1 thread, n_ctx = n_batch = n_ubatch = 256, flash attention
-// off, F32 K/V cache.
+// off, F32 K/V cache. With -long-ctx N it also writes the `long_context`
+// section: the same runs (main and dequant_f32) in a context of N
+// positions, which for a LongRoPE model (phi3) past its original context
+// takes the long rope factors where n_ctx 256 takes the short ones.
 //
 // It calls the prebuilt libllama that node-llama-cpp ships, like
 // llamabench.c; bench/build.sh builds it. bench/synthref.sh drives it.
 //
-// usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-v]
+// usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-long-ctx N] [-v]
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -79,10 +82,10 @@ static void best2(const float *x, int n, int *b1, int *b2) {
     *b2 = b;
 }
 
-static struct llama_context *new_context(struct llama_model *model) {
+static struct llama_context *new_context(struct llama_model *model, int n_ctx) {
     struct llama_context_params cp = llama_context_default_params();
-    cp.n_ctx = N_CTX;
-    cp.n_batch = cp.n_ubatch = N_CTX;
+    cp.n_ctx = (uint32_t)n_ctx;
+    cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = 1;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
@@ -177,14 +180,15 @@ static void run_prompt(struct llama_context *ctx, int nv, const struct prompt *p
     free(steps);
 }
 
-// run_model prints `"prompts":[...]` for the model at path.
-static void run_model(const char *path) {
+// run_model prints `"prompts":[...]` for the model at path, run in a
+// context of n_ctx positions.
+static void run_model(const char *path, int n_ctx) {
     struct llama_model_params mp = llama_model_default_params();
     struct llama_model *model = llama_model_load_from_file(path, mp);
     if (!model) {
         die("llama.cpp could not load the model (run with -v for its log)");
     }
-    struct llama_context *ctx = new_context(model);
+    struct llama_context *ctx = new_context(model, n_ctx);
     int nv = llama_vocab_n_tokens(llama_model_get_vocab(model));
     const struct prompt ps[] = {{"p1", P1, 1}, {"p33", P33, 33}};
     printf("\"prompts\":[");
@@ -214,6 +218,7 @@ static void json_string(const char *s) {
 
 int main(int argc, char **argv) {
     const char *path = NULL, *sha = "", *desc = "", *cmd = "";
+    int long_ctx = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
@@ -225,10 +230,15 @@ int main(int argc, char **argv) {
             desc = argv[++i];
         } else if (!strcmp(a, "-cmd") && has) {
             cmd = argv[++i];
+        } else if (!strcmp(a, "-long-ctx") && has) {
+            long_ctx = atoi(argv[++i]);
+            if (long_ctx <= N_CTX) {
+                die("-long-ctx needs a context longer than 256");
+            }
         } else if (!strcmp(a, "-v")) {
             verbose = true;
         } else {
-            fprintf(stderr, "usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-v]\n");
+            fprintf(stderr, "usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-long-ctx N] [-v]\n");
             return 2;
         }
     }
@@ -280,10 +290,18 @@ int main(int argc, char **argv) {
            "\"engine_f32_activations_vs_dequant_f32_section\":{\"max_abs_logit_diff\":0.00075,\"rms_logit_diff\":5e-05,"
            "\"top1_must_agree_where_gap_at_least\":0.001},"
            "\"see\":\"shared/reference/synthetic/README.md (Tolerances)\"},");
-    run_model(path);
+    run_model(path, N_CTX);
     printf(",\"dequant_f32\":{\"note\":\"llama_model_quantize(ALL_F32, pure, allow_requantize) of the model\",");
-    run_model(f32path);
-    printf("}}\n");
+    run_model(f32path, N_CTX);
+    printf("}");
+    if (long_ctx > 0) {
+        printf(",\"long_context\":{\"n_ctx\":%d,\"n_batch\":%d,\"n_ubatch\":%d,", long_ctx, long_ctx, long_ctx);
+        run_model(path, long_ctx);
+        printf(",\"dequant_f32\":{");
+        run_model(f32path, long_ctx);
+        printf("}}");
+    }
+    printf("}\n");
     unlink(f32path);
     llama_backend_free();
     return 0;

@@ -5,6 +5,10 @@
 # the same command rebuilds it byte for byte, and the reference records its
 # sha256, which the tests check before comparing.
 #
+# A LongRoPE architecture (phi3) is also run in a context of 512 positions
+# (the long_context section): its synthetic model's original context is
+# 256, so the main runs take the short rope factors and that one the long.
+#
 # usage: bench/synthref.sh ARCH
 set -eu
 [ $# -eq 1 ] || { echo "usage: $0 ARCH" >&2; exit 2; }
@@ -17,6 +21,9 @@ trap 'rm -rf "$tmp"' EXIT
 model="$tmp/synth-$arch.gguf"
 "$here/build/skulk" dev synth --arch "$arch" --out "$model"
 sha=$(sha256sum "$model" | cut -d' ' -f1)
-"$here/build/synthref" -m "$model" -sha256 "$sha" -cmd "skulk dev synth --arch $arch --out synth-$arch.gguf" \
+extra=
+[ "$arch" = phi3 ] && extra="-long-ctx 512"
+# shellcheck disable=SC2086 # $extra is empty or two words
+"$here/build/synthref" $extra -m "$model" -sha256 "$sha" -cmd "skulk dev synth --arch $arch --out synth-$arch.gguf" \
 	-desc "skulk dev synth --arch $arch: random weights, the types real $arch files ship" \
 	>"$here/../testdata/synthetic/synth-$arch.json"

@@ -14,6 +14,7 @@ import (
 	"github.com/skulk/skulk/internal/engine"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tokenizer"
 )
 
@@ -72,13 +73,13 @@ func TestDevSynthRejects(t *testing.T) {
 	}
 }
 
-// TestDevSynthArchs writes each mixture-of-experts architecture with no
-// flag but --arch and --out: a model of a few MB in the types its real
+// TestDevSynthArchs writes each mixture-of-experts architecture, and phi3,
+// with no flag but --arch and --out: a model of a few MB in the types its real
 // files ship, byte for byte the one the llama.cpp reference in
 // testdata/synthetic was made from, which the engine loads and generates
 // from.
 func TestDevSynthArchs(t *testing.T) {
-	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss"} {
+	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss", "phi3"} {
 		t.Run(arch, func(t *testing.T) {
 			// The Q4_K_M mix; gpt-oss ships in MXFP4_MOE: MXFP4 experts,
 			// Q8_0 elsewhere.
@@ -134,7 +135,7 @@ func TestDevSynthArchs(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			if m.Config.Arch != arch || m.Config.MoE.NExpert == 0 {
+			if m.Config.Arch != arch || (m.Config.MoE.NExpert > 0) != synth.IsMoE(arch) {
 				t.Fatalf("loaded %s with %d experts", m.Config.Arch, m.Config.MoE.NExpert)
 			}
 			prompt := m.Tok.Encode("Hello world", tokenizer.EncodeOptions{AddSpecial: true})

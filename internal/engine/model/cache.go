@@ -32,6 +32,10 @@ type Cache struct {
 	vDim  int // values a position: KV heads × hdv
 	hd    int
 	hdv   int
+	// ropeF are the rotary frequency factors its keys were rotated with
+	// (Shard.ropeFactors of its limit): a LongRoPE model's short or long
+	// ones, fixed for the cache's life.
+	ropeF []float32
 	ar    arena
 }
 
@@ -44,7 +48,8 @@ const initialPositions = 256
 // NewCache returns an empty cache for up to capacity positions.
 func (s *Shard) NewCache(capacity int) *Cache {
 	cfg := s.Config
-	c := &Cache{limit: capacity, kvDim: cfg.KVDim(), vDim: cfg.VDim(), hd: cfg.HeadDim, hdv: cfg.vHead(), typ: s.kvType, esz: 2}
+	c := &Cache{limit: capacity, kvDim: cfg.KVDim(), vDim: cfg.VDim(), hd: cfg.HeadDim, hdv: cfg.vHead(), typ: s.kvType, esz: 2,
+		ropeF: s.ropeFactors(capacity)}
 	if c.typ == tensor.F32 {
 		c.esz = 4
 	}

@@ -1,5 +1,6 @@
 // Package model runs decoder-only transformer models of the llama family
-// (llama, qwen2, qwen3) and the mixture-of-experts families (qwen3moe,
+// (llama, qwen2, qwen3), phi3 (Phi-3, Phi-4: fused projections, LongRoPE)
+// and the mixture-of-experts families (qwen3moe,
 // glm4moe, deepseek2 with latent attention, gpt-oss with attention sinks
 // and sliding-window blocks) from GGUF files, whole or as a
 // shard: a contiguous range of blocks plus, on the first shard, the token
@@ -68,6 +69,11 @@ type Config struct {
 	// SWAPeriod is the pattern: block b slides when b%SWAPeriod <
 	// SWAPeriod-1 (0: every block slides).
 	SlidingWindow, SWAPeriod int
+	// Phi3 is phi3's layout: the q/k/v projections fused in attn_qkv
+	// (or separate), gate and up fused in ffn_up (gate the first half),
+	// the queries scaled by 1/√HeadDim before their scores, as llama.cpp's
+	// graph does, and LongRoPE (Shard.ropeFactors).
+	Phi3 bool
 }
 
 // swaLayer says whether block b attends through the sliding window, as
@@ -92,6 +98,8 @@ type archTraits struct {
 	mla bool
 	// gpt-oss: see Config.OAI.
 	oai bool
+	// phi3: see Config.Phi3.
+	phi3 bool
 }
 
 var archs = map[string]archTraits{
@@ -102,11 +110,12 @@ var archs = map[string]archTraits{
 	"glm4moe":   {neox: true, moe: true, glm: true},
 	"deepseek2": {moe: true, mla: true},
 	"gpt-oss":   {neox: true, qkvBias: true, moe: true, oai: true},
+	"phi3":      {neox: true, phi3: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
 func SupportedArchs() []string {
-	return []string{"llama", "qwen2", "qwen3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
+	return []string{"llama", "qwen2", "qwen3", "phi3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
 }
 
 // ReadConfig reads the hyperparameters of f.
@@ -116,7 +125,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai, Phi3: tr.phi3}
 	key := func(k string) string { return arch + "." + k }
 	var err error
 	need := func(k string, dst *int, min int) {
@@ -229,6 +238,11 @@ func ReadConfig(f *gguf.File) (Config, error) {
 		// llama.cpp scales gpt-oss's scores by 1/√n_rot.
 		c.AttnScale = float32(1 / math.Sqrt(float64(c.RopeDim)))
 	}
+	if tr.phi3 {
+		if err := c.readPhi3(f); err != nil {
+			return Config{}, err
+		}
+	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()
 	}
@@ -330,6 +344,36 @@ func (c *Config) readOAI(f *gguf.File, need func(string, *int, int), errp *error
 		}
 	}
 	return nil
+}
+
+// readPhi3 reads phi3's LongRoPE and sliding-window metadata. The
+// converter writes no rope.scaling.type for LongRoPE, only the original
+// context (the short factors' range) and the attention factor that scales
+// cos and sin whichever factors apply; without the former llama.cpp takes
+// the trained context.
+func (c *Config) readPhi3(f *gguf.File) error {
+	if c.RopeScaling.OrigCtx == 0 {
+		c.RopeScaling.OrigCtx = c.ContextLength
+	}
+	// The scores' factor is applied to the queries instead (qkv).
+	c.AttnScale = 1
+	if v, ok := f.Uint(c.Arch + ".attention.sliding_window"); ok && v > 0 {
+		// Phi-3-mini-4k and -small files set it (2047): HF's
+		// transformers attends through it on every block, and so does
+		// this engine, where llama.cpp (at the pinned release) ignores
+		// it. The two agree while a sequence is at most that long.
+		if v >= 1<<24 {
+			return fmt.Errorf("model: %s.attention.sliding_window = %d is out of range", c.Arch, v)
+		}
+		c.SlidingWindow, c.SWAPeriod = int(v), 0
+	}
+	return nil
+}
+
+// phi3QScale is the factor llama.cpp's phi3 graph multiplies the roped
+// queries by (1.0f/sqrtf(n_embd_head), in float32).
+func (c Config) phi3QScale() float32 {
+	return 1 / float32(math.Sqrt(float64(c.HeadDim)))
 }
 
 // readMLA reads deepseek2's latent attention geometry. The cache holds

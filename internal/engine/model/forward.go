@@ -77,8 +77,8 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 		for t := range m {
 			a.pos[t] = c.len + t
 		}
-		s.ropeTable(&a.rope, a.pos[:m])
 		one := [1]seg{{c: c, n: m}}
+		s.ropeTable(&a.rope, a.pos[:m], one[:])
 		// The head reads only the last position unless every position's
 		// logits are wanted, so the last block need not finish the others
 		// once their keys and values are stored.
@@ -223,6 +223,10 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) {
 	cfg := s.Config
 	hd, kvd, qd := cfg.HeadDim, cfg.KVDim(), cfg.QDim()
+	qScale := float32(1)
+	if cfg.Phi3 {
+		qScale = cfg.phi3QScale()
+	}
 	s.matmul(a, h, n, mmPart{ly.q, q}, mmPart{ly.k, k}, mmPart{ly.v, v})
 	for t := 0; t < n; t++ {
 		addBias(q[t*qd:(t+1)*qd], ly.qBias)
@@ -234,6 +238,11 @@ func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) 
 				rmsNorm(qh, qh, ly.qNorm, cfg.RMSEps)
 			}
 			a.rope.rope(qh, t, cfg.RopeNeoX)
+			if qScale != 1 {
+				for e := range qh {
+					qh[e] *= qScale
+				}
+			}
 		}
 		for h := 0; h < cfg.NHeadKV; h++ {
 			kh := k[t*kvd+h*hd : t*kvd+(h+1)*hd]
@@ -555,7 +564,7 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 		q: q, out: out, scores: a.scores, spans: a.spans, qh: a.qh,
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), hdv: cfg.vHead(), od: cfg.AttnDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
-		scale: cfg.attnScale(), sinks: s.layers[i].oai.sinks, window: s.layers[i].oai.window, align: s.swaAlign,
+		scale: cfg.attnScale(), sinks: s.layers[i].oai.sinks, window: s.layers[i].window, align: s.swaAlign,
 	}
 	span := pos0 + n
 	if n == 1 && c.quantized() && j.group <= attnQueries {

@@ -26,7 +26,7 @@ func TestGptOssSlidingWindow(t *testing.T) {
 
 func slidingWindowExact(t *testing.T, s *Shard) {
 	for b := range s.layers {
-		if w := s.layers[b].oai.window; (w == 4) != (b%2 == 0) || (w != 0 && w != 4) {
+		if w := s.layers[b].window; (w == 4) != (b%2 == 0) || (w != 0 && w != 4) {
 			t.Fatalf("block %d has window %d; want 4 on the even blocks, none on the odd", b, w)
 		}
 	}

@@ -47,8 +47,9 @@ type ropeTable struct {
 }
 
 // ropeTable fills t (sized for at least len(pos) rows) for the rows'
-// positions pos.
-func (s *Shard) ropeTable(t *ropeTable, pos []int) {
+// positions pos; the rows of segs[i] take the frequency factors of its
+// cache (Cache.ropeF).
+func (s *Shard) ropeTable(t *ropeTable, pos []int, segs []seg) {
 	c := s.Config
 	half := t.half
 	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(c.RopeDim)))
@@ -56,8 +57,11 @@ func (s *Shard) ropeTable(t *ropeTable, pos []int) {
 	if c.RopeScaling.Type == "linear" {
 		freqScale = 1 / c.RopeScaling.Factor
 	}
+	// ggml's rope multiplies cos and sin by the attention factor
+	// (rope.scaling.attn_factor, 1 when absent): phi3's LongRoPE sets it.
+	mscale := c.RopeScaling.AttnFactor
 	yarn := c.RopeScaling.Type == "yarn"
-	var mscale, lo, hi float32
+	var lo, hi float32
 	if yarn {
 		// ggml's rope_yarn: each pair's angle blends interpolation and
 		// extrapolation along the correction ramp, and cos and sin carry
@@ -66,27 +70,27 @@ func (s *Shard) ropeTable(t *ropeTable, pos []int) {
 		mscale *= 1 + float32(0.1*logf(1/freqScale))
 		lo, hi = yarnCorrDims(c.RopeDim, c.RopeScaling.OrigCtx, c.RopeBase, c.RopeScaling.BetaFast, c.RopeScaling.BetaSlow)
 	}
-	for i, p := range pos {
-		theta := float32(p)
-		for j := 0; j < half; j++ {
-			th := theta
-			if s.ropeFreqs != nil {
-				th /= s.ropeFreqs[j]
-			}
-			if yarn {
-				interp := float32(freqScale * th)
-				y := (float32(j) - lo) / max(0.001, hi-lo)
-				mix := 1 - min(1, max(0, y))
-				th = float32(interp*(1-mix)) + float32(th*mix)
+	for _, sg := range segs {
+		freqs := sg.c.ropeF
+		for i := sg.row; i < sg.row+sg.n; i++ {
+			theta := float32(pos[i])
+			for j := 0; j < half; j++ {
+				th := theta
+				if freqs != nil {
+					th /= freqs[j]
+				}
+				if yarn {
+					interp := float32(freqScale * th)
+					y := (float32(j) - lo) / max(0.001, hi-lo)
+					mix := 1 - min(1, max(0, y))
+					th = float32(interp*(1-mix)) + float32(th*mix)
+				} else {
+					th *= freqScale
+				}
 				t.cos[i*half+j] = float32(math.Cos(float64(th))) * mscale
 				t.sin[i*half+j] = float32(math.Sin(float64(th))) * mscale
 				theta *= thetaScale
-				continue
 			}
-			th *= freqScale
-			t.cos[i*half+j] = float32(math.Cos(float64(th)))
-			t.sin[i*half+j] = float32(math.Sin(float64(th)))
-			theta *= thetaScale
 		}
 	}
 }

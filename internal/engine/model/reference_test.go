@@ -79,7 +79,12 @@ func argmax(x []float32) int32 {
 // returning the generated ids and the logits of every step.
 func greedy(t testing.TB, s *Shard, prompt []int32, n int) ([]int32, [][]float32) {
 	t.Helper()
-	c := s.NewCache(len(prompt) + n)
+	return greedyIn(t, s, s.NewCache(len(prompt)+n), prompt, n)
+}
+
+// greedyIn is greedy in the empty cache c.
+func greedyIn(t testing.TB, s *Shard, c *Cache, prompt []int32, n int) ([]int32, [][]float32) {
+	t.Helper()
 	res, err := s.Forward(c, Batch{Tokens: prompt})
 	if err != nil {
 		t.Fatal(err)

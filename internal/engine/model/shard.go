@@ -63,6 +63,7 @@ type layer struct {
 	gateExps, upExps, downExps *experts
 	mla                        mlaLayer
 	oai                        oaiLayer
+	window                     int // > 0: a sliding-window block (Config.swaLayer)
 }
 
 // oaiLayer is gpt-oss's extra per-block weights.
@@ -72,7 +73,6 @@ type oaiLayer struct {
 	routerBias []float32 // ffn_gate_inp.bias, added to the router logits
 	// Per-expert biases, NExpert rows of the projection's width.
 	gateExpsBias, upExpsBias, downExpsBias []float32
-	window                                 int // > 0: a sliding-window block
 }
 
 // Shard is a loaded range of a model's blocks. It is immutable after Load
@@ -81,13 +81,17 @@ type Shard struct {
 	Config Config
 	Range  Range
 
-	embd      *matrix // token_embd, when First (or when Last and tied)
-	outNorm   []float32
-	output    *matrix // output or tied token_embd, when Last
-	layers    []layer // index i is block Range.Start+i
-	ropeFreqs []float32
-	exactActs bool
-	kvType    tensor.Type // the cache's element type: F16, or F32 with Options.F32Cache
+	embd    *matrix // token_embd, when First (or when Last and tied)
+	outNorm []float32
+	output  *matrix // output or tied token_embd, when Last
+	layers  []layer // index i is block Range.Start+i
+	// ropeFreqs divide the rotary angles (llama3's rope_freqs, or
+	// phi3's LongRoPE short factors); ropeLong, LongRoPE's long factors,
+	// replace them for a sequence longer than the original context
+	// (ropeFactors). Both nil: no factors.
+	ropeFreqs, ropeLong []float32
+	exactActs           bool
+	kvType              tensor.Type // the cache's element type: F16, or F32 with Options.F32Cache
 	// rotK and rotV are the Hadamard chunk sizes keys (with queries) and
 	// values are rotated by before a quantized cache stores them; 0: none.
 	rotK, rotV int
@@ -185,10 +189,8 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 			return nil, err
 		}
 	}
-	if l.has("rope_freqs.weight") {
-		if s.ropeFreqs, err = l.vector("rope_freqs.weight", cfg.RopeDim/2); err != nil {
-			return nil, err
-		}
+	if s.ropeFreqs, s.ropeLong, err = loadRopeFactors(l, cfg); err != nil {
+		return nil, err
 	}
 	for b := r.Start; b < r.End; b++ {
 		ly, err := loadLayer(l, cfg, b)
@@ -200,6 +202,38 @@ func Load(f *gguf.File, r Range, opt Options) (*Shard, error) {
 	s.actRowBytes = s.maxActRowBytes()
 	s.pool = newPool(threads, spinFor)
 	return s, nil
+}
+
+// loadRopeFactors loads the rotary frequency factors as llama.cpp's
+// get_rope_factors picks them: rope_freqs when the file has it, otherwise
+// LongRoPE's short and long factors (either may be absent).
+func loadRopeFactors(l loader, c Config) (short, long []float32, err error) {
+	n := c.RopeDim / 2
+	if l.has("rope_freqs.weight") {
+		short, err = l.vector("rope_freqs.weight", n)
+		return short, nil, err
+	}
+	if short, err = l.optionalVector("rope_factors_short.weight", n); err != nil {
+		return nil, nil, err
+	}
+	if long, err = l.optionalVector("rope_factors_long.weight", n); err != nil {
+		return nil, nil, err
+	}
+	return short, long, nil
+}
+
+// ropeFactors returns the frequency factors of a sequence whose cache holds
+// at most limit positions. LongRoPE's long factors apply when the sequence
+// may grow past the original context, as llama.cpp chooses them by its
+// context size (n_ctx_seq > n_ctx_orig_yarn), for every position alike:
+// the keys already cached stay consistent with later queries, and a
+// sequence that fits the original context keeps the short factors it was
+// trained with.
+func (s *Shard) ropeFactors(limit int) []float32 {
+	if s.ropeLong != nil && limit > s.Config.RopeScaling.OrigCtx {
+		return s.ropeLong
+	}
+	return s.ropeFreqs
 }
 
 func loadLayer(l loader, c Config, b int) (layer, error) {
@@ -251,15 +285,33 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 		ly.mla.kB = x("attn_k_b.weight", c.NHead, ml.KVLoraRank, ml.nope())
 		ly.mla.vB = x("attn_v_b.weight", c.NHead, ml.ValueLen, ml.KVLoraRank)
 		ly.o = m("attn_output.weight", c.NEmbd, c.NHead*ml.ValueLen)
+	} else if c.Phi3 && l.has(p+"attn_qkv.weight") {
+		// Fused q, k and v rows, in that order (llama.cpp's build_qkv
+		// views of one product; each output is its own row's dot
+		// product, so three products give the same values).
+		if err == nil {
+			var parts []*matrix
+			if parts, err = l.split(p+"attn_qkv.weight", []int{c.QDim(), c.KVDim(), c.KVDim()}, c.NEmbd); err == nil {
+				ly.q, ly.k, ly.v = parts[0], parts[1], parts[2]
+			}
+		}
+		if bias := v("attn_qkv.bias", c.QDim()+2*c.KVDim(), true); bias != nil {
+			ly.qBias, ly.kBias, ly.vBias = bias[:c.QDim()], bias[c.QDim():c.QDim()+c.KVDim()], bias[c.QDim()+c.KVDim():]
+		}
+		ly.o = m("attn_output.weight", c.NEmbd, c.QDim())
 	} else {
 		ly.q = m("attn_q.weight", c.QDim(), c.NEmbd)
 		ly.k = m("attn_k.weight", c.KVDim(), c.NEmbd)
 		ly.v = m("attn_v.weight", c.KVDim(), c.NEmbd)
 		ly.o = m("attn_output.weight", c.NEmbd, c.QDim())
 	}
-	ly.qBias = v("attn_q.bias", c.QDim(), !c.QKVBias)
-	ly.kBias = v("attn_k.bias", c.KVDim(), !c.QKVBias)
-	ly.vBias = v("attn_v.bias", c.KVDim(), !c.QKVBias)
+	if ly.qBias == nil {
+		// phi3's separate projections may carry biases, as llama.cpp's
+		// create_tensor_qkv allows.
+		ly.qBias = v("attn_q.bias", c.QDim(), !c.QKVBias)
+		ly.kBias = v("attn_k.bias", c.KVDim(), !c.QKVBias)
+		ly.vBias = v("attn_v.bias", c.KVDim(), !c.QKVBias)
+	}
 	switch {
 	case c.QKNorm:
 		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, false)
@@ -271,9 +323,9 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 	if c.OAI {
 		ly.oai.oBias = v("attn_output.bias", c.NEmbd, false)
 		ly.oai.sinks = v("attn_sinks.weight", c.NHead, false)
-		if c.swaLayer(b) {
-			ly.oai.window = c.SlidingWindow
-		}
+	}
+	if c.swaLayer(b) {
+		ly.window = c.SlidingWindow
 	}
 	if c.GLM || c.OAI {
 		ly.ffnNorm = v("post_attention_norm.weight", c.NEmbd, false)
@@ -311,8 +363,19 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 		}
 		return ly, err
 	}
-	ly.gate = m("ffn_gate.weight", c.NFF, c.NEmbd)
-	ly.up = m("ffn_up.weight", c.NFF, c.NEmbd)
+	if c.Phi3 && !l.has(p+"ffn_gate.weight") {
+		// ffn_up holds the gate's rows, then the up projection's: ggml's
+		// swiglu of the fused product activates its first half.
+		if err == nil {
+			var parts []*matrix
+			if parts, err = l.split(p+"ffn_up.weight", []int{c.NFF, c.NFF}, c.NEmbd); err == nil {
+				ly.gate, ly.up = parts[0], parts[1]
+			}
+		}
+	} else {
+		ly.gate = m("ffn_gate.weight", c.NFF, c.NEmbd)
+		ly.up = m("ffn_up.weight", c.NFF, c.NEmbd)
+	}
 	ly.down = m("ffn_down.weight", c.NEmbd, c.NFF)
 	return ly, err
 }

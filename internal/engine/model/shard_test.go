@@ -92,6 +92,15 @@ func TestShardSplitBitIdentical(t *testing.T) {
 		"synth-glm4moe-q8_0":   synthFile(t, synth.ArchShapes()["glm4moe"], tensor.Q8_0),
 		"synth-deepseek2-q8_0": synthFile(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0),
 		"synth-gpt-oss-mxfp4":  smallGptOss(t),
+		// Fused projections split at load, LongRoPE factors on every
+		// shard: the caches of 64 positions take the short ones, and
+		// the long ones past an original context of 32.
+		"synth-phi3-q4_k_m": func() string { p, _ := archModel(t, "phi3"); return p }(),
+		"synth-phi3-long-q4_k": func() string {
+			sh := synth.ArchShapes()["phi3"]
+			sh.LongRopeOrigCtx = 32
+			return synthFile(t, sh, tensor.Q4_K)
+		}(),
 	}
 	prompt := []int32{1, 45, 267, 89, 12, 200, 7}
 	for name, path := range models {

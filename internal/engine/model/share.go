@@ -9,11 +9,15 @@ import (
 // been made by the same shard: the keys and values of a token depend only
 // on the tokens up to it, so a sequence that starts with the tokens src
 // holds can take their cache instead of computing it again (a prefix
-// cache). c's own positions are dropped first.
+// cache). c's own positions are dropped first. A LongRoPE model's caches
+// of different factors (one within the original context, one past it)
+// hold different keys for the same tokens and share nothing.
 func (c *Cache) CopyPrefix(src *Cache, n int) error {
 	switch {
 	case len(c.k) != len(src.k) || c.kvDim != src.kvDim || c.hd != src.hd || c.hdv != src.hdv || c.typ != src.typ:
 		return fmt.Errorf("model: copy a prefix between caches of different shapes")
+	case !sameFactors(c.ropeF, src.ropeF):
+		return fmt.Errorf("model: copy a prefix between caches of different rotary factors (LongRoPE's short and long)")
 	case n < 0 || n > src.len:
 		return fmt.Errorf("model: copy %d positions of a %d-position cache", n, src.len)
 	}
@@ -32,6 +36,12 @@ func (c *Cache) CopyPrefix(src *Cache, n int) error {
 	}
 	c.len = n
 	return nil
+}
+
+// sameFactors reports whether a and b are the same factors (a shard's
+// slices, compared by identity) or both none.
+func sameFactors(a, b []float32) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // Bytes is the memory the cache holds for keys and values.

@@ -96,9 +96,21 @@ func checkAgainst(t *testing.T, s *Shard, prompts []synthPrompt, b bound) string
 // checkStats is checkAgainst returning the logit differences as well.
 func checkStats(t *testing.T, s *Shard, prompts []synthPrompt, b bound) (string, logitStats) {
 	t.Helper()
+	return checkStatsIn(t, s, prompts, b, 0)
+}
+
+// checkStatsIn is checkStats with caches of capacity positions (0: the
+// prompt and its generation), for a model whose outputs depend on it
+// (LongRoPE: Shard.ropeFactors).
+func checkStatsIn(t *testing.T, s *Shard, prompts []synthPrompt, b bound, capacity int) (string, logitStats) {
+	t.Helper()
 	var st logitStats
 	for _, p := range prompts {
-		c := s.NewCache(len(p.IDs) + len(p.Generated))
+		capOf := capacity
+		if capOf == 0 {
+			capOf = len(p.IDs) + len(p.Generated)
+		}
+		c := s.NewCache(capOf)
 		res, err := s.Forward(c, Batch{Tokens: p.IDs, AllLogits: true})
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +136,7 @@ func checkStats(t *testing.T, s *Shard, prompts []synthPrompt, b bound) (string,
 			st.add(last, p.StepLogits[k])
 		}
 		// Free-running greedy.
-		ids, _ := greedy(t, s, p.IDs, len(p.Generated))
+		ids, _ := greedyIn(t, s, s.NewCache(capOf), p.IDs, len(p.Generated))
 		// At a step whose reference margin is below the top-1 bound a
 		// different choice is a legitimate divergence: stop comparing there.
 		for k, want := range p.Generated {

@@ -92,6 +92,33 @@ func (l loader) pack(m *matrix, unit int) error {
 	return nil
 }
 
+// split loads name, a fused matrix of sum(rows) × cols, as one matrix per
+// run of rows, in order: each aliases its rows of the file and is packed
+// on its own (as packed does), so the parts are multiplied exactly as
+// separate tensors of the same type would be.
+func (l loader) split(name string, rows []int, cols int) ([]*matrix, error) {
+	total := 0
+	for _, r := range rows {
+		total += r
+	}
+	m, err := l.matrix(name, total, cols)
+	if err != nil {
+		return nil, err
+	}
+	parts := make([]*matrix, len(rows))
+	lo := 0
+	for i, r := range rows {
+		p := *m
+		p.rows, p.data = r, m.data[lo*m.rowBytes:(lo+r)*m.rowBytes:(lo+r)*m.rowBytes]
+		if err := l.pack(&p, r); err != nil {
+			return nil, fmt.Errorf("model: tensor %s: %w", name, err)
+		}
+		parts[i] = &p
+		lo += r
+	}
+	return parts, nil
+}
+
 // experts loads name as n expert matrices of rows × cols (GGML dims
 // [cols, rows, n]).
 func (l loader) experts(name string, n, rows, cols int) (*experts, error) {

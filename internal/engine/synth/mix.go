@@ -54,6 +54,14 @@ func Shipped(arch string) (Mix, bool) {
 	switch arch {
 	case "qwen3moe", "glm4moe", "deepseek2":
 		return q4km, true
+	case "phi3":
+		// llama.cpp's Q4_K_M of a fused q/k/v tensor is Q5_K (it has
+		// no attn_v to raise to Q6_K), the down projections and the
+		// head Q6_K (llama.cpp raises every third and the outer
+		// eighths of the down projections; here all of them).
+		return Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
+			{"attn_qkv.weight", tensor.Q5_K}, {"ffn_down.weight", tensor.Q6_K}, {"output.weight", tensor.Q6_K},
+		}}, true
 	case "gpt-oss":
 		// llama.cpp's MXFP4_MOE, which gpt-oss ships in: the experts
 		// MXFP4, every other matrix Q8_0.

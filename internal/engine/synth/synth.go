@@ -60,8 +60,13 @@ type Shape struct {
 	YarnOrigCtx int
 	YarnLogMul  float32
 	// gpt-oss: every other block (the even ones) attends to the last
-	// SlidingWindow positions.
+	// SlidingWindow positions; phi3: every block does.
 	SlidingWindow int
+	// phi3's LongRoPE: the original (pre-training) context, which the
+	// short factors serve and past which the long ones apply, with the
+	// attention factor the converter derives from CtxLen/LongRopeOrigCtx;
+	// 0 = no factor tensors.
+	LongRopeOrigCtx int
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -118,6 +123,16 @@ func ArchShapes() map[string]Shape {
 		"gpt-oss": {Name: "gpt-oss-tiny", Arch: "gpt-oss", NEmbd: 256, NLayer: 4, NHead: 4, NHeadKV: 2, HeadDim: 64,
 			NFF: 256, NVocab: 1024, RopeBase: 150000, CtxLen: 4096, NExpert: 8, NExpertUsed: 4, NFFExp: 256,
 			YarnFactor: 32, YarnOrigCtx: 128, SlidingWindow: 16},
+		// Phi-3-mini-128k's layout (Phi-4's is the same with grouped
+		// KV heads): fused q/k/v and gate/up projections, an untied
+		// head, NeoX rope with LongRoPE factors. The original context
+		// is 256, so a cache of 256 positions takes the short factors
+		// and one of 512 the long ones (llama.cpp's n_ctx, which it
+		// rounds up to a multiple of 256). The name has no "phi3" or
+		// "phi-3": llama.cpp would then look up Phi-3's special
+		// tokens (<|endoftext|>) in the vocabulary, which synth's has not.
+		"phi3": {Name: "phi-tiny", Arch: "phi3", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
+			NFF: 512, NVocab: 1024, RopeBase: 10000, CtxLen: 4096, LongRopeOrigCtx: 256},
 	}
 }
 
@@ -356,6 +371,13 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	if s.SlidingWindow > 0 {
 		w.Set(a+".attention.sliding_window", uint32(s.SlidingWindow))
 	}
+	if s.LongRopeOrigCtx > 0 {
+		// What convert_hf_to_gguf.py writes for LongRoPE ("su",
+		// "longrope"): no scaling type, the original context, and
+		// √(1 + ln(scale)/ln(original)) for the attention factor.
+		w.Set(a+".rope.scaling.original_context_length", uint32(s.LongRopeOrigCtx))
+		w.Set(a+".rope.scaling.attn_factor", longRopeAttnFactor(s.CtxLen, s.LongRopeOrigCtx))
+	}
 	if a == "glm4moe" || a == "deepseek2" {
 		// GLM-4.5's routing: sigmoid scores, the chosen weights
 		// renormalised and scaled by 2.5.
@@ -370,13 +392,27 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	return w
 }
 
+// longRopeAttnFactor is convert_hf_to_gguf.py's attention factor for a
+// LongRoPE model trained on orig positions and extended to ctx.
+func longRopeAttnFactor(ctx, orig int) float32 {
+	scale := float64(ctx) / float64(orig)
+	if scale <= 1 {
+		return 1
+	}
+	return float32(math.Sqrt(1 + math.Log(scale)/math.Log(float64(orig))))
+}
+
 // tensorSpec is one tensor of a synthetic model: its layout and the seed its
 // values are drawn from. A matrix is rows×cols of N(0, 1/cols); a norm (rows
 // = 0) is a vector of cols values near 1.
 type tensorSpec struct {
-	name       string
-	typ        tensor.Type
-	bias       bool // a vector of values near 0 rather than near 1
+	name string
+	typ  tensor.Type
+	bias bool // a vector of values near 0 rather than near 1
+	// LongRoPE's long factors: a vector of values from 1 to about 40
+	// that grow along it, as the real ones do (the slow pairs stretched
+	// most), rather than near 1.
+	longRope   bool
 	rows, cols int
 	experts    int // > 0: a 3-D expert tensor of experts matrices of rows × cols
 	size       int64
@@ -392,6 +428,10 @@ func (t tensorSpec) dims() []uint64 {
 	}
 	return []uint64{uint64(t.cols), uint64(t.rows)}
 }
+
+// IsMoE says whether arch is a mixture-of-experts architecture, whose
+// shapes need experts.
+func IsMoE(arch string) bool { return moeArch(arch) }
 
 func moeArch(arch string) bool {
 	return arch == "qwen3moe" || arch == "glm4moe" || arch == "deepseek2" || arch == "gpt-oss"
@@ -414,6 +454,7 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 	qd, kvd := s.NHead*s.HeadDim, s.NHeadKV*s.HeadDim
 	glm := s.Arch == "glm4moe"
 	oai := s.Arch == "gpt-oss"
+	phi3 := s.Arch == "phi3"
 	mat("token_embd.weight", s.NVocab, s.NEmbd)
 	for l := 0; l < s.NLayer+s.NextN; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -434,6 +475,8 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 			exps(p+"attn_k_b.weight", s.NHead, s.KVLoraRank, s.KeyLenMLA-s.RopeDim)
 			exps(p+"attn_v_b.weight", s.NHead, s.ValueLenMLA, s.KVLoraRank)
 			mat(p+"attn_output.weight", s.NEmbd, s.NHead*s.ValueLenMLA)
+		} else if phi3 {
+			mat(p+"attn_qkv.weight", qd+2*kvd, s.NEmbd)
 		} else {
 			mat(p+"attn_q.weight", qd, s.NEmbd)
 			mat(p+"attn_k.weight", kvd, s.NEmbd)
@@ -485,6 +528,10 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 				mat(p+"ffn_up_shexp.weight", w, s.NEmbd)
 				mat(p+"ffn_down_shexp.weight", s.NEmbd, w)
 			}
+		} else if phi3 {
+			// Gate and up in one tensor, the gate first.
+			mat(p+"ffn_up.weight", 2*s.NFF, s.NEmbd)
+			mat(p+"ffn_down.weight", s.NEmbd, s.NFF)
 		} else {
 			mat(p+"ffn_gate.weight", s.NFF, s.NEmbd)
 			mat(p+"ffn_up.weight", s.NFF, s.NEmbd)
@@ -498,6 +545,14 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 			norm(p+"nextn.hnorm.weight", s.NEmbd)
 			norm(p+"nextn.shared_head_norm.weight", s.NEmbd)
 		}
+	}
+	if s.LongRopeOrigCtx > 0 {
+		// The converter writes them after the blocks, one per pair
+		// of rotated dimensions, in F32 (the quantizer leaves 1-D
+		// tensors alone).
+		norm("rope_factors_short.weight", s.RopeDim/2)
+		norm("rope_factors_long.weight", s.RopeDim/2)
+		ts[len(ts)-1].longRope = true
 	}
 	norm("output_norm.weight", s.NEmbd)
 	if !s.Tied {
@@ -517,7 +572,10 @@ func (t tensorSpec) data() ([]byte, error) {
 	if t.rows == 0 {
 		x := randn(rand.New(rand.NewPCG(t.seed, 0)), t.cols, 0.1)
 		for i := range x {
-			if !t.bias {
+			switch {
+			case t.longRope:
+				x[i] = float32(math.Pow(40, float64(i)/float64(t.cols))) * (1 + x[i])
+			case !t.bias:
 				x[i]++
 			}
 		}
