@@ -26,6 +26,7 @@ type arena struct {
 	vdeq                              []float32 // per worker: one dequantized value row of a quantized cache
 	pos                               []int     // each row's position in its sequence
 	rope                              ropeTable
+	ropeSWA                           ropeTable // the sliding-window blocks' (Config.RopeBaseSWA)
 
 	// Mixture-of-experts buffers (empty for a dense model): router logits
 	// and choices per token, then the n·k (token, expert) pairs grouped by
@@ -121,4 +122,9 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 	a.rope.half = cfg.RopeDim / 2
 	a.rope.cos = grow(a.rope.cos, m*a.rope.half)
 	a.rope.sin = grow(a.rope.sin, m*a.rope.half)
+	if cfg.RopeBaseSWA != 0 {
+		a.ropeSWA.half = a.rope.half
+		a.ropeSWA.cos = grow(a.ropeSWA.cos, m*a.rope.half)
+		a.ropeSWA.sin = grow(a.ropeSWA.sin, m*a.rope.half)
+	}
 }

@@ -1,6 +1,7 @@
 // Package model runs decoder-only transformer models of the llama family
-// (llama, qwen2, qwen3), phi3 (Phi-3, Phi-4: fused projections, LongRoPE)
-// and the mixture-of-experts families (qwen3moe,
+// (llama, qwen2, qwen3), phi3 (Phi-3, Phi-4: fused projections, LongRoPE),
+// gemma3 (interleaved sliding-window and global blocks) and the
+// mixture-of-experts families (qwen3moe,
 // glm4moe, deepseek2 with latent attention, gpt-oss with attention sinks
 // and sliding-window blocks) from GGUF files, whole or as a
 // shard: a contiguous range of blocks plus, on the first shard, the token
@@ -74,6 +75,23 @@ type Config struct {
 	// the queries scaled by 1/√HeadDim before their scores, as llama.cpp's
 	// graph does, and LongRoPE (Shard.ropeFactors).
 	Phi3 bool
+	// Gemma3 is gemma3's layout: the embeddings scaled by √NEmbd, q/k
+	// norms, norms of the attention and FFN outputs before their
+	// residual adds (attn_post_norm, ffn_post_norm), a GELU-gated FFN.
+	Gemma3 bool
+	// QScale, when not 0, multiplies the roped queries before their
+	// scores, as phi3's and gemma3's graphs do (their AttnScale is then
+	// 1): fp16 keys meet the scaled queries, so where the factor is
+	// applied shows in the bits.
+	QScale float32
+	// RopeBaseSWA, when not 0, is the rope base of the sliding-window
+	// blocks, which take no RopeScaling (gemma3: the local blocks' 10000,
+	// or rope.freq_base_swa; RopeBase and RopeScaling are the global
+	// blocks').
+	RopeBaseSWA float32
+	// SoftCap > 0 caps the final logits at ±SoftCap: SoftCap·tanh(l/SoftCap)
+	// (final_logit_softcapping; gemma2's files set it, gemma3's rarely).
+	SoftCap float32
 }
 
 // swaLayer says whether block b attends through the sliding window, as
@@ -100,6 +118,8 @@ type archTraits struct {
 	oai bool
 	// phi3: see Config.Phi3.
 	phi3 bool
+	// gemma3: see Config.Gemma3.
+	gemma3 bool
 }
 
 var archs = map[string]archTraits{
@@ -111,11 +131,12 @@ var archs = map[string]archTraits{
 	"deepseek2": {moe: true, mla: true},
 	"gpt-oss":   {neox: true, qkvBias: true, moe: true, oai: true},
 	"phi3":      {neox: true, phi3: true},
+	"gemma3":    {neox: true, qkNorm: true, gemma3: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
 func SupportedArchs() []string {
-	return []string{"llama", "qwen2", "qwen3", "phi3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
+	return []string{"llama", "qwen2", "qwen3", "phi3", "gemma3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
 }
 
 // ReadConfig reads the hyperparameters of f.
@@ -125,7 +146,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai, Phi3: tr.phi3}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai, Phi3: tr.phi3, Gemma3: tr.gemma3}
 	key := func(k string) string { return arch + "." + k }
 	var err error
 	need := func(k string, dst *int, min int) {
@@ -243,6 +264,11 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
+	if tr.gemma3 {
+		if err := c.readGemma3(f); err != nil {
+			return Config{}, err
+		}
+	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()
 	}
@@ -355,8 +381,9 @@ func (c *Config) readPhi3(f *gguf.File) error {
 	if c.RopeScaling.OrigCtx == 0 {
 		c.RopeScaling.OrigCtx = c.ContextLength
 	}
-	// The scores' factor is applied to the queries instead (qkv).
-	c.AttnScale = 1
+	// The scores' factor is applied to the queries instead (qkv), as
+	// llama.cpp's phi3 graph does (1.0f/sqrtf(n_embd_head)).
+	c.AttnScale, c.QScale = 1, invSqrtf(c.HeadDim)
 	if v, ok := f.Uint(c.Arch + ".attention.sliding_window"); ok && v > 0 {
 		// Phi-3-mini-4k and -small files set it (2047): HF's
 		// transformers attends through it on every block, and so does
@@ -370,10 +397,69 @@ func (c *Config) readPhi3(f *gguf.File) error {
 	return nil
 }
 
-// phi3QScale is the factor llama.cpp's phi3 graph multiplies the roped
-// queries by (1.0f/sqrtf(n_embd_head), in float32).
-func (c Config) phi3QScale() float32 {
-	return 1 / float32(math.Sqrt(float64(c.HeadDim)))
+// invSqrtf is C's 1.0f/sqrtf((float)n): sqrtf is correctly rounded, as is
+// float64's square root of a float32 rounded back.
+func invSqrtf(n int) float32 {
+	return 1 / float32(math.Sqrt(float64(float32(n))))
+}
+
+// readGemma3 reads gemma3's sliding-window schedule, rope bases, logit cap
+// and query scale as llama.cpp's loader does. A file with a window has
+// local blocks in a pattern of period sliding_window_pattern (6 when
+// absent: five local blocks, then a global one), whose rope base is
+// rope.freq_base_swa (10000 when absent) without the rope scaling, which
+// only the global blocks take; a file without one has global blocks only.
+func (c *Config) readGemma3(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	if v, ok := f.Uint(key("attention.sliding_window")); ok && v > 0 {
+		if v >= 1<<24 {
+			return fmt.Errorf("model: %s = %d is out of range", key("attention.sliding_window"), v)
+		}
+		c.SlidingWindow, c.SWAPeriod = int(v), 6
+		if _, ok := f.Get(key("attention.sliding_window_pattern")); ok {
+			p, ok := f.Uint(key("attention.sliding_window_pattern"))
+			if !ok || p >= 1<<24 {
+				return fmt.Errorf("model: %s is not a period this engine supports (a per-layer array, or out of range)", key("attention.sliding_window_pattern"))
+			}
+			c.SWAPeriod = int(p)
+		}
+		c.RopeBaseSWA = 10000
+		if b, ok := f.Float(key("rope.freq_base_swa")); ok {
+			c.RopeBaseSWA = float32(b)
+		}
+		if !(c.RopeBaseSWA > 0) {
+			return fmt.Errorf("model: %s = %v", key("rope.freq_base_swa"), c.RopeBaseSWA)
+		}
+	}
+	if c.RopeScaling.Type == "yarn" {
+		// llama.cpp's YaRN parameters are the context's, shared by the
+		// local blocks' rope; no gemma3 file is known to use it.
+		return fmt.Errorf("model: gemma3 with yarn rope scaling is not supported")
+	}
+	if v, ok := f.Float(key("final_logit_softcapping")); ok && v != 0 {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("model: %s = %v", key("final_logit_softcapping"), v)
+		}
+		c.SoftCap = float32(v)
+	}
+	// The queries are scaled by 1/√query_pre_attn_scalar after rope, and
+	// the scores not at all. llama.cpp does not read the scalar: it takes
+	// n_embd/n_head for the 27B model (62 blocks), the head width for the
+	// others, as Google's reference configurations set it.
+	c.AttnScale, c.QScale = 1, invSqrtf(c.HeadDim)
+	if c.NLayer == 62 {
+		c.QScale = invSqrtf(c.NEmbd / c.NHead)
+	}
+	return nil
+}
+
+// embedScale is the factor of the token embeddings: gemma3's √NEmbd (a
+// float32 sqrtf, as llama.cpp's graph takes it), 1 otherwise.
+func (c Config) embedScale() float32 {
+	if !c.Gemma3 {
+		return 1
+	}
+	return float32(math.Sqrt(float64(float32(c.NEmbd))))
 }
 
 // readMLA reads deepseek2's latent attention geometry. The cache holds

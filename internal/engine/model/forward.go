@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -78,7 +79,7 @@ func (s *Shard) Forward(c *Cache, b Batch) (Result, error) {
 			a.pos[t] = c.len + t
 		}
 		one := [1]seg{{c: c, n: m}}
-		s.ropeTable(&a.rope, a.pos[:m], one[:])
+		s.ropeTables(a, a.pos[:m], one[:])
 		// The head reads only the last position unless every position's
 		// logits are wanted, so the last block need not finish the others
 		// once their keys and values are stored.
@@ -124,9 +125,16 @@ func (s *Shard) input(b Batch, x []float32) error {
 		return nil
 	}
 	d := s.Config.NEmbd
+	scale := s.Config.embedScale()
 	for i, id := range b.Tokens {
-		if err := s.embedRow(id, x[i*d:(i+1)*d]); err != nil {
+		row := x[i*d : (i+1)*d]
+		if err := s.embedRow(id, row); err != nil {
 			return err
+		}
+		if scale != 1 {
+			for j := range row {
+				row[j] *= scale
+			}
 		}
 	}
 	return nil
@@ -139,6 +147,12 @@ func (s *Shard) head(a *arena, x []float32, m int, logits []float32) {
 	normed := a.h[:m*d]
 	s.rows(a, opNorm, normed, x[:m*d], s.outNorm, d, m)
 	s.matmul(a, normed, m, mmPart{s.output, logits[:m*cfg.NVocab]})
+	if c := cfg.SoftCap; c > 0 {
+		// ggml_scale, ggml_tanh, ggml_scale: each step rounded to float32.
+		for i, v := range logits[:m*cfg.NVocab] {
+			logits[i] = float32(math.Tanh(float64(v*(1/c)))) * c
+		}
+	}
 }
 
 func (s *Shard) embedRow(id int32, dst []float32) error {
@@ -203,6 +217,9 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 			addBias(o[t*d:(t+1)*d], ly.oai.oBias)
 		}
 	}
+	if ly.attnPostNorm != nil {
+		s.rows(a, opNorm, o, o, ly.attnPostNorm, d, n)
+	}
 	for j := range x {
 		x[j] += o[j]
 	}
@@ -212,6 +229,9 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 		s.moeFFN(a, ly, h, n, ffo)
 	} else {
 		s.denseFFN(a, ly, h, n, ffo)
+	}
+	if ly.ffnPostNorm != nil {
+		s.rows(a, opNorm, ffo, ffo, ly.ffnPostNorm, d, n)
 	}
 	for j := range x {
 		x[j] += ffo[j]
@@ -223,9 +243,10 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) {
 	cfg := s.Config
 	hd, kvd, qd := cfg.HeadDim, cfg.KVDim(), cfg.QDim()
-	qScale := float32(1)
-	if cfg.Phi3 {
-		qScale = cfg.phi3QScale()
+	qScale := cfg.QScale
+	rt := &a.rope
+	if ly.window > 0 && cfg.RopeBaseSWA != 0 {
+		rt = &a.ropeSWA // gemma3's local blocks
 	}
 	s.matmul(a, h, n, mmPart{ly.q, q}, mmPart{ly.k, k}, mmPart{ly.v, v})
 	for t := 0; t < n; t++ {
@@ -237,8 +258,8 @@ func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) 
 			if ly.qNorm != nil {
 				rmsNorm(qh, qh, ly.qNorm, cfg.RMSEps)
 			}
-			a.rope.rope(qh, t, cfg.RopeNeoX)
-			if qScale != 1 {
+			rt.rope(qh, t, cfg.RopeNeoX)
+			if qScale != 0 {
 				for e := range qh {
 					qh[e] *= qScale
 				}
@@ -249,18 +270,22 @@ func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) 
 			if ly.kNorm != nil {
 				rmsNorm(kh, kh, ly.kNorm, cfg.RMSEps)
 			}
-			a.rope.rope(kh, t, cfg.RopeNeoX)
+			rt.rope(kh, t, cfg.RopeNeoX)
 		}
 	}
 }
 
-// denseFFN writes the SwiGLU feed-forward output of ly's gate, up and down
-// matrices over the n rows h into out.
+// denseFFN writes the gated feed-forward output of ly's gate, up and down
+// matrices over the n rows h into out: SwiGLU, or gemma3's GELU.
 func (s *Shard) denseFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 	w := ly.gate.rows
 	gate, up := a.gate[:n*w], a.up[:n*w]
 	s.matmul(a, h, n, mmPart{ly.gate, gate}, mmPart{ly.up, up})
-	s.rows(a, opSwiGLU, gate, up, nil, w, n)
+	act := opSwiGLU
+	if s.Config.Gemma3 {
+		act = opGeGLU
+	}
+	s.rows(a, act, gate, up, nil, w, n)
 	s.matmul(a, gate, n, mmPart{ly.down, out})
 }
 
@@ -277,6 +302,7 @@ const (
 	opNorm      rowsOp = iota // dst = rmsNorm(src)·w
 	opSwiGLU                  // dst = silu(dst)·src
 	opSwiGLUOAI               // dst = swigluOAI(dst, src): gpt-oss's clamped variant
+	opGeGLU                   // dst = gelu(dst)·src, ggml's fp16-table GELU (geglu)
 )
 
 // gpt-oss's SwiGLU constants, which llama.cpp hard-wires
@@ -294,6 +320,40 @@ func swigluOAI(gate, up []float32) {
 		y := min(max(up[i], -oaiLimit), oaiLimit)
 		glu := x / (1 + float32(math.Exp(float64(oaiAlpha*(-x)))))
 		gate[i] = glu * (y + 1)
+	}
+}
+
+// geluTable is ggml's table of GELU over every fp16 value (the tanh
+// approximation, in float32, rounded to fp16), which its CPU backend
+// evaluates GELU with: ggml_table_gelu_f16.
+var geluTable = sync.OnceValue(func() *[1 << 16]uint16 {
+	const (
+		coefA       = float32(0.044715)
+		sqrt2OverPi = float32(0.79788456080286535587989211986876)
+	)
+	var t [1 << 16]uint16
+	for i := range t {
+		x := tensor.F16ToF32(uint16(i))
+		g := float32(0.5) * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+coefA*x*x)))))
+		t[i] = tensor.F32ToF16(g)
+	}
+	return &t
+})
+
+// geglu replaces gate[i] with gelu(gate[i])·up[i] as ggml_vec_geglu_f32
+// computes it (GGML_GELU_FP16): 0 at or below -10, the identity at or
+// above 10, the fp16 table between.
+func geglu(gate, up []float32) {
+	t := geluTable()
+	for i, x := range gate {
+		switch {
+		case x <= -10:
+			gate[i] = 0
+		case x >= 10:
+			gate[i] = x * up[i]
+		default:
+			gate[i] = tensor.F16ToF32(t[tensor.F32ToF16(x)]) * up[i]
+		}
 	}
 }
 
@@ -317,6 +377,8 @@ func (j *rowsJob) do(_, lo, hi int) {
 			j.k.SwiGLU(dst, src)
 		case opSwiGLUOAI:
 			swigluOAI(dst, src)
+		case opGeGLU:
+			geglu(dst, src)
 		}
 	}
 }

@@ -46,21 +46,33 @@ type ropeTable struct {
 	cos, sin []float32 // [n × half]
 }
 
-// ropeTable fills t (sized for at least len(pos) rows) for the rows'
-// positions pos; the rows of segs[i] take the frequency factors of its
-// cache (Cache.ropeF).
-func (s *Shard) ropeTable(t *ropeTable, pos []int, segs []seg) {
+// ropeTables fills the arena's rope tables (sized for at least len(pos)
+// rows) for the rows' positions pos: the global blocks' table, and, for a
+// model whose sliding-window blocks have a rope of their own
+// (Config.RopeBaseSWA), theirs.
+func (s *Shard) ropeTables(a *arena, pos []int, segs []seg) {
+	s.ropeTable(&a.rope, pos, segs, s.Config.RopeBase, true)
+	if s.Config.RopeBaseSWA != 0 {
+		s.ropeTable(&a.ropeSWA, pos, segs, s.Config.RopeBaseSWA, false)
+	}
+}
+
+// ropeTable fills t for the rows' positions pos with rope base base, and
+// the model's rope scaling when scaled (llama.cpp's local blocks of gemma3
+// take a frequency scale of 1); the rows of segs[i] take the frequency
+// factors of its cache (Cache.ropeF).
+func (s *Shard) ropeTable(t *ropeTable, pos []int, segs []seg, base float32, scaled bool) {
 	c := s.Config
 	half := t.half
-	thetaScale := float32(math.Pow(float64(c.RopeBase), -2/float64(c.RopeDim)))
+	thetaScale := float32(math.Pow(float64(base), -2/float64(c.RopeDim)))
 	freqScale := float32(1)
-	if c.RopeScaling.Type == "linear" {
+	if c.RopeScaling.Type == "linear" && scaled {
 		freqScale = 1 / c.RopeScaling.Factor
 	}
 	// ggml's rope multiplies cos and sin by the attention factor
 	// (rope.scaling.attn_factor, 1 when absent): phi3's LongRoPE sets it.
 	mscale := c.RopeScaling.AttnFactor
-	yarn := c.RopeScaling.Type == "yarn"
+	yarn := c.RopeScaling.Type == "yarn" && scaled
 	var lo, hi float32
 	if yarn {
 		// ggml's rope_yarn: each pair's angle blends interpolation and

@@ -68,7 +68,7 @@ func (s *Shard) StepRows(st *Steps, caches []*Cache, rows []int, b Batch) (Resul
 		st.segs = append(st.segs, seg{c: c, row: row, n: rows[i]})
 		row += rows[i]
 	}
-	s.ropeTable(&a.rope, a.pos[:n], st.segs)
+	s.ropeTables(a, a.pos[:n], st.segs)
 	for i := range s.layers {
 		s.block(i, st.segs, a, x, n, false)
 	}

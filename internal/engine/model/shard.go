@@ -64,6 +64,10 @@ type layer struct {
 	mla                        mlaLayer
 	oai                        oaiLayer
 	window                     int // > 0: a sliding-window block (Config.swaLayer)
+
+	// gemma3: the norms of the attention and FFN outputs before their
+	// residual adds; nil otherwise.
+	attnPostNorm, ffnPostNorm []float32
 }
 
 // oaiLayer is gpt-oss's extra per-block weights.
@@ -319,6 +323,10 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 	case c.GLM:
 		ly.qNorm = v("attn_q_norm.weight", c.HeadDim, true)
 		ly.kNorm = v("attn_k_norm.weight", c.HeadDim, true)
+	}
+	if c.Gemma3 {
+		ly.attnPostNorm = v("post_attention_norm.weight", c.NEmbd, false)
+		ly.ffnPostNorm = v("post_ffw_norm.weight", c.NEmbd, false)
 	}
 	if c.OAI {
 		ly.oai.oBias = v("attn_output.bias", c.NEmbd, false)

@@ -72,7 +72,7 @@ func (s *Shard) Step(st *Steps, caches []*Cache, b Batch) (Result, error) {
 		a.pos[i] = c.len
 		st.segs = append(st.segs, seg{c: c, row: i, n: 1})
 	}
-	s.ropeTable(&a.rope, a.pos[:n], st.segs)
+	s.ropeTables(a, a.pos[:n], st.segs)
 	for i := range s.layers {
 		s.block(i, st.segs, a, x, n, false)
 	}

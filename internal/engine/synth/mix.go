@@ -62,6 +62,13 @@ func Shipped(arch string) (Mix, bool) {
 		return Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
 			{"attn_qkv.weight", tensor.Q5_K}, {"ffn_down.weight", tensor.Q6_K}, {"output.weight", tensor.Q6_K},
 		}}, true
+	case "gemma3":
+		// llama.cpp's Q4_K_M of a tied model raises token_embd, which
+		// is also the head, to Q6_K, with the value and down
+		// projections (every one here; llama.cpp raises some).
+		return Mix{Name: "Q4_K_M", Base: tensor.Q4_K, FileType: tensor.Q4_K, Over: []MixRule{
+			{"token_embd.weight", tensor.Q6_K}, {"attn_v.weight", tensor.Q6_K}, {"ffn_down.weight", tensor.Q6_K},
+		}}, true
 	case "gpt-oss":
 		// llama.cpp's MXFP4_MOE, which gpt-oss ships in: the experts
 		// MXFP4, every other matrix Q8_0.

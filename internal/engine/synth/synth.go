@@ -60,8 +60,12 @@ type Shape struct {
 	YarnOrigCtx int
 	YarnLogMul  float32
 	// gpt-oss: every other block (the even ones) attends to the last
-	// SlidingWindow positions; phi3: every block does.
+	// SlidingWindow positions; phi3: every block does; gemma3: five
+	// blocks of every six (llama.cpp's default pattern).
 	SlidingWindow int
+	// RopeLinear > 0: linear rope scaling by that factor, as Gemma 3's
+	// 4B and larger files set it (its global blocks take it).
+	RopeLinear float32
 	// phi3's LongRoPE: the original (pre-training) context, which the
 	// short factors serve and past which the long ones apply, with the
 	// attention factor the converter derives from CtxLen/LongRopeOrigCtx;
@@ -133,6 +137,16 @@ func ArchShapes() map[string]Shape {
 		// tokens (<|endoftext|>) in the vocabulary, which synth's has not.
 		"phi3": {Name: "phi-tiny", Arch: "phi3", NEmbd: 256, NLayer: 3, NHead: 4, NHeadKV: 2, HeadDim: 64,
 			NFF: 512, NVocab: 1024, RopeBase: 10000, CtxLen: 4096, LongRopeOrigCtx: 256},
+		// Gemma 3's layout (gemma-3-1b: 26 blocks, 4 heads of 256 over
+		// one KV head, wider than the 1152 embedding; the 4B and
+		// larger: linear rope scaling ×8): q/k norms, norms after
+		// attention and FFN, GELU-gated FFN, tied head. Eight blocks
+		// with llama.cpp's default pattern, so blocks 0–4 and 6–7 are
+		// local, with a window of 8 that the 33-token reference prompt
+		// crosses, and block 5 global (base 1e6, scaled; the local
+		// ones take 10000 unscaled).
+		"gemma3": {Name: "gemma3-tiny", Arch: "gemma3", NEmbd: 256, NLayer: 8, NHead: 4, NHeadKV: 1, HeadDim: 128,
+			NFF: 768, NVocab: 1024, RopeBase: 1e6, Tied: true, CtxLen: 32768, SlidingWindow: 8, RopeLinear: 8},
 	}
 }
 
@@ -371,6 +385,10 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	if s.SlidingWindow > 0 {
 		w.Set(a+".attention.sliding_window", uint32(s.SlidingWindow))
 	}
+	if s.RopeLinear > 0 {
+		w.Set(a+".rope.scaling.type", "linear")
+		w.Set(a+".rope.scaling.factor", s.RopeLinear)
+	}
 	if s.LongRopeOrigCtx > 0 {
 		// What convert_hf_to_gguf.py writes for LongRoPE ("su",
 		// "longrope"): no scaling type, the original context, and
@@ -455,6 +473,7 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 	glm := s.Arch == "glm4moe"
 	oai := s.Arch == "gpt-oss"
 	phi3 := s.Arch == "phi3"
+	gemma3 := s.Arch == "gemma3"
 	mat("token_embd.weight", s.NVocab, s.NEmbd)
 	for l := 0; l < s.NLayer+s.NextN; l++ {
 		p := fmt.Sprintf("blk.%d.", l)
@@ -495,13 +514,18 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 			// Sink logits near 1, of the size of the attention scores.
 			norm(p+"attn_sinks.weight", s.NHead)
 		}
-		if s.Arch == "qwen3" || s.Arch == "qwen3moe" || glm {
+		if s.Arch == "qwen3" || s.Arch == "qwen3moe" || glm || gemma3 {
 			norm(p+"attn_q_norm.weight", s.HeadDim)
 			norm(p+"attn_k_norm.weight", s.HeadDim)
 		}
-		if glm || oai {
+		switch {
+		case glm || oai:
 			norm(p+"post_attention_norm.weight", s.NEmbd)
-		} else {
+		case gemma3:
+			// The attention output's norm, then the FFN's input's.
+			norm(p+"post_attention_norm.weight", s.NEmbd)
+			norm(p+"ffn_norm.weight", s.NEmbd)
+		default:
 			norm(p+"ffn_norm.weight", s.NEmbd)
 		}
 		if s.NExpert > 0 && l >= s.LeadingDense {
@@ -536,6 +560,9 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 			mat(p+"ffn_gate.weight", s.NFF, s.NEmbd)
 			mat(p+"ffn_up.weight", s.NFF, s.NEmbd)
 			mat(p+"ffn_down.weight", s.NEmbd, s.NFF)
+		}
+		if gemma3 {
+			norm(p+"post_ffw_norm.weight", s.NEmbd)
 		}
 		if l >= s.NLayer {
 			// A next-token-prediction block: the engine skips it, as

@@ -1,0 +1,64 @@
+package model
+
+import (
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// TestSyntheticGemma3Reference checks gemma3 against llama.cpp's logits on
+// the model `skulk dev synth --arch gemma3` writes (bench/synthref.sh
+// gemma3), within the bounds of the other quantized references: the
+// llama.cpp-mimicking path against the main prompts, exact F32 activations
+// against llama.cpp's run on its own dequantized copy. The 33-token prompt
+// and its generation cross the local blocks' window of 8, so the window,
+// the schedule of local and global blocks and their two ropes all show in
+// the logits.
+func TestSyntheticGemma3Reference(t *testing.T) {
+	var ref struct {
+		synthRef
+		Model struct {
+			SHA256  string `json:"sha256"`
+			Command string `json:"command"`
+		} `json:"model"`
+	}
+	readJSON(t, filepath.Join(repoRoot(), "testdata", "synthetic", "synth-gemma3.json"), &ref)
+	if ref.Dequant == nil {
+		t.Fatal("the reference has no dequant_f32 section")
+	}
+	path, sum := archModel(t, "gemma3")
+	if sum != ref.Model.SHA256 {
+		if runtime.GOARCH != "amd64" {
+			t.Skipf("synth wrote a model with sha256 %s on %s; the reference was made from the amd64 bytes %s", sum, runtime.GOARCH, ref.Model.SHA256)
+		}
+		t.Fatalf("synth wrote a model with sha256 %s; the reference was made from %s (%s): "+
+			"rerun bench/synthref.sh gemma3 if the generator changed on purpose", sum, ref.Model.SHA256, ref.Model.Command)
+	}
+	s, _ := openShard(t, path, whole, Options{Threads: 2, F32Cache: true})
+	for b, ly := range s.layers {
+		if want := map[bool]int{true: 0, false: 8}[b%6 == 5]; ly.window != want {
+			t.Fatalf("block %d has window %d, want %d (five local blocks of 8 positions, then a global one)", b, ly.window, want)
+		}
+	}
+	summary, st := checkStatsIn(t, s, ref.Prompts, ref.Tolerance.Mimic, 256)
+	t.Logf("mimicking vs llama.cpp: %s; relative rms %.3g; %s", summary, relRMS(st, ref.Prompts), top1Agreement(t, s, ref.Prompts, 256))
+	e, _ := openShard(t, path, whole, Options{Threads: 2, ExactActivations: true, F32Cache: true})
+	summary, st = checkStatsIn(t, e, ref.Dequant.Prompts, gemma3DequantBound(ref.Tolerance.Dequant), 256)
+	t.Logf("exact activations vs llama.cpp on the dequantized copy: %s; relative rms %.3g; %s",
+		summary, relRMS(st, ref.Dequant.Prompts), top1Agreement(t, e, ref.Dequant.Prompts, 256))
+}
+
+// gemma3DequantBound is the exact-activation bound of the dequant_f32
+// section for gemma3. ggml evaluates GELU through a table over fp16
+// inputs (geglu), so a float32 difference of one ulp in a gate value,
+// which summing a matmul in another order gives, moves some inputs across
+// an fp16 rounding boundary and their GELU by an fp16 ulp: nudging every
+// GELU input of this engine's own run by one float32 ulp changes the
+// logits by max 8.7e-4, rms 1.0e-4, where the other architectures stay
+// within 1e-5 of llama.cpp. Measured against llama.cpp: max 1.03e-3, rms
+// 1.4e-4. The bound leaves that room and no more: GELU computed in float32
+// without the table (2.4e-3, 4.3e-4) fails it.
+func gemma3DequantBound(b bound) bound {
+	b.MaxAbs, b.RMS = max(b.MaxAbs, 1.5e-3), max(b.RMS, 2.5e-4)
+	return b
+}
