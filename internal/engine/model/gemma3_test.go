@@ -4,6 +4,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/skulk/skulk/internal/engine/synth"
+	"github.com/skulk/skulk/internal/engine/tensor"
 )
 
 // TestSyntheticGemma3Reference checks gemma3 against llama.cpp's logits on
@@ -36,8 +39,8 @@ func TestSyntheticGemma3Reference(t *testing.T) {
 	}
 	s, _ := openShard(t, path, whole, Options{Threads: 2, F32Cache: true})
 	for b, ly := range s.layers {
-		if want := map[bool]int{true: 0, false: 8}[b%6 == 5]; ly.window != want {
-			t.Fatalf("block %d has window %d, want %d (five local blocks of 8 positions, then a global one)", b, ly.window, want)
+		if ly.window != gemma3Window(b) {
+			t.Fatalf("block %d has window %d, want %d (five local blocks of 8 positions, then a global one)", b, ly.window, gemma3Window(b))
 		}
 	}
 	summary, st := checkStatsIn(t, s, ref.Prompts, ref.Tolerance.Mimic, 256)
@@ -61,4 +64,24 @@ func TestSyntheticGemma3Reference(t *testing.T) {
 func gemma3DequantBound(b bound) bound {
 	b.MaxAbs, b.RMS = max(b.MaxAbs, 1.5e-3), max(b.RMS, 2.5e-4)
 	return b
+}
+
+// gemma3Window is the window of block b of synth's gemma3 model: 8
+// positions, but on every sixth block (llama.cpp's default pattern).
+func gemma3Window(b int) int {
+	if b%6 == 5 {
+		return 0
+	}
+	return 8
+}
+
+// TestGemma3SlidingWindow: a 150-token prompt crosses the local blocks'
+// window of 8 many times over, far enough that they skip the first
+// swaAlign-aligned positions of their cache; the logits must be bit for
+// bit those of reading from position 0 and of one token at a time, with
+// the global block between them seeing everything.
+func TestGemma3SlidingWindow(t *testing.T) {
+	path := synthFile(t, synth.ArchShapes()["gemma3"], tensor.Q8_0)
+	s, _ := openShard(t, path, whole, Options{Threads: 2})
+	slidingWindowExact(t, s, gemma3Window)
 }

@@ -165,12 +165,15 @@ func modelCaches() []modelCache {
 	}
 	moe := func(t *testing.T) string { return smallMoE(t, tensor.Q8_0) }
 	mla := func(t *testing.T) string { return synthFile(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0) }
+	// Sliding-window blocks with a rope of their own between global ones.
+	gemma := func(t *testing.T) string { return synthFile(t, synth.ArchShapes()["gemma3"], tensor.Q8_0) }
 	return append(cs,
 		modelCache{"Q8_0/kv-q8_0", wide, "q8_0"},
 		modelCache{"Q8_0/kv-q4_0", wide, "q4_0"},
 		modelCache{"qwen3moe-Q8_0/kv-q4_0", moe, "q4_0"},
 		modelCache{"deepseek2-Q8_0/kv-q8_0", mla, "q8_0"},
 		modelCache{"deepseek2-Q8_0/kv-f32", mla, "f32"},
+		modelCache{"gemma3-Q8_0", gemma, ""},
 	)
 }
 

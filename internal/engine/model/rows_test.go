@@ -26,6 +26,11 @@ func TestStepRowsBitIdentical(t *testing.T) {
 	mla := func(t *testing.T, typ tensor.Type) string {
 		return synthFile(t, synth.ArchShapes()["deepseek2"], typ)
 	}
+	// Sliding-window blocks with their own rope between global ones:
+	// the prompts cross the window of 8 many times over.
+	gemma := func(t *testing.T, typ tensor.Type) string {
+		return synthFile(t, synth.ArchShapes()["gemma3"], typ)
+	}
 	for _, tc := range []struct {
 		name  string
 		typ   tensor.Type
@@ -36,6 +41,7 @@ func TestStepRowsBitIdentical(t *testing.T) {
 		{"", tensor.Q8_0, "q8_0", wideHeads}, {"", tensor.Q8_0, "q4_0", wideHeads},
 		{"qwen3moe-", tensor.Q8_0, "q4_0", smallMoE},
 		{"deepseek2-", tensor.Q8_0, "", mla}, {"deepseek2-", tensor.Q8_0, "q8_0", mla},
+		{"gemma3-", tensor.Q8_0, "", gemma}, {"gemma3-", tensor.Q8_0, "q8_0", gemma},
 	} {
 		typ := tc.typ
 		t.Run(tc.name+typ.String()+"/cache="+tc.cache, func(t *testing.T) {

@@ -96,6 +96,11 @@ func TestShardSplitBitIdentical(t *testing.T) {
 		// shard: the caches of 64 positions take the short ones, and
 		// the long ones past an original context of 32.
 		"synth-phi3-q4_k_m": func() string { p, _ := archModel(t, "phi3"); return p }(),
+		// Local and global blocks with their own ropes, post norms,
+		// GELU: the prompt and steps (10 positions) cross the window of
+		// 8, and every split point falls before, after or between
+		// local blocks and the global one.
+		"synth-gemma3-q4_k_m": func() string { p, _ := archModel(t, "gemma3"); return p }(),
 		"synth-phi3-long-q4_k": func() string {
 			sh := synth.ArchShapes()["phi3"]
 			sh.LongRopeOrigCtx = 32
