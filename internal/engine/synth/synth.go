@@ -66,6 +66,8 @@ type Shape struct {
 	// RopeLinear > 0: linear rope scaling by that factor, as Gemma 3's
 	// 4B and larger files set it (its global blocks take it).
 	RopeLinear float32
+	// SoftCap > 0: final_logit_softcapping (gemma2's files set 30).
+	SoftCap float32
 	// phi3's LongRoPE: the original (pre-training) context, which the
 	// short factors serve and past which the long ones apply, with the
 	// attention factor the converter derives from CtxLen/LongRopeOrigCtx;
@@ -384,6 +386,9 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 	}
 	if s.SlidingWindow > 0 {
 		w.Set(a+".attention.sliding_window", uint32(s.SlidingWindow))
+	}
+	if s.SoftCap > 0 {
+		w.Set(a+".final_logit_softcapping", s.SoftCap)
 	}
 	if s.RopeLinear > 0 {
 		w.Set(a+".rope.scaling.type", "linear")
