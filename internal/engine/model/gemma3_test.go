@@ -1,11 +1,13 @@
 package model
 
 import (
+	"bytes"
 	"math"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/engine/synth"
 	"github.com/skulk/skulk/internal/engine/tensor"
 )
@@ -132,5 +134,79 @@ func TestFinalLogitSoftCap(t *testing.T) {
 				t.Fatalf("%s: logit %d is %v, want 2·tanh(%v/2) = %v", name, i, got[i], l, want)
 			}
 		}
+	}
+}
+
+// TestGemma3Config checks what ReadConfig takes from a gemma3 file's
+// metadata, as llama.cpp's loader takes it: the window and its pattern
+// (6 when absent), the local blocks' rope base (10000 when absent), the
+// query scale (1/√n_embd_head, but 1/√(n_embd/n_head) for the 27B model's
+// 62 blocks), the logit cap.
+func TestGemma3Config(t *testing.T) {
+	base := map[string]any{
+		"block_count": uint32(26), "embedding_length": uint32(1152), "feed_forward_length": uint32(6912),
+		"attention.head_count": uint32(4), "attention.head_count_kv": uint32(1),
+		"attention.key_length": uint32(256), "attention.value_length": uint32(256),
+		"attention.layer_norm_rms_epsilon": float32(1e-6), "rope.freq_base": float32(1e6), "vocab_size": uint32(262144),
+		"attention.sliding_window": uint32(512),
+	}
+	for _, c := range []struct {
+		name      string
+		set       map[string]any
+		drop      string
+		period    int
+		window    int
+		swaBase   float32
+		qScale    float32
+		softCap   float32
+		wantError bool
+	}{
+		{name: "gemma-3-1b", period: 6, window: 512, swaBase: 10000, qScale: 1.0 / 16},
+		{name: "no window: global blocks only", drop: "attention.sliding_window", qScale: 1.0 / 16},
+		{name: "pattern and local base", set: map[string]any{"attention.sliding_window_pattern": uint32(4), "rope.freq_base_swa": float32(20000)},
+			period: 4, window: 512, swaBase: 20000, qScale: 1.0 / 16},
+		{name: "27B", set: map[string]any{"block_count": uint32(62), "embedding_length": uint32(5376), "attention.head_count": uint32(32),
+			"attention.head_count_kv": uint32(16), "attention.key_length": uint32(128), "attention.value_length": uint32(128)},
+			period: 6, window: 512, swaBase: 10000, qScale: invSqrtf(168)},
+		{name: "soft cap", set: map[string]any{"final_logit_softcapping": float32(30)}, period: 6, window: 512, swaBase: 10000, qScale: 1.0 / 16, softCap: 30},
+		{name: "linear rope scaling", set: map[string]any{"rope.scaling.type": "linear", "rope.scaling.factor": float32(8)},
+			period: 6, window: 512, swaBase: 10000, qScale: 1.0 / 16},
+		{name: "yarn", set: map[string]any{"rope.scaling.type": "yarn", "rope.scaling.factor": float32(8)}, wantError: true},
+		{name: "per-layer pattern", set: map[string]any{"attention.sliding_window_pattern": []bool{true, false}}, wantError: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := gguf.NewWriter()
+			w.Set("general.architecture", "gemma3")
+			for k, v := range base {
+				if _, over := c.set[k]; !over && k != c.drop {
+					w.Set("gemma3."+k, v)
+				}
+			}
+			for k, v := range c.set {
+				w.Set("gemma3."+k, v)
+			}
+			var buf bytes.Buffer
+			if _, err := w.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			f, err := gguf.Parse(buf.Bytes())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := ReadConfig(f)
+			if c.wantError {
+				if err == nil {
+					t.Fatalf("read %+v, want an error", cfg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !cfg.Gemma3 || cfg.AttnScale != 1 || cfg.QScale != c.qScale || cfg.SWAPeriod != c.period || cfg.SlidingWindow != c.window ||
+				cfg.RopeBaseSWA != c.swaBase || cfg.SoftCap != c.softCap || !cfg.RopeNeoX || !cfg.QKNorm {
+				t.Errorf("config %+v", cfg)
+			}
+		})
 	}
 }
