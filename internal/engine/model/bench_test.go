@@ -92,6 +92,11 @@ func benchCases() []benchCase {
 		// Qwen3-30B-A3B-like experts (8 of 64 run): a decode step reads an
 		// eighth of the expert weights.
 		{"moe-2L-q8_0", moe, tensor.Q8_0},
+		// gemma-3-1b's widths (4 heads of 256 over one KV head, a
+		// GELU-gated FFN of 6912) with the 32000-token head: five local
+		// blocks (a window of 512) and a global one.
+		{"gemma3-1b-6L-q8_0", synth.Shape{Name: "gemma3-1b-6L", Arch: "gemma3", NEmbd: 1152, NLayer: 6, NHead: 4, NHeadKV: 1, HeadDim: 256,
+			NFF: 6912, NVocab: 32000, RopeBase: 1e6, Tied: true, CtxLen: 32768, SlidingWindow: 512}, tensor.Q8_0},
 	}
 	if *benchFull {
 		cs = append(cs, benchCase{"1b-q8_0", shapes["1b"], tensor.Q8_0})
@@ -355,6 +360,34 @@ func TestBatchSplitBitIdentical(t *testing.T) {
 							tc.threads, len(tc.cuts), i, i/300, got[i], ref[i])
 					}
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkGeGLU measures gemma3's activation over one row of
+// gemma-3-1b's FFN width, against SwiGLU's: ggml's fp16 GELU table costs a
+// conversion and a lookup per element.
+func BenchmarkGeGLU(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	gate, up := make([]float32, 6912), make([]float32, 6912)
+	for i := range gate {
+		gate[i], up[i] = float32(rng.NormFloat64()), float32(rng.NormFloat64())
+	}
+	k, err := tensor.Capped("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := make([]float32, len(gate))
+	for _, c := range []struct {
+		name string
+		f    func(gate, up []float32)
+	}{{"geglu", geglu}, {"swiglu", k.SwiGLU}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(8 * len(gate)))
+			for b.Loop() {
+				copy(w, gate)
+				c.f(w, up)
 			}
 		})
 	}

@@ -325,17 +325,18 @@ func swigluOAI(gate, up []float32) {
 
 // geluTable is ggml's table of GELU over every fp16 value (the tanh
 // approximation, in float32, rounded to fp16), which its CPU backend
-// evaluates GELU with: ggml_table_gelu_f16.
-var geluTable = sync.OnceValue(func() *[1 << 16]uint16 {
+// evaluates GELU with (ggml_table_gelu_f16), held widened to float32 so a
+// lookup costs one conversion.
+var geluTable = sync.OnceValue(func() *[1 << 16]float32 {
 	const (
 		coefA       = float32(0.044715)
 		sqrt2OverPi = float32(0.79788456080286535587989211986876)
 	)
-	var t [1 << 16]uint16
+	var t [1 << 16]float32
 	for i := range t {
 		x := tensor.F16ToF32(uint16(i))
 		g := float32(0.5) * x * (1 + float32(math.Tanh(float64(sqrt2OverPi*x*(1+coefA*x*x)))))
-		t[i] = tensor.F32ToF16(g)
+		t[i] = tensor.F16ToF32(tensor.F32ToF16(g))
 	}
 	return &t
 })
@@ -345,6 +346,7 @@ var geluTable = sync.OnceValue(func() *[1 << 16]uint16 {
 // above 10, the fp16 table between.
 func geglu(gate, up []float32) {
 	t := geluTable()
+	up = up[:len(gate)]
 	for i, x := range gate {
 		switch {
 		case x <= -10:
@@ -352,7 +354,7 @@ func geglu(gate, up []float32) {
 		case x >= 10:
 			gate[i] = x * up[i]
 		default:
-			gate[i] = tensor.F16ToF32(t[tensor.F32ToF16(x)]) * up[i]
+			gate[i] = t[tensor.F32ToF16(x)] * up[i]
 		}
 	}
 }
