@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,10 +66,16 @@ type liveNode struct {
 // serves; the node stops with the test, and its log shows then if it failed.
 func startLiveNode(t *testing.T, args ...string) *liveNode {
 	t.Helper()
+	return startNode(t, nil, append([]string{"--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--quic-addr", "127.0.0.1:0"}, args...)...)
+}
+
+// startNode starts `skulk serve` with a fresh home, the extra environment
+// env and args, as startLiveNode does.
+func startNode(t *testing.T, env []string, args ...string) *liveNode {
+	t.Helper()
 	bin := skulkBinary(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--home", t.TempDir(), "--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
-		"--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1"}, args...)...)
-	cmd.Env = append(os.Environ(), "SKULK_HOST=", "SKULK_API_KEY=")
+	cmd := exec.Command(bin, append([]string{"serve", "--home", t.TempDir(), "--no-mdns", "--threads", "1"}, args...)...)
+	cmd.Env = append(os.Environ(), append([]string{"SKULK_HOST=", "SKULK_API_KEY=", "SKULK_PORT=", "SKULK_API_ADDR="}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -204,6 +213,69 @@ func TestLiveClientCommands(t *testing.T) {
 	if code, out, _ := n.skulk(t, "", nil, "stop", instance); code != 0 || !strings.Contains(out, "stopped "+instance) {
 		t.Errorf("stop %s: exit %d %q", instance, code, out)
 	}
+}
+
+// TestLivePort: a node started with --port N serves its API on N and
+// listens for gossip on N+1 and QUIC on N+2, each on its address's host.
+func TestLivePort(t *testing.T) {
+	port := freePorts(t)
+	// SKULK_API_ADDR's host stays; --port, a flag, wins over its port.
+	n := startNode(t, []string{"SKULK_API_ADDR=127.0.0.1:1"}, "--port", strconv.Itoa(port))
+	if want := fmt.Sprintf("127.0.0.1:%d", port); n.host != want {
+		t.Fatalf("the node serves on %s, want %s", n.host, want)
+	}
+	if want := fmt.Sprintf("api=127.0.0.1:%d api_open=false metrics_public=false gossip=0.0.0.0:%d quic=0.0.0.0:%d", port, port+1, port+2); !strings.Contains(n.log(), want) {
+		t.Errorf("the start log lacks %q", want)
+	}
+	if re := regexp.MustCompile(fmt.Sprintf(`msg=serving .*quic=\S+:%d gossip=\S+:%d`, port+2, port+1)); !re.MatchString(n.log()) {
+		t.Errorf("the node does not say it listens on %s", re)
+	}
+	if code, out, errs := n.skulk(t, "", nil, "ls", "--host", fmt.Sprintf("localhost:%d", port)); code != 0 || !strings.Contains(out, "stories260k") {
+		t.Fatalf("skulk ls --host localhost:%d: exit %d %q %q", port, code, out, errs)
+	}
+}
+
+// freePorts finds a port N with N and N+1 free for TCP and N+1 and N+2
+// free for UDP, as --port N needs.
+func freePorts(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		var held []io.Closer
+		ok := port+2 <= 65535
+		for _, p := range []struct {
+			network string
+			port    int
+		}{{"tcp", port + 1}, {"udp", port + 1}, {"udp", port + 2}} {
+			if !ok {
+				break
+			}
+			var c io.Closer
+			if p.network == "tcp" {
+				c, err = net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", p.port))
+			} else {
+				c, err = net.ListenPacket("udp", fmt.Sprintf("0.0.0.0:%d", p.port))
+			}
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, c)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		l.Close()
+		if ok {
+			return port
+		}
+	}
+	t.Fatal("found no three free ports in a row")
+	return 0
 }
 
 // TestLiveVersionAgrees: skulk version, the start log, /api/version and
