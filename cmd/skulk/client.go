@@ -364,7 +364,7 @@ func (c *apiClient) explain(method, path string, e *apiError) error {
 		switch {
 		case strings.HasPrefix(path, "/instance/"):
 			id := strings.TrimPrefix(path, "/instance/")
-			return fmt.Errorf("no instance %s on the cluster: 'skulk ps' lists the instances", id)
+			return fmt.Errorf("no instance %s on the cluster: name one by its id, the start of its id, or its model; 'skulk ps' lists the instances", id)
 		case strings.Contains(path, "/models/import"):
 		case strings.HasPrefix(path, "/models/") || path == "/place_instance" || path == "/v1/chat/completions" || path == "/v1/messages/count_tokens":
 			if !strings.Contains(msg, "skulk models") {

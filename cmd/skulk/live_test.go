@@ -4,12 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,10 +68,16 @@ type liveNode struct {
 // serves; the node stops with the test, and its log shows then if it failed.
 func startLiveNode(t *testing.T, args ...string) *liveNode {
 	t.Helper()
+	return startNode(t, nil, append([]string{"--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0", "--quic-addr", "127.0.0.1:0"}, args...)...)
+}
+
+// startNode starts `skulk serve` with a fresh home, the extra environment
+// env and args, as startLiveNode does.
+func startNode(t *testing.T, env []string, args ...string) *liveNode {
+	t.Helper()
 	bin := skulkBinary(t)
-	cmd := exec.Command(bin, append([]string{"serve", "--home", t.TempDir(), "--api-addr", "127.0.0.1:0", "--gossip-addr", "127.0.0.1:0",
-		"--quic-addr", "127.0.0.1:0", "--no-mdns", "--threads", "1"}, args...)...)
-	cmd.Env = append(os.Environ(), "SKULK_HOST=", "SKULK_API_KEY=")
+	cmd := exec.Command(bin, append([]string{"serve", "--home", t.TempDir(), "--no-mdns", "--threads", "1"}, args...)...)
+	cmd.Env = append(os.Environ(), append([]string{"SKULK_HOST=", "SKULK_API_KEY=", "SKULK_PORT=", "SKULK_API_ADDR="}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -204,6 +215,163 @@ func TestLiveClientCommands(t *testing.T) {
 	if code, out, _ := n.skulk(t, "", nil, "stop", instance); code != 0 || !strings.Contains(out, "stopped "+instance) {
 		t.Errorf("stop %s: exit %d %q", instance, code, out)
 	}
+}
+
+// TestLiveStopNames: skulk stop takes an instance's id, a unique prefix of
+// it, or a model (every instance of it); an ambiguous prefix is refused
+// naming the instances it starts.
+func TestLiveStopNames(t *testing.T) {
+	n := startLiveNode(t, "--max-instances", "17", "--max-instances-per-model", "17")
+	// Ids are random: place instances until two ids start alike (17 at
+	// most, as there are 16 hex digits; about 5 on average).
+	var ids []string
+	shared := ""
+	for k := 2; shared == ""; k++ {
+		if code, out, errs := n.skulk(t, "", nil, "place", "stories260k", "--replicas", strconv.Itoa(k)); code != 0 {
+			t.Fatalf("place --replicas %d: exit %d %q %q", k, code, out, errs)
+		}
+		ids = liveInstances(t, n)
+		if len(ids) != k {
+			t.Fatalf("%d instances after place --replicas %d: %v", len(ids), k, ids)
+		}
+		for i := range ids {
+			for j := i + 1; j < len(ids); j++ {
+				if p := commonPrefix(ids[i], ids[j]); len(p) > len(shared) {
+					shared = p
+				}
+			}
+		}
+	}
+
+	t.Logf("%d instances; %q starts more than one id", len(ids), shared)
+	code, out, errs := n.skulk(t, "", nil, "stop", shared)
+	if code != 1 || out != "" || !strings.Contains(errs, "give more of the id") {
+		t.Fatalf("stop %s (ambiguous): exit %d %q %q", shared, code, out, errs)
+	}
+	for _, id := range ids {
+		if strings.HasPrefix(id, shared) != strings.Contains(errs, id) {
+			t.Errorf("stop %s: the refusal %q should name exactly the instances whose id starts so; %s does not follow", shared, errs, id)
+		}
+	}
+	if got := liveInstances(t, n); len(got) != len(ids) {
+		t.Fatalf("an ambiguous stop stopped something: %v, had %v", got, ids)
+	}
+
+	// The shortest prefix that names the first instance alone.
+	victim, prefix := ids[0], ""
+	for l := 1; prefix == ""; l++ {
+		if unique := !slices.ContainsFunc(ids[1:], func(id string) bool { return strings.HasPrefix(id, ids[0][:l]) }); unique {
+			prefix = ids[0][:l]
+		}
+	}
+	if code, out, errs := n.skulk(t, "", nil, "stop", prefix); code != 0 || out != "stopped "+victim+"\n" {
+		t.Fatalf("stop %s (unique prefix of %s): exit %d %q %q", prefix, victim, code, out, errs)
+	}
+	rest := liveInstances(t, n)
+	if slices.Contains(rest, victim) || len(rest) != len(ids)-1 {
+		t.Fatalf("after stop %s: %v, had %v", prefix, rest, ids)
+	}
+
+	if code, out, _ := n.skulk(t, "", nil, "__complete", "stop", "stories"); code != 0 || !strings.Contains(out, "stories260k\tevery instance of the model") {
+		t.Errorf("completing a model for stop: exit %d %q", code, out)
+	}
+	code, out, errs = n.skulk(t, "", nil, "stop", "stories260k")
+	if code != 0 {
+		t.Fatalf("stop stories260k: exit %d %q %q", code, out, errs)
+	}
+	for _, id := range rest {
+		if !strings.Contains(out, "stopped "+id+"\n") {
+			t.Errorf("stop stories260k: %q does not say it stopped %s", out, id)
+		}
+	}
+	if got := liveInstances(t, n); len(got) != 0 {
+		t.Fatalf("after stop stories260k: %v", got)
+	}
+	if code, _, errs := n.skulk(t, "", nil, "stop", "stories260k"); code != 1 || !strings.Contains(errs, "'skulk ps' lists the instances") {
+		t.Errorf("stop stories260k with none left: exit %d %q", code, errs)
+	}
+}
+
+// liveInstances lists the node's instances, sorted.
+func liveInstances(t *testing.T, n *liveNode) []string {
+	t.Helper()
+	var st struct {
+		Instances map[string]json.RawMessage `json:"instances"`
+	}
+	n.getJSON(t, "/state", &st)
+	return slices.Sorted(maps.Keys(st.Instances))
+}
+
+// commonPrefix is the longest prefix a and b share.
+func commonPrefix(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	return a[:i]
+}
+
+// TestLivePort: a node started with --port N serves its API on N and
+// listens for gossip on N+1 and QUIC on N+2, each on its address's host.
+func TestLivePort(t *testing.T) {
+	port := freePorts(t)
+	// SKULK_API_ADDR's host stays; --port, a flag, wins over its port.
+	n := startNode(t, []string{"SKULK_API_ADDR=127.0.0.1:1"}, "--port", strconv.Itoa(port))
+	if want := fmt.Sprintf("127.0.0.1:%d", port); n.host != want {
+		t.Fatalf("the node serves on %s, want %s", n.host, want)
+	}
+	if want := fmt.Sprintf("api=127.0.0.1:%d api_open=false metrics_public=false gossip=0.0.0.0:%d quic=0.0.0.0:%d", port, port+1, port+2); !strings.Contains(n.log(), want) {
+		t.Errorf("the start log lacks %q", want)
+	}
+	if re := regexp.MustCompile(fmt.Sprintf(`msg=serving .*quic=\S+:%d gossip=\S+:%d`, port+2, port+1)); !re.MatchString(n.log()) {
+		t.Errorf("the node does not say it listens on %s", re)
+	}
+	if code, out, errs := n.skulk(t, "", nil, "ls", "--host", fmt.Sprintf("localhost:%d", port)); code != 0 || !strings.Contains(out, "stories260k") {
+		t.Fatalf("skulk ls --host localhost:%d: exit %d %q %q", port, code, out, errs)
+	}
+}
+
+// freePorts finds a port N with N and N+1 free for TCP and N+1 and N+2
+// free for UDP, as --port N needs.
+func freePorts(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		var held []io.Closer
+		ok := port+2 <= 65535
+		for _, p := range []struct {
+			network string
+			port    int
+		}{{"tcp", port + 1}, {"udp", port + 1}, {"udp", port + 2}} {
+			if !ok {
+				break
+			}
+			var c io.Closer
+			if p.network == "tcp" {
+				c, err = net.Listen("tcp", fmt.Sprintf("0.0.0.0:%d", p.port))
+			} else {
+				c, err = net.ListenPacket("udp", fmt.Sprintf("0.0.0.0:%d", p.port))
+			}
+			if err != nil {
+				ok = false
+				break
+			}
+			held = append(held, c)
+		}
+		for _, c := range held {
+			c.Close()
+		}
+		l.Close()
+		if ok {
+			return port
+		}
+	}
+	t.Fatal("found no three free ports in a row")
+	return 0
 }
 
 // TestLiveVersionAgrees: skulk version, the start log, /api/version and

@@ -85,17 +85,31 @@ func renderPs(w io.Writer, st clusterState) error {
 func newStopCmd(s stdio) *cobra.Command {
 	var host string
 	c := &cobra.Command{
-		Use:   "stop INSTANCE",
-		Short: "Stop an instance (see 'skulk ps')",
+		Use:   "stop INSTANCE|MODEL",
+		Short: "Stop an instance, or every instance of a model (see 'skulk ps')",
+		Long: `Stop an instance: name it by its id, as 'skulk ps' lists it, or by the start
+of its id when no other instance's id starts the same way. Name a model to stop
+every instance of it (as 'ollama stop MODEL'). Prints each instance stopped.`,
 		Example: `  skulk ps                  # find the instance id
-  skulk stop 7f3c2a1e`,
+  skulk stop 7f3c2a1e
+  skulk stop 7f3c           # the start of an id is enough when only one id starts so
+  skulk stop stories260k    # every instance of the model`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeInstances,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := clientFor(host).call(cmd.Context(), http.MethodDelete, "/instance/"+args[0], nil, nil); err != nil {
+			var res struct {
+				InstanceID  string   `json:"instance_id"`
+				InstanceIDs []string `json:"instance_ids"`
+			}
+			if err := clientFor(host).call(cmd.Context(), http.MethodDelete, "/instance/"+args[0], nil, &res); err != nil {
 				return err
 			}
-			fmt.Fprintf(s.out, "stopped %s\n", args[0])
+			if len(res.InstanceIDs) == 0 && res.InstanceID != "" { // a node from before prefixes and models
+				res.InstanceIDs = []string{res.InstanceID}
+			}
+			for _, id := range res.InstanceIDs {
+				fmt.Fprintf(s.out, "stopped %s\n", id)
+			}
 			return nil
 		},
 	}
@@ -103,7 +117,8 @@ func newStopCmd(s stdio) *cobra.Command {
 	return c
 }
 
-// completeInstances completes an instance id from the node's State.
+// completeInstances completes an instance id, or the model of instances,
+// from the node's State.
 func completeInstances(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
@@ -114,10 +129,17 @@ func completeInstances(cmd *cobra.Command, args []string, toComplete string) ([]
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
 	var out []cobra.Completion
+	models := map[string]int{}
 	for id, in := range st.Instances {
 		if strings.HasPrefix(id, toComplete) {
 			out = append(out, cobra.CompletionWithDesc(id, in.Model+" "+in.Status))
 		}
+		if strings.HasPrefix(in.Model, toComplete) {
+			models[in.Model]++
+		}
+	}
+	for m, n := range models {
+		out = append(out, cobra.CompletionWithDesc(m, fmt.Sprintf("every instance of the model (%d)", n)))
 	}
 	sort.Strings(out)
 	return out, cobra.ShellCompDirectiveNoFileComp

@@ -18,7 +18,8 @@ import (
 // to cfg, which holds the environment's values.
 func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 	fs.StringVar(&cfg.Home, "home", cfg.Home, "state directory (SKULK_HOME)")
-	fs.StringVar(&cfg.APIAddr, "api-addr", cfg.APIAddr, "HTTP API address HOST:PORT (SKULK_API_ADDR)")
+	fs.IntVar(&cfg.Port, "port", cfg.Port, "HTTP API port `N`, with gossip on N+1 and QUIC on N+2 (SKULK_PORT; default 52415); --api-addr, --gossip-addr and --quic-addr win over it")
+	fs.StringVar(&cfg.APIAddr, "api-addr", cfg.APIAddr, "HTTP API address HOST:PORT (SKULK_API_ADDR; wins over --port)")
 	fs.BoolVar(&cfg.Offline, "offline", cfg.Offline, "never use the network for models (SKULK_OFFLINE=1, true, yes or on)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log format: text or json")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log level: debug, info, warn, error")
@@ -29,8 +30,8 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 		"API connections one client may hold open: an API key, or an address without one; more are answered 429 unless an idle one makes room (0 = no limit; SKULK_MAX_CONNS_PER_CLIENT)")
 	fs.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns,
 		"API connections all clients may hold open; at the bound a client under its fair share takes the place of an idle connection of the client holding the most (0 = no limit; SKULK_MAX_CONNS)")
-	fs.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "membership gossip address HOST:PORT")
-	fs.StringVar(&cfg.QUICAddr, "quic-addr", cfg.QUICAddr, "QUIC transport address HOST:PORT")
+	fs.StringVar(&cfg.GossipAddr, "gossip-addr", cfg.GossipAddr, "membership gossip address HOST:PORT (wins over --port)")
+	fs.StringVar(&cfg.QUICAddr, "quic-addr", cfg.QUICAddr, "QUIC transport address HOST:PORT (wins over --port)")
 	fs.BoolVar(&cfg.NoMDNS, "no-mdns", cfg.NoMDNS, "do not discover peers by mDNS")
 	fs.Func("bootstrap-peers", "comma-separated gossip addresses `HOST:PORT` of nodes to join (SKULK_BOOTSTRAP_PEERS)", func(v string) error {
 		cfg.BootstrapPeers = append(cfg.BootstrapPeers, config.SplitList(v)...)
@@ -67,6 +68,7 @@ func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
 
 const serveExample = `  skulk serve                                   # a new cluster: prints the line that adds a machine
   skulk serve --join skulk1:eyJrIjoi…           # join the cluster of that line
+  skulk serve --port 8080                       # API on 8080, gossip 8081, QUIC 8082
   skulk serve --api-addr 127.0.0.1:8080 --home /srv/skulk
   skulk serve --bootstrap-peers 10.0.0.5:52416 --no-mdns`
 
@@ -75,10 +77,11 @@ func newServeCmd(s stdio) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Start a node: serve models over the HTTP API (same as 'skulk run' with no model)",
-		Long: `Start a node. It serves the OpenAI, Anthropic and Ollama APIs on --api-addr
-(port 52415), gossips with the other members of its cluster, and runs the runners
-the cluster places on it. The first start creates a cluster and prints the line
-that adds another machine; Ctrl-C stops the node.`,
+		Long: `Start a node. It serves the OpenAI, Anthropic and Ollama APIs on port 52415
+(--port N moves it, and gossip and QUIC to N+1 and N+2), gossips with the other
+members of its cluster, and runs the runners the cluster places on it. The first
+start creates a cluster and prints the line that adds another machine; Ctrl-C
+stops the node.`,
 		Example: serveExample,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -155,6 +158,11 @@ func changedFlag(fs *pflag.FlagSet, names []string) string {
 }
 
 func serveNode(cmd *cobra.Command, cfg config.Node, s stdio) error {
+	if fs := cmd.Flags(); fs.Changed("port") {
+		if err := cfg.UsePort(cfg.Port, fs.Changed); err != nil {
+			return &exitError{code: 2, err: err}
+		}
+	}
 	if err := cfg.Validate(); err != nil {
 		return &exitError{code: 2, err: err}
 	}

@@ -123,8 +123,10 @@ func (noBackend) State(context.Context) (any, error)                  { return n
 func (noBackend) Place(context.Context, request.PlaceRequest) (request.PlaceResult, error) {
 	return request.PlaceResult{}, errNone
 }
-func (noBackend) Previews(context.Context, ids.ModelID) (any, error)   { return nil, errNone }
-func (noBackend) DeleteInstance(context.Context, ids.InstanceID) error { return errNone }
-func (noBackend) Catalog(context.Context) (any, error)                 { return nil, errNone }
-func (noBackend) SetTracing(context.Context, bool) error               { return errNone }
-func (noBackend) Diagnostics(context.Context) (any, error)             { return nil, errNone }
+func (noBackend) Previews(context.Context, ids.ModelID) (any, error) { return nil, errNone }
+func (noBackend) DeleteInstances(context.Context, string) ([]ids.InstanceID, error) {
+	return nil, errNone
+}
+func (noBackend) Catalog(context.Context) (any, error)     { return nil, errNone }
+func (noBackend) SetTracing(context.Context, bool) error   { return errNone }
+func (noBackend) Diagnostics(context.Context) (any, error) { return nil, errNone }

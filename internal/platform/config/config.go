@@ -60,6 +60,9 @@ type Node struct {
 	LogFormat string // text or json
 	LogLevel  string // debug, info, warn, error
 	Threads   int    // engine threads per runner (0 = physical cores)
+	// Port (--port, SKULK_PORT) is the API's port, with gossip on Port+1
+	// and QUIC on Port+2 (UsePort); 0 leaves the addresses as they are.
+	Port int
 	// APIKey (SKULK_API_KEY) is the admin key: it admits every route. Like
 	// InferenceKeys it is enforced by every member of the cluster, which
 	// shares its digest, never the key.
@@ -341,16 +344,25 @@ func FromEnv(getenv func(string) string) Node {
 			n.LogFreeFloor = f
 		}
 	}
-	n.envErr = errors.Join(errs...)
 	if p := getenv("SKULK_BOOTSTRAP_PEERS"); p != "" {
 		n.BootstrapPeers = SplitList(p)
 	}
 	if d := getenv("SKULK_IMPORT_DIRS"); d != "" {
 		n.ImportDirs = SplitList(d)
 	}
-	if a := getenv("SKULK_API_ADDR"); a != "" {
+	if v := strings.TrimSpace(getenv("SKULK_PORT")); v != "" {
+		p, err := strconv.Atoi(v)
+		if err == nil {
+			err = n.UsePort(p, func(string) bool { return false })
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config: SKULK_PORT=%q must be a port from 1 to %d: the node listens on it (API) and the two above it (gossip, QUIC)", v, MaxPort))
+		}
+	}
+	if a := getenv("SKULK_API_ADDR"); a != "" { // an address set on its own wins over SKULK_PORT
 		n.APIAddr = a
 	}
+	n.envErr = errors.Join(errs...)
 	n.Offline = truthy(getenv("SKULK_OFFLINE"))
 	n.ModelsDir = getenv("SKULK_MODELS_DIR")
 	n.CustomModelCardsDir = getenv("SKULK_CUSTOM_MODEL_CARDS_DIR")
@@ -376,6 +388,35 @@ func FromEnv(getenv func(string) string) Node {
 	return n
 }
 
+// MaxPort is the highest --port: the node also listens on the two ports
+// above it.
+const MaxPort = 65533
+
+// UsePort puts the API on port, gossip on port+1 and QUIC on port+2,
+// keeping each address's host; it leaves the addresses whose flags kept
+// names ("api-addr", "gossip-addr", "quic-addr"): an address given on its
+// own wins over the one --port derives.
+func (n *Node) UsePort(port int, kept func(flag string) bool) error {
+	if port < 1 || port > MaxPort {
+		return fmt.Errorf("config: --port %d must be from 1 to %d: the node listens on it (API) and the two ports above it (gossip, QUIC)", port, MaxPort)
+	}
+	n.Port = port
+	for i, a := range []struct {
+		flag string
+		addr *string
+	}{{"api-addr", &n.APIAddr}, {"gossip-addr", &n.GossipAddr}, {"quic-addr", &n.QUICAddr}} {
+		if kept(a.flag) {
+			continue
+		}
+		host, _, err := net.SplitHostPort(*a.addr)
+		if err != nil {
+			host = "0.0.0.0"
+		}
+		*a.addr = net.JoinHostPort(host, strconv.Itoa(port+i))
+	}
+	return nil
+}
+
 // truthy reads a boolean environment variable: 1, true, yes or on.
 func truthy(v string) bool {
 	switch strings.ToLower(strings.TrimSpace(v)) {
@@ -395,6 +436,9 @@ func (n Node) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(n.APIAddr); err != nil {
 		return fmt.Errorf("config: --api-addr %q must be HOST:PORT (e.g. 0.0.0.0:%d): %v", n.APIAddr, DefaultAPIPort, err)
+	}
+	if n.Port < 0 || n.Port > MaxPort {
+		return fmt.Errorf("config: --port %d must be from 1 to %d: the node listens on it (API) and the two ports above it (gossip, QUIC)", n.Port, MaxPort)
 	}
 	switch n.LogFormat {
 	case "text", "json":

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -355,5 +356,69 @@ func TestGroupConnectTimeoutFromEnv(t *testing.T) {
 	}
 	if err := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_GROUP_CONNECT_TIMEOUT": "-1s"})).Validate(); err == nil || !strings.Contains(err.Error(), "group-connect-timeout") {
 		t.Fatalf("a negative timeout: %v", err)
+	}
+}
+
+// TestPort: --port (SKULK_PORT) puts the API on N, gossip on N+1 and QUIC
+// on N+2, keeping each address's host; an address given on its own wins.
+func TestPort(t *testing.T) {
+	tests := []struct {
+		name            string
+		env             map[string]string
+		port            int               // --port; 0: not given
+		kept            []string          // the address flags given on the command line
+		set             map[string]string // their values
+		api, gossip, qc string
+		wantErr         string // a part of the error; "" for none
+	}{
+		{name: "defaults", api: DefaultAPIAddr, gossip: DefaultGossipAddr, qc: DefaultQUICAddr},
+		{name: "flag", port: 8080, api: "0.0.0.0:8080", gossip: "0.0.0.0:8081", qc: "0.0.0.0:8082"},
+		{name: "env", env: map[string]string{"SKULK_PORT": " 9000 "}, api: "0.0.0.0:9000", gossip: "0.0.0.0:9001", qc: "0.0.0.0:9002"},
+		{name: "flag_over_env", env: map[string]string{"SKULK_PORT": "9000"}, port: 8080, api: "0.0.0.0:8080", gossip: "0.0.0.0:8081", qc: "0.0.0.0:8082"},
+		{name: "api_addr_flag_wins", port: 8080, kept: []string{"api-addr"}, set: map[string]string{"api-addr": "127.0.0.1:7000"},
+			api: "127.0.0.1:7000", gossip: "0.0.0.0:8081", qc: "0.0.0.0:8082"},
+		{name: "gossip_and_quic_flags_win", port: 8080, kept: []string{"gossip-addr", "quic-addr"}, set: map[string]string{"gossip-addr": "10.0.0.1:1", "quic-addr": "10.0.0.1:2"},
+			api: "0.0.0.0:8080", gossip: "10.0.0.1:1", qc: "10.0.0.1:2"},
+		{name: "api_addr_env_wins_over_port_env", env: map[string]string{"SKULK_PORT": "9000", "SKULK_API_ADDR": "127.0.0.1:7000"},
+			api: "127.0.0.1:7000", gossip: "0.0.0.0:9001", qc: "0.0.0.0:9002"},
+		{name: "port_flag_keeps_env_host", env: map[string]string{"SKULK_API_ADDR": "127.0.0.1:7000"}, port: 8080,
+			api: "127.0.0.1:8080", gossip: "0.0.0.0:8081", qc: "0.0.0.0:8082"},
+		{name: "ipv6_host", port: 8080, env: map[string]string{"SKULK_API_ADDR": "[::1]:1"},
+			api: "[::1]:8080", gossip: "0.0.0.0:8081", qc: "0.0.0.0:8082"},
+		{name: "highest", port: MaxPort, api: "0.0.0.0:65533", gossip: "0.0.0.0:65534", qc: "0.0.0.0:65535"},
+		{name: "too_high", port: MaxPort + 1, api: DefaultAPIAddr, gossip: DefaultGossipAddr, qc: DefaultQUICAddr, wantErr: "--port 65534 must be from 1 to 65533"},
+		{name: "negative", port: -1, api: DefaultAPIAddr, gossip: DefaultGossipAddr, qc: DefaultQUICAddr, wantErr: "--port -1 must be from 1 to 65533"},
+		{name: "env_not_a_number", env: map[string]string{"SKULK_PORT": "http"}, api: DefaultAPIAddr, gossip: DefaultGossipAddr, qc: DefaultQUICAddr,
+			wantErr: `SKULK_PORT="http" must be a port from 1 to 65533`},
+		{name: "env_zero", env: map[string]string{"SKULK_PORT": "0"}, api: DefaultAPIAddr, gossip: DefaultGossipAddr, qc: DefaultQUICAddr,
+			wantErr: `SKULK_PORT="0" must be a port`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := map[string]string{"SKULK_HOME": "/tmp/h"}
+			maps.Copy(m, tt.env)
+			n := FromEnv(env(m))
+			// As skulk serve parses its flags: the address flags set their
+			// fields, then a --port given derives the others.
+			for flag, v := range tt.set {
+				*map[string]*string{"api-addr": &n.APIAddr, "gossip-addr": &n.GossipAddr, "quic-addr": &n.QUICAddr}[flag] = v
+			}
+			var err error
+			if tt.port != 0 {
+				err = n.UsePort(tt.port, func(f string) bool { return slices.Contains(tt.kept, f) })
+			}
+			if err == nil {
+				err = n.Validate()
+			}
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if n.APIAddr != tt.api || n.GossipAddr != tt.gossip || n.QUICAddr != tt.qc {
+				t.Errorf("api %s gossip %s quic %s, want %s %s %s", n.APIAddr, n.GossipAddr, n.QUICAddr, tt.api, tt.gossip, tt.qc)
+			}
+		})
 	}
 }

@@ -124,7 +124,7 @@ type Served struct {
 type Backends struct {
 	Inference   Inference   // generation, embeddings and the ready models
 	Cluster     Cluster     // GET /state and GET /models, and the Ollama reads of them
-	Placement   Placement   // POST /place_instance, GET /instance/previews, DELETE /instance/{id}
+	Placement   Placement   // POST /place_instance, GET /instance/previews, DELETE /instance/{id...}
 	Tracing     Tracing     // POST /tracing
 	Diagnostics Diagnostics // GET /v1/diagnostics/cluster, and its timeline, the node's and recovery when it has them
 	Models      ModelAdmin  // the /models routes of this node's catalog
@@ -193,7 +193,7 @@ func (s *server) routes() {
 	if s.placement != nil {
 		s.admin("POST /place_instance", s.placeInstance)
 		s.mux.HandleFunc("GET /instance/previews", s.previews)
-		s.admin("DELETE /instance/{id}", s.deleteInstance)
+		s.admin("DELETE /instance/{id...}", s.deleteInstance)
 	}
 	if s.diag != nil {
 		s.mux.HandleFunc("GET /v1/diagnostics/cluster", s.diagnostics)

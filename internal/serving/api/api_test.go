@@ -309,7 +309,7 @@ func TestControlRoutes(t *testing.T) {
 		{"GET", "/state", `{"instances":{},"term":3}`},
 		{"GET", "/models", `{"models":[{"id":"echo","placement":"ready"}]}`},
 		{"GET", "/instance/previews?model_id=org/model", `[{"model_id":"org/model","nodes":1}]`},
-		{"DELETE", "/instance/cmd-0001", `{"instance_id":"cmd-0001"}`},
+		{"DELETE", "/instance/cmd-0001", `{"instance_id":"cmd-0001","instance_ids":["cmd-0001"]}`},
 		{"GET", "/v1/models", `{"object":"list","data":[{"id":"echo","object":"model","created":1700000000,"owned_by":"skulk"},{"id":"org/other","object":"model","created":0,"owned_by":"org"}]}`},
 	}
 	for _, tt := range tests {

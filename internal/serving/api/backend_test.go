@@ -182,14 +182,14 @@ func (b *testBackend) Previews(ctx context.Context, model ids.ModelID) (any, err
 	return []map[string]any{{"model_id": model, "nodes": 1}}, nil
 }
 
-func (b *testBackend) DeleteInstance(ctx context.Context, id ids.InstanceID) error {
-	if id != "cmd-0001" {
-		return fault.Errorf(fault.ClassNotFound, "no instance %q", id)
+func (b *testBackend) DeleteInstances(ctx context.Context, ref string) ([]ids.InstanceID, error) {
+	if ref != "cmd-0001" {
+		return nil, fault.Errorf(fault.ClassNotFound, "no instance %q", ref)
 	}
 	b.mu.Lock()
-	b.deleted = append(b.deleted, id)
+	b.deleted = append(b.deleted, ids.InstanceID(ref))
 	b.mu.Unlock()
-	return nil
+	return []ids.InstanceID{ids.InstanceID(ref)}, nil
 }
 
 func (b *testBackend) Catalog(ctx context.Context) (any, error) {

@@ -63,8 +63,11 @@ type Placement interface {
 	// Previews returns the placement previews of a model
 	// (JSON-marshalable).
 	Previews(ctx context.Context, model ids.ModelID) (any, error)
-	// DeleteInstance tears an instance down.
-	DeleteInstance(ctx context.Context, id ids.InstanceID) error
+	// DeleteInstances tears down what ref names (an instance's id, a
+	// unique prefix of it, or a model: each of its instances) and returns
+	// the instances it tore down; an ambiguous prefix is refused naming the
+	// candidates.
+	DeleteInstances(ctx context.Context, ref string) ([]ids.InstanceID, error)
 }
 
 // Tracing is what POST /tracing needs.
@@ -251,20 +254,27 @@ type placeResponse struct {
 	CommandID  ids.CommandID  `json:"command_id"`
 }
 
-// DELETE /instance/{id}
+// DELETE /instance/{id...}: id is an instance's id, a unique prefix of
+// it, or a model, whose every instance is torn down.
 func (s *server) deleteInstance(w http.ResponseWriter, r *http.Request) {
-	id := ids.InstanceID(r.PathValue("id"))
-	if err := id.Validate(); err != nil {
-		s.writeError(w, r, fault.ParamErrorf("id", "instance id: %v", err))
+	ref := r.PathValue("id")
+	if err := ids.ModelID(ref).Validate(); err != nil { // an instance id, or a prefix of one, is a valid model id too
+		s.writeError(w, r, fault.ParamErrorf("id", "instance id or model: %v", err))
 		return
 	}
-	if err := s.placement.DeleteInstance(r.Context(), id); err != nil {
+	stopped, err := s.placement.DeleteInstances(r.Context(), ref)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, struct {
-		InstanceID ids.InstanceID `json:"instance_id"`
-	}{id})
+	s.writeJSON(w, http.StatusOK, deleteResponse{InstanceID: stopped[0], InstanceIDs: stopped})
+}
+
+// deleteResponse names the instances a DELETE /instance/… tore down:
+// instance_id the first (the one, for an id or a prefix), instance_ids all.
+type deleteResponse struct {
+	InstanceID  ids.InstanceID   `json:"instance_id"`
+	InstanceIDs []ids.InstanceID `json:"instance_ids"`
 }
 
 // serveDocument answers with the JSON document get returns.

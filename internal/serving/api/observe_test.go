@@ -33,7 +33,7 @@ func TestObserve(t *testing.T) {
 		{"undecodable body", "", "POST", "/v1/chat/completions", `{`, "POST /v1/chat/completions", "", 400},
 		{"anthropic", "", "POST", "/v1/messages", `{"model":"echo","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, "POST /v1/messages", "echo", 200},
 		{"ollama", "", "POST", "/api/chat", `{"model":"echo","stream":false,"messages":[{"role":"user","content":"hi"}]}`, "POST /api/chat", "echo", 200},
-		{"path value", "", "DELETE", "/instance/abc123", "", "DELETE /instance/{id}", "", 404},
+		{"path value", "", "DELETE", "/instance/abc123", "", "DELETE /instance/{id...}", "", 404},
 		{"no route", "", "GET", "/no/such/path", "", "", "", 404},
 		{"refused before routing", "k", "GET", "/state", "", "GET /state", "", 401},
 	}
