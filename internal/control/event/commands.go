@@ -32,6 +32,12 @@ type PlaceInstance struct {
 	// speculative decoding settings.
 	Speculative string      `json:"speculative,omitempty"`
 	DraftModel  ids.ModelID `json:"draft_model,omitempty"`
+	// OnDemand marks a placement a request caused (a generation for a
+	// model without a ready instance) rather than an operator: the
+	// instance is unloaded once idle for KeepAliveMs (0: right after its
+	// requests; negative: never). An operator's placement never unloads.
+	OnDemand    bool  `json:"on_demand,omitempty"`
+	KeepAliveMs int64 `json:"keep_alive_ms,omitempty"`
 }
 
 // CreateInstance asks the master to create an instance with an explicit

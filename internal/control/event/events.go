@@ -42,6 +42,10 @@ type InstanceCreated struct {
 	// ("": the card's).
 	Speculative string      `json:"speculative,omitempty"`
 	DraftModel  ids.ModelID `json:"draft_model,omitempty"`
+	// OnDemand and KeepAliveMs are the placement's (PlaceInstance): a
+	// request placed the instance, and it unloads once idle that long.
+	OnDemand    bool  `json:"on_demand,omitempty"`
+	KeepAliveMs int64 `json:"keep_alive_ms,omitempty"`
 }
 
 // InstanceDeleted removes an instance and its runners (seed CTRL-15/16).

@@ -166,6 +166,7 @@ func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event
 	}
 	ev := instanceCreated(c.ID.Instance(), c.Model, p, c.ExcludedNodes, 0, in.nowMs)
 	ev.CacheType, ev.Speculative, ev.DraftModel = card.Runtime.KVCacheType, c.Speculative, c.DraftModel
+	ev.OnDemand, ev.KeepAliveMs = c.OnDemand, c.KeepAliveMs
 	return []event.Event{ev}, nil
 }
 
@@ -220,6 +221,7 @@ func decideRefusal(s state.State, c event.RefuseInstancePlacement, in inputs) ([
 	// The re-placement keeps the instance id: clients and operators follow it.
 	ev := instanceCreated(c.Instance, inst.Model, p, excluded, inst.RefusalHops+1, in.nowMs)
 	ev.CacheType, ev.Speculative, ev.DraftModel = inst.CacheType, inst.Speculative, inst.DraftModel
+	ev.OnDemand, ev.KeepAliveMs = inst.OnDemand, inst.KeepAliveMs
 	return append(evs, ev), nil
 }
 

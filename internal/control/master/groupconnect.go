@@ -122,10 +122,11 @@ func (g GroupConnect) replace(ctx context.Context, m *Master, id ids.InstanceID,
 	// fit (NodeLoss does the same).
 	newID := ids.CommandID(g.NewID())
 	_, err := m.Execute(ctx, event.PlaceInstance{ID: newID, Model: inst.Model, ExcludedNodes: excluded, ContextTokens: inst.ContextTokens,
-		MinNodes: uint32(len(inst.Placement))})
+		MinNodes: uint32(len(inst.Placement)), OnDemand: inst.OnDemand, KeepAliveMs: inst.KeepAliveMs})
 	if err != nil {
 		newID = ids.CommandID(g.NewID())
-		_, err = m.Execute(ctx, event.PlaceInstance{ID: newID, Model: inst.Model, ExcludedNodes: excluded, ContextTokens: inst.ContextTokens})
+		_, err = m.Execute(ctx, event.PlaceInstance{ID: newID, Model: inst.Model, ExcludedNodes: excluded, ContextTokens: inst.ContextTokens,
+			OnDemand: inst.OnDemand, KeepAliveMs: inst.KeepAliveMs})
 	}
 	if err != nil {
 		g.Logger.Warn("group connect: could not place the model again", "model", inst.Model, "excluded", excluded, "err", err)

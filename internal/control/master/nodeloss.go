@@ -105,6 +105,8 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 		cacheType string
 		spec      string
 		draft     ids.ModelID
+		onDemand  bool
+		keepAlive int64
 	}
 	var again []replace
 	insts := st.InstancesOnNode(n)
@@ -117,7 +119,8 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 		// instance that failed on its own stays failed.
 		if inst.Status != state.InstanceFailed || len(inst.Placement) > 1 {
 			again = append(again, replace{model: inst.Model, excluded: inst.ExcludedNodes, context: inst.ContextTokens,
-				ranks: len(inst.Placement), cacheType: inst.CacheType, spec: inst.Speculative, draft: inst.DraftModel})
+				ranks: len(inst.Placement), cacheType: inst.CacheType, spec: inst.Speculative, draft: inst.DraftModel,
+				onDemand: inst.OnDemand, keepAlive: inst.KeepAliveMs})
 		}
 	}
 	report(event.NodeLeft{Node: n, Reason: event.LeaveTimedOut})
@@ -126,11 +129,12 @@ func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n id
 		// As wide as before when the survivors allow (a forced split stays
 		// split), else as the planner sees fit.
 		_, err := m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context,
-			MinNodes: uint32(r.ranks), CacheType: r.cacheType, Speculative: r.spec, DraftModel: r.draft})
+			MinNodes: uint32(r.ranks), CacheType: r.cacheType, Speculative: r.spec, DraftModel: r.draft,
+			OnDemand: r.onDemand, KeepAliveMs: r.keepAlive})
 		if err != nil && r.ranks > 1 {
 			id = ids.CommandID(lc.NewID())
 			_, err = m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context, CacheType: r.cacheType,
-				Speculative: r.spec, DraftModel: r.draft})
+				Speculative: r.spec, DraftModel: r.draft, OnDemand: r.onDemand, KeepAliveMs: r.keepAlive})
 		}
 		if err != nil {
 			lc.Logger.Warn("could not re-place an instance of a lost node", "model", r.model, "err", err)

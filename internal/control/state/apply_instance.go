@@ -37,6 +37,8 @@ func instanceCreated(s State, e event.InstanceCreated, at ids.Index) (State, err
 		CacheType:       e.CacheType,
 		Speculative:     e.Speculative,
 		DraftModel:      e.DraftModel,
+		OnDemand:        e.OnDemand,
+		KeepAliveMs:     e.KeepAliveMs,
 	})
 	return s, nil
 }

@@ -84,6 +84,10 @@ type Instance struct {
 	CacheType       string         `json:"cache_type,omitempty"`  // the KV cache element type ("": f16)
 	Speculative     string         `json:"speculative,omitempty"` // the placement's speculative mode ("": the card's)
 	DraftModel      ids.ModelID    `json:"draft_model,omitempty"` // the placement's draft model ("": the card's)
+	// OnDemand: a request placed the instance; it unloads once idle for
+	// KeepAliveMs (0: right after its requests; negative: never).
+	OnDemand    bool  `json:"on_demand,omitempty"`
+	KeepAliveMs int64 `json:"keep_alive_ms,omitempty"`
 }
 
 // Runner is the latest reported runner for one (instance, rank). ID is
