@@ -256,7 +256,7 @@ func (n *fabric) buildServices() error {
 	n.remote = &gateway.Remote{}
 	n.onClose(n.remote.Wait)
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Local: n.worker.Serve, Remote: n.remote.Serve, Catalog: n.mods.Catalog,
-		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics,
+		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics, KeepAlive: n.cfg.KeepAlive,
 		Health:      diagnostics.Health(n.diag, telemetry.NewFreshness(telemetry.Interval)),
 		Diagnostics: diagnostics.Cluster(n.diag)})
 	return nil
@@ -322,7 +322,7 @@ func (n *fabric) serveRaft(ctx context.Context, c *transport.Conn, s io.ReadWrit
 
 // serveData runs a task another node owns.
 func (n *fabric) serveData(ctx context.Context, _ *transport.Conn, s io.ReadWriteCloser) {
-	gateway.ServeTask(ctx, s, n.id, n.worker.Serve)
+	gateway.ServeTask(ctx, s, n.id, n.gw.Serve)
 }
 
 // serveResponseLookup answers another node's previous_response_id lookup.
@@ -495,6 +495,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("position", func() error { diagnostics.PublishPosition(ctx, n.ctl.Position, n.mem.Publish); return nil })
 	run("timeline", func() error { n.timeline.Follow(ctx, n.ctl); return nil })
 	run("worker", func() error { return n.worker.Run(ctx) })
+	run("idle unloads", func() error { n.gw.Run(ctx); return nil })
 	run("api access", func() error { n.access.Run(ctx); return nil })
 	run("dashboard", func() error { n.dash.Run(ctx); return nil })
 	run("api", func() error { return n.srv.Serve(n.ln) })

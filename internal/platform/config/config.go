@@ -39,6 +39,9 @@ const (
 	DefaultHTTPIdleTimeout   = 120 * time.Second
 	DefaultMaxConnsPerClient = 64
 	DefaultMaxConns          = 1024
+	// DefaultKeepAlive is how long an on-demand instance stays loaded idle
+	// (Ollama's default).
+	DefaultKeepAlive = 5 * time.Minute
 
 	// DefaultGroupConnectTimeout bounds how long a split instance may take
 	// to come up (master.DefaultGroupConnectTimeout).
@@ -94,6 +97,13 @@ type Node struct {
 	// MemoryBudget (--memory-budget, SKULK_MEMORY_BUDGET) caps the memory
 	// placement may count on this node, in bytes; 0 means the machine's.
 	MemoryBudget int64
+
+	// KeepAlive (SKULK_KEEP_ALIVE) is how long an instance a request
+	// placed on demand stays loaded once idle, for a request that names no
+	// keep_alive of its own (Ollama's field): 0 unloads it right after its
+	// requests, a negative duration never. Explicit placements never
+	// unload.
+	KeepAlive time.Duration
 
 	// GroupConnectTimeout (--group-connect-timeout,
 	// SKULK_GROUP_CONNECT_TIMEOUT) is how long a split instance may take to
@@ -304,12 +314,13 @@ func FromEnv(getenv func(string) string) Node {
 		LogFormat: "text", LogLevel: "info", APIKey: getenv("SKULK_API_KEY"), ClusterKey: getenv("SKULK_CLUSTER_KEY"),
 		InferenceKeys: getenv("SKULK_INFERENCE_KEYS"), NetworkVersion: getenv("SKULK_NETWORK_VERSION"),
 		APIOpen: truthy(getenv("SKULK_API_OPEN")), MetricsPublic: truthy(getenv("SKULK_METRICS_PUBLIC")), MaxInstances: DefaultMaxInstances, MaxInstancesPerModel: DefaultMaxInstancesPerModel,
-		HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout, MaxConnsPerClient: DefaultMaxConnsPerClient, MaxConns: DefaultMaxConns}
+		HTTPBodyTimeout: DefaultHTTPBodyTimeout, HTTPIdleTimeout: DefaultHTTPIdleTimeout, MaxConnsPerClient: DefaultMaxConnsPerClient, MaxConns: DefaultMaxConns,
+		KeepAlive: DefaultKeepAlive}
 	var errs []error
 	for _, e := range []struct {
 		name string
 		d    *time.Duration
-	}{{"SKULK_HTTP_BODY_TIMEOUT", &n.HTTPBodyTimeout}, {"SKULK_HTTP_IDLE_TIMEOUT", &n.HTTPIdleTimeout}, {"SKULK_GROUP_CONNECT_TIMEOUT", &n.GroupConnectTimeout}, {"SKULK_VOTER_TIMEOUT", &n.VoterTimeout}} {
+	}{{"SKULK_HTTP_BODY_TIMEOUT", &n.HTTPBodyTimeout}, {"SKULK_HTTP_IDLE_TIMEOUT", &n.HTTPIdleTimeout}, {"SKULK_GROUP_CONNECT_TIMEOUT", &n.GroupConnectTimeout}, {"SKULK_VOTER_TIMEOUT", &n.VoterTimeout}, {"SKULK_KEEP_ALIVE", &n.KeepAlive}} {
 		if v := getenv(e.name); v != "" {
 			var err error
 			if *e.d, err = time.ParseDuration(v); err != nil {

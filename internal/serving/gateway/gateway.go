@@ -67,8 +67,16 @@ type Config struct {
 	Logger      *slog.Logger
 	// Observer, when set, hears how this node's tasks go (for metrics).
 	Observer Observer
-	// Now is the clock of the Observer's timings (default time.Now).
+	// Now is the clock of the Observer's timings and of the idle clock
+	// (default time.Now).
 	Now func() time.Time
+	// KeepAlive is how long an instance placed on demand stays loaded idle
+	// after a request that names no keep-alive (SKULK_KEEP_ALIVE); 0
+	// unloads it right after, negative never.
+	KeepAlive time.Duration
+	// LoadTimeout bounds a request's wait for a model placed on demand
+	// (default DefaultLoadTimeout).
+	LoadTimeout time.Duration
 }
 
 // Observer hears how the tasks this node owns go, streamed or not, as their
@@ -96,8 +104,14 @@ type Observer interface {
 type Gateway struct {
 	cfg Config
 
-	mu       sync.Mutex // guards inflight; held only for map operations
+	mu       sync.Mutex // guards inflight, placing and uses; held only for map operations
 	inflight map[ids.InstanceID]int
+	// placing holds the on-demand placements this node's requests are
+	// making, one per model.
+	placing map[ids.ModelID]*placing
+	// uses is the idle clock of the on-demand instances whose first rank
+	// runs here.
+	uses map[ids.InstanceID]*use
 }
 
 // New returns a gateway.
@@ -108,18 +122,27 @@ func New(cfg Config) *Gateway {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}}
+	return &Gateway{cfg: cfg, inflight: map[ids.InstanceID]int{}, placing: map[ids.ModelID]*placing{}, uses: map[ids.InstanceID]*use{}}
 }
 
 // Generate picks a ready instance of the request's model from the
 // replicated State, hands the request to the node that runs it, and returns
-// the chunk stream. Cancelling ctx cancels the task there.
+// the chunk stream. Cancelling ctx cancels the task there. A catalog model
+// without a ready instance is placed on demand first (ensureReady); nothing
+// is streamed until it is ready.
 func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan request.Chunk, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
 	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
 		return nil, fault.Errorf(fault.ClassNotFound, "unknown model %s (GET /models lists the catalog)", fault.Quote(req.Model))
+	}
+	if req.KeepAlive == nil {
+		ka := g.cfg.KeepAlive
+		req.KeepAlive = &ka
+	}
+	if err := g.ensureReady(ctx, ids.ModelID(req.Model), *req.KeepAlive); err != nil {
+		return nil, err
 	}
 	return g.submit(ctx, req.Model, request.TaskPayload{Generate: &req})
 }
@@ -187,7 +210,7 @@ func (g *Gateway) submit(ctx context.Context, model string, payload request.Task
 	task, tctx := ids.TaskID(g.cfg.NewID()), request.WithTap(serveCtx, tap)
 	var chunks <-chan request.Chunk
 	if runs == g.cfg.Node {
-		chunks, err = g.cfg.Local(tctx, inst, task, payload)
+		chunks, err = g.Serve(tctx, inst, task, payload)
 	} else {
 		chunks, err = g.cfg.Remote(tctx, runs, inst, task, payload)
 	}

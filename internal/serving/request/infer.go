@@ -8,6 +8,7 @@ package request
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/skulk/skulk/internal/platform/fault"
 )
@@ -124,6 +125,11 @@ type Request struct {
 	// CountOnly renders and tokenizes the prompt and generates nothing: the
 	// final chunk's usage counts the prompt (Anthropic's count_tokens).
 	CountOnly bool `json:"count_only,omitempty"`
+	// KeepAlive is how long an instance placed on demand stays loaded once
+	// idle after this request (Ollama's keep_alive): 0 unloads it right
+	// after, negative never; nil is the node's default (SKULK_KEEP_ALIVE),
+	// which the gateway stamps. Instances placed explicitly never unload.
+	KeepAlive *time.Duration `json:"keep_alive,omitempty"`
 }
 
 // ChunkKind says what a Chunk carries.

@@ -24,10 +24,12 @@
 //	            also set reasoning_effort; the model's reasoning comes back
 //	            in message.thinking); stream (default true: NDJSON lines,
 //	            the last with done, done_reason and the metrics; false: one
-//	            object); logprobs, top_logprobs; options (below)
-//	ignored:    keep_alive (type-checked: a number or a duration string):
-//	            placements are explicit, so no request loads or unloads a
-//	            model; truncate and shift: an over-long prompt is refused,
+//	            object); logprobs, top_logprobs; options (below);
+//	            keep_alive (a number of seconds or a duration string: how
+//	            long a model placed on demand stays loaded once idle; 0
+//	            unloads it after the request, negative never; absent:
+//	            SKULK_KEEP_ALIVE; explicit placements never unload)
+//	ignored:    truncate and shift: an over-long prompt is refused,
 //	            never cut
 //	refused:    messages[].images (text only); roles other than the four
 //

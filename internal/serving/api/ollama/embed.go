@@ -35,7 +35,7 @@ func DecodeEmbedRequest(body []byte) (request.EmbedRequest, error) {
 	if w.Model == "" {
 		return request.EmbedRequest{}, fault.ParamErrorf("model", "model is required")
 	}
-	if err := keepAlive(w.KeepAlive); err != nil {
+	if _, err := keepAlive(w.KeepAlive); err != nil {
 		return request.EmbedRequest{}, err
 	}
 	req := request.EmbedRequest{Model: w.Model}
@@ -88,7 +88,7 @@ func DecodeEmbeddingsRequest(body []byte) (request.EmbedRequest, error) {
 	if w.Model == "" {
 		return request.EmbedRequest{}, fault.ParamErrorf("model", "model is required")
 	}
-	if err := keepAlive(w.KeepAlive); err != nil {
+	if _, err := keepAlive(w.KeepAlive); err != nil {
 		return request.EmbedRequest{}, err
 	}
 	if w.Prompt == nil {

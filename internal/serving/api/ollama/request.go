@@ -291,7 +291,7 @@ func (c *common) finish(req request.Request, load bool) (Decoded, error) {
 	if req.TemplateKwargs, err = think(c.Think); err != nil {
 		return Decoded{}, err
 	}
-	if err := keepAlive(c.KeepAlive); err != nil {
+	if req.KeepAlive, err = keepAlive(c.KeepAlive); err != nil {
 		return Decoded{}, err
 	}
 	if req.Sampling, err = c.Options.sampling(); err != nil {
@@ -376,25 +376,42 @@ func think(raw json.RawMessage) (map[string]any, error) {
 	return nil, fault.ParamErrorf("think", "think must be true, false, \"high\", \"medium\" or \"low\"")
 }
 
-// keepAlive checks "keep_alive" (a number of seconds or a Go duration
-// string such as "5m"). Its value is ignored: placements are explicit, so
-// an instance neither loads nor unloads because of a request.
-func keepAlive(raw json.RawMessage) error {
+// keepAlive reads "keep_alive" (a number of seconds or a Go duration
+// string such as "5m"): how long a model placed on demand stays loaded
+// once idle after the request; 0 unloads it right after, a negative value
+// never. nil when absent (the node's SKULK_KEEP_ALIVE). A model placed
+// explicitly never unloads, whatever the request says.
+func keepAlive(raw json.RawMessage) (*time.Duration, error) {
 	if wirejson.IsNull(raw) {
-		return nil
+		return nil, nil
 	}
 	var f float64
 	if err := json.Unmarshal(raw, &f); err == nil {
-		return nil
+		d := time.Duration(f * float64(time.Second))
+		if f < 0 {
+			d = -1
+		}
+		return &d, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
-		if _, err := time.ParseDuration(s); err == nil {
-			return nil
+		if n, err := strconv.ParseFloat(s, 64); err == nil {
+			// Ollama reads a bare number in a string as seconds too.
+			d := time.Duration(n * float64(time.Second))
+			if n < 0 {
+				d = -1
+			}
+			return &d, nil
 		}
-		return fault.ParamErrorf("keep_alive", "keep_alive %s is not a duration (e.g. \"5m\", \"1h\", \"0\")", fault.Quote(s))
+		if d, err := time.ParseDuration(s); err == nil {
+			if d < 0 {
+				d = -1
+			}
+			return &d, nil
+		}
+		return nil, fault.ParamErrorf("keep_alive", "keep_alive %s is not a duration (e.g. \"5m\", \"1h\", \"0\")", fault.Quote(s))
 	}
-	return fault.ParamErrorf("keep_alive", "keep_alive must be a number of seconds or a duration string")
+	return nil, fault.ParamErrorf("keep_alive", "keep_alive must be a number of seconds or a duration string")
 }
 
 // integer reads an integer option. JSON numbers with an integral value

@@ -82,12 +82,22 @@ func TestDecodeChatRequest(t *testing.T) {
 			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"keep_alive":"5m","truncate":true,"options":{
 				"num_ctx":8192,"num_thread":8,"num_gpu":0,"use_mmap":true,"numa":false,
 				"typical_p":1,"tfs_z":1.0,"mirostat":0,"mirostat_tau":5,"penalize_newline":true,"future_option":"x"}}`,
-			want: Decoded{Stream: true, Request: request.Request{Model: "m", Chat: true, Messages: user("hi")}},
+			want: Decoded{Stream: true, Request: request.Request{Model: "m", Chat: true, Messages: user("hi"), KeepAlive: dur(5 * time.Minute)}},
 		},
 		{
 			name: "keep_alive_number",
 			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"keep_alive":-1}`,
-			want: Decoded{Stream: true, Request: request.Request{Model: "m", Chat: true, Messages: user("hi")}},
+			want: Decoded{Stream: true, Request: request.Request{Model: "m", Chat: true, Messages: user("hi"), KeepAlive: dur(-1)}},
+		},
+		{
+			name: "keep_alive_seconds",
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"keep_alive":1.5}`,
+			want: Decoded{Stream: true, Request: request.Request{Model: "m", Chat: true, Messages: user("hi"), KeepAlive: dur(1500 * time.Millisecond)}},
+		},
+		{
+			name: "keep_alive_negative_duration_is_forever",
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"keep_alive":"-5m"}`,
+			want: Decoded{Stream: true, Request: request.Request{Model: "m", Chat: true, Messages: user("hi"), KeepAlive: dur(-1)}},
 		},
 		{
 			name: "format_json_is_any_object",
@@ -160,7 +170,7 @@ func TestDecodeChatRequest(t *testing.T) {
 		{
 			name: "empty_messages_with_keep_alive_zero_is_a_load_request",
 			body: `{"model":"m","messages":[],"keep_alive":0,"stream":false}`,
-			want: Decoded{Load: true, Request: request.Request{Model: "m", Chat: true, Messages: []request.Message{}}},
+			want: Decoded{Load: true, Request: request.Request{Model: "m", Chat: true, Messages: []request.Message{}, KeepAlive: dur(0)}},
 		},
 		{
 			name: "unknown_fields_ignored",
@@ -210,7 +220,7 @@ func TestDecodeGenerateRequest(t *testing.T) {
 		{
 			name: "empty_prompt_is_a_load_request",
 			body: `{"model":"m","keep_alive":"10m"}`,
-			want: Decoded{Stream: true, Load: true, Request: request.Request{Model: "m", Chat: true, Messages: user("")}},
+			want: Decoded{Stream: true, Load: true, Request: request.Request{Model: "m", Chat: true, Messages: user(""), KeepAlive: dur(10 * time.Minute)}},
 		},
 		{
 			name: "empty_template_suffix_images_context_accepted",
@@ -397,3 +407,6 @@ func TestEmbedResponses(t *testing.T) {
 		t.Errorf("empty embeddings: got %s, want %s", got, want)
 	}
 }
+
+// dur is a keep-alive as a request carries it.
+func dur(d time.Duration) *time.Duration { return &d }
