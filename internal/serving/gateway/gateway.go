@@ -316,6 +316,10 @@ type StateDocument struct {
 	// NodeHealth says, for every node the State or the membership knows,
 	// whether it is healthy and why not.
 	NodeHealth map[ids.NodeID]NodeHealth `json:"nodeHealth"`
+	// ExpiresAt says when each on-demand instance whose first rank runs
+	// on this node unloads if it stays idle (this node keeps its idle
+	// clock; see Serve).
+	ExpiresAt map[ids.InstanceID]time.Time `json:"expiresAt,omitempty"`
 }
 
 // NodeHealth is one node's health as this node sees it.
@@ -363,6 +367,7 @@ func (g *Gateway) State(ctx context.Context) (any, error) {
 	h := state.Hash(st)
 	doc := StateDocument{State: st, LastAppliedIndex: st.LastIndex, StateHash: fmt.Sprintf("%x", h[:])}
 	doc.APIKeys = redactedKeys(st.APIKeys)
+	doc.ExpiresAt = g.Expiries(st)
 	if g.cfg.Nodes != nil {
 		doc.NodeResources = g.cfg.Nodes()
 	}

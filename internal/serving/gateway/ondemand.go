@@ -54,7 +54,15 @@ type use struct {
 	inflight  int
 	last      time.Time
 	keepAlive *time.Duration
+	// notBefore holds an instance that has just loaded, and has served
+	// nothing yet, for the requests that wait for it (loadGrace).
+	notBefore time.Time
 }
+
+// loadGrace is how long an on-demand instance that has just become ready
+// stays for the requests that placed it, whatever their keep-alive, until
+// the first of them ends.
+const loadGrace = 30 * time.Second
 
 // ensureReady returns once model has a ready instance, placing one on
 // demand when it has none and none is loading.
@@ -241,6 +249,7 @@ func (g *Gateway) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskI
 			g.mu.Lock()
 			u.inflight--
 			u.last = g.cfg.Now()
+			u.notBefore = time.Time{}
 			g.mu.Unlock()
 		})
 	}
@@ -302,8 +311,9 @@ func (g *Gateway) idle(st state.State) []ids.InstanceID {
 		}
 		u := g.uses[id]
 		if u == nil {
-			// First seen ready: the idle clock starts now.
-			u = &use{last: now}
+			// First seen ready: the idle clock starts now, held for the
+			// requests that wait for it.
+			u = &use{last: now, notBefore: now.Add(loadGrace)}
 			g.uses[id] = u
 		}
 		if u.inflight > 0 || u.last.IsZero() {
@@ -313,7 +323,7 @@ func (g *Gateway) idle(st state.State) []ids.InstanceID {
 		if u.keepAlive != nil {
 			ka = *u.keepAlive
 		}
-		if ka >= 0 && !now.Before(u.last.Add(ka)) {
+		if ka >= 0 && !now.Before(u.last.Add(ka)) && !now.Before(u.notBefore) {
 			out = append(out, id)
 			u.last = time.Time{} // asked once; forgotten with the instance
 		}
@@ -338,7 +348,11 @@ func (g *Gateway) Expiries(st state.State) map[ids.InstanceID]time.Time {
 			ka = *u.keepAlive
 		}
 		if ka >= 0 {
-			out[id] = u.last.Add(ka)
+			at := u.last.Add(ka)
+			if at.Before(u.notBefore) {
+				at = u.notBefore
+			}
+			out[id] = at
 		}
 	}
 	return out

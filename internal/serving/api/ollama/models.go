@@ -88,6 +88,10 @@ type Instance struct {
 	ContextTokens   int    `json:"context_tokens"`
 	CreatedAtUnixMs int64  `json:"created_at_unix_ms"`
 	Status          string `json:"status"`
+	// ExpiresAt is when an instance placed on demand unloads if it stays
+	// idle, where the state document knows it (the node that runs its
+	// first rank); nil otherwise.
+	ExpiresAt *time.Time `json:"-"`
 }
 
 // InstanceReady is the status of an instance that serves requests.
@@ -101,7 +105,8 @@ const nativeCPU = "native-cpu"
 // ({"instances":{id:{...}}}), sorted by id.
 func ParseInstances(doc []byte) ([]Instance, error) {
 	var st struct {
-		Instances map[string]Instance `json:"instances"`
+		Instances map[string]Instance  `json:"instances"`
+		ExpiresAt map[string]time.Time `json:"expiresAt"`
 	}
 	if err := json.Unmarshal(doc, &st); err != nil {
 		return nil, fmt.Errorf("ollama: state document: %w", err)
@@ -109,6 +114,9 @@ func ParseInstances(doc []byte) ([]Instance, error) {
 	out := make([]Instance, 0, len(st.Instances))
 	for id, inst := range st.Instances {
 		inst.ID = id
+		if at, ok := st.ExpiresAt[id]; ok {
+			inst.ExpiresAt = &at
+		}
 		out = append(out, inst)
 	}
 	slices.SortFunc(out, func(a, b Instance) int { return strings.Compare(a.ID, b.ID) })
@@ -204,15 +212,18 @@ func Tags(models []ReadyModel, cards []Card) ListResponse {
 
 // ProcessModel is one running instance of GET /api/ps. SizeVRAM is 0 for
 // the native engine (it runs on CPUs) and omitted for other backends;
-// ExpiresAt is omitted because instances do not expire.
+// ExpiresAt is when an instance placed on demand unloads if it stays idle,
+// omitted for an explicit placement (which never unloads), one in use, and
+// one whose idle clock another node keeps.
 type ProcessModel struct {
-	Name          string   `json:"name"`
-	Model         string   `json:"model"`
-	Size          int64    `json:"size,omitempty"`
-	Digest        string   `json:"digest,omitempty"`
-	Details       *Details `json:"details,omitempty"`
-	SizeVRAM      *int64   `json:"size_vram,omitempty"`
-	ContextLength int      `json:"context_length,omitempty"`
+	Name          string     `json:"name"`
+	Model         string     `json:"model"`
+	Size          int64      `json:"size,omitempty"`
+	Digest        string     `json:"digest,omitempty"`
+	Details       *Details   `json:"details,omitempty"`
+	SizeVRAM      *int64     `json:"size_vram,omitempty"`
+	ContextLength int        `json:"context_length,omitempty"`
+	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
 }
 
 // ProcessResponse is the GET /api/ps document.
@@ -228,7 +239,7 @@ func PS(instances []Instance, cards []Card) ProcessResponse {
 		if inst.Status != InstanceReady {
 			continue
 		}
-		pm := ProcessModel{Name: inst.Model, Model: inst.Model, ContextLength: inst.ContextTokens}
+		pm := ProcessModel{Name: inst.Model, Model: inst.Model, ContextLength: inst.ContextTokens, ExpiresAt: inst.ExpiresAt}
 		if c, ok := byID[inst.Model]; ok {
 			d := details(c)
 			pm.Size, pm.Digest, pm.Details = c.StorageBytes, c.Digest, &d
