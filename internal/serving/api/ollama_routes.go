@@ -238,7 +238,8 @@ func (s *server) catalogCards(ctx context.Context) ([]ollama.Card, error) {
 	return ollama.ParseCatalog(b)
 }
 
-// GET /api/tags: the models with a ready instance.
+// GET /api/tags: the models with a ready instance, and the installed
+// ones a request loads on demand.
 func (s *server) ollamaTags(w http.ResponseWriter, r *http.Request) {
 	models, err := s.inference.Models(r.Context())
 	if err != nil {

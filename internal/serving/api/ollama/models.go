@@ -54,6 +54,10 @@ type Card struct {
 	Runtime       struct {
 		ServedContext int `json:"served_context"`
 	} `json:"runtime"`
+	// Installed says this node has the weights; HeldBy names the nodes
+	// that do. A model held somewhere loads on demand.
+	Installed bool     `json:"installed"`
+	HeldBy    []string `json:"held_by"`
 }
 
 // ParseCatalog reads the cards of a catalog document: {"data":[entry...]}
@@ -194,10 +198,23 @@ func cardIndex(cards []Card) map[string]Card {
 	return m
 }
 
-// Tags lists the ready models, with size, digest and details from their
+// Tags lists the ready models and the catalog's installed ones (which a
+// request loads on demand), with size, digest and details from their
 // catalog cards where the catalog has one.
 func Tags(models []ReadyModel, cards []Card) ListResponse {
 	byID := cardIndex(cards)
+	models = slices.Clone(models)
+	listed := map[string]bool{}
+	for _, m := range models {
+		listed[m.Name] = true
+	}
+	for _, c := range cards {
+		if !listed[c.ID] && (c.Installed || len(c.HeldBy) > 0) {
+			listed[c.ID] = true
+			models = append(models, ReadyModel{Name: c.ID})
+		}
+	}
+	slices.SortStableFunc(models, func(a, b ReadyModel) int { return strings.Compare(a.Name, b.Name) })
 	out := ListResponse{Models: make([]ListModel, 0, len(models))}
 	for _, m := range models {
 		lm := ListModel{Name: m.Name, Model: m.Name, ModifiedAt: m.Created.UTC()}
