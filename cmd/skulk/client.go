@@ -282,6 +282,7 @@ func (c *apiClient) waitReady(ctx context.Context, instance, model string, w io.
 
 // streamResult is the end of a streamed chat completion.
 type streamResult struct {
+	Trace                          string // the X-Skulk-Trace header
 	Finish                         string
 	PromptTokens, CompletionTokens int
 }
@@ -296,6 +297,7 @@ func (c *apiClient) streamChat(ctx context.Context, body map[string]any, onDelta
 		return res, err
 	}
 	defer resp.Body.Close()
+	res.Trace = resp.Header.Get("X-Skulk-Trace")
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
 	for sc.Scan() {
@@ -389,5 +391,6 @@ func routeFree(msg string) string {
 		"POST /models/import", "skulk models import",
 		"POST /models/pull", "skulk models pull",
 		"POST /models/add", "skulk models add",
+		`POST /tracing {"enabled": true}`, "skulk trace on",
 	).Replace(msg)
 }
