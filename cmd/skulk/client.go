@@ -181,6 +181,11 @@ type clusterState struct {
 		Category string `json:"category"`
 		Detail   string `json:"detail"`
 	} `json:"failures"`
+	// NodeResources are the live members' readings, with their names.
+	NodeResources []struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"nodeResources"`
 	NodeHealth map[string]struct {
 		Status      string   `json:"status"`
 		Reasons     []string `json:"reasons"`
@@ -188,6 +193,31 @@ type clusterState struct {
 			Message string `json:"message"`
 		} `json:"persistence"`
 	} `json:"nodeHealth"`
+}
+
+// nodeLabel is how a node is shown to people: its name, with the start
+// of its id after a slash when another live node goes by the same name;
+// its id when it publishes no name (a lost node, or one from before
+// names).
+func (s clusterState) nodeLabel(id string) string {
+	name, same := "", 0
+	for _, r := range s.NodeResources {
+		if r.ID == id {
+			name = r.Name
+		}
+	}
+	if name == "" {
+		return id
+	}
+	for _, r := range s.NodeResources {
+		if r.Name == name {
+			same++
+		}
+	}
+	if same > 1 {
+		return name + "/" + shortID(id)
+	}
+	return name
 }
 
 // persistenceWarnings lists, node by node, what keeps a node from keeping
