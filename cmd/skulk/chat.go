@@ -37,7 +37,7 @@ func (o *chatOptions) register(c *cobra.Command) {
 	f.StringVar(&o.system, "system", "", "system message")
 	f.IntVar(&o.maxTokens, "max-tokens", defaultReplyTokens, "most tokens per reply (0 = up to the context window)")
 	f.Float64Var(&o.temperature, "temperature", 0, "sampling temperature (default: the node's, 0.8)")
-	f.BoolVar(&o.verbose, "verbose", false, "after each reply, print the time to first token and tokens per second")
+	f.BoolVar(&o.verbose, "verbose", false, "after each reply, print the time to first token, tokens per second and the trace id")
 }
 
 func (o *chatOptions) check(cmd *cobra.Command) error {
@@ -411,6 +411,7 @@ type replyStats struct {
 	start, first, end time.Time
 	prompt, tokens    int
 	finish            string
+	trace             string
 }
 
 func (st replyStats) print(w io.Writer) {
@@ -426,6 +427,9 @@ func (st replyStats) print(w io.Writer) {
 	fmt.Fprintf(w, "time to first token: %.3fs\n", st.first.Sub(st.start).Seconds())
 	fmt.Fprintf(w, "reply:               %d tokens in %.2fs, %.1f tokens/s (finish: %s)\n", st.tokens, st.end.Sub(st.start).Seconds(), rate, st.finish)
 	fmt.Fprintf(w, "prompt:              %d tokens\n", st.prompt)
+	if st.trace != "" {
+		fmt.Fprintf(w, "trace:               %s ('skulk trace show %s' when tracing is on)\n", st.trace, st.trace)
+	}
 }
 
 // stream streams one answer to standard output; Ctrl-C cancels the
@@ -456,7 +460,7 @@ func (c *chatSession) stream(body map[string]any) (string, replyStats, error) {
 			break
 		}
 	}
-	st.end, st.prompt, st.tokens, st.finish = time.Now(), res.PromptTokens, res.CompletionTokens, res.Finish
+	st.end, st.prompt, st.tokens, st.finish, st.trace = time.Now(), res.PromptTokens, res.CompletionTokens, res.Finish, res.Trace
 	if errors.Is(err, context.Canceled) || (err != nil && ctx.Err() != nil) {
 		fmt.Fprint(c.s.err, " [stopped]")
 		return reply.String(), st, nil

@@ -181,6 +181,11 @@ type clusterState struct {
 		Category string `json:"category"`
 		Detail   string `json:"detail"`
 	} `json:"failures"`
+	// NodeResources are the live members' readings, with their names.
+	NodeResources []struct {
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"nodeResources"`
 	NodeHealth map[string]struct {
 		Status      string   `json:"status"`
 		Reasons     []string `json:"reasons"`
@@ -188,6 +193,31 @@ type clusterState struct {
 			Message string `json:"message"`
 		} `json:"persistence"`
 	} `json:"nodeHealth"`
+}
+
+// nodeLabel is how a node is shown to people: its name, with the start
+// of its id after a slash when another live node goes by the same name;
+// its id when it publishes no name (a lost node, or one from before
+// names).
+func (s clusterState) nodeLabel(id string) string {
+	name, same := "", 0
+	for _, r := range s.NodeResources {
+		if r.ID == id {
+			name = r.Name
+		}
+	}
+	if name == "" {
+		return id
+	}
+	for _, r := range s.NodeResources {
+		if r.Name == name {
+			same++
+		}
+	}
+	if same > 1 {
+		return name + "/" + shortID(id)
+	}
+	return name
 }
 
 // persistenceWarnings lists, node by node, what keeps a node from keeping
@@ -282,6 +312,7 @@ func (c *apiClient) waitReady(ctx context.Context, instance, model string, w io.
 
 // streamResult is the end of a streamed chat completion.
 type streamResult struct {
+	Trace                          string // the X-Skulk-Trace header
 	Finish                         string
 	PromptTokens, CompletionTokens int
 }
@@ -296,6 +327,7 @@ func (c *apiClient) streamChat(ctx context.Context, body map[string]any, onDelta
 		return res, err
 	}
 	defer resp.Body.Close()
+	res.Trace = resp.Header.Get("X-Skulk-Trace")
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 8<<20)
 	for sc.Scan() {
@@ -389,5 +421,6 @@ func routeFree(msg string) string {
 		"POST /models/import", "skulk models import",
 		"POST /models/pull", "skulk models pull",
 		"POST /models/add", "skulk models add",
+		`POST /tracing {"enabled": true}`, "skulk trace on",
 	).Replace(msg)
 }

@@ -38,7 +38,8 @@ func newPsCmd(s stdio) *cobra.Command {
 }
 
 // renderPs writes the instances table: a row per instance and, under a
-// split one, a row per rank with its node, runner status and layers.
+// split one, a row per rank with its node (by name, where the node
+// publishes one), runner status and layers.
 func renderPs(w io.Writer, st clusterState) error {
 	ids := make([]string, 0, len(st.Instances))
 	for id := range st.Instances {
@@ -55,7 +56,7 @@ func renderPs(w io.Writer, st clusterState) error {
 		var ranks []string
 		status := in.Status
 		for _, p := range in.Placement {
-			ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", p.Node, p.LayerStart, p.LayerEnd))
+			ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", st.nodeLabel(p.Node), p.LayerStart, p.LayerEnd))
 			if lost(p.Node) {
 				status = "lost"
 			}
@@ -76,7 +77,7 @@ func renderPs(w io.Writer, st clusterState) error {
 			if reason != "" {
 				layers += ": " + reason
 			}
-			fmt.Fprintf(tw, "  rank %d\t%s\t%s\t\t%s\n", r, p.Node, status, layers)
+			fmt.Fprintf(tw, "  rank %d\t%s\t%s\t\t%s\n", r, st.nodeLabel(p.Node), status, layers)
 		}
 	}
 	return tw.Flush()

@@ -44,14 +44,16 @@ func TestPsWarnsOfPersistence(t *testing.T) {
 
 // TestPsRanks: `skulk ps` lists every rank of a split instance under it
 // (node, runner status, layers and a runner's reason) and none under a
-// whole one; the table is testdata/ps.golden (-update rewrites it).
+// whole one; a node shows by its name, with its id's start when another
+// node has the same name; the table is testdata/ps.golden (-update rewrites it).
 func TestPsRanks(t *testing.T) {
 	state := `{"instances":{
 		"b2c4e6a8d0f1":{"model":"stories260k","status":"pending","context_tokens":512,
-			"placement":[{"node":"node-a","layer_start":0,"layer_end":3},{"node":"node-b","layer_start":3,"layer_end":5},{"node":"node-c","layer_start":5,"layer_end":6}],
+			"placement":[{"node":"node-a","layer_start":0,"layer_end":3},{"node":"node-b0123456","layer_start":3,"layer_end":5},{"node":"node-c0123456","layer_start":5,"layer_end":6}],
 			"runners":[{"id":"r1","status":"ready","reason":""},{"id":"r2","status":"loading","reason":""},{"id":"","status":"failed","reason":"load failed: link out: the other end of the link did not connect in time"}]},
 		"a1b3c5d7e9f0":{"model":"qwen3:0.6b","status":"ready","context_tokens":4096,
-			"placement":[{"node":"node-a","layer_start":0,"layer_end":28}],"runners":[{"id":"r0","status":"running","reason":""}]}}}`
+			"placement":[{"node":"node-a","layer_start":0,"layer_end":28}],"runners":[{"id":"r0","status":"running","reason":""}]}},
+		"nodeResources":[{"id":"node-a","name":"studio"},{"id":"node-b0123456","name":"pi"},{"id":"node-c0123456","name":"pi"}]}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(state)) }))
 	defer srv.Close()
 	code, out, errs := runCLI(t, "ps", "--host", srv.URL)

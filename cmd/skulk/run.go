@@ -17,6 +17,7 @@ import (
 // nodeFlags adds the flags of a node (skulk serve, skulk run) to fs, bound
 // to cfg, which holds the environment's values.
 func nodeFlags(fs *pflag.FlagSet, cfg *config.Node) {
+	fs.StringVar(&cfg.Name, "name", cfg.Name, "the node's name, shown beside its id in 'skulk nodes', 'skulk ps' and the logs (SKULK_NAME; default the machine's host name)")
 	fs.StringVar(&cfg.Home, "home", cfg.Home, "state directory (SKULK_HOME)")
 	fs.IntVar(&cfg.Port, "port", cfg.Port, "HTTP API port `N`, with gossip on N+1 and QUIC on N+2 (SKULK_PORT; default 52415); --api-addr, --gossip-addr and --quic-addr win over it")
 	fs.StringVar(&cfg.APIAddr, "api-addr", cfg.APIAddr, "HTTP API address HOST:PORT (SKULK_API_ADDR; wins over --port)")

@@ -155,7 +155,7 @@ func (n *fabric) openHome() error {
 	}
 	n.id = id
 	n.log = n.log.With("node", id)
-	n.log.Info("starting skulk node", "version", SoftwareVersion, "commit", SoftwareCommit, "config", n.cfg.String())
+	n.log.Info("starting skulk node", "name", n.cfg.NodeName(), "version", SoftwareVersion, "commit", SoftwareCommit, "config", n.cfg.String())
 	return nil
 }
 
@@ -238,7 +238,7 @@ func (n *fabric) buildServices() error {
 		return fmt.Errorf("node: %w", err)
 	}
 	n.ctl = ctl
-	n.diag = diagnostics.Sources{Self: n.id, Version: SoftwareVersion, Plane: ctl, Membership: n.peers.get, Own: n.persist,
+	n.diag = diagnostics.Sources{Self: n.id, Name: n.cfg.NodeName(), Version: SoftwareVersion, Plane: ctl, Membership: n.peers.get, Own: n.persist,
 		Refused: &n.refused, Seen: &n.seen, Edges: func() *link.Edges { return n.edges }}
 	n.mods.AttachState(func() state.State { st, _ := ctl.State(context.Background()); return st })
 	n.worker = worker.New(worker.Config{
@@ -482,7 +482,7 @@ func (n *fabric) serve(ctx context.Context) error {
 	run("telemetry", func() error {
 		telemetry.PublishResources(ctx, telemetry.Publisher{Publish: n.mem.Publish, RTTs: n.mem.RTTs, Limit: membership.MaxReadingValue,
 			Backends: []string{Backend}, MaxInstances: n.cfg.MaxInstances, Budget: n.cfg.MemoryBudget,
-			Kernels: diagnostics.Kernels(n.cfg.Engine.Kernels), Logger: log})
+			Kernels: diagnostics.Kernels(n.cfg.Engine.Kernels), Name: n.cfg.NodeName(), Logger: log})
 		return nil
 	})
 	run("catalog", func() error { n.mods.Rescan(ctx); return nil })
@@ -529,7 +529,7 @@ func (n *fabric) announce() {
 	if n.secret.Origin == "generated" && n.opt.Console != nil {
 		homedir.PrintNewCluster(n.opt.Console, n.secret.Key, gossipAddrs)
 	}
-	n.log.Info("serving", "api", n.ln.Addr().String(), "quic", n.ep.Addr().String(), "gossip", n.mem.GossipAddr().String(),
+	n.log.Info("serving", "name", n.cfg.NodeName(), "api", n.ln.Addr().String(), "quic", n.ep.Addr().String(), "gossip", n.mem.GossipAddr().String(),
 		"cluster_key", n.secret.Origin)
 	if n.opt.Ready != nil {
 		n.opt.Ready(n.ln.Addr())

@@ -91,7 +91,7 @@ func (n *fabric) dashboardSources() dashboard.Sources {
 
 // nodeDiagnostics answers GET /v1/diagnostics/node.
 func (n *fabric) nodeDiagnostics() func(context.Context) (any, error) {
-	return diagnostics.Node(diagnostics.NodeFacts{Self: n.id, Version: SoftwareVersion, Commit: SoftwareCommit, Started: n.started,
+	return diagnostics.Node(diagnostics.NodeFacts{Self: n.id, Name: n.cfg.NodeName(), Version: SoftwareVersion, Commit: SoftwareCommit, Started: n.started,
 		Threads: n.cfg.Threads, MaxInstances: n.cfg.MaxInstances, MemoryBudget: n.cfg.MemoryBudget, KernelCap: n.cfg.Engine.Kernels,
 		Plane: n.ctl, Recorders: n.worker.Recorders})
 }

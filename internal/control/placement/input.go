@@ -35,7 +35,10 @@ type Model struct {
 
 // Node is one member's placement-relevant telemetry.
 type Node struct {
-	ID             string   `json:"id"`
+	ID string `json:"id"`
+	// Name is what people call the node (its --name or host name), for
+	// them only: the planner goes by ID.
+	Name           string   `json:"name,omitempty"`
 	TotalBytes     int64    `json:"total_bytes"`
 	AvailableBytes int64    `json:"available_bytes"`
 	Backends       []string `json:"backends"` // e.g. "native-cpu"

@@ -38,6 +38,9 @@ type Resources struct {
 	// Kernels is the engine's kernel set the node's runners use, for the
 	// dashboard (absent from an older node).
 	Kernels string `json:"kernels,omitempty"`
+	// Name is the node's name (--name, else its host name), which people
+	// see beside its id (absent from an older node).
+	Name string `json:"name,omitempty"`
 }
 
 // Budgeted caps a memory reading by the node's --memory-budget: placement
@@ -82,11 +85,12 @@ type Publisher struct {
 	MaxInstances int
 	Budget       int64
 	Kernels      string
+	Name         string
 	Logger       *slog.Logger
 }
 
-// PublishResources gossips this node's memory, backends, runner limit and
-// link round trips every Interval until ctx ends.
+// PublishResources gossips this node's memory, backends, runner limit,
+// name and link round trips every Interval until ctx ends.
 func PublishResources(ctx context.Context, p Publisher) {
 	tick := time.NewTicker(Interval)
 	defer tick.Stop()
@@ -95,7 +99,7 @@ func PublishResources(ctx context.Context, p Publisher) {
 		if err == nil {
 			mem = Budgeted(mem, p.Budget)
 			b, _ := json.Marshal(Resources{TotalBytes: mem.TotalBytes, AvailableBytes: mem.AvailableBytes,
-				Backends: p.Backends, CPU: ReadCPU(), MaxInstances: p.MaxInstances, MemoryBudget: p.Budget, Kernels: p.Kernels})
+				Backends: p.Backends, CPU: ReadCPU(), MaxInstances: p.MaxInstances, MemoryBudget: p.Budget, Kernels: p.Kernels, Name: p.Name})
 			if err := p.Publish(ResourcesKey, b); err != nil {
 				p.Logger.Warn("cannot publish resources", "err", err)
 			}

@@ -57,6 +57,10 @@ const (
 
 // Node is the configuration of `skulk run`.
 type Node struct {
+	// Name (--name, SKULK_NAME) is what people call the node: it shows
+	// beside the node's id in skulk nodes, skulk ps, the diagnostics and
+	// the logs. Empty means the machine's host name (NodeName).
+	Name      string
 	Home      string // state directory: event log, node id, model cache
 	APIAddr   string // host:port of the HTTP API
 	Offline   bool   // never touch the network for models
@@ -268,8 +272,8 @@ func (n Node) String() string {
 	if n.Engine.NoPack {
 		kernels += ",unpacked"
 	}
-	return fmt.Sprintf("home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d max_conns=%d memory_budget=%d group_connect_timeout=%s log_free_floor=%s",
-		n.Home, n.APIAddr, n.APIOpen, n.MetricsPublic, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
+	return fmt.Sprintf("name=%s home=%s api=%s api_open=%v metrics_public=%v gossip=%s quic=%s bootstrap=%v mdns=%v offline=%v log=%s/%s threads=%d max_instances=%d max_instances_per_model=%d api_key=%s cluster_key=%s models_dir=%s custom_model_cards_dir=%s hub=%s hf_token=%s kernels=%s http_body_timeout=%s http_idle_timeout=%s max_conns_per_client=%d max_conns=%d memory_budget=%d group_connect_timeout=%s log_free_floor=%s",
+		n.NodeName(), n.Home, n.APIAddr, n.APIOpen, n.MetricsPublic, n.GossipAddr, n.QUICAddr, n.BootstrapPeers, !n.NoMDNS, n.Offline, n.LogFormat, n.LogLevel, n.Threads,
 		n.MaxInstances, n.MaxInstancesPerModel, key, ckey, orDefault(n.ModelsDir), orDefault(n.CustomModelCardsDir), orDefault(n.HubEndpoint), hfToken, kernels,
 		n.HTTPBodyTimeout, n.HTTPIdleTimeout, n.MaxConnsPerClient, n.MaxConns, n.MemoryBudget, n.GroupConnectTimeout, n.logFreeFloor())
 }
@@ -373,6 +377,7 @@ func FromEnv(getenv func(string) string) Node {
 	if a := getenv("SKULK_API_ADDR"); a != "" { // an address set on its own wins over SKULK_PORT
 		n.APIAddr = a
 	}
+	n.Name = strings.TrimSpace(getenv("SKULK_NAME"))
 	n.envErr = errors.Join(errs...)
 	n.Offline = truthy(getenv("SKULK_OFFLINE"))
 	n.ModelsDir = getenv("SKULK_MODELS_DIR")
@@ -445,6 +450,9 @@ func (n Node) Validate() error {
 	if n.Home == "" {
 		return fmt.Errorf("config: --home (or SKULK_HOME) must name a directory")
 	}
+	if n.Name != "" && !ValidName(n.Name) {
+		return fmt.Errorf("config: --name (SKULK_NAME) %q must be 1 to %d letters, digits, '.', '_' or '-' (unset: the machine's host name)", n.Name, MaxNameLen)
+	}
 	if _, _, err := net.SplitHostPort(n.APIAddr); err != nil {
 		return fmt.Errorf("config: --api-addr %q must be HOST:PORT (e.g. 0.0.0.0:%d): %v", n.APIAddr, DefaultAPIPort, err)
 	}
@@ -505,6 +513,54 @@ func (n Node) Validate() error {
 		return fmt.Errorf("config: the event log's free-space floor %d must be a number of bytes (SKULK_LOG_FREE_FLOOR)", n.LogFreeFloor)
 	}
 	return nil
+}
+
+// MaxNameLen bounds a node's name, as DNS bounds a label.
+const MaxNameLen = 63
+
+// ValidName says whether name may be a node's name: 1 to MaxNameLen
+// letters, digits, '.', '_' or '-'.
+func ValidName(name string) bool {
+	if name == "" || len(name) > MaxNameLen {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !nameByte(c) {
+			return false
+		}
+	}
+	return true
+}
+
+func nameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+}
+
+// NodeName is the name the node goes by: Name, else the machine's host
+// name.
+func (n Node) NodeName() string { return n.nodeName(os.Hostname) }
+
+// nodeName is Name, else hostname's first label with any character a name
+// may not hold made '-', cut to MaxNameLen; "" when there is neither.
+func (n Node) nodeName(hostname func() (string, error)) string {
+	if n.Name != "" {
+		return n.Name
+	}
+	h, err := hostname()
+	if err != nil {
+		return ""
+	}
+	h, _, _ = strings.Cut(strings.TrimSpace(h), ".")
+	b := []byte(h)
+	for i, c := range b {
+		if !nameByte(c) {
+			b[i] = '-'
+		}
+	}
+	if len(b) > MaxNameLen {
+		b = b[:MaxNameLen]
+	}
+	return string(b)
 }
 
 // SplitList splits a comma-separated flag value, dropping empty items.

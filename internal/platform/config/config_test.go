@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -420,5 +421,53 @@ func TestPort(t *testing.T) {
 				t.Errorf("api %s gossip %s quic %s, want %s %s %s", n.APIAddr, n.GossipAddr, n.QUICAddr, tt.api, tt.gossip, tt.qc)
 			}
 		})
+	}
+}
+
+// TestNodeName: --name (SKULK_NAME) names the node; unset, the machine's
+// host name does (its first label, made fit for a name); a name with a
+// character a name may not hold is refused.
+func TestNodeName(t *testing.T) {
+	host := func(h string, err error) func() (string, error) { return func() (string, error) { return h, err } }
+	tests := []struct {
+		name     string
+		env      string // SKULK_NAME
+		flag     string // --name; "" when not given
+		hostname func() (string, error)
+		want     string
+		wantErr  string
+	}{
+		{name: "hostname", hostname: host("studio", nil), want: "studio"},
+		{name: "hostname_first_label", hostname: host("studio.local", nil), want: "studio"},
+		{name: "hostname_made_fit", hostname: host("Mac Studio+1", nil), want: "Mac-Studio-1"},
+		{name: "hostname_cut", hostname: host(strings.Repeat("h", 70), nil), want: strings.Repeat("h", MaxNameLen)},
+		{name: "no_hostname", hostname: host("", errors.New("none")), want: ""},
+		{name: "env", env: " kitchen ", hostname: host("studio", nil), want: "kitchen"},
+		{name: "flag", flag: "attic-2", hostname: host("studio", nil), want: "attic-2"},
+		{name: "flag_over_env", env: "kitchen", flag: "attic_2.b", hostname: host("studio", nil), want: "attic_2.b"},
+		{name: "space_refused", flag: "my box", hostname: host("studio", nil), want: "my box", wantErr: `--name (SKULK_NAME) "my box" must be`},
+		{name: "too_long_refused", env: strings.Repeat("n", 64), hostname: host("studio", nil), want: strings.Repeat("n", 64), wantErr: "must be 1 to 63"},
+		{name: "longest", env: strings.Repeat("n", 63), hostname: host("studio", nil), want: strings.Repeat("n", 63)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_NAME": tt.env}))
+			if tt.flag != "" { // as skulk serve's --name sets it
+				n.Name = tt.flag
+			}
+			err := n.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+			}
+			if got := n.nodeName(tt.hostname); got != tt.want {
+				t.Errorf("name %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if s := FromEnv(env(map[string]string{"SKULK_HOME": "/tmp/h", "SKULK_NAME": "kitchen"})).String(); !strings.HasPrefix(s, "name=kitchen ") {
+		t.Errorf("String() %q does not start with the name", s)
 	}
 }

@@ -2,6 +2,8 @@ package diagnostics
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/control/plane"
 	"github.com/skulk/skulk/internal/control/state"
+	"github.com/skulk/skulk/internal/observe/telemetry"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/gateway"
 	"github.com/skulk/skulk/internal/serving/link"
@@ -55,14 +58,18 @@ func (r *Refusals) All() []Refusal {
 
 // NodeDiagnostics is one node's line in GET /v1/diagnostics/cluster.
 type NodeDiagnostics struct {
-	NodeID           ids.NodeID `json:"nodeId"`
-	Role             string     `json:"role"` // master or follower
-	Term             ids.Term   `json:"term"`
-	LastAppliedIndex ids.Index  `json:"lastAppliedIndex"`
-	StateHash        string     `json:"stateHash"`
-	Version          string     `json:"version"`
-	Commit           string     `json:"commit"`
-	Reachable        bool       `json:"reachable"`
+	NodeID ids.NodeID `json:"nodeId"`
+	// Name is what people call the node (its --name, else its host name),
+	// as it last published it; empty for a node never seen live or one
+	// from before names.
+	Name             string    `json:"name,omitempty"`
+	Role             string    `json:"role"` // master or follower
+	Term             ids.Term  `json:"term"`
+	LastAppliedIndex ids.Index `json:"lastAppliedIndex"`
+	StateHash        string    `json:"stateHash"`
+	Version          string    `json:"version"`
+	Commit           string    `json:"commit"`
+	Reachable        bool      `json:"reachable"`
 	// Health is error when the node's writes are not durable, and
 	// Persistence then says why and what to do.
 	Health      string                     `json:"health"`
@@ -73,6 +80,12 @@ type NodeDiagnostics struct {
 	Gossip string   `json:"gossipAddr,omitempty"`
 	API    []string `json:"apiAddrs,omitempty"`
 	QUIC   []string `json:"quicAddrs,omitempty"`
+	// Cores, TotalBytes and AvailableBytes are the live node's latest
+	// resources reading (memory as --memory-budget caps it); absent for a
+	// lost node and before its first reading.
+	Cores          int   `json:"cores,omitempty"`
+	TotalBytes     int64 `json:"totalBytes,omitempty"`
+	AvailableBytes int64 `json:"availableBytes,omitempty"`
 }
 
 // ClusterDiagnostics is the GET /v1/diagnostics/cluster document.
@@ -102,6 +115,8 @@ type Plane interface {
 // Sources are what the diagnostics read of the node.
 type Sources struct {
 	Self ids.NodeID
+	// Name is this node's name.
+	Name string
 	// Version is this node's software version.
 	Version string
 	Plane   Plane
@@ -166,6 +181,9 @@ func Cluster(s Sources) func(ctx context.Context) (any, error) {
 			}
 		}
 		seen := s.Seen.addresses(m)
+		res := resources(m)
+		names := s.Seen.names(res)
+		names[self] = s.Name
 		version := positions[self].Version
 		for n, pos := range positions {
 			role := "follower"
@@ -175,11 +193,14 @@ func Cluster(s Sources) func(ctx context.Context) (any, error) {
 			if live[n] && pos.Version != "" && pos.Version != version {
 				doc.VersionStatus = "mismatch"
 			}
-			d := NodeDiagnostics{NodeID: n, Role: role, Term: pos.Term, LastAppliedIndex: pos.Index,
+			d := NodeDiagnostics{NodeID: n, Name: names[n], Role: role, Term: pos.Term, LastAppliedIndex: pos.Index,
 				StateHash: pos.StateHash, Version: pos.Version, Commit: pos.Commit, Reachable: live[n],
 				Health: gateway.HealthOK, Persistence: persist[n].issues()}
 			if a, ok := seen[n]; ok {
 				d.Gossip, d.API, d.QUIC = a.gossip, a.api, a.quic
+			}
+			if r, ok := res[n]; ok && live[n] {
+				d.Cores, d.TotalBytes, d.AvailableBytes = r.CPU.Cores, r.TotalBytes, r.AvailableBytes
 			}
 			if len(d.Persistence) > 0 {
 				d.Health = gateway.HealthError
@@ -211,8 +232,9 @@ func Warning(s Sources) string {
 
 // Seen remembers where members were last seen. Safe for concurrent use.
 type Seen struct {
-	mu   sync.Mutex
-	seen map[ids.NodeID]seenAddrs // where members were last seen
+	mu    sync.Mutex
+	seen  map[ids.NodeID]seenAddrs // where members were last seen
+	named map[ids.NodeID]string    // the names they last published
 }
 
 // seenAddrs is where a member was last seen.
@@ -257,6 +279,49 @@ func (p *Seen) Remember(m membership.Member) {
 		a.quic = old.quic
 	}
 	p.seen[m.Node] = a
+}
+
+// names is the name every member of m (nil before the membership is up)
+// publishes, or published last while it was a member.
+func (p *Seen) names(res map[ids.NodeID]telemetry.Resources) map[ids.NodeID]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.named == nil {
+		p.named = map[ids.NodeID]string{}
+	}
+	for n, r := range res {
+		name := r.Name
+		if name == "" {
+			continue
+		}
+		if _, ok := p.named[n]; !ok && len(p.named) >= maxSeen {
+			for k := range p.named { // forget one at random: a bound, not a policy
+				delete(p.named, k)
+				break
+			}
+		}
+		p.named[n] = name
+	}
+	return maps.Clone(p.named)
+}
+
+// resources is the latest resources reading of each member of m (nil m:
+// none).
+func resources(m *membership.Membership) map[ids.NodeID]telemetry.Resources {
+	out := map[ids.NodeID]telemetry.Resources{}
+	if m == nil {
+		return out
+	}
+	for _, r := range m.Readings() {
+		if r.Key != telemetry.ResourcesKey {
+			continue
+		}
+		var v telemetry.Resources
+		if json.Unmarshal(r.Value, &v) == nil {
+			out[r.Node] = v
+		}
+	}
+	return out
 }
 
 // addresses is where every member of m (nil before the membership is up)

@@ -16,6 +16,7 @@ import (
 // and its runners, each with its flight recorder.
 type NodeReport struct {
 	NodeID        ids.NodeID `json:"nodeId"`
+	Name          string     `json:"name,omitempty"` // --name, else the host name
 	Version       string     `json:"version"`
 	Commit        string     `json:"commit"`
 	GoVersion     string     `json:"goVersion"`
@@ -61,6 +62,7 @@ type RunnerReport struct {
 // its runners.
 type NodeFacts struct {
 	Self            ids.NodeID
+	Name            string
 	Version, Commit string
 	Started         time.Time
 	// Threads, MaxInstances and MemoryBudget are the node's
@@ -77,7 +79,7 @@ type NodeFacts struct {
 func Node(f NodeFacts) func(context.Context) (any, error) {
 	return func(context.Context) (any, error) {
 		now := time.Now()
-		doc := NodeReport{NodeID: f.Self, Version: f.Version, Commit: f.Commit, GoVersion: runtime.Version(),
+		doc := NodeReport{NodeID: f.Self, Name: f.Name, Version: f.Version, Commit: f.Commit, GoVersion: runtime.Version(),
 			Platform: runtime.GOOS + "/" + runtime.GOARCH, StartedAt: f.Started, UptimeSeconds: int64(now.Sub(f.Started).Seconds()),
 			Role: "electing", Kernels: "unknown", Threads: f.Threads, CPU: telemetry.ReadCPU(), MaxInstances: f.MaxInstances,
 			Memory: NodeMemory{BudgetBytes: f.MemoryBudget}, Runners: []RunnerReport{}}

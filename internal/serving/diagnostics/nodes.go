@@ -14,6 +14,7 @@ import (
 // frame.
 type NodeReading struct {
 	Node           ids.NodeID    `json:"node"`
+	Name           string        `json:"name,omitempty"`
 	TotalBytes     int64         `json:"total_bytes"`
 	AvailableBytes int64         `json:"available_bytes"`
 	MemoryBudget   int64         `json:"memory_budget,omitempty"`
@@ -64,7 +65,7 @@ func NodeReadings(ctx context.Context, s Sources, nodes func() []placement.Node,
 		if json.Unmarshal(r.Value, &v) != nil {
 			continue
 		}
-		out = append(out, NodeReading{Node: r.Node, TotalBytes: v.TotalBytes, AvailableBytes: v.AvailableBytes, MemoryBudget: v.MemoryBudget,
+		out = append(out, NodeReading{Node: r.Node, Name: v.Name, TotalBytes: v.TotalBytes, AvailableBytes: v.AvailableBytes, MemoryBudget: v.MemoryBudget,
 			MaxInstances: v.MaxInstances, Backends: v.Backends, CPU: v.CPU, Kernels: v.Kernels,
 			CommittedBytes: charged[string(r.Node)].CommittedBytes, Runners: charged[string(r.Node)].Runners, RTTms: rtt[r.Node]})
 	}
