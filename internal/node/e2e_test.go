@@ -16,8 +16,10 @@ import (
 func TestServeDeleteRestart(t *testing.T) {
 	home := t.TempDir()
 	n := startNode(t, home)
-	if code, b := n.do("POST", "/v1/chat/completions", storyRequest(false, 64)); code != 404 || !strings.Contains(string(b), "place") {
-		t.Fatalf("chat before placement: %d %s", code, b)
+	unknown := storyRequest(false, 64)
+	unknown["model"] = "no-such-model"
+	if code, b := n.do("POST", "/v1/chat/completions", unknown); code != 404 || !strings.Contains(string(b), "no-such-model") {
+		t.Fatalf("chat with a model outside the catalog: %d %s", code, b)
 	}
 	inst := n.place()
 	n.waitStatus(inst, "ready")
@@ -65,14 +67,25 @@ func TestServeDeleteRestart(t *testing.T) {
 		}
 	}
 
-	// Delete: the model no longer serves.
+	// Delete: the instance goes.
 	if code, b := n.do("DELETE", "/instance/"+inst, nil); code != 200 {
 		t.Fatalf("delete: %d %s", code, b)
 	}
 	n.waitStatus(inst, "gone")
-	if code, _ := n.do("POST", "/v1/chat/completions", storyRequest(false, 8)); code != 404 {
-		t.Fatalf("chat after delete: %d", code)
+	// A chat then loads the model again, on demand, as a new instance;
+	// deleting by the model's name stops it.
+	if code, b := n.do("POST", "/v1/chat/completions", storyRequest(false, 8)); code != 200 {
+		t.Fatalf("chat after delete (loaded on demand): %d %s", code, b)
 	}
+	code, b = n.do("DELETE", "/instance/stories260k", nil)
+	var stopped struct {
+		InstanceIDs []string `json:"instance_ids"`
+	}
+	json.Unmarshal(b, &stopped)
+	if code != 200 || len(stopped.InstanceIDs) != 1 || stopped.InstanceIDs[0] == inst {
+		t.Fatalf("delete of the instance loaded on demand: %d %s", code, b)
+	}
+	n.waitStatus(stopped.InstanceIDs[0], "gone")
 
 	// Place again, store a response, restart the node: the placement
 	// survives and serves, and the response can be continued.

@@ -135,7 +135,7 @@ func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan req
 		return nil, err
 	}
 	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
-		return nil, fault.Errorf(fault.ClassNotFound, "unknown model %s (GET /models lists the catalog)", fault.Quote(req.Model))
+		return nil, fault.Errorf(fault.ClassNotFound, "unknown model %s (skulk list shows the catalog; skulk models add hf:OWNER/REPO adds one, skulk pull MODEL downloads it)", fault.Quote(req.Model))
 	}
 	if req.KeepAlive == nil {
 		ka := g.cfg.KeepAlive
