@@ -81,6 +81,7 @@ func (g *Gateway) ensureReady(ctx context.Context, model ids.ModelID, keepAlive 
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	placed := false
+	lossWaitEnd := time.Now().Add(lossWait)
 	for {
 		if len(st.ReadyInstancesForModel(model)) > 0 {
 			return nil
@@ -93,6 +94,16 @@ func (g *Gateway) ensureReady(ctx context.Context, model ids.ModelID, keepAlive 
 		}
 		if placed {
 			return loadFailed(st, model)
+		}
+		if g.lossPending(st) && time.Now().Before(lossWaitEnd) {
+			// A node is being handled as lost: the master tears its
+			// instances down and places them again, with their own
+			// exclusions. Placing here in between would add a second
+			// instance, planned as if the node were still there.
+			if st, err = g.nextState(wctx, ctx, model); err != nil {
+				return err
+			}
+			continue
 		}
 		p, owner := g.claim(model)
 		if owner {
@@ -169,6 +180,32 @@ func (g *Gateway) placeOnDemand(ctx context.Context, model ids.ModelID, keepAliv
 		last = max(last, e.Index)
 	}
 	return last, nil
+}
+
+// lossWait bounds how long a placement on demand waits for a node loss to
+// be handled (a cluster without a quorum cannot commit it).
+const lossWait = 10 * time.Second
+
+// lossPending reports whether the State still holds a node that the
+// membership no longer sees: its loss is being handled.
+func (g *Gateway) lossPending(st state.State) bool {
+	if g.cfg.Nodes == nil {
+		return false
+	}
+	live := g.cfg.Nodes()
+	if len(live) == 0 {
+		return false
+	}
+	alive := make(map[ids.NodeID]bool, len(live))
+	for _, n := range live {
+		alive[ids.NodeID(n.ID)] = true
+	}
+	for id := range st.Nodes {
+		if !alive[id] {
+			return true
+		}
+	}
+	return false
 }
 
 // nextState waits a moment and reads the State again.
