@@ -122,11 +122,7 @@ func (p *peers) members() []ids.NodeID {
 	if m == nil {
 		return nil
 	}
-	var out []ids.NodeID
-	for _, mem := range m.Members() {
-		out = append(out, mem.Node)
-	}
-	return out
+	return m.MemberIDs()
 }
 
 // nodes reports every live member's resources for placement; a member whose

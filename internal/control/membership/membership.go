@@ -384,6 +384,15 @@ func (m *Membership) Members() []Member {
 	return out
 }
 
+// MemberIDs returns the live members' ids, this node included, sorted.
+func (m *Membership) MemberIDs() []ids.NodeID {
+	var out []ids.NodeID
+	for _, mb := range m.Members() {
+		out = append(out, mb.Node)
+	}
+	return out
+}
+
 // Member returns one live member.
 func (m *Membership) Member(node ids.NodeID) (Member, bool) {
 	m.mu.Lock()

@@ -136,11 +136,7 @@ func (s Sources) members() []ids.NodeID {
 	if m == nil {
 		return nil
 	}
-	var out []ids.NodeID
-	for _, mem := range m.Members() {
-		out = append(out, mem.Node)
-	}
-	return out
+	return m.MemberIDs()
 }
 
 // Cluster answers GET /v1/diagnostics/cluster.

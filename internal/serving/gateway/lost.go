@@ -10,6 +10,15 @@ import (
 	"github.com/skulk/skulk/internal/platform/ids"
 )
 
+// aliveSet is the set of the live nodes' ids.
+func aliveSet(live []placement.Node) map[ids.NodeID]bool {
+	alive := make(map[ids.NodeID]bool, len(live))
+	for _, n := range live {
+		alive[ids.NodeID(n.ID)] = true
+	}
+	return alive
+}
+
 // withoutLost returns st without the instances that have a rank on a node
 // gossip no longer shows alive: a request sent there would wait on a dead
 // node while the master places the instance again. When that leaves model
@@ -21,10 +30,7 @@ func withoutLost(st state.State, model ids.ModelID, live []placement.Node) (out 
 	if len(live) == 0 {
 		return st, nil
 	}
-	alive := map[ids.NodeID]bool{}
-	for _, n := range live {
-		alive[ids.NodeID(n.ID)] = true
-	}
+	alive := aliveSet(live)
 	kept := map[ids.InstanceID]state.Instance{}
 	servable := false
 	for _, id := range slices.Sorted(maps.Keys(st.Instances)) {

@@ -196,10 +196,7 @@ func (g *Gateway) lossPending(st state.State) bool {
 	if len(live) == 0 {
 		return false
 	}
-	alive := make(map[ids.NodeID]bool, len(live))
-	for _, n := range live {
-		alive[ids.NodeID(n.ID)] = true
-	}
+	alive := aliveSet(live)
 	for id := range st.Nodes {
 		if !alive[id] {
 			return true
