@@ -100,39 +100,30 @@ func sortedInstances(s state.State) []ids.InstanceID {
 	return out
 }
 
-// replace tears the instance down and places it again.
+// replace tears the instance down and places it again, in one entry.
 func (g GroupConnect) replace(ctx context.Context, m *Master, id ids.InstanceID, inst state.Instance, waited time.Duration) {
 	detail, blame := g.diagnose(id, inst, waited)
 	g.Logger.Warn("split instance did not come up in time; placing it again", "instance", id, "model", inst.Model, "reason", detail)
 	src := event.Source{Role: event.RoleMaster, Node: g.Self}
-	if _, err := m.Execute(ctx, event.FailInstance{ID: ids.CommandID(g.NewID()), Instance: id, Node: g.Self,
-		Category: event.FailureGroupConnect, Detail: truncate(detail)}); err != nil {
-		g.Logger.Warn("group connect: could not fail the instance", "instance", id, "err", err)
-		return
-	}
-	if err := m.Report(ctx, src, event.InstanceDeleted{Instance: id, Reason: event.DeleteFailed}); err != nil {
-		g.Logger.Warn("group connect: could not delete the instance", "instance", id, "err", err)
-		return
-	}
 	excluded := slices.Clone(inst.ExcludedNodes)
 	if blame != "" && !slices.Contains(excluded, blame) {
 		excluded = append(excluded, blame)
 	}
-	// As wide as before when the others allow, else as the planner sees
-	// fit (NodeLoss does the same).
-	newID := ids.CommandID(g.NewID())
-	_, err := m.Execute(ctx, event.PlaceInstance{ID: newID, Model: inst.Model, ExcludedNodes: excluded, ContextTokens: inst.ContextTokens,
-		MinNodes: uint32(len(inst.Placement)), OnDemand: inst.OnDemand, KeepAliveMs: inst.KeepAliveMs})
+	out, err := m.Batch(ctx, []Step{
+		{Try: []event.Command{event.FailInstance{ID: ids.CommandID(g.NewID()), Instance: id, Node: g.Self,
+			Category: event.FailureGroupConnect, Detail: truncate(detail)}}, Required: true},
+		{Source: src, Fact: event.InstanceDeleted{Instance: id, Reason: event.DeleteFailed}, Required: true},
+		{Try: replacement(inst, excluded, g.NewID)},
+	})
 	if err != nil {
-		newID = ids.CommandID(g.NewID())
-		_, err = m.Execute(ctx, event.PlaceInstance{ID: newID, Model: inst.Model, ExcludedNodes: excluded, ContextTokens: inst.ContextTokens,
-			OnDemand: inst.OnDemand, KeepAliveMs: inst.KeepAliveMs})
+		g.Logger.Warn("group connect: could not tear the instance down", "instance", id, "err", err)
+		return
 	}
-	if err != nil {
+	if err := out[2].Err; err != nil {
 		g.Logger.Warn("group connect: could not place the model again", "model", inst.Model, "excluded", excluded, "err", err)
 		return
 	}
-	g.Logger.Info("placed a split instance again", "model", inst.Model, "old", id, "instance", newID.Instance())
+	g.Logger.Info("placed a split instance again", "model", inst.Model, "old", id, "instance", placedInstance(out[2].Events))
 }
 
 // diagnose says which ranks and edges did not come up, and which node the

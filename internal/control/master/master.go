@@ -67,14 +67,33 @@ type Master struct {
 type ask struct {
 	ctx    context.Context
 	cmd    event.Command // a command to decide, or
-	ev     event.Event   // a local fact to admit
+	ev     event.Event   // a local fact to admit, or
+	steps  []Step        // an atomic batch
 	source event.Source  // who submitted ev
 	reply  chan reply
 }
 
 type reply struct {
 	events []event.IndexedEvent
+	steps  []Decided // a batch's, step by step
 	err    error
+}
+
+// Step is one decision of an atomic Batch: a local fact to admit, or
+// commands tried in order until one decides (a placement and its
+// fallback). A Required step refused refuses the whole batch.
+type Step struct {
+	Source   event.Source
+	Fact     event.Event
+	Try      []event.Command
+	Required bool
+}
+
+// Decided is what a Step came to: the events it committed, or why it was
+// refused.
+type Decided struct {
+	Events []event.IndexedEvent
+	Err    error
 }
 
 // New returns a master for cfg; call Run to start it.
@@ -149,6 +168,25 @@ func (m *Master) Execute(ctx context.Context, cmd event.Command) ([]event.Indexe
 	return rep.events, err
 }
 
+// Batch decides steps in order, each on the State the ones before it
+// leave, and commits those that decided as one entry: no reader ever sees
+// the State between them (a lost node's instances torn down but not yet
+// placed again). A refused step is left out, its Decided.Err says why,
+// unless it is Required: then nothing commits and the error returned is
+// its refusal. Otherwise the error returned says the entry did not
+// commit.
+func (m *Master) Batch(ctx context.Context, steps []Step) ([]Decided, error) {
+	for _, st := range steps {
+		for _, cmd := range st.Try {
+			if err := cmd.Validate(); err != nil {
+				return nil, fault.Errorf(fault.ClassInvalid, "%v", err)
+			}
+		}
+	}
+	rep, err := m.call(ctx, ask{steps: steps})
+	return rep.steps, err
+}
+
 // Report admits a worker's local fact.
 func (m *Master) Report(ctx context.Context, source event.Source, ev event.Event) error {
 	_, err := m.call(ctx, ask{ev: ev, source: source})
@@ -179,13 +217,15 @@ func (l *loop) serve(reqs []ask) {
 	l.st = l.cfg.Applied()
 	next := l.st
 	type decided struct {
-		r   ask
-		evs []event.Event
+		r     ask
+		evs   []event.Event
+		steps []Decided // a batch's outcomes, Events still empty
+		parts []int     // a batch's event count per step
 	}
 	var ok []decided
 	var all []event.Event
 	for _, r := range reqs {
-		if r.cmd == nil && r.ev == nil { // a read: answered in order
+		if r.cmd == nil && r.ev == nil && r.steps == nil { // a read: answered in order
 			r.reply <- reply{}
 			continue
 		}
@@ -193,29 +233,46 @@ func (l *loop) serve(reqs []ask) {
 			r.reply <- reply{err: r.ctx.Err()}
 			continue
 		}
-		var evs []event.Event
-		var err error
-		if r.cmd != nil {
-			evs, err = decide(next, r.cmd, l.inputs())
-		} else if err = event.Admit(r.source, r.ev); err != nil {
-			err = fault.Errorf(fault.ClassInvalid, "%v", err)
-		} else {
-			evs = []event.Event{r.ev}
-		}
-		if err == nil {
-			var s state.State
-			if s, err = trial(next, evs); err == nil {
+		if r.steps != nil {
+			d := decided{r: r, steps: make([]Decided, len(r.steps)), parts: make([]int, len(r.steps))}
+			before := next
+			var refused error
+			for i, st := range r.steps {
+				evs, s, err := l.decideStep(next, st)
+				if err != nil && st.Required {
+					refused = err
+					break
+				}
+				if err != nil {
+					d.steps[i].Err = err
+					continue
+				}
 				next = s
+				d.evs = append(d.evs, evs...)
+				d.parts[i] = len(evs)
 			}
+			if refused != nil {
+				next = before
+				r.reply <- reply{err: refused}
+				continue
+			}
+			ok = append(ok, d)
+			all = append(all, d.evs...)
+			continue
 		}
+		evs, s, err := l.decideOne(next, r.cmd, r.source, r.ev)
 		if err != nil {
 			r.reply <- reply{err: err}
 			continue
 		}
-		ok = append(ok, decided{r, evs})
+		next = s
+		ok = append(ok, decided{r: r, evs: evs})
 		all = append(all, evs...)
 	}
-	if len(ok) == 0 {
+	if len(all) == 0 {
+		for _, d := range ok { // batches whose every step was refused
+			d.r.reply <- reply{steps: d.steps}
+		}
 		return
 	}
 	out, err := l.commit(all)
@@ -224,9 +281,57 @@ func (l *loop) serve(reqs []ask) {
 			d.r.reply <- reply{err: err}
 			continue
 		}
-		d.r.reply <- reply{events: out[:len(d.evs)]}
+		mine := out[:len(d.evs):len(d.evs)]
 		out = out[len(d.evs):]
+		if d.steps == nil {
+			d.r.reply <- reply{events: mine}
+			continue
+		}
+		for i, n := range d.parts {
+			d.steps[i].Events = mine[:n:n]
+			mine = mine[n:]
+		}
+		d.r.reply <- reply{steps: d.steps}
 	}
+}
+
+// decideOne decides a command, or admits a fact, on st and returns its
+// events with the State they leave.
+func (l *loop) decideOne(st state.State, cmd event.Command, source event.Source, ev event.Event) ([]event.Event, state.State, error) {
+	var evs []event.Event
+	var err error
+	if cmd != nil {
+		evs, err = decide(st, cmd, l.inputs())
+	} else if err = event.Admit(source, ev); err != nil {
+		err = fault.Errorf(fault.ClassInvalid, "%v", err)
+	} else {
+		evs = []event.Event{ev}
+	}
+	if err != nil {
+		return nil, st, err
+	}
+	next, err := trial(st, evs)
+	if err != nil {
+		return nil, st, err
+	}
+	return evs, next, nil
+}
+
+// decideStep decides a batch's step: its fact, or the first of its
+// commands that decides.
+func (l *loop) decideStep(st state.State, s Step) ([]event.Event, state.State, error) {
+	if s.Fact != nil {
+		return l.decideOne(st, nil, s.Source, s.Fact)
+	}
+	var err error = fault.Errorf(fault.ClassInvalid, "master: a batch step with nothing to decide")
+	for _, cmd := range s.Try {
+		var evs []event.Event
+		var next state.State
+		if evs, next, err = l.decideOne(st, cmd, event.Source{}, nil); err == nil {
+			return evs, next, nil
+		}
+	}
+	return nil, st, err
 }
 
 func (l *loop) inputs() inputs {

@@ -88,58 +88,71 @@ func (lc NodeLoss) Run(ctx context.Context, m *Master) {
 	}
 }
 
-// nodeLost removes node n from the State and re-places what ran on it.
+// nodeLost removes node n from the State and re-places what ran on it, in
+// one entry: no reader sees the instances gone and not yet placed again
+// (a request would place one on demand, as if the node were still there
+// to exclude nothing).
 func (lc NodeLoss) nodeLost(ctx context.Context, m *Master, st state.State, n ids.NodeID) {
 	src := event.Source{Role: event.RoleMaster, Node: lc.Self}
-	report := func(ev event.Event) {
-		if err := m.Report(ctx, src, ev); err != nil && ctx.Err() == nil {
-			lc.Logger.Warn("node loss: event refused", "kind", ev.Kind(), "err", err)
-		}
-	}
 	lc.Logger.Warn("node is gone; tearing down what ran on it", "lost", n)
-	type replace struct {
-		model     ids.ModelID
-		excluded  []ids.NodeID
-		context   uint32
-		ranks     int
-		cacheType string
-		spec      string
-		draft     ids.ModelID
-		onDemand  bool
-		keepAlive int64
+	var steps []Step
+	var again []ids.ModelID
+	for _, id := range st.InstancesOnNode(n) {
+		steps = append(steps, Step{Source: src, Fact: event.InstanceDeleted{Instance: id, Reason: event.DeleteNodeLost}, Required: true})
 	}
-	var again []replace
-	insts := st.InstancesOnNode(n)
-	for _, id := range insts {
+	steps = append(steps, Step{Source: src, Fact: event.NodeLeft{Node: n, Reason: event.LeaveTimedOut}, Required: true})
+	facts := len(steps)
+	for _, id := range st.InstancesOnNode(n) {
 		inst := st.Instances[id]
-		report(event.InstanceDeleted{Instance: id, Reason: event.DeleteNodeLost})
 		// A split instance whose runners failed while the node was going
 		// (its ranks lose their links and restart until the breaker gives
 		// up) failed because of the loss: it is placed again too. A whole
 		// instance that failed on its own stays failed.
-		if inst.Status != state.InstanceFailed || len(inst.Placement) > 1 {
-			again = append(again, replace{model: inst.Model, excluded: inst.ExcludedNodes, context: inst.ContextTokens,
-				ranks: len(inst.Placement), cacheType: inst.CacheType, spec: inst.Speculative, draft: inst.DraftModel,
-				onDemand: inst.OnDemand, keepAlive: inst.KeepAliveMs})
-		}
-	}
-	report(event.NodeLeft{Node: n, Reason: event.LeaveTimedOut})
-	for _, r := range again {
-		id := ids.CommandID(lc.NewID())
-		// As wide as before when the survivors allow (a forced split stays
-		// split), else as the planner sees fit.
-		_, err := m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context,
-			MinNodes: uint32(r.ranks), CacheType: r.cacheType, Speculative: r.spec, DraftModel: r.draft,
-			OnDemand: r.onDemand, KeepAliveMs: r.keepAlive})
-		if err != nil && r.ranks > 1 {
-			id = ids.CommandID(lc.NewID())
-			_, err = m.Execute(ctx, event.PlaceInstance{ID: id, Model: r.model, ExcludedNodes: r.excluded, ContextTokens: r.context, CacheType: r.cacheType,
-				Speculative: r.spec, DraftModel: r.draft, OnDemand: r.onDemand, KeepAliveMs: r.keepAlive})
-		}
-		if err != nil {
-			lc.Logger.Warn("could not re-place an instance of a lost node", "model", r.model, "err", err)
+		if inst.Status == state.InstanceFailed && len(inst.Placement) == 1 {
 			continue
 		}
-		lc.Logger.Info("re-placed an instance of a lost node", "model", r.model, "instance", id)
+		steps = append(steps, Step{Try: replacement(inst, inst.ExcludedNodes, lc.NewID)})
+		again = append(again, inst.Model)
 	}
+	out, err := m.Batch(ctx, steps)
+	if err != nil {
+		if ctx.Err() == nil {
+			lc.Logger.Warn("node loss: the teardown did not commit", "lost", n, "err", err)
+		}
+		return
+	}
+	for i, d := range out {
+		switch {
+		case i < facts:
+		case d.Err != nil:
+			lc.Logger.Warn("could not re-place an instance of a lost node", "model", again[i-facts], "err", d.Err)
+		default:
+			lc.Logger.Info("re-placed an instance of a lost node", "model", again[i-facts], "instance", placedInstance(d.Events))
+		}
+	}
+}
+
+// replacement is how an instance is placed again without some nodes: as
+// wide as before when the others allow (a forced split stays split),
+// else as the planner sees fit.
+func replacement(inst state.Instance, excluded []ids.NodeID, newID func() string) []event.Command {
+	place := func(minNodes int) event.Command {
+		return event.PlaceInstance{ID: ids.CommandID(newID()), Model: inst.Model, ExcludedNodes: excluded,
+			ContextTokens: inst.ContextTokens, MinNodes: uint32(minNodes), CacheType: inst.CacheType,
+			Speculative: inst.Speculative, DraftModel: inst.DraftModel, OnDemand: inst.OnDemand, KeepAliveMs: inst.KeepAliveMs}
+	}
+	if len(inst.Placement) > 1 {
+		return []event.Command{place(len(inst.Placement)), place(0)}
+	}
+	return []event.Command{place(len(inst.Placement))}
+}
+
+// placedInstance names the instance a placement's events created.
+func placedInstance(evs []event.IndexedEvent) ids.InstanceID {
+	for _, e := range evs {
+		if c, ok := e.Event.(event.InstanceCreated); ok {
+			return c.Instance
+		}
+	}
+	return ""
 }
