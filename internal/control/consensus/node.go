@@ -514,6 +514,10 @@ type Status struct {
 	// to hold, and whether it was heard from within an election timeout.
 	Progress map[uint64]Progress
 	Halted   string
+	// LogDegraded is why the log stopped writing ("" while it writes):
+	// read here, as published by the node's goroutine, since the log is
+	// not safe for concurrent use.
+	LogDegraded string
 }
 
 // Progress is one member as the leader sees it.
@@ -528,6 +532,9 @@ func (n *Node) Status() Status { return *n.status.Load() }
 
 func (n *Node) publish() {
 	s := &Status{ID: n.cfg.ID, Applied: n.applied, Voters: slices.Clone(n.cs.GetVoters()), Learners: slices.Clone(n.cs.GetLearners())}
+	if ls := n.cfg.Log.Status(); ls.Degraded {
+		s.LogDegraded = fmt.Sprint(ls.Cause)
+	}
 	if n.rn == nil {
 		if n.halted != nil {
 			s.Halted = n.halted.Error()

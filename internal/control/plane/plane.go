@@ -315,9 +315,9 @@ func (p *Plane) propose(ctx context.Context, evs []event.Event) ([]event.Indexed
 	if p.UnsafeAckBeforeCommit {
 		return p.proposeUnsafe(ctx, evs)
 	}
-	if st := p.Log.Status(); st.Degraded {
+	if st := p.raft.Status(); st.LogDegraded != "" {
 		return nil, &fault.Error{Class: fault.ClassUnavailable, Code: "log_not_writing",
-			Message: fmt.Sprintf("this node's log stopped writing (%v), so it decides nothing it could not keep; nothing was changed: free disk space and it writes again by itself", st.Cause)}
+			Message: fmt.Sprintf("this node's log stopped writing (%s), so it decides nothing it could not keep; nothing was changed: free disk space and it writes again by itself", st.LogDegraded)}
 	}
 	if err := p.awaitQuorum(ctx); err != nil {
 		return nil, err
