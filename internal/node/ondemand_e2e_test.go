@@ -3,10 +3,14 @@ package node_test
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/skulk/skulk/internal/testkit"
 )
 
 // instancesOf lists the instances of stories260k in the node's State, with
@@ -95,7 +99,54 @@ func TestLoadOnDemand(t *testing.T) {
 	}
 	n.waitStatus(n.onlyOnDemand(), "gone")
 
+	// Anthropic and Responses: placed, answered, unloaded the same way.
+	for _, c := range []struct {
+		path string
+		body map[string]any
+		want string
+	}{
+		{"/v1/messages", map[string]any{"model": "stories260k", "max_tokens": 8, "keep_alive": 0,
+			"messages": []map[string]any{{"role": "user", "content": "Once upon a time"}}}, `"type":"message"`},
+		{"/v1/responses", map[string]any{"model": "stories260k", "max_output_tokens": 16, "input": "Once upon a time"}, `"object":"response"`},
+	} {
+		if code, b := n.do("POST", c.path, c.body); code != 200 || !strings.Contains(string(b), c.want) {
+			t.Fatalf("%s for an unplaced model: %d %s", c.path, code, b)
+		}
+		n.waitStatus(n.onlyOnDemand(), "gone")
+	}
+
+	// Ollama's idioms with nothing to generate: load, then unload.
+	for _, c := range []struct {
+		body   map[string]any
+		reason string
+	}{
+		{map[string]any{"model": "stories260k", "stream": false}, `"done_reason":"load"`},
+		{map[string]any{"model": "stories260k", "stream": false, "keep_alive": 0}, `"done_reason":"unload"`},
+	} {
+		if code, b := n.do("POST", "/api/generate", c.body); code != 200 || !strings.Contains(string(b), c.reason) {
+			t.Fatalf("ollama generate %v: %d %s", c.body, code, b)
+		}
+		if c.reason == `"done_reason":"load"` {
+			n.waitStatus(n.onlyOnDemand(), "ready")
+			continue
+		}
+		if insts := n.demoInstances(); len(insts) != 0 {
+			t.Fatalf("after the unload idiom: %v", insts)
+		}
+	}
+
+	// The official ollama npm client: list, ps, generate on demand, unload.
+	t.Run("ollama npm client", func(t *testing.T) {
+		dir, node := testkit.NodeProject(t, filepath.Join("..", "serving", "api", "testdata", "ollama-client"), "ondemand.mjs")
+		out, err := exec.Command(node, filepath.Join(dir, "ondemand.mjs"), n.base, "stories260k").CombinedOutput()
+		if err != nil {
+			t.Fatalf("ondemand.mjs: %v\n%s", err, out)
+		}
+		t.Logf("%s", strings.TrimSpace(string(out)))
+	})
+
 	// Concurrent requests for the unplaced model place it once.
+	placements := strings.Count(n.logs.String(), "placing a model on demand")
 	var wg sync.WaitGroup
 	codes := make([]int, 4)
 	for i := range codes {
@@ -108,8 +159,8 @@ func TestLoadOnDemand(t *testing.T) {
 		}
 	}
 	od := n.onlyOnDemand()
-	if got := strings.Count(n.logs.String(), "placing a model on demand"); got != 4 {
-		t.Fatalf("%d on-demand placements logged, want 4 (one per unplaced burst)", got)
+	if got := strings.Count(n.logs.String(), "placing a model on demand") - placements; got != 1 {
+		t.Fatalf("4 concurrent requests logged %d on-demand placements, want 1", got)
 	}
 	// keep_alive < 0 keeps it; so does an explicit placement.
 	if code, b := ollamaChat(-1); code != 200 {

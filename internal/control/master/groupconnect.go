@@ -67,7 +67,7 @@ func (g GroupConnect) Run(ctx context.Context, m *Master) {
 				delete(since, id)
 			}
 		}
-		for _, id := range sortedInstances(st) {
+		for _, id := range st.InstanceIDs() {
 			inst := st.Instances[id]
 			if len(inst.Placement) < 2 || inst.Status != state.InstancePending || downloading(inst) {
 				delete(since, id)
@@ -89,15 +89,6 @@ func (g GroupConnect) Run(ctx context.Context, m *Master) {
 
 func downloading(inst state.Instance) bool {
 	return slices.ContainsFunc(inst.Runners, func(r state.Runner) bool { return r.Status == event.RunnerDownloading })
-}
-
-func sortedInstances(s state.State) []ids.InstanceID {
-	out := make([]ids.InstanceID, 0, len(s.Instances))
-	for id := range s.Instances {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // replace tears the instance down and places it again, in one entry.

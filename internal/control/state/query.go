@@ -21,6 +21,9 @@ type ShardRef struct {
 // NodeIDs returns the known nodes, sorted.
 func (s State) NodeIDs() []ids.NodeID { return sortedKeys(s.Nodes) }
 
+// InstanceIDs returns the instance ids in sorted order.
+func (s State) InstanceIDs() []ids.InstanceID { return sortedKeys(s.Instances) }
+
 // ShardsOnNode returns every rank placed on node: what its worker must run.
 func (s State) ShardsOnNode(node ids.NodeID) []ShardRef {
 	var out []ShardRef

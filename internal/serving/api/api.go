@@ -251,6 +251,11 @@ type Inference interface {
 	Generate(ctx context.Context, req request.Request) (<-chan request.Chunk, error)
 	// Models lists the models that have a ready instance.
 	Models(ctx context.Context) ([]request.ModelInfo, error)
+	// Load returns once model has a ready instance, placing one on demand
+	// (kept idle for keepAlive; nil: the node's default); a keepAlive of 0
+	// instead stops the model's instances placed on demand and reports
+	// unloaded. Ollama's requests with nothing to generate ask for these.
+	Load(ctx context.Context, model string, keepAlive *time.Duration) (unloaded bool, err error)
 }
 
 // generate starts a generation, noting its model for the request's

@@ -159,6 +159,15 @@ func (b *testBackend) Models(ctx context.Context) ([]request.ModelInfo, error) {
 	return []request.ModelInfo{{ID: "echo", Created: time.Unix(1700000000, 0)}, {ID: "org/other", OwnedBy: "org"}}, nil
 }
 
+// Load: the test backend's models are always ready; keep_alive 0 reports
+// an unload.
+func (b *testBackend) Load(ctx context.Context, model string, keepAlive *time.Duration) (bool, error) {
+	if model != "echo" && model != "org/other" {
+		return false, fault.Errorf(fault.ClassNotFound, "model %s has no ready instance", model)
+	}
+	return keepAlive != nil && *keepAlive == 0, nil
+}
+
 func (b *testBackend) State(ctx context.Context) (any, error) {
 	return map[string]any{"instances": map[string]any{}, "term": 3}, nil
 }

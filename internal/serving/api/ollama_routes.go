@@ -65,7 +65,7 @@ type ollamaFormat[T any] struct {
 	decode         func([]byte) (ollama.Decoded, error)
 	newStream      func(model string, start time.Time) ollamaStream[T]
 	newAccumulator func(model string, start time.Time) ollamaAccumulator[T]
-	loaded         func(model string, at time.Time) T
+	loaded         func(model, reason string, at time.Time) T
 }
 
 type ollamaStream[T any] interface {
@@ -113,11 +113,18 @@ func serveOllama[T any](s *server, w http.ResponseWriter, r *http.Request, f oll
 	}
 	model := d.Request.Model
 	if d.Load {
-		if _, err := s.readyModel(r.Context(), model); err != nil {
-			s.writeError(w, r, err)
+		// Ollama's idioms: load the model (placed on demand when it has no
+		// instance), or with keep_alive 0 unload it.
+		unloaded, err := s.inference.Load(r.Context(), model, d.Request.KeepAlive)
+		if err != nil {
+			s.writeError(w, r, ollamaModelError(model, err))
 			return
 		}
-		s.writeJSON(w, http.StatusOK, f.loaded(model, s.cfg.Now()))
+		reason := ollama.DoneLoad
+		if unloaded {
+			reason = ollama.DoneUnload
+		}
+		s.writeJSON(w, http.StatusOK, f.loaded(model, reason, s.cfg.Now()))
 		return
 	}
 	// The task lives exactly as long as this handler: returning (the answer

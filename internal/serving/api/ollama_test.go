@@ -352,21 +352,23 @@ func TestOllamaGenerate(t *testing.T) {
 }
 
 // TestOllamaLoad: an empty conversation is Ollama's "load the model": done
-// with done_reason load for a ready model, 404 otherwise; nothing runs.
+// with done_reason load for a ready model (unload with keep_alive 0), 404
+// otherwise; nothing runs.
 func TestOllamaLoad(t *testing.T) {
 	f := newOllamaFixture(t, Config{})
-	for _, tt := range []struct{ path, body string }{
-		{"/api/chat", `{"model":"echo","messages":[]}`},
-		{"/api/chat", `{"model":"echo","keep_alive":0}`},
-		{"/api/generate", `{"model":"echo"}`},
+	for _, tt := range []struct{ path, body, reason string }{
+		{"/api/chat", `{"model":"echo","messages":[]}`, "load"},
+		{"/api/chat", `{"model":"echo","keep_alive":0}`, "unload"},
+		{"/api/generate", `{"model":"echo","keep_alive":"0s"}`, "unload"},
+		{"/api/generate", `{"model":"echo"}`, "load"},
 	} {
 		r := f.do(t, "POST", tt.path, tt.body)
 		if r.status != 200 {
 			t.Fatalf("%s %s: status %d: %s", tt.path, tt.body, r.status, r.body)
 		}
 		l := ollamaLines(t, r.body)
-		if len(l) != 1 || !l[0].Done || l[0].DoneReason != "load" || l[0].Model != "echo" {
-			t.Errorf("%s %s: %s, want one done line with done_reason load", tt.path, tt.body, r.body)
+		if len(l) != 1 || !l[0].Done || l[0].DoneReason != tt.reason || l[0].Model != "echo" {
+			t.Errorf("%s %s: %s, want one done line with done_reason %s", tt.path, tt.body, r.body, tt.reason)
 		}
 	}
 	f.b.mu.Lock()

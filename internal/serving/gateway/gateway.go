@@ -135,7 +135,7 @@ func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan req
 		return nil, err
 	}
 	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
-		return nil, fault.Errorf(fault.ClassNotFound, "unknown model %s (skulk list shows the catalog; skulk models add hf:OWNER/REPO adds one, skulk pull MODEL downloads it)", fault.Quote(req.Model))
+		return nil, unknownModel(req.Model)
 	}
 	if req.KeepAlive == nil {
 		ka := g.cfg.KeepAlive
@@ -145,6 +145,11 @@ func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan req
 		return nil, err
 	}
 	return g.submit(ctx, req.Model, request.TaskPayload{Generate: &req})
+}
+
+// unknownModel is the refusal of a model outside the catalog.
+func unknownModel(model string) error {
+	return fault.Errorf(fault.ClassNotFound, "unknown model %s (skulk list shows the catalog; skulk models add hf:OWNER/REPO adds one, skulk pull MODEL downloads it)", fault.Quote(model))
 }
 
 // submit chooses the ready instance of model with the fewest of this node's

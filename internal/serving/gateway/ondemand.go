@@ -141,6 +141,37 @@ func (g *Gateway) ensureReady(ctx context.Context, model ids.ModelID, keepAlive 
 	}
 }
 
+// Load returns once model has a ready instance, placing one on demand
+// kept idle for keepAlive (nil: Config.KeepAlive). A keepAlive of 0
+// instead stops the model's instances placed on demand, wherever they
+// run, and reports unloaded (as `ollama stop` asks); explicit placements
+// stay, as they stay idle.
+func (g *Gateway) Load(ctx context.Context, model string, keepAlive *time.Duration) (bool, error) {
+	if _, ok := g.cfg.Catalog().Get(model); !ok {
+		return false, unknownModel(model)
+	}
+	ka := g.cfg.KeepAlive
+	if keepAlive != nil {
+		ka = *keepAlive
+	}
+	if ka != 0 {
+		return false, g.ensureReady(ctx, ids.ModelID(model), ka)
+	}
+	st, err := g.cfg.Master.State(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range st.InstanceIDs() {
+		if inst := st.Instances[id]; inst.Model == ids.ModelID(model) && inst.OnDemand {
+			if err := g.DeleteInstance(ctx, id); err != nil && fault.ClassOf(err) != fault.ClassNotFound {
+				return false, err
+			}
+			g.cfg.Logger.Info("unloaded an on-demand instance on request", "instance", id, "model", model)
+		}
+	}
+	return true, nil
+}
+
 // claim returns the model's placement in progress, or a new one this
 // caller owns.
 func (g *Gateway) claim(model ids.ModelID) (*placing, bool) {

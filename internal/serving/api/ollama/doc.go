@@ -34,8 +34,11 @@
 //	refused:    messages[].images (text only); roles other than the four
 //
 // A chat request with no messages (or a generate request with an empty
-// prompt) is Ollama's "load the model" idiom: nothing is generated, and the
-// answer has done_reason "load" when the model has a ready instance.
+// prompt) is Ollama's "load the model" idiom: nothing is generated, the
+// model is placed on demand when it has no instance, and the answer has
+// done_reason "load" once it is ready. With keep_alive 0 it is the
+// "unload" idiom (`ollama stop`): the model's instances placed on demand
+// stop, and the answer has done_reason "unload".
 //
 // POST /api/generate takes model, prompt, system, raw, format, options,
 // stream, think, logprobs, top_logprobs and keep_alive as above. Without raw

@@ -15,6 +15,7 @@ const (
 	DoneStop   = "stop"
 	DoneLength = "length"
 	DoneLoad   = "load"
+	DoneUnload = "unload"
 )
 
 // doneReason maps a Skulk finish reason to Ollama's words: length stays,
@@ -356,15 +357,17 @@ func (a *GenerateAccumulator) Result() GenerateResponse {
 	return r
 }
 
-// ChatLoaded is the answer to a chat request with no messages: the model
-// has a ready instance (Ollama's "load" idiom; nothing was loaded, because
-// placements are explicit).
-func ChatLoaded(model string, at time.Time) ChatResponse {
+// ChatLoaded is the answer to a chat request with no messages (Ollama's
+// "load" idiom, or "unload" with keep_alive 0): reason is DoneLoad once
+// the model has a ready instance, DoneUnload once its instances placed on
+// demand are stopped.
+func ChatLoaded(model, reason string, at time.Time) ChatResponse {
 	return ChatResponse{Model: model, CreatedAt: at.UTC(), Message: Message{Role: string(request.RoleAssistant)},
-		Done: true, DoneReason: DoneLoad}
+		Done: true, DoneReason: reason}
 }
 
-// GenerateLoaded is the answer to a generate request with an empty prompt.
-func GenerateLoaded(model string, at time.Time) GenerateResponse {
-	return GenerateResponse{Model: model, CreatedAt: at.UTC(), Done: true, DoneReason: DoneLoad}
+// GenerateLoaded is the answer to a generate request with an empty prompt,
+// as ChatLoaded.
+func GenerateLoaded(model, reason string, at time.Time) GenerateResponse {
+	return GenerateResponse{Model: model, CreatedAt: at.UTC(), Done: true, DoneReason: reason}
 }

@@ -136,10 +136,10 @@ func TestToolCallArguments(t *testing.T) {
 }
 
 func TestLoaded(t *testing.T) {
-	if got, want := marshal(t, ChatLoaded("m", t0)), `{"model":"m","created_at":"2026-01-02T03:04:05Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"load"}`; got != want {
+	if got, want := marshal(t, ChatLoaded("m", DoneLoad, t0)), `{"model":"m","created_at":"2026-01-02T03:04:05Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"load"}`; got != want {
 		t.Errorf("chat\n got %s\nwant %s", got, want)
 	}
-	if got, want := marshal(t, GenerateLoaded("m", t0)), `{"model":"m","created_at":"2026-01-02T03:04:05Z","response":"","done":true,"done_reason":"load"}`; got != want {
+	if got, want := marshal(t, GenerateLoaded("m", DoneLoad, t0)), `{"model":"m","created_at":"2026-01-02T03:04:05Z","response":"","done":true,"done_reason":"load"}`; got != want {
 		t.Errorf("generate\n got %s\nwant %s", got, want)
 	}
 }
