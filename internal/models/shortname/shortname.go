@@ -244,10 +244,9 @@ func (e *UnknownError) Error() string {
 	msg := fmt.Sprintf("unknown model %q", e.Name)
 	switch len(e.Suggestions) {
 	case 0:
+		return msg
 	case 1:
-		msg += fmt.Sprintf("; did you mean %s?", e.Suggestions[0])
-	default:
-		msg += fmt.Sprintf("; did you mean one of %s?", strings.Join(e.Suggestions, ", "))
+		return msg + fmt.Sprintf("; did you mean %s?", e.Suggestions[0])
 	}
-	return msg + " (skulk list --library lists the names skulk pull takes; skulk models add hf:OWNER/REPO adds any GGUF repository)"
+	return msg + fmt.Sprintf("; did you mean one of %s?", strings.Join(e.Suggestions, ", "))
 }

@@ -214,8 +214,8 @@ func TestUnknownError(t *testing.T) {
 		err  *UnknownError
 		want string
 	}{
-		{&UnknownError{Name: "mistral"}, `unknown model "mistral" (skulk list --library`},
-		{&UnknownError{Name: "qwen4", Suggestions: []string{"qwen3:8b"}}, `unknown model "qwen4"; did you mean qwen3:8b? (`},
+		{&UnknownError{Name: "mistral"}, `unknown model "mistral"`},
+		{&UnknownError{Name: "qwen4", Suggestions: []string{"qwen3:8b"}}, `unknown model "qwen4"; did you mean qwen3:8b?`},
 		{&UnknownError{Name: "q", Suggestions: []string{"a:1", "b:2"}}, "did you mean one of a:1, b:2?"},
 	}
 	for _, tt := range tests {
