@@ -19,7 +19,8 @@ import (
 // library name as its id; GET /models/library says it is installed; skulk
 // run, a completion request and skulk stop take the bare name and the
 // full one; a library name not pulled yet, a typo and an add of an unknown
-// name are 404s that name skulk pull and the nearest names.
+// name are 404s that name skulk pull and the nearest names; and skulk run
+// of a name not pulled yet pulls it.
 func TestLibraryNames(t *testing.T) {
 	lib, err := shortname.Builtin()
 	if err != nil {
@@ -110,5 +111,15 @@ func TestLibraryNames(t *testing.T) {
 	}
 	if code, out := n.cli("pull", "gemma4"); code != 1 || !strings.Contains(out, "did you mean") || !strings.Contains(out, "gemma3:") {
 		t.Fatalf("pull gemma4: exit %d: %s", code, out)
+	}
+
+	// skulk run of a library name not pulled yet pulls it first, as
+	// ollama run does.
+	code, out = n.cli("run", small.Name, "Once upon a time", "--max-tokens", "8", "--temperature", "0")
+	if code != 0 || !strings.Contains(out, "added "+small.Name+" to the catalog") || !strings.Contains(out, small.Name+" is installed") {
+		t.Fatalf("run %s: exit %d: %s", small.Name, code, out)
+	}
+	if got := n.completion(small.Name); got != llamaCppStory {
+		t.Fatalf("completion by %s: %q", small.Name, got)
 	}
 }
