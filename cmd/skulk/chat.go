@@ -148,6 +148,12 @@ type chatSession struct {
 func newChatSession(ctx context.Context, s stdio, opts chatOptions, model string) (*chatSession, error) {
 	c := &chatSession{ctx: context.WithoutCancel(ctx), api: clientFor(opts.host), s: s, sig: make(chan os.Signal, 1), model: model, opts: opts}
 	signal.Notify(c.sig, os.Interrupt)
+	id, err := resolveModel(ctx, c.api, model, s.err)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	c.model = id
 	if err := c.ensurePlaced(); err != nil {
 		c.close()
 		return nil, err

@@ -399,7 +399,7 @@ func (c *apiClient) explain(method, path string, e *apiError) error {
 			return fmt.Errorf("no instance %s on the cluster: name one by its id, the start of its id, or its model; 'skulk ps' lists the instances", id)
 		case strings.Contains(path, "/models/import"):
 		case strings.HasPrefix(path, "/models/") || path == "/place_instance" || path == "/v1/chat/completions" || path == "/v1/messages/count_tokens":
-			if !strings.Contains(msg, "skulk models") {
+			if !strings.Contains(msg, "skulk models") && !strings.Contains(msg, "skulk pull") {
 				msg += "; 'skulk models list' shows the catalog, and 'skulk models add' adds a model"
 			}
 		}
@@ -415,6 +415,7 @@ func (c *apiClient) explain(method, path string, e *apiError) error {
 // commands that do the same.
 func routeFree(msg string) string {
 	return strings.NewReplacer(
+		"GET /models/library", "skulk list --library",
 		"GET /models", "skulk models list",
 		"GET /state", "skulk ps",
 		"POST /place_instance", "skulk place",

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skulk/skulk/internal/models/shortname"
 )
 
 // pullPoll is how often `skulk models pull` asks the node for progress.
@@ -23,9 +26,12 @@ func newModelsCmd(s stdio) *cobra.Command {
 		Use:   "models",
 		Short: "The model catalog: list, add, pull, import, show, rm",
 		Long: `The model catalog the cluster serves from: the built-in demo model, models added
-from the Hugging Face Hub, and imported GGUF files. The common ones are top-level
-commands too: skulk list (ls), pull, show, rm.`,
+from the Hugging Face Hub (by a short name of the library, such as qwen3:8b, or
+by repository), and imported GGUF files. The common ones are top-level commands
+too: skulk list (ls), pull, show, rm.`,
 		Example: `  skulk models list
+  skulk models list --library                   # the short names pull takes
+  skulk models pull qwen3:8b                    # add from the library and download
   skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF
   skulk models pull qwen2.5-0.5b-instruct-q4_k_m
   skulk models import ./my-model.gguf --id my-model
@@ -71,20 +77,89 @@ type modelEntry struct {
 
 func newModelsListCmd(s stdio, use string) *cobra.Command {
 	var host string
-	var asJSON bool
+	var asJSON, library bool
 	cmd := &cobra.Command{
 		Use:     use,
 		Aliases: []string{"ls"},
 		Short:   "List the catalog, with placement and the node's copy of each model",
-		Example: "  skulk models list\n  skulk ls --json",
+		Long: `List the catalog, with each model's placement and the node's copy of it. With
+--library, list instead the short names of the library that 'skulk pull' takes
+(qwen3:8b, gemma3:4b, …), with their sizes and whether the node has them; a bare
+family name (qwen3) means the tag marked default.`,
+		Example: "  skulk models list\n  skulk ls --json\n  skulk list --library",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if library {
+				return modelsLibrary(cmd.Context(), clientFor(host), asJSON, s)
+			}
 			return modelsList(cmd.Context(), clientFor(host), asJSON, s)
 		},
 	}
 	addHostFlag(cmd, &host)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalog as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalog (or the library) as JSON")
+	cmd.Flags().BoolVar(&library, "library", false, "list the short names 'skulk pull' takes instead of the catalog")
 	return cmd
+}
+
+// libraryEntry is the part of a GET /models/library entry the command prints.
+type libraryEntry struct {
+	Name        string `json:"name"`
+	Default     bool   `json:"default"`
+	Repo        string `json:"repo"`
+	File        string `json:"file"`
+	Size        int64  `json:"size_bytes"`
+	Description string `json:"description"`
+	InCatalog   bool   `json:"in_catalog"`
+	ModelID     string `json:"model_id"`
+	Installed   bool   `json:"installed"`
+}
+
+func modelsLibrary(ctx context.Context, c *apiClient, asJSON bool, s stdio) error {
+	var raw json.RawMessage
+	if err := c.call(ctx, http.MethodGet, "/models/library", nil, &raw); err != nil {
+		return err
+	}
+	if asJSON {
+		_, err := fmt.Fprintln(s.out, string(raw))
+		return err
+	}
+	var doc struct {
+		Data []libraryEntry `json:"data"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return fmt.Errorf("unexpected /models/library answer: %w", err)
+	}
+	return renderLibrary(s.out, doc.Data)
+}
+
+// renderLibrary writes the library table: a row per name, the default
+// tag of each family marked, and what the node has of it (--json has the
+// repositories and files).
+func renderLibrary(w io.Writer, entries []libraryEntry) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSIZE\tLOCAL\tDESCRIPTION")
+	for _, e := range entries {
+		name := e.Name
+		if e.Default {
+			name += " *"
+		}
+		local := ""
+		switch {
+		case e.Installed:
+			local = "installed"
+		case e.InCatalog:
+			local = "in catalog"
+		}
+		if e.ModelID != "" && e.ModelID != e.Name {
+			local += " as " + e.ModelID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, humanBytes(e.Size), local, e.Description)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w, "* the tag a bare name means (qwen3 is the qwen3 marked *); skulk pull NAME downloads one")
+	return err
 }
 
 func modelsList(ctx context.Context, c *apiClient, asJSON bool, s stdio) error {
@@ -129,11 +204,14 @@ func newModelsAddCmd(s stdio) *cobra.Command {
 	var host, id string
 	cmd := &cobra.Command{
 		Use:   "add REF",
-		Short: "Add a model from the Hugging Face Hub: hf:OWNER/REPO[/FILE.gguf][@REVISION]",
-		Long: `Add a model from the Hugging Face Hub to the catalog. The node pins the commit and
-reads only the GGUF header; without a file it picks a quantization (Q4_K_M first).
-The weights download when the model is placed, or on 'skulk pull'.`,
-		Example: `  skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF
+		Short: "Add a model from the Hugging Face Hub: a library name (qwen3:8b) or hf:OWNER/REPO[/FILE.gguf][@REVISION]",
+		Long: `Add a model from the Hugging Face Hub to the catalog: by a short name of the
+library ('skulk list --library'), which becomes the model's id, or by repository.
+The node pins the commit and reads only the GGUF header; without a file it picks a
+quantization (Q4_K_M first). The weights download when the model is placed, or on
+'skulk pull'.`,
+		Example: `  skulk models add qwen3:8b
+  skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF
   skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf --id qwen-q8`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -141,7 +219,7 @@ The weights download when the model is placed, or on 'skulk pull'.`,
 		},
 	}
 	addHostFlag(cmd, &host)
-	cmd.Flags().StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
+	cmd.Flags().StringVar(&id, "id", "", "model id (default: the library name, or the file name lower-cased without .gguf)")
 	return cmd
 }
 
@@ -163,9 +241,13 @@ func modelsAdd(ctx context.Context, c *apiClient, pos []string, id string, s std
 func newModelsPullCmd(s stdio, use string) *cobra.Command {
 	var host string
 	cmd := &cobra.Command{
-		Use:               use + " MODEL",
-		Short:             "Download a model's weights onto the node now, with a progress bar",
-		Example:           "  skulk pull qwen2.5-0.5b-instruct-q4_k_m",
+		Use:   use + " MODEL",
+		Short: "Download a model's weights onto the node now, with a progress bar",
+		Long: `Download a model's weights onto the node now, with a progress bar. MODEL is a
+model of the catalog, or a short name of the library ('skulk list --library'),
+which is added to the catalog first, pinned to the repository's commit; a bare
+family name (qwen3) means its default tag.`,
+		Example:           "  skulk pull qwen3:8b\n  skulk pull gemma3\n  skulk pull qwen2.5-0.5b-instruct-q4_k_m",
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -176,10 +258,33 @@ func newModelsPullCmd(s stdio, use string) *cobra.Command {
 	return cmd
 }
 
-func modelsPull(ctx context.Context, c *apiClient, id string, s stdio) error {
-	if err := c.call(ctx, http.MethodPost, "/models/pull", map[string]string{"model_id": id}, nil); err != nil {
-		return err
+func modelsPull(ctx context.Context, c *apiClient, name string, s stdio) error {
+	_, err := pullModel(ctx, c, name, s.out)
+	return err
+}
+
+// pullModel pulls a model (adding a library name to the catalog first),
+// draws the download's progress on w, and returns the model's catalog id.
+func pullModel(ctx context.Context, c *apiClient, name string, w io.Writer) (string, error) {
+	var res struct {
+		ModelID string `json:"model_id"`
+		Added   bool   `json:"added"`
 	}
+	if err := c.call(ctx, http.MethodPost, "/models/pull", map[string]string{"model_id": name}, &res); err != nil {
+		return "", err
+	}
+	id := res.ModelID
+	if id == "" { // a node from before library names
+		id = name
+	}
+	if res.Added {
+		fmt.Fprintf(w, "added %s to the catalog\n", id)
+	}
+	return id, followDownload(ctx, c, id, stdio{out: w})
+}
+
+// followDownload draws a model's download on this node until it ends.
+func followDownload(ctx context.Context, c *apiClient, id string, s stdio) error {
 	bar := &progressLine{w: s.out}
 	for {
 		var m modelEntry
@@ -212,6 +317,24 @@ func modelsPull(ctx context.Context, c *apiClient, id string, s stdio) error {
 		case <-time.After(pullPoll):
 		}
 	}
+}
+
+// resolveModel returns the catalog id of the model name names, as the
+// node resolves it (a library name's: qwen3 is qwen3:8b). A library name
+// the catalog does not hold yet is pulled first, its progress drawn on w, as
+// 'ollama run' pulls. Other names come back unchanged: the node's answer to
+// using one says what is wrong.
+func resolveModel(ctx context.Context, c *apiClient, name string, w io.Writer) (string, error) {
+	var m modelEntry
+	err := c.call(ctx, http.MethodGet, "/models/"+escapeID(name), nil, &m)
+	if err == nil && m.ID != "" {
+		return m.ID, nil
+	}
+	var ae *apiError
+	if err == nil || !errors.As(err, &ae) || ae.Status != http.StatusNotFound || !shortname.IsName(name) {
+		return name, nil
+	}
+	return pullModel(ctx, c, name, w)
 }
 
 // progressLine redraws one line of download progress in place.

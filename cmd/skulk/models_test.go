@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -79,5 +81,34 @@ func TestModelsNoNode(t *testing.T) {
 func TestEscapeID(t *testing.T) {
 	if got := escapeID("org/model name:q4"); got != "org/model%20name:q4" {
 		t.Fatalf("got %q", got)
+	}
+}
+
+// TestRenderLibrary: the library table marks each family's default tag and
+// says what the node has, under which id when another (golden file).
+func TestRenderLibrary(t *testing.T) {
+	entries := []libraryEntry{
+		{Name: "qwen3:4b", Repo: "Qwen/Qwen3-4B-GGUF", File: "Qwen3-4B-Q4_K_M.gguf", Size: 2497280256, Description: "Qwen3 4B"},
+		{Name: "qwen3:8b", Default: true, Repo: "Qwen/Qwen3-8B-GGUF", File: "Qwen3-8B-Q4_K_M.gguf", Size: 5027783488, Description: "Qwen3 8B",
+			InCatalog: true, ModelID: "qwen3:8b", Installed: true},
+		{Name: "smollm2:135m", Default: true, Repo: "bartowski/SmolLM2-135M-Instruct-GGUF", File: "SmolLM2-135M-Instruct-Q4_K_M.gguf", Size: 105454432,
+			Description: "SmolLM2 135M", InCatalog: true, ModelID: "smollm2-135m-instruct-q4_k_m"},
+	}
+	var b bytes.Buffer
+	if err := renderLibrary(&b, entries); err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "library.golden")
+	if *update {
+		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (go test -run TestRenderLibrary -update writes it)", err)
+	}
+	if b.String() != string(want) {
+		t.Fatalf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }

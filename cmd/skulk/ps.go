@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skulk/skulk/internal/models/shortname"
 )
 
 func newPsCmd(s stdio) *cobra.Command {
@@ -102,7 +104,17 @@ every instance of it (as 'ollama stop MODEL'). Prints each instance stopped.`,
 				InstanceID  string   `json:"instance_id"`
 				InstanceIDs []string `json:"instance_ids"`
 			}
-			if err := clientFor(host).call(cmd.Context(), http.MethodDelete, "/instance/"+args[0], nil, &res); err != nil {
+			api := clientFor(host)
+			err := api.call(cmd.Context(), http.MethodDelete, "/instance/"+args[0], nil, &res)
+			if err != nil && shortname.IsName(args[0]) {
+				// A library name names its model by the catalog's id
+				// (qwen3 is qwen3:8b).
+				var m modelEntry
+				if api.call(cmd.Context(), http.MethodGet, "/models/"+escapeID(args[0]), nil, &m) == nil && m.ID != "" && m.ID != args[0] {
+					err = api.call(cmd.Context(), http.MethodDelete, "/instance/"+escapeID(m.ID), nil, &res)
+				}
+			}
+			if err != nil {
 				return err
 			}
 			if len(res.InstanceIDs) == 0 && res.InstanceID != "" { // a node from before prefixes and models

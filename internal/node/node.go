@@ -38,6 +38,7 @@ import (
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/models/library"
 	"github.com/skulk/skulk/internal/models/modeladmin"
+	"github.com/skulk/skulk/internal/models/shortname"
 	"github.com/skulk/skulk/internal/observe/dashboard"
 	"github.com/skulk/skulk/internal/observe/metrics"
 	"github.com/skulk/skulk/internal/observe/telemetry"
@@ -108,7 +109,8 @@ type fabric struct {
 	persist   *diagnostics.Persistence
 	upgraded  *state.State // the previous format's history, when this start converts it
 	mods      *library.Library
-	imports   []string // the import directories, and those for loopback clients
+	names     shortname.Library // the short model names (qwen3:8b) requests and pulls may use
+	imports   []string          // the import directories, and those for loopback clients
 	loopImp   []string
 	responses *responsestore.Store
 	secret    homedir.Secret
@@ -182,6 +184,9 @@ func (n *fabric) openStores() error {
 	}
 	n.mods = mods
 	n.onClose(mods.Close)
+	if n.names, err = shortname.Builtin(); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
 	n.imports, n.loopImp, err = library.ImportDirs(n.cfg, mods.Store().Config().ModelsDir, log)
 	if err != nil {
 		return err
@@ -257,6 +262,7 @@ func (n *fabric) buildServices() error {
 	n.onClose(n.remote.Wait)
 	n.gw = gateway.New(gateway.Config{Node: n.id, Master: n.ctl, Local: n.worker.Serve, Remote: n.remote.Serve, Catalog: n.mods.Catalog,
 		Nodes: n.peers.nodes, NewID: newID, Logger: log.With("component", "gateway"), Observer: n.metrics, KeepAlive: n.cfg.KeepAlive,
+		Resolve:     modeladmin.Resolver(n.mods.Catalog, n.names),
 		Health:      diagnostics.Health(n.diag, telemetry.NewFreshness(telemetry.Interval)),
 		Diagnostics: diagnostics.Cluster(n.diag)})
 	return nil
@@ -432,6 +438,7 @@ func (n *fabric) buildAPI() error {
 		Cluster: n.ctl, Store: n.mods.Store(), Hub: n.mods.Hub(), Catalog: n.mods.Catalog, Refresh: n.mods.Refresh, Imported: n.mods.Imported, FilesRemoved: n.mods.FilesRemoved, Downloads: n.mods,
 		Share: library.Share(n.ctl, newID), Unshare: library.Unshare(n.ctl, newID),
 		ClusterDownloads: library.ClusterDownloads(n.peers.get), ImportDirs: n.imports, LoopbackImportDirs: n.loopImp,
+		Library: n.names,
 	})
 	frames, idle := dashboard.Frames(n.dashboardSources(), log.With("component", "dashboard"))
 	n.dash = dashboard.NewBroker(dashboard.BrokerConfig{Frames: frames, Idle: idle, Changed: n.timeline.Changed(),

@@ -75,7 +75,7 @@ var QuantPreference = []string{
 	"F16", "BF16", "F32",
 }
 
-var quantPattern = regexp.MustCompile(`(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32)$`)
+var quantPattern = regexp.MustCompile(`(?i)(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|MXFP4|BF16|F16|F32)$`)
 
 // QuantOf returns the quantization named in a GGUF file name (upper case),
 // or "".

@@ -50,12 +50,13 @@ func (m *Service) ShowModel(ctx context.Context, id ids.ModelID) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	held := m.resolveHeld(id)
 	for _, e := range entries {
-		if e.ID == string(id) {
+		if e.ID == string(held) {
 			return e, nil
 		}
 	}
-	return nil, unknownModel(id)
+	return nil, m.notHeld(id)
 }
 
 func (m *Service) entries(ctx context.Context) ([]Entry, error) {

@@ -28,6 +28,7 @@ import (
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/engine/gguf"
 	"github.com/skulk/skulk/internal/models/hub"
+	"github.com/skulk/skulk/internal/models/shortname"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/vfs"
@@ -94,6 +95,9 @@ type Config struct {
 	// LoopbackImportDirs are added for requests from loopback. With neither,
 	// nothing can be imported.
 	ImportDirs, LoopbackImportDirs []string
+	// Library is the short names adds, pulls and requests may use
+	// (shortname.Builtin in a node; tests may pass another).
+	Library shortname.Library
 }
 
 // Service manages the model catalog over a node's store, the Hub and its
@@ -149,33 +153,67 @@ func hubError(what string, err error) error {
 	return modelErrorf(http.StatusBadRequest, err, "%s: %v", what, err)
 }
 
-// AddModel resolves a Hub reference to a pinned card and stores it as a
-// custom card. An id that is already in the catalog is refused (409).
+// AddModel resolves a Hub reference, or a name of the library
+// (qwen3:8b), to a pinned card and stores it as a custom card. A library
+// name is the card's id unless the request names another. An id that is
+// already in the catalog is refused (409).
 func (m *Service) AddModel(ctx context.Context, req AddModelRequest) (any, error) {
+	ref, id, err := m.refOf(req)
+	if err != nil {
+		return nil, err
+	}
+	card, path, err := m.add(ctx, ref, id)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"model_id": card.ID, "card_file": path, "card": card}, nil
+}
+
+// refOf is the Hub reference and id an add asks for: a library name's
+// repository and file under the name, or the reference as written.
+func (m *Service) refOf(req AddModelRequest) (hub.Ref, string, error) {
+	if shortname.IsName(req.Ref) {
+		e, ok := m.cfg.Library.Lookup(req.Ref)
+		if !ok {
+			return hub.Ref{}, "", m.unknown(strings.TrimSpace(req.Ref))
+		}
+		id := req.ID
+		if id == "" {
+			id = e.Name
+		}
+		return e.Ref(), id, nil
+	}
 	ref, err := hub.ParseRef(req.Ref)
 	if err != nil {
-		return nil, fault.ParamErrorf("ref", "%v", err)
+		return hub.Ref{}, "", fault.ParamErrorf("ref", "%v; or name a model of the library, e.g. qwen3:8b (skulk list --library)", err)
 	}
+	return ref, req.ID, nil
+}
+
+// add builds the pinned card of ref (under id; "" derives one from the
+// file name), stores it and shares it with the cluster. It returns the
+// card and its file's path.
+func (m *Service) add(ctx context.Context, ref hub.Ref, id string) (catalog.Card, string, error) {
 	if m.cfg.Hub.Offline() {
-		return nil, hubError("add "+ref.String(), &hub.OfflineError{Op: "adding " + ref.String()})
+		return catalog.Card{}, "", hubError("add "+ref.String(), &hub.OfflineError{Op: "adding " + ref.String()})
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if req.ID != "" {
-		if err := m.refuseExisting(req.ID); err != nil {
-			return nil, err
+	if id != "" {
+		if err := m.refuseExisting(id); err != nil {
+			return catalog.Card{}, "", err
 		}
 	}
-	card, err := m.cfg.Hub.CardFor(ctx, ref, req.ID)
+	card, err := m.cfg.Hub.CardFor(ctx, ref, id)
 	if err != nil {
-		return nil, hubError("add "+ref.String(), err)
+		return catalog.Card{}, "", hubError("add "+ref.String(), err)
 	}
 	if err := m.refuseExisting(card.ID); err != nil {
-		return nil, err
+		return catalog.Card{}, "", err
 	}
 	path, err := m.cfg.Store.AddCustom(card)
 	if err != nil {
-		return nil, err
+		return catalog.Card{}, "", err
 	}
 	m.cfg.Refresh()
 	if err := m.share(ctx, card); err != nil {
@@ -184,9 +222,9 @@ func (m *Service) AddModel(ctx context.Context, req AddModelRequest) (any, error
 			err = errors.Join(err, rerr)
 		}
 		m.cfg.Refresh()
-		return nil, err
+		return catalog.Card{}, "", err
 	}
-	return map[string]any{"model_id": card.ID, "card_file": path, "card": card}, nil
+	return card, path, nil
 }
 
 // share commits card to the cluster's catalog, when there is a cluster.
@@ -319,13 +357,17 @@ type fileError struct {
 func (e *fileError) Error() string   { return e.api.Error() }
 func (e *fileError) Unwrap() []error { return []error{e.api, e.cause} }
 
-// PullModel starts the download of a model's weights on this node.
+// PullModel starts the download of a model's weights on this node. A
+// name of the library that the catalog does not hold yet is added first
+// (pinned as AddModel pins it), so one pull takes qwen3:8b from nothing
+// to downloading.
 func (m *Service) PullModel(ctx context.Context, id ids.ModelID) (any, error) {
-	card, ok := m.cfg.Catalog().Get(string(id))
-	if !ok {
-		return nil, unknownModel(id)
+	card, added, err := m.pullCard(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	done := map[string]any{"model_id": id, "download": DownloadStatus{State: DownloadDone, DoneBytes: card.StorageBytes, TotalBytes: card.StorageBytes}}
+	id = ids.ModelID(card.ID)
+	done := map[string]any{"model_id": id, "added": added, "download": DownloadStatus{State: DownloadDone, DoneBytes: card.StorageBytes, TotalBytes: card.StorageBytes}}
 	if card.Builtin {
 		return done, nil
 	}
@@ -339,7 +381,28 @@ func (m *Service) PullModel(ctx context.Context, id ids.ModelID) (any, error) {
 	}
 	m.cfg.Downloads.Start(card)
 	st, _ := m.cfg.Downloads.Status(string(id))
-	return map[string]any{"model_id": id, "download": st}, nil
+	return map[string]any{"model_id": id, "added": added, "download": st}, nil
+}
+
+// pullCard is the card a pull downloads: the catalog's, under the id or
+// its library name, or a library model's, added now (added true).
+func (m *Service) pullCard(ctx context.Context, id ids.ModelID) (catalog.Card, bool, error) {
+	if card, ok := m.cfg.Catalog().Get(string(m.resolveHeld(id))); ok {
+		return card, false, nil
+	}
+	e, ok := m.cfg.Library.Lookup(string(id))
+	if !ok {
+		return catalog.Card{}, false, m.unknown(string(id))
+	}
+	card, _, err := m.add(ctx, e.Ref(), e.Name)
+	if err != nil {
+		// A pull beside this one may have added it first.
+		if have, ok := m.cfg.Catalog().Get(e.Name); ok {
+			return have, false, nil
+		}
+		return catalog.Card{}, false, err
+	}
+	return card, true, nil
 }
 
 func unknownModel(id ids.ModelID) error {
@@ -351,6 +414,7 @@ func unknownModel(id ids.ModelID) error {
 // with files, every downloaded copy of its weights on this node. It
 // refuses while an instance uses the model, and for the built-in model.
 func (m *Service) RemoveModel(ctx context.Context, id ids.ModelID, files bool) (any, error) {
+	id = m.resolveHeld(id)
 	if string(id) == catalog.BuiltinID {
 		return nil, modelErrorf(http.StatusConflict, nil, "model %s is built into the binary and cannot be removed", id)
 	}
@@ -427,9 +491,9 @@ func instancesOf(st state.State, id ids.ModelID) []string {
 
 // ModelRequirements sizes a model at a context window.
 func (m *Service) ModelRequirements(ctx context.Context, id ids.ModelID, contextTokens int) (any, error) {
-	card, ok := m.cfg.Catalog().Get(string(id))
+	card, ok := m.cfg.Catalog().Get(string(m.resolveHeld(id)))
 	if !ok {
-		return nil, unknownModel(id)
+		return nil, m.notHeld(id)
 	}
 	r, err := card.Requirements(contextTokens)
 	if err != nil {

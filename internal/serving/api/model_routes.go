@@ -37,6 +37,9 @@ type ModelAdmin interface {
 	ModelRequirements(ctx context.Context, id ids.ModelID, contextTokens int) (any, error)
 	// SearchModels lists GGUF repositories on the Hub.
 	SearchModels(ctx context.Context, query string, limit int) (any, error)
+	// Library lists the short names (qwen3:8b) an add or a pull takes, and
+	// which of them the catalog holds and this node has.
+	Library(ctx context.Context) (any, error)
 }
 
 // MaxSearchQuery bounds the q parameter of GET /models/search.
@@ -49,6 +52,7 @@ func (s *server) modelRoutes() {
 	s.admin("POST /models/pull", s.withModelAdmin(s.pullModel))
 	s.mux.HandleFunc("GET /models/requirements", s.withModelAdmin(s.modelRequirements))
 	s.mux.HandleFunc("GET /models/search", s.withModelAdmin(s.searchModels))
+	s.mux.HandleFunc("GET /models/library", s.withModelAdmin(s.modelLibrary))
 	// Model ids may contain "/", so the id is the rest of the path.
 	s.mux.HandleFunc("GET /models/{id...}", s.withModelAdmin(s.showModel))
 	s.admin("DELETE /models/{id...}", s.withModelAdmin(s.removeModel))
@@ -179,6 +183,11 @@ func (s *server) searchModels(w http.ResponseWriter, r *http.Request, m ModelAdm
 		limit = n
 	}
 	s.answer(w, r, func(ctx context.Context) (any, error) { return m.SearchModels(ctx, query, limit) })
+}
+
+// GET /models/library
+func (s *server) modelLibrary(w http.ResponseWriter, r *http.Request, m ModelAdmin) {
+	s.answer(w, r, m.Library)
 }
 
 // answer writes what f returns, or its error.

@@ -75,6 +75,9 @@ func (b *modelBackend) RemoveModel(ctx context.Context, id ids.ModelID, files bo
 func (b *modelBackend) ModelRequirements(ctx context.Context, id ids.ModelID, contextTokens int) (any, error) {
 	return b.record(fmt.Sprintf("requirements %s context=%d", id, contextTokens), string(id))
 }
+func (b *modelBackend) Library(ctx context.Context) (any, error) {
+	return b.record("library", "")
+}
 func (b *modelBackend) SearchModels(ctx context.Context, query string, limit int) (any, error) {
 	return b.record(fmt.Sprintf("search %s limit=%d", query, limit), query)
 }
@@ -129,6 +132,7 @@ func TestModelRoutes(t *testing.T) {
 		{"search", "GET", "/models/search?q=qwen&limit=5", ``, 200, "search qwen limit=5", ""},
 		{"search_no_query", "GET", "/models/search", ``, 400, "", "q must be"},
 		{"search_bad_limit", "GET", "/models/search?q=x&limit=0", ``, 400, "", "limit must be"},
+		{"library", "GET", "/models/library", ``, 200, "library", ""},
 		{"search_offline", "GET", "/models/search?q=status-503", ``, 503, "search status-503 limit=0", "refused with 503"},
 	}
 	for _, tt := range tests {

@@ -18,8 +18,15 @@ func (g *Gateway) Embed(ctx context.Context, req request.EmbedRequest) (request.
 		return request.EmbedResult{}, err
 	}
 	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
-		return request.EmbedResult{}, &fault.Error{Class: fault.ClassNotFound, Param: "model",
-			Message: fmt.Sprintf("unknown model %s (GET /models lists the catalog)", fault.Quote(req.Model))}
+		model, err := g.resolve(req.Model)
+		if err != nil {
+			if g.cfg.Resolve != nil {
+				return request.EmbedResult{}, err
+			}
+			return request.EmbedResult{}, &fault.Error{Class: fault.ClassNotFound, Param: "model",
+				Message: fmt.Sprintf("unknown model %s (GET /models lists the catalog)", fault.Quote(req.Model))}
+		}
+		req.Model = model
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the task, and its count in flight, once the answer is in

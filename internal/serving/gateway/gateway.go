@@ -77,6 +77,11 @@ type Config struct {
 	// LoadTimeout bounds a request's wait for a model placed on demand
 	// (default DefaultLoadTimeout).
 	LoadTimeout time.Duration
+	// Resolve, when set, maps a model name the catalog does not hold to
+	// the catalog's id for it (a short name of the library: qwen3 is
+	// qwen3:8b), or returns the not-found error that answers the request
+	// (with the names it may have meant). Nil refuses such names.
+	Resolve func(name string) (string, error)
 }
 
 // Observer hears how the tasks this node owns go, streamed or not, as their
@@ -134,9 +139,11 @@ func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan req
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	if _, ok := g.cfg.Catalog().Get(req.Model); !ok {
-		return nil, unknownModel(req.Model)
+	model, err := g.resolve(req.Model)
+	if err != nil {
+		return nil, err
 	}
+	req.Model = model
 	if req.KeepAlive == nil {
 		ka := g.cfg.KeepAlive
 		req.KeepAlive = &ka
@@ -147,9 +154,16 @@ func (g *Gateway) Generate(ctx context.Context, req request.Request) (<-chan req
 	return g.submit(ctx, req.Model, request.TaskPayload{Generate: &req})
 }
 
-// unknownModel is the refusal of a model outside the catalog.
-func unknownModel(model string) error {
-	return fault.Errorf(fault.ClassNotFound, "unknown model %s (skulk list shows the catalog; skulk models add hf:OWNER/REPO adds one, skulk pull MODEL downloads it)", fault.Quote(model))
+// resolve returns the catalog id of the model a request names: the name
+// itself when the catalog holds it, else what Config.Resolve maps it to.
+func (g *Gateway) resolve(model string) (string, error) {
+	if _, ok := g.cfg.Catalog().Get(model); ok {
+		return model, nil
+	}
+	if g.cfg.Resolve != nil {
+		return g.cfg.Resolve(model)
+	}
+	return "", fault.Errorf(fault.ClassNotFound, "unknown model %s (skulk list shows the catalog; skulk models add hf:OWNER/REPO adds one, skulk pull MODEL downloads it)", fault.Quote(model))
 }
 
 // submit chooses the ready instance of model with the fewest of this node's
@@ -401,6 +415,13 @@ func redactedKeys(keys map[ids.NodeID][]event.APIKey) map[ids.NodeID][]event.API
 func (g *Gateway) Place(ctx context.Context, req request.PlaceRequest) (request.PlaceResult, error) {
 	if req.MinNodes < 0 || req.ContextTokens < 0 {
 		return request.PlaceResult{}, fault.ParamErrorf("min_nodes", "min_nodes and context_tokens must not be negative")
+	}
+	// A short name of the library places the catalog's model; any other
+	// name is the master's to refuse.
+	if _, ok := g.cfg.Catalog().Get(string(req.ModelID)); !ok && g.cfg.Resolve != nil {
+		if model, err := g.cfg.Resolve(string(req.ModelID)); err == nil {
+			req.ModelID = ids.ModelID(model)
+		}
 	}
 	id := ids.CommandID(g.cfg.NewID())
 	_, err := g.cfg.Master.Execute(ctx, event.PlaceInstance{ID: id, Model: req.ModelID, MinNodes: uint32(req.MinNodes),

@@ -147,8 +147,9 @@ func (g *Gateway) ensureReady(ctx context.Context, model ids.ModelID, keepAlive 
 // run, and reports unloaded (as `ollama stop` asks); explicit placements
 // stay, as they stay idle.
 func (g *Gateway) Load(ctx context.Context, model string, keepAlive *time.Duration) (bool, error) {
-	if _, ok := g.cfg.Catalog().Get(model); !ok {
-		return false, unknownModel(model)
+	model, err := g.resolve(model)
+	if err != nil {
+		return false, err
 	}
 	ka := g.cfg.KeepAlive
 	if keepAlive != nil {
