@@ -79,7 +79,7 @@ func newModelsListCmd(s stdio, use string) *cobra.Command {
 		Example: "  skulk models list\n  skulk ls --json",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsList(cmd.Context(), clientFor(host), asJSON, s)
+			return modelsList(cmd.Context(), clientFor(cmd, host), asJSON, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -137,7 +137,7 @@ The weights download when the model is placed, or on 'skulk pull'.`,
   skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf --id qwen-q8`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsAdd(cmd.Context(), clientFor(host), args, id, s)
+			return modelsAdd(cmd.Context(), clientFor(cmd, host), args, id, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -169,7 +169,7 @@ func newModelsPullCmd(s stdio, use string) *cobra.Command {
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsPull(cmd.Context(), clientFor(host), args[0], s)
+			return modelsPull(cmd.Context(), clientFor(cmd, host), args[0], s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -270,7 +270,7 @@ of 'skulk serve').`,
 		Example: "  skulk models import ./my-model.gguf --id my-model",
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsImport(cmd.Context(), clientFor(host), args, id, s)
+			return modelsImport(cmd.Context(), clientFor(cmd, host), args, id, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -306,7 +306,7 @@ func newModelsRmCmd(s stdio, use string) *cobra.Command {
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsRm(cmd.Context(), clientFor(host), args, files, s)
+			return modelsRm(cmd.Context(), clientFor(cmd, host), args, files, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -355,7 +355,7 @@ func newModelsShowCmd(s stdio, use string) *cobra.Command {
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsShow(cmd.Context(), clientFor(host), args, asJSON, s)
+			return modelsShow(cmd.Context(), clientFor(cmd, host), args, asJSON, s)
 		},
 	}
 	addHostFlag(cmd, &host)
