@@ -142,7 +142,7 @@ func (p Policy) DecideKey(r Request) (event.APIKey, *Denied) {
 		return k, nil
 	}
 	if !presented {
-		return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "this cluster requires an API key: send the header \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (client commands send SKULK_API_KEY)"}
+		return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "this cluster requires an API key: send the header \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (the skulk commands send SKULK_API_KEY, or the key saved by skulk keys add --save)"}
 	}
 	return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "the API key is not valid"}
 }
