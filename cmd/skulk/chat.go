@@ -29,6 +29,7 @@ type chatOptions struct {
 	temperature float64
 	tempSet     bool // --temperature was given
 	verbose     bool
+	keyFile     keyFile // --api-key-file
 }
 
 func (o *chatOptions) register(c *cobra.Command) {
@@ -42,6 +43,7 @@ func (o *chatOptions) register(c *cobra.Command) {
 
 func (o *chatOptions) check(cmd *cobra.Command) error {
 	o.tempSet = cmd.Flags().Changed("temperature")
+	o.keyFile = keyFileOf(cmd)
 	if o.maxTokens < 0 {
 		return usageErrorf("--max-tokens must not be negative")
 	}
@@ -146,7 +148,7 @@ type chatSession struct {
 // newChatSession places the model unless an instance serves it, showing
 // the progress, and takes over Ctrl-C.
 func newChatSession(ctx context.Context, s stdio, opts chatOptions, model string) (*chatSession, error) {
-	c := &chatSession{ctx: context.WithoutCancel(ctx), api: clientFor(opts.host), s: s, sig: make(chan os.Signal, 1), model: model, opts: opts}
+	c := &chatSession{ctx: context.WithoutCancel(ctx), api: clientWith(opts.host, opts.keyFile), s: s, sig: make(chan os.Signal, 1), model: model, opts: opts}
 	signal.Notify(c.sig, os.Interrupt)
 	id, err := resolveModel(ctx, c.api, model, s.err)
 	if err != nil {

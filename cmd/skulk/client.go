@@ -28,9 +28,10 @@ const DefaultHost = "localhost:52415"
 // hostUsage is the help of every client command's --host flag.
 const hostUsage = "node API address HOST[:PORT] or URL (default: $SKULK_HOST, else " + DefaultHost + ")"
 
-// addHostFlag adds --host to a client command.
+// addHostFlag adds --host and --api-key-file to a client command.
 func addHostFlag(c *cobra.Command, host *string) {
 	c.Flags().StringVar(host, "host", "", hostUsage)
+	addKeyFileFlag(c)
 }
 
 // resolveHost is the node a client command talks to: --host, else
@@ -65,21 +66,40 @@ func resolveHost(flag string, getenv func(string) string) string {
 	return out
 }
 
-// clientFor is the API client of a client command with --host value host.
-func clientFor(host string) *apiClient { return newAPIClient(resolveHost(host, os.Getenv)) }
+// clientFor is the API client of client command cmd with --host value
+// host, sending the key of its --api-key-file or SKULK_API_KEY.
+func clientFor(cmd *cobra.Command, host string) *apiClient { return clientWith(host, keyFileOf(cmd)) }
+
+// clientWith is the API client of --host host and key file kf.
+func clientWith(host string, kf keyFile) *apiClient {
+	c := newAPIClient(resolveHost(host, os.Getenv))
+	c.key, c.keySource, c.keyErr = clientKey(kf, os.Getenv)
+	return c
+}
 
 // apiClient talks to a node's HTTP API for the client commands.
 type apiClient struct {
 	base string
 	key  string
-	http *http.Client
+	// keySource says where key came from (SKULK_API_KEY or a file's path),
+	// for the messages that tell what to change.
+	keySource string
+	// keyErr is why the key file could not be read: every request fails
+	// with it, so a bad file is never silently ignored.
+	keyErr error
+	http   *http.Client
 }
 
+// newAPIClient is a client of host that sends SKULK_API_KEY.
 func newAPIClient(host string) *apiClient {
 	if !strings.Contains(host, "://") {
 		host = "http://" + host
 	}
-	return &apiClient{base: strings.TrimRight(host, "/"), key: config.FromEnv(os.Getenv).APIKey, http: &http.Client{}}
+	c := &apiClient{base: strings.TrimRight(host, "/"), key: config.FromEnv(os.Getenv).APIKey, http: &http.Client{}}
+	if c.key != "" {
+		c.keySource = "SKULK_API_KEY"
+	}
+	return c
 }
 
 // apiError is a non-2xx answer, with the server's message. Commands turn
@@ -99,6 +119,9 @@ func (e *apiError) Error() string {
 }
 
 func (c *apiClient) do(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	if c.keyErr != nil {
+		return nil, c.keyErr
+	}
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -381,16 +404,16 @@ func (c *apiClient) explain(method, path string, e *apiError) error {
 	switch e.Status {
 	case http.StatusUnauthorized:
 		if c.key == "" {
-			return fmt.Errorf("the node at %s requires an API key: set SKULK_API_KEY to the cluster's key (export SKULK_API_KEY=KEY) and run the command again", c.base)
+			return fmt.Errorf("the node at %s requires an API key: set SKULK_API_KEY to the cluster's key (export SKULK_API_KEY=KEY), or save it in %s (mode 0600), and run the command again", c.base, orDefault(defaultKeyFile(), "the file --api-key-file names"))
 		}
-		return fmt.Errorf("the node at %s does not accept the key in SKULK_API_KEY: set it to the cluster's admin key (or an inference key for chat)", c.base)
+		return fmt.Errorf("the node at %s does not accept the key in %s: set it to the cluster's admin key (or an inference key for chat)", c.base, orDefault(c.keySource, "SKULK_API_KEY"))
 	case http.StatusForbidden:
 		switch {
 		case strings.Contains(msg, "only with an API key"):
 			return fmt.Errorf("the node at %s serves only clients on its own machine while the cluster has no API key: "+
 				"run the command on that machine, or set SKULK_API_KEY on a node of the cluster and here, or restart the node with 'skulk serve --api-open'", c.base)
 		case strings.Contains(msg, "needs the admin key"):
-			return fmt.Errorf("SKULK_API_KEY holds an inference key, and this command needs the cluster's admin key: set SKULK_API_KEY to it")
+			return fmt.Errorf("%s holds an inference key, and this command needs the cluster's admin key: put an admin key there", orDefault(c.keySource, "SKULK_API_KEY"))
 		}
 	case http.StatusNotFound:
 		switch {
@@ -409,6 +432,13 @@ func (c *apiClient) explain(method, path string, e *apiError) error {
 		}
 	}
 	return fmt.Errorf("%s (HTTP %d)", routeFree(msg), e.Status)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // routeFree replaces the HTTP routes a node names in its messages with the

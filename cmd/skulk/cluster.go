@@ -47,7 +47,7 @@ of this node's history. Refused while a majority of the voters is reachable.`,
 					return fmt.Errorf("not recovered (no confirmation)")
 				}
 			}
-			if err := clientFor(host).call(cmd.Context(), http.MethodPost, "/v1/cluster/recover", nil, nil); err != nil {
+			if err := clientFor(cmd, host).call(cmd.Context(), http.MethodPost, "/v1/cluster/recover", nil, nil); err != nil {
 				return err
 			}
 			fmt.Fprintln(s.out, "recovered: this node is the only voter; other machines rejoin as they come back")

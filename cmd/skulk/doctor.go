@@ -41,7 +41,8 @@ and print each finding with what to do:
   hub          the Hugging Face Hub (or HF_ENDPOINT) answers, unless SKULK_OFFLINE
   mdns         interfaces that can multicast, unless --no-mdns
 
-The cluster checks need the node to answer (SKULK_API_KEY when a key is set).
+The cluster checks need the node to answer (SKULK_API_KEY or --api-key-file when a
+key is set).
 Exit status 1 when a check failed, 0 otherwise (warnings included).
 
 A log damaged in the middle (not just cut short by a crash) is kept aside and
@@ -57,7 +58,11 @@ operator acknowledges it with --ack-log-loss.`,
 			if ack {
 				return ackLogLoss(cfg, s)
 			}
-			o := doctorOptions{cfg: cfg, host: resolveHost(host, os.Getenv), apiKey: cfg.APIKey,
+			key, _, err := clientKey(keyFileOf(cmd), os.Getenv)
+			if err != nil {
+				return err
+			}
+			o := doctorOptions{cfg: cfg, host: resolveHost(host, os.Getenv), apiKey: key,
 				dialTimeout: 2 * time.Second, hubTimeout: 3 * time.Second}
 			return runDoctor(cmd.Context(), o, asJSON, s)
 		},

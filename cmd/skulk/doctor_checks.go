@@ -296,7 +296,7 @@ func apiCheck(a apiFacts) check {
 	case a.Status == 401 || a.Status == 403:
 		c.Status = statusWarn
 		c.Detail = fmt.Sprintf("the node at %s answers but refuses doctor (HTTP %d): %s", a.Host, a.Status, a.Err)
-		c.Fix = "set SKULK_API_KEY to the cluster's admin or an inference key; the cluster checks need it"
+		c.Fix = "set SKULK_API_KEY to the cluster's admin or an inference key, or save it in the --api-key-file (mode 0600); the cluster checks need it"
 	case a.Status != 200:
 		c.Status = statusWarn
 		c.Detail = fmt.Sprintf("the node at %s answers HTTP %d: %s", a.Host, a.Status, a.Err)

@@ -31,7 +31,7 @@ func TestHelpGolden(t *testing.T) {
 	for _, args := range [][]string{
 		{}, {"run"}, {"serve"}, {"chat"}, {"ps"}, {"place"}, {"stop"},
 		{"models"}, {"models", "list"}, {"models", "add"}, {"list"}, {"pull"}, {"show"}, {"rm"},
-		{"nodes"}, {"cluster", "invite"}, {"cluster", "recover"}, {"trace"}, {"trace", "show"}, {"tokenize"}, {"generate"}, {"bench"}, {"dev"}, {"version"},
+		{"nodes"}, {"cluster", "invite"}, {"cluster", "recover"}, {"keys"}, {"keys", "add"}, {"keys", "list"}, {"keys", "rm"}, {"trace"}, {"trace", "show"}, {"tokenize"}, {"generate"}, {"bench"}, {"dev"}, {"version"},
 	} {
 		name := strings.Join(append([]string{"skulk"}, args...), "_")
 		t.Run(name, func(t *testing.T) {

@@ -119,7 +119,7 @@ localhost:52415) or run the engine on a local GGUF file.`,
 		newPullCmd(s), newListCmd(s), newShowCmd(s), newRmCmd(s),
 		newPsCmd(s), newPlaceCmd(s), newStopCmd(s),
 	)
-	add(groupNode, newServeCmd(s), newNodesCmd(s), newClusterCmd(s), newTraceCmd(s), newDoctorCmd(s), newVersionCmd(s))
+	add(groupNode, newServeCmd(s), newNodesCmd(s), newClusterCmd(s), newKeysCmd(s), newTraceCmd(s), newDoctorCmd(s), newVersionCmd(s))
 	add(groupEngine, newGenerateCmd(s), newTokenizeCmd(s), newBenchCmd(s), newDevCmd(s))
 	root.AddCommand(newRunnerCmd(s))
 	root.SetHelpCommandGroupID(groupNode)

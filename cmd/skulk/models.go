@@ -90,9 +90,9 @@ family name (qwen3) means the tag marked default.`,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if library {
-				return modelsLibrary(cmd.Context(), clientFor(host), asJSON, s)
+				return modelsLibrary(cmd.Context(), clientFor(cmd, host), asJSON, s)
 			}
-			return modelsList(cmd.Context(), clientFor(host), asJSON, s)
+			return modelsList(cmd.Context(), clientFor(cmd, host), asJSON, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -215,7 +215,7 @@ quantization (Q4_K_M first). The weights download when the model is placed, or o
   skulk models add hf:Qwen/Qwen2.5-0.5B-Instruct-GGUF/qwen2.5-0.5b-instruct-q8_0.gguf --id qwen-q8`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsAdd(cmd.Context(), clientFor(host), args, id, s)
+			return modelsAdd(cmd.Context(), clientFor(cmd, host), args, id, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -251,7 +251,7 @@ family name (qwen3) means its default tag.`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsPull(cmd.Context(), clientFor(host), args[0], s)
+			return modelsPull(cmd.Context(), clientFor(cmd, host), args[0], s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -393,7 +393,7 @@ of 'skulk serve').`,
 		Example: "  skulk models import ./my-model.gguf --id my-model",
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsImport(cmd.Context(), clientFor(host), args, id, s)
+			return modelsImport(cmd.Context(), clientFor(cmd, host), args, id, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -429,7 +429,7 @@ func newModelsRmCmd(s stdio, use string) *cobra.Command {
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsRm(cmd.Context(), clientFor(host), args, files, s)
+			return modelsRm(cmd.Context(), clientFor(cmd, host), args, files, s)
 		},
 	}
 	addHostFlag(cmd, &host)
@@ -478,7 +478,7 @@ func newModelsShowCmd(s stdio, use string) *cobra.Command {
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsShow(cmd.Context(), clientFor(host), args, asJSON, s)
+			return modelsShow(cmd.Context(), clientFor(cmd, host), args, asJSON, s)
 		},
 	}
 	addHostFlag(cmd, &host)

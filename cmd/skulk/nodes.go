@@ -27,7 +27,7 @@ published.`,
   skulk nodes --host 10.0.0.5`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			view, err := fetchNodes(cmd.Context(), clientFor(host))
+			view, err := fetchNodes(cmd.Context(), clientFor(cmd, host))
 			if err != nil {
 				return err
 			}

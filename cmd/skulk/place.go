@@ -64,7 +64,7 @@ printed on standard output. A model that is already placed is not placed again:
 			if replicas < 0 {
 				return usageErrorf("--replicas must be at least 1")
 			}
-			model, api := args[0], clientFor(host)
+			model, api := args[0], clientFor(cmd, host)
 			st, err := api.state(cmd.Context())
 			if err != nil {
 				return err

@@ -23,7 +23,7 @@ func newPsCmd(s stdio) *cobra.Command {
   skulk ps --host 10.0.0.5`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := clientFor(host).state(cmd.Context())
+			st, err := clientFor(cmd, host).state(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -104,7 +104,7 @@ every instance of it (as 'ollama stop MODEL'). Prints each instance stopped.`,
 				InstanceID  string   `json:"instance_id"`
 				InstanceIDs []string `json:"instance_ids"`
 			}
-			api := clientFor(host)
+			api := clientFor(cmd, host)
 			err := api.call(cmd.Context(), http.MethodDelete, "/instance/"+args[0], nil, &res)
 			if err != nil && shortname.IsName(args[0]) {
 				// A library name names its model by the catalog's id
@@ -137,7 +137,7 @@ func completeInstances(cmd *cobra.Command, args []string, toComplete string) ([]
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	host, _ := cmd.Flags().GetString("host")
-	st, err := clientFor(host).state(cmd.Context())
+	st, err := clientFor(cmd, host).state(cmd.Context())
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
@@ -177,7 +177,7 @@ func modelCompletions(cmd *cobra.Command, toComplete string) ([]cobra.Completion
 	var doc struct {
 		Data []modelEntry `json:"data"`
 	}
-	if err := clientFor(host).call(cmd.Context(), http.MethodGet, "/models", nil, &doc); err != nil {
+	if err := clientFor(cmd, host).call(cmd.Context(), http.MethodGet, "/models", nil, &doc); err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveError
 	}
 	var out []cobra.Completion

@@ -130,7 +130,7 @@ With no model, start a node, as 'skulk serve' does; the node flags (--home,
 }
 
 // chatFlagNames are the flags of 'skulk run MODEL' that a node does not take.
-var chatFlagNames = []string{"host", "system", "max-tokens", "temperature", "verbose"}
+var chatFlagNames = []string{"host", apiKeyFileFlag, "system", "max-tokens", "temperature", "verbose"}
 
 // nodeFlagNames are the node's flags on cmd: every flag but the chat ones.
 func nodeFlagNames(cmd *cobra.Command) []string {

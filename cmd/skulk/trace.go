@@ -49,7 +49,7 @@ func newTraceSetCmd(s stdio, on bool) *cobra.Command {
 		Example: "  skulk trace " + use + "\n  skulk trace " + use + " --host 10.0.0.5",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := clientFor(host).call(cmd.Context(), http.MethodPost, "/tracing", map[string]bool{"enabled": on}, nil); err != nil {
+			if err := clientFor(cmd, host).call(cmd.Context(), http.MethodPost, "/tracing", map[string]bool{"enabled": on}, nil); err != nil {
 				return err
 			}
 			if on {
@@ -86,7 +86,7 @@ node that answered the request (--host): it alone keeps the trace.`,
 			if otlp {
 				path += "?format=otlp"
 			}
-			resp, err := clientFor(host).do(cmd.Context(), http.MethodGet, path, nil)
+			resp, err := clientFor(cmd, host).do(cmd.Context(), http.MethodGet, path, nil)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/skulk/skulk/internal/models/tensorfetch"
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/platform/transport"
+	"github.com/skulk/skulk/internal/serving/access"
 	"github.com/skulk/skulk/internal/serving/api"
 	"github.com/skulk/skulk/internal/serving/diagnostics"
 	"github.com/skulk/skulk/internal/serving/gateway"
@@ -27,6 +28,8 @@ type backend struct {
 	node func(context.Context) (any, error)
 	// recoverCluster is POST /v1/cluster/recover.
 	recoverCluster func(context.Context) error
+	// keys is the /v1/keys routes: the cluster's run-time API keys.
+	keys *access.Keys
 }
 
 // RecoverCluster answers POST /v1/cluster/recover: this node becomes the
@@ -39,7 +42,7 @@ func (b backend) NodeDiagnostics(ctx context.Context) (any, error) { return b.no
 // backends hands the API each route family's backend: all of them this
 // one.
 func (b backend) backends() api.Backends {
-	return api.Backends{Inference: b, Cluster: b, Placement: b, Tracing: b, Diagnostics: b, Models: b}
+	return api.Backends{Inference: b, Cluster: b, Placement: b, Tracing: b, Diagnostics: b, Models: b, Keys: b.keys}
 }
 
 // resolve is the worker's Resolve: the library's weights for the stage,

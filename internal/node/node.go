@@ -430,8 +430,11 @@ func (n *fabric) buildAPI() error {
 	if err != nil {
 		return err
 	}
-	n.access = access.NewLive(n.id, apiKeys, access.NewHasher(n.secret.Key.Derive(clusterkey.PurposeAPIKeys)), cfg.APIOpen,
+	hasher := access.NewHasher(n.secret.Key.Derive(clusterkey.PurposeAPIKeys))
+	n.access = access.NewLive(n.id, apiKeys, hasher, cfg.APIOpen,
 		n.ctl.State, n.reportAsWorker, log.With("component", "access"))
+	keys := access.NewKeys(access.KeysConfig{Self: n.id, Hasher: hasher, State: n.ctl.State, Execute: n.ctl.Execute,
+		NewID: newID, Changed: n.access.Refresh})
 	access.LogExposure(log, cfg, len(apiKeys), n.ln.Addr())
 	n.watchMetrics()
 	models := modeladmin.New(modeladmin.Config{
@@ -451,7 +454,7 @@ func (n *fabric) buildAPI() error {
 			ClientConn: func(ctx context.Context, digest, name string) error {
 				return n.ln.Claim(ctx, connlimit.Client{Key: digest, Name: name})
 			},
-		}, backend{Gateway: n.gw, Service: models, Recorder: n.timeline, node: n.nodeDiagnostics(), recoverCluster: n.recoverCluster}.backends(), log.With("component", "api")),
+		}, backend{Gateway: n.gw, Service: models, Recorder: n.timeline, node: n.nodeDiagnostics(), recoverCluster: n.recoverCluster, keys: keys}.backends(), log.With("component", "api")),
 		ConnState:         n.ln.ConnState, // the connection limit closes idle connections to make room
 		ConnContext:       n.ln.ConnContext,
 		ReadHeaderTimeout: 10 * time.Second,

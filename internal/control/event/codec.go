@@ -202,6 +202,10 @@ func decodeEventBody(k Kind, body []byte) (Event, error) {
 		return decodeEventAs[ModelAdded](k, body)
 	case KindModelRemoved:
 		return decodeEventAs[ModelRemoved](k, body)
+	case KindAPIKeyAdded:
+		return decodeEventAs[APIKeyAdded](k, body)
+	case KindAPIKeyRemoved:
+		return decodeEventAs[APIKeyRemoved](k, body)
 	}
 	return nil, &UnknownKindError{Kind: k, Want: "event"}
 }
@@ -235,6 +239,10 @@ func decodeCommandBody(k Kind, body []byte) (Command, error) {
 		return decodeCommandAs[AddModel](k, body)
 	case KindRemoveModel:
 		return decodeCommandAs[RemoveModel](k, body)
+	case KindAddAPIKey:
+		return decodeCommandAs[AddAPIKey](k, body)
+	case KindRemoveAPIKey:
+		return decodeCommandAs[RemoveAPIKey](k, body)
 	}
 	return nil, &UnknownKindError{Kind: k, Want: "command"}
 }

@@ -34,6 +34,7 @@ func CommandKinds() []Kind {
 	return []Kind{
 		KindPlaceInstance, KindCreateInstance, KindDeleteInstance, KindSetTracingEnabled,
 		KindRefuseInstancePlacement, KindFailInstance, KindAddModel, KindRemoveModel,
+		KindAddAPIKey, KindRemoveAPIKey,
 	}
 }
 
@@ -44,6 +45,6 @@ func EventKinds() []Kind {
 		KindInstanceCreated, KindInstanceDeleted, KindInstanceFailed, KindRunnerStatusUpdated,
 		KindNodeJoined, KindNodeLeft, KindDownloadPending, KindDownloadCompleted,
 		KindDownloadFailed, KindTracingSet, KindMasterElected, KindAPIKeysSet,
-		KindModelAdded, KindModelRemoved,
+		KindModelAdded, KindModelRemoved, KindAPIKeyAdded, KindAPIKeyRemoved,
 	}
 }

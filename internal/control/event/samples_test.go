@@ -35,6 +35,9 @@ func sampleEvents() map[string]Event {
 		}},
 		"model_added":   ModelAdded{Card: sampleCard()},
 		"model_removed": ModelRemoved{Model: "my-model"},
+		"api_key_added": APIKeyAdded{Key: APIKey{Name: "ci-bot", Scope: ScopeInference, Digest: strings.Repeat("ef", 32)},
+			Node: "node-a", AtUnixMs: 1700000001000},
+		"api_key_removed": APIKeyRemoved{Name: "ci-bot"},
 	}
 }
 
@@ -56,6 +59,9 @@ func sampleCommands() map[string]Command {
 		"fail_instance": FailInstance{ID: "cmd-8", Instance: "inst-1", Node: "node-b", Category: FailureUnresponsive, Detail: "no status in 120s"},
 		"add_model":     AddModel{ID: "cmd-9", Card: sampleCard()},
 		"remove_model":  RemoveModel{ID: "cmd-10", Model: "my-model"},
+		"add_api_key": AddAPIKey{ID: "cmd-11", Key: APIKey{Name: "ops", Scope: ScopeAdmin, Digest: strings.Repeat("12", 32)},
+			Node: "node-b"},
+		"remove_api_key": RemoveAPIKey{ID: "cmd-12", Name: "ops"},
 	}
 }
 

@@ -83,6 +83,13 @@ func TestValidateFields(t *testing.T) {
 		{"place_context", PlaceInstance{ID: "c", Model: "m", ContextTokens: MaxContextTokens + 1}, "context_tokens"},
 		{"refuse_no_reason", RefuseInstancePlacement{ID: "c", Instance: "i", Node: "n"}, "reason"},
 		{"fail_no_id", FailInstance{Instance: "i", Node: "n", Category: FailureWedged}, "id"},
+		{"key_added_no_node", APIKeyAdded{Key: APIKey{Name: "ops", Scope: ScopeAdmin, Digest: strings.Repeat("ab", 32)}}, "node"},
+		{"key_added_bad_scope", APIKeyAdded{Key: APIKey{Name: "ops", Scope: "root", Digest: strings.Repeat("ab", 32)}, Node: "n"}, "key"},
+		{"key_added_short_digest", APIKeyAdded{Key: APIKey{Name: "ops", Scope: ScopeAdmin, Digest: "abcd"}, Node: "n"}, "key"},
+		{"key_added_negative_time", APIKeyAdded{Key: APIKey{Name: "ops", Scope: ScopeAdmin, Digest: strings.Repeat("ab", 32)}, Node: "n", AtUnixMs: -1}, "at_unix_ms"},
+		{"add_key_slash_in_name", AddAPIKey{ID: "c", Key: APIKey{Name: "a/b", Scope: ScopeAdmin, Digest: strings.Repeat("ab", 32)}, Node: "n"}, "key"},
+		{"remove_key_no_name", RemoveAPIKey{ID: "c"}, "name"},
+		{"remove_key_long_name", RemoveAPIKey{ID: "c", Name: strings.Repeat("k", MaxKeyNameBytes+1)}, "name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,5 +116,20 @@ func TestRunnerStatusPredicates(t *testing.T) {
 	}
 	if !RunnerReady.Serving() || !RunnerRunning.Serving() || RunnerWarming.Serving() {
 		t.Error("Serving is wrong")
+	}
+}
+
+func TestValidateKeyName(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		ok   bool
+	}{
+		{"ops", true}, {"ci-bot_2.prod", true}, {"A1", true}, {strings.Repeat("k", MaxKeyNameBytes), true},
+		{"", false}, {"-lead", false}, {".hidden", false}, {"a b", false}, {"a/b", false}, {"ключ", false},
+		{strings.Repeat("k", MaxKeyNameBytes+1), false},
+	} {
+		if err := ValidateKeyName(tt.name); (err == nil) != tt.ok {
+			t.Errorf("%q: %v, want ok %v", tt.name, err, tt.ok)
+		}
 	}
 }

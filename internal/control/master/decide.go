@@ -35,6 +35,10 @@ func decide(s state.State, cmd event.Command, in inputs) ([]event.Event, error) 
 		return decideAddModel(s, c, in)
 	case event.RemoveModel:
 		return decideRemoveModel(s, c)
+	case event.AddAPIKey:
+		return decideAddKey(s, c, in)
+	case event.RemoveAPIKey:
+		return decideRemoveKey(s, c)
 	case event.PlaceInstance:
 		return decidePlace(s, c, in)
 	case event.CreateInstance:

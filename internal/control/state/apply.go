@@ -93,6 +93,10 @@ func step(s State, ie event.IndexedEvent) (State, error) {
 		return modelAdded(s, e)
 	case event.ModelRemoved:
 		return modelRemoved(s, e)
+	case event.APIKeyAdded:
+		return apiKeyAdded(s, e)
+	case event.APIKeyRemoved:
+		return apiKeyRemoved(s, e)
 	}
 	// Unreachable while every event kind has a case; a test checks that.
 	return s, fmt.Errorf("no apply rule for %s: %w", ie.Event.Kind(), ErrConflict)
@@ -123,6 +127,35 @@ func apiKeysSet(s State, e event.APIKeysSet) (State, error) {
 		return s, nil
 	}
 	s.APIKeys = with(s.APIKeys, e.Node, slices.Clone(e.Keys))
+	return s, nil
+}
+
+// apiKeyAdded adds a run-time key. The same key again under its name is a
+// no-op (a command retried); another key under a taken name conflicts (the
+// master refuses it before it is logged).
+func apiKeyAdded(s State, e event.APIKeyAdded) (State, error) {
+	if have, ok := s.AddedKeys[e.Key.Name]; ok {
+		if have.Digest == e.Key.Digest && have.Scope == e.Key.Scope {
+			return s, nil
+		}
+		return s, fmt.Errorf("key %s: %w", e.Key.Name, ErrExists)
+	}
+	if len(s.AddedKeys) >= event.MaxAddedAPIKeys {
+		return s, fmt.Errorf("%d run-time keys, limit %d: %w", len(s.AddedKeys), event.MaxAddedAPIKeys, ErrConflict)
+	}
+	s.AddedKeys = with(s.AddedKeys, e.Key.Name, event.AddedAPIKey{Scope: e.Key.Scope, Digest: e.Key.Digest, Node: e.Node, AtUnixMs: e.AtUnixMs})
+	return s, nil
+}
+
+// apiKeyRemoved takes a run-time key out of the State.
+func apiKeyRemoved(s State, e event.APIKeyRemoved) (State, error) {
+	if _, ok := s.AddedKeys[e.Name]; !ok {
+		return s, fmt.Errorf("key %s: %w", e.Name, ErrUnknownKey)
+	}
+	s.AddedKeys = without(s.AddedKeys, e.Name)
+	if len(s.AddedKeys) == 0 {
+		s.AddedKeys = nil // empty is omitted: the hash of a State without run-time keys
+	}
 	return s, nil
 }
 

@@ -253,6 +253,8 @@ func TestEveryEventKindHasARule(t *testing.T) {
 		retired(event.KindTaskCreated), event.MasterElected{Node: "b", Term: 2},
 		event.APIKeysSet{Node: "d", Keys: []event.APIKey{{Name: "k", Scope: event.ScopeAdmin, Digest: strings.Repeat("0", 64)}}},
 		event.ModelAdded{Card: card("x", 2)}, event.ModelRemoved{Model: "x"},
+		event.APIKeyAdded{Key: event.APIKey{Name: "ops", Scope: event.ScopeAdmin, Digest: strings.Repeat("0", 64)}, Node: "a"},
+		event.APIKeyRemoved{Name: "ops"},
 	} {
 		s = replay(t, s, ev)
 		covered[ev.Kind()] = true
@@ -326,6 +328,75 @@ func TestModelCatalog(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := replay(t, start, tt.evs...)
+			b, err := Encode(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Decode(b); err != nil {
+				t.Fatalf("the State does not decode: %v", err)
+			}
+			tt.check(t, s)
+		})
+	}
+}
+
+// TestRunTimeKeys: keys added at run time enter and leave the State by
+// name; the same key again is a no-op, another key under a taken name and
+// the removal of an unknown name are refused, and a State emptied of them
+// hashes like one that never held any.
+func TestRunTimeKeys(t *testing.T) {
+	start := base(t)
+	added := func(name, scope, digest string) event.APIKeyAdded {
+		return event.APIKeyAdded{Key: event.APIKey{Name: name, Scope: scope, Digest: strings.Repeat(digest, 64)}, Node: "b", AtUnixMs: 1700000000000}
+	}
+	tests := []struct {
+		name  string
+		evs   []event.Event
+		err   error // of the last event; nil: all apply
+		check func(t *testing.T, s State)
+	}{
+		{"added", []event.Event{added("ops", event.ScopeAdmin, "a")}, nil, func(t *testing.T, s State) {
+			k := s.AddedKeys["ops"]
+			if k.Scope != event.ScopeAdmin || k.Node != "b" || k.AtUnixMs != 1700000000000 || k.Digest != strings.Repeat("a", 64) {
+				t.Fatalf("added keys %+v", s.AddedKeys)
+			}
+		}},
+		{"same_key_twice", []event.Event{added("ops", event.ScopeAdmin, "a"), added("ops", event.ScopeAdmin, "a")}, nil, func(t *testing.T, s State) {
+			if len(s.AddedKeys) != 1 {
+				t.Fatalf("added keys %+v", s.AddedKeys)
+			}
+		}},
+		{"taken_name", []event.Event{added("ops", event.ScopeAdmin, "a"), added("ops", event.ScopeAdmin, "b")}, ErrExists, nil},
+		{"unknown_name", []event.Event{event.APIKeyRemoved{Name: "ops"}}, ErrUnknownKey, nil},
+		{"removed_hashes_as_before", []event.Event{added("ops", event.ScopeAdmin, "a"), added("ci", event.ScopeInference, "c"),
+			event.APIKeyRemoved{Name: "ops"}, event.APIKeyRemoved{Name: "ci"}}, nil, func(t *testing.T, s State) {
+			if s.AddedKeys != nil {
+				t.Fatalf("added keys %+v, want none", s.AddedKeys)
+			}
+			s.Term, s.LastIndex = start.Term, start.LastIndex
+			if Hash(s) != Hash(start) {
+				t.Fatal("a State emptied of run-time keys changes its hash")
+			}
+		}},
+		{"beside_node_keys", []event.Event{event.APIKeysSet{Node: "a", Keys: []event.APIKey{{Name: "admin", Scope: event.ScopeAdmin, Digest: strings.Repeat("d", 64)}}},
+			added("ci", event.ScopeInference, "c")}, nil, func(t *testing.T, s State) {
+			if len(s.APIKeys["a"]) != 1 || len(s.AddedKeys) != 1 {
+				t.Fatalf("node keys %+v, added keys %+v", s.APIKeys, s.AddedKeys)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start
+			if tt.err != nil {
+				s = replay(t, s, tt.evs[:len(tt.evs)-1]...)
+				_, err := Apply(s, next(s, tt.evs[len(tt.evs)-1]))
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("got %v, want %v", err, tt.err)
+				}
+				return
+			}
+			s = replay(t, s, tt.evs...)
 			b, err := Encode(s)
 			if err != nil {
 				t.Fatal(err)

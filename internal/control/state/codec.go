@@ -110,6 +110,14 @@ func Check(s State) error {
 			return fmt.Errorf("model %s holds the card of %s", id, c.ID)
 		}
 	}
+	if len(s.AddedKeys) > event.MaxAddedAPIKeys {
+		return fmt.Errorf("%d run-time keys, limit %d", len(s.AddedKeys), event.MaxAddedAPIKeys)
+	}
+	for name, k := range s.AddedKeys {
+		if err := k.Validate(name); err != nil {
+			return fmt.Errorf("key %s: %w", name, err)
+		}
+	}
 	if len(s.Failures) > MaxFailures {
 		return fmt.Errorf("%d failure records, limit %d", len(s.Failures), MaxFailures)
 	}

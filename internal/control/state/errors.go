@@ -27,6 +27,9 @@ var (
 	// ErrUnknownModel: the event names a model the State's catalog does
 	// not hold.
 	ErrUnknownModel = errors.New("state: unknown model")
+	// ErrUnknownKey: the event names a run-time API key the State does
+	// not hold.
+	ErrUnknownKey = errors.New("state: unknown API key")
 	// ErrExists: the event creates something that already exists.
 	ErrExists = errors.New("state: already exists")
 	// ErrConflict: the event contradicts the State (a runner reported from

@@ -67,11 +67,17 @@ func (g *gen) event(s State) event.Event {
 				}
 				return event.APIKeysSet{Node: g.node(s), Keys: keys}
 			}
-			switch r.IntN(4) {
+			switch r.IntN(6) {
 			case 0:
 				return event.ModelAdded{Card: card(g.model(), 1+int64(r.IntN(2)))}
 			case 1:
 				return event.ModelRemoved{Model: g.model()}
+			case 2:
+				return event.APIKeyAdded{Key: event.APIKey{Name: pick(r, []string{"ops", "ci", "bot"}),
+					Scope: pick(r, []string{event.ScopeAdmin, event.ScopeInference}), Digest: fmt.Sprintf("%064x", r.Uint64N(3))},
+					Node: g.node(s), AtUnixMs: r.Int64N(1e12)}
+			case 3:
+				return event.APIKeyRemoved{Name: pick(r, []string{"ops", "ci", "bot"})}
 			}
 			return event.DownloadFailed{Node: g.node(s), Model: g.model(), Reason: "disk full"}
 		}

@@ -29,6 +29,10 @@ type State struct {
 	// Downloads. Omitted when empty, so States from before replicated
 	// cards hash the same.
 	Models map[ids.ModelID]event.ModelCard `json:"models,omitempty"`
+	// AddedKeys are the API keys added at run time (skulk keys add), by
+	// name, as digests; every node enforces them beside APIKeys. Omitted
+	// when empty, so States from before run-time keys hash the same.
+	AddedKeys map[string]event.AddedAPIKey `json:"added_keys,omitempty"`
 }
 
 // Node is a cluster member as the log knows it. Liveness and resources are

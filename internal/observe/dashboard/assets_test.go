@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skulk/skulk/internal/observe/dashboard"
 	"github.com/skulk/skulk/internal/platform/ids"
@@ -119,7 +120,10 @@ func (noBackend) Generate(context.Context, request.Request) (<-chan request.Chun
 	return nil, errNone
 }
 func (noBackend) Models(context.Context) ([]request.ModelInfo, error) { return nil, errNone }
-func (noBackend) State(context.Context) (any, error)                  { return nil, errNone }
+func (noBackend) Load(context.Context, string, *time.Duration) (bool, error) {
+	return false, errNone
+}
+func (noBackend) State(context.Context) (any, error) { return nil, errNone }
 func (noBackend) Place(context.Context, request.PlaceRequest) (request.PlaceResult, error) {
 	return request.PlaceResult{}, errNone
 }

@@ -33,6 +33,9 @@ type Live struct {
 	report func(context.Context, event.Event) error
 	log    *slog.Logger
 	cur    atomic.Pointer[Policy]
+	// nudge asks Run to rebuild the policy now rather than at its next
+	// tick (a key was just added or removed through this node).
+	nudge chan struct{}
 }
 
 // NewLive returns the policy of this node's own keys (own, digested with
@@ -40,16 +43,25 @@ type Live struct {
 // State and report reports this node's keys to the master.
 func NewLive(self ids.NodeID, own []Key, h Hasher, open bool,
 	st func(context.Context) (state.State, error), report func(context.Context, event.Event) error, log *slog.Logger) *Live {
-	a := &Live{self: self, own: own, hasher: h, open: open, state: st, report: report, log: log}
-	a.set(nil)
+	a := &Live{self: self, own: own, hasher: h, open: open, state: st, report: report, log: log, nudge: make(chan struct{}, 1)}
+	a.set(state.State{})
 	return a
+}
+
+// Refresh asks Run to rebuild the policy from the State now; it does not
+// wait.
+func (a *Live) Refresh() {
+	select {
+	case a.nudge <- struct{}{}:
+	default:
+	}
 }
 
 // Policy is the policy in force now.
 func (a *Live) Policy() Policy { return *a.cur.Load() }
 
-func (a *Live) set(cluster map[ids.NodeID][]event.APIKey) {
-	p := Policy{Ring: NewRing(a.hasher, a.own, cluster), Open: a.open}
+func (a *Live) set(st state.State) {
+	p := Policy{Ring: StateRing(a.hasher, a.own, st), Open: a.open}
 	if prev := a.cur.Load(); prev != nil && prev.Ring.Len() != p.Ring.Len() {
 		a.log.Info("API keys in force changed", "keys", p.Ring.Len())
 	}
@@ -67,7 +79,7 @@ func (a *Live) Run(ctx context.Context) {
 		st, err := a.state(sctx)
 		cancel()
 		if err == nil {
-			a.set(st.APIKeys)
+			a.set(st)
 			if !slices.Equal(st.APIKeys[a.self], want) && time.Since(lastReport) > 2*time.Second {
 				lastReport = time.Now()
 				rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -81,6 +93,7 @@ func (a *Live) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-a.nudge:
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/platform/ids"
 )
 
@@ -32,6 +33,23 @@ func NewRing(h Hasher, own []Key, cluster map[ids.NodeID][]event.APIKey) *Ring {
 		for _, k := range cluster[n] {
 			r.add(k)
 		}
+	}
+	return r
+}
+
+// StateRing is the ring a node enforces at State s: its own keys, the keys
+// every member configured (s.APIKeys) and the keys added at run time
+// (s.AddedKeys).
+func StateRing(h Hasher, own []Key, s state.State) *Ring {
+	r := NewRing(h, own, s.APIKeys)
+	names := make([]string, 0, len(s.AddedKeys))
+	for name := range s.AddedKeys {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		k := s.AddedKeys[name]
+		r.add(event.APIKey{Name: name, Scope: k.Scope, Digest: k.Digest})
 	}
 	return r
 }
@@ -104,7 +122,7 @@ func (p Policy) DecideKey(r Request) (event.APIKey, *Denied) {
 			return event.APIKey{}, nil
 		}
 		return event.APIKey{}, &Denied{Status: http.StatusForbidden, Reason: "this node serves clients on other addresses only with an API key: " +
-			"set SKULK_API_KEY (admin) or SKULK_INFERENCE_KEYS on a node of the cluster and send the key as \"Authorization: Bearer KEY\", " +
+			"add a key from the node's machine (skulk keys add NAME --save) or set SKULK_API_KEY (admin) or SKULK_INFERENCE_KEYS on a node of the cluster, and send the key as \"Authorization: Bearer KEY\", " +
 			"or restart the node with --api-open to serve every address without a key"}
 	}
 	presented := false
@@ -119,12 +137,12 @@ func (p Policy) DecideKey(r Request) (event.APIKey, *Denied) {
 		}
 		if r.Admin && k.Scope != event.ScopeAdmin {
 			return k, &Denied{Status: http.StatusForbidden, Reason: fmt.Sprintf(
-				"the key %q may use inference and read-only routes; %s needs the admin key (SKULK_API_KEY)", k.Name, r.Route)}
+				"the key %q may use inference and read-only routes; %s needs the admin key (SKULK_API_KEY, or an admin key added with skulk keys add)", k.Name, r.Route)}
 		}
 		return k, nil
 	}
 	if !presented {
-		return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "this cluster requires an API key: send the header \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (client commands send SKULK_API_KEY)"}
+		return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "this cluster requires an API key: send the header \"Authorization: Bearer KEY\" or \"x-api-key: KEY\" (the skulk commands send SKULK_API_KEY, or the key saved by skulk keys add --save)"}
 	}
 	return event.APIKey{}, &Denied{Status: http.StatusUnauthorized, Reason: "the API key is not valid"}
 }

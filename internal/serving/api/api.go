@@ -128,6 +128,7 @@ type Backends struct {
 	Tracing     Tracing     // POST /tracing
 	Diagnostics Diagnostics // GET /v1/diagnostics/cluster, and its timeline, the node's and recovery when it has them
 	Models      ModelAdmin  // the /models routes of this node's catalog
+	Keys        Keys        // the /v1/keys routes: the cluster's run-time API keys
 }
 
 // server holds the routes' dependencies; all fields are immutable after New.
@@ -139,6 +140,7 @@ type server struct {
 	tracing   Tracing
 	diag      Diagnostics
 	models    ModelAdmin
+	keys      Keys
 	log       *slog.Logger
 	mux       *http.ServeMux
 	// adminMux holds the admin routes' patterns (with no-op handlers): a
@@ -176,7 +178,7 @@ func New(cfg Config, b Backends, log *slog.Logger) http.Handler {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &server{cfg: cfg, inference: b.Inference, cluster: b.Cluster, placement: b.Placement, tracing: b.Tracing, diag: b.Diagnostics,
-		models: b.Models, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux(), publicMux: http.NewServeMux()}
+		models: b.Models, keys: b.Keys, log: log, mux: http.NewServeMux(), adminMux: http.NewServeMux(), publicMux: http.NewServeMux()}
 	s.routes()
 	return s.logRequests(s.bodyDeadline(s.recoverPanics(s.authenticate(http.HandlerFunc(s.route)))))
 }
@@ -231,6 +233,7 @@ func (s *server) routes() {
 	s.responsesRoutes()
 	s.embeddingRoutes()
 	s.modelRoutes()
+	s.keyRoutes()
 }
 
 // admin registers a route that needs the admin key: one that changes what

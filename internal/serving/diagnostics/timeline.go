@@ -199,6 +199,10 @@ func describe(ie event.IndexedEvent) (kind string, node ids.NodeID, detail strin
 		detail = fmt.Sprintf("tracing enabled: %v", ev.Enabled)
 	case event.APIKeysSet:
 		node, detail = ev.Node, fmt.Sprintf("the node's API keys set (%d)", len(ev.Keys))
+	case event.APIKeyAdded:
+		node, detail = ev.Node, fmt.Sprintf("%s API key %s added", ev.Key.Scope, ev.Key.Name)
+	case event.APIKeyRemoved:
+		detail = fmt.Sprintf("API key %s removed", ev.Name)
 	case event.RetiredTask:
 		return "", "", "", false
 	default:

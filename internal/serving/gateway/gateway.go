@@ -386,6 +386,7 @@ func (g *Gateway) State(ctx context.Context) (any, error) {
 	h := state.Hash(st)
 	doc := StateDocument{State: st, LastAppliedIndex: st.LastIndex, StateHash: fmt.Sprintf("%x", h[:])}
 	doc.APIKeys = redactedKeys(st.APIKeys)
+	doc.AddedKeys = redactedAdded(st.AddedKeys)
 	doc.ExpiresAt = g.Expiries(st)
 	if g.cfg.Nodes != nil {
 		doc.NodeResources = g.cfg.Nodes()
@@ -407,6 +408,20 @@ func redactedKeys(keys map[ids.NodeID][]event.APIKey) map[ids.NodeID][]event.API
 		for _, k := range ks {
 			out[n] = append(out[n], event.APIKey{Name: k.Name, Scope: k.Scope, Digest: "redacted"})
 		}
+	}
+	return out
+}
+
+// redactedAdded shows the run-time keys (names, scopes, who added them and
+// when) without their digests.
+func redactedAdded(keys map[string]event.AddedAPIKey) map[string]event.AddedAPIKey {
+	if len(keys) == 0 {
+		return nil
+	}
+	out := make(map[string]event.AddedAPIKey, len(keys))
+	for name, k := range keys {
+		k.Digest = "redacted"
+		out[name] = k
 	}
 	return out
 }
