@@ -221,3 +221,87 @@ func TestTraceAcrossNodes(t *testing.T) {
 		t.Errorf("an unknown format: %d %s", code, body)
 	}
 }
+
+// TestTraceOfSplitRequest: a traced request to a model split across two
+// nodes holds a span of each rank, on the node that ran it, within the
+// first rank's worker.serve, with what the rank did.
+func TestTraceOfSplitRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: skipping the multi-node cluster test")
+	}
+	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	a := startClusterNode(t, t.TempDir(), gossip[0], gossip)
+	b := startClusterNode(t, t.TempDir(), gossip[1], gossip)
+	converged(t, []*clusterNode{a, b}, 2, 30*time.Second)
+
+	code, body := a.do("POST", "/place_instance", map[string]any{"model_id": "stories260k", "min_nodes": 2})
+	if code != 200 {
+		t.Fatalf("place: %d %s", code, body)
+	}
+	var placed struct {
+		InstanceID string `json:"instance_id"`
+	}
+	json.Unmarshal(body, &placed)
+	a.waitStatus(placed.InstanceID, "ready")
+	_, body = a.do("GET", "/state", nil)
+	var st struct {
+		Instances map[string]struct {
+			Placement []struct {
+				Node string `json:"node"`
+			} `json:"placement"`
+		} `json:"instances"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	ranks := st.Instances[placed.InstanceID].Placement
+	if len(ranks) != 2 || ranks[0].Node == ranks[1].Node {
+		t.Fatalf("placement %+v, want two nodes", ranks)
+	}
+
+	if code, body := a.do("POST", "/tracing", map[string]any{"enabled": true}); code != 200 {
+		t.Fatalf("POST /tracing: %d %s", code, body)
+	}
+	var doc traceDoc
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		id, _ := a.streamTimed(t, storyRequest(true, 24))
+		time.Sleep(50 * time.Millisecond)
+		if code, body = a.do("GET", "/v1/traces/"+id, nil); code == 200 {
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no trace kept 10 s after tracing was turned on: %d %s", code, body)
+		}
+	}
+	t.Logf("trace %s", body)
+	type sp struct {
+		node, id, parent string
+		start, end       time.Time
+		attrs            map[string]string
+	}
+	spans := map[string]sp{}
+	for _, s := range doc.Spans {
+		spans[s.Name] = sp{s.Node, s.SpanID, s.Parent, s.Start, s.Start.Add(time.Duration(s.DurationMS * float64(time.Millisecond))), s.Attrs}
+	}
+	serve, ok := spans["worker.serve"]
+	if !ok || serve.node != ranks[0].Node {
+		t.Fatalf("worker.serve on %q, want rank 0's node %s", serve.node, ranks[0].Node)
+	}
+	const eps = time.Microsecond
+	for i, r := range ranks {
+		s, ok := spans[fmt.Sprintf("rank %d", i)]
+		if !ok || s.node != r.Node || s.parent != serve.id {
+			t.Fatalf("rank %d's span %+v, want it on %s under worker.serve %s", i, s, r.Node, serve.id)
+		}
+		// One clock on loopback: the rank's part lies within the task.
+		if s.start.Before(serve.start.Add(-eps)) || s.end.After(serve.end.Add(eps)) {
+			t.Errorf("rank %d's span %v–%v outside worker.serve %v–%v", i, s.start, s.end, serve.start, serve.end)
+		}
+		if s.attrs["prefill_rows"] == "" || s.attrs["prefill_rows"] == "0" || s.attrs["decode_steps"] == "" || s.attrs["decode_steps"] == "0" {
+			t.Errorf("rank %d's span attributes %v", i, s.attrs)
+		}
+	}
+}

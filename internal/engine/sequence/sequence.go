@@ -40,6 +40,23 @@ type Spec struct {
 	// which must then be set too.
 	Constraint       Constraint
 	ConstraintSource []byte
+	// Trace asks a sequencer of several ranks for each rank's timings
+	// (Stats.Ranks).
+	Trace bool
+}
+
+// RankTiming is what one rank of a split model did for a traced sequence:
+// when it opened the sequence and released it (by its own clock), and the
+// time its prefill chunks and the decode steps the sequence was in kept
+// it busy.
+type RankTiming struct {
+	Rank        int
+	Opened      time.Time
+	Released    time.Time
+	PrefillRows int
+	PrefillBusy time.Duration
+	DecodeSteps int
+	DecodeBusy  time.Duration
 }
 
 // Constraint restricts what may be generated; grammar.Constraint is one.
@@ -84,6 +101,9 @@ type Stats struct {
 	// DraftTokens counts the tokens speculative decoding drafted and
 	// verified; DraftAccepted those of them the sampler drew.
 	DraftTokens, DraftAccepted int
+	// Ranks are a traced sequence's timings on each rank, in rank order,
+	// from a sequencer of several ranks (Spec.Trace).
+	Ranks []RankTiming
 }
 
 // PrefillTokensPerSecond is the prompt processing rate.

@@ -40,12 +40,14 @@
 // Every message is one object, little-endian:
 //
 //	0   magic    u32  "SKPL"
-//	4   version  u8   2
-//	5   kind     u8   1 open, 2 prefill, 3 decode, 4 token, 5 release
+//	4   version  u8   3
+//	5   kind     u8   1 open, 2 prefill, 3 decode, 4 token, 5 release,
+//	                  6 report
 //	6   reserved u16  0
-//	8   count    u32  entries, 1..4096 (open and prefill: 1)
+//	8   count    u32  entries, 1..4096 (open, prefill, release, report: 1)
 //	12  width    u32  floats per hidden row (prefill, decode; ≥ 1),
-//	                  logprob records per entry (token; 0..21), else 0
+//	                  logprob records per entry (token; 0..21), timing
+//	                  records (release: 0..256, report: 1..256), else 0
 //	16  entries  count × {seq u64, pos u32, rows u32}
 //	    payload:
 //	      open     the Spec, 56 bytes: prompt_len u32, capacity u32,
@@ -53,7 +55,8 @@
 //	               repeat_penalty f32, presence f32, frequency f32,
 //	               repeat_last_n i32, seed u64, logprobs u8 (0 or 1),
 //	               top_logprobs u8 (0..20, 0 unless logprobs),
-//	               reserved u16 0, constraint_len u32 (≤ 4 MiB);
+//	               flags u16 (bit 0: trace; the rest 0),
+//	               constraint_len u32 (≤ 4 MiB);
 //	               then constraint_len bytes of constraint source
 //	      prefill  rows × width float32 (rows ≥ 1)
 //	      decode   count × width float32 (rows = 1 each)
@@ -62,7 +65,17 @@
 //	               logprob records {id i32, logprob f32}: the token's
 //	               own (its id), then its most likely alternatives,
 //	               padded at the end with {-1, 0}
-//	      release  nothing (rows = 0)
+//	      release  width timing records (rows = 0)
+//	      report   width timing records (rows = 0)
+//
+// A traced sequence (the open's trace flag) is timed on every rank: a
+// timing record, 48 bytes, is {rank u32, prefill_rows u32, decode_steps
+// u32, reserved u32 0, opened i64, released i64 (Unix ns, the rank's
+// clock), prefill_busy i64, decode_busy i64 (ns)}. Each rank appends its
+// own to the sequence's release as it passes it on; the last rank sends
+// them all back to rank 0 as a report, which Stage.Generate waits for
+// (one trip, bounded) and returns as sequence.Stats.Ranks. An untraced
+// sequence's release carries none and no report follows it.
 //
 // A sampled id is a vocabulary id, or -1 (nothing could be sampled: every
 // logit masked or not finite) or -2 (the constraint could not be built or

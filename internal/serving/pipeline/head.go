@@ -30,6 +30,9 @@ type Request struct {
 	// under (see StageConfig.Constrain), at most MaxConstraintBytes; empty
 	// means none.
 	Constraint []byte
+	// Trace asks every rank for its timings of the sequence
+	// (Sequence.Timings).
+	Trace bool
 }
 
 // Token is a generated token. When the request asked for logprobs,
@@ -66,6 +69,27 @@ type Sequence struct {
 	ended  bool    // guarded by mu
 	finish Finish  // guarded by mu
 	err    error   // guarded by mu
+
+	// timings receives a traced sequence's report once, after its end.
+	timings chan []sequence.RankTiming
+}
+
+// Timings waits for a traced sequence's timings on every rank, which
+// follow its end by one trip around the ranks, and returns them in rank
+// order; nil for a sequence not traced, or when ctx ends first (a stage
+// that stopped never reports).
+func (q *Sequence) Timings(ctx context.Context) []sequence.RankTiming {
+	if q.timings == nil {
+		return nil
+	}
+	select {
+	case t := <-q.timings:
+		return t
+	case <-ctx.Done():
+		return nil
+	case <-q.stage.done:
+		return nil
+	}
 }
 
 // ID is the sequence's id on the pipeline's objects.
@@ -171,6 +195,9 @@ func (s *Stage) Submit(ctx context.Context, req Request) (*Sequence, error) {
 		return nil, err
 	}
 	q := &Sequence{id: s.nextID.Add(1), stage: s, notify: make(chan struct{}, 1)}
+	if req.Trace {
+		q.timings = make(chan []sequence.RankTiming, 1)
+	}
 	prompt := slices.Clone(req.Prompt)
 	if err := s.do(ctx, func(w *worker) {
 		w.queue = append(w.queue, &waiting{q: q, prompt: prompt, spec: spec})
@@ -207,7 +234,7 @@ func (s *Stage) spec(req Request) (Spec, error) {
 	if err != nil {
 		return Spec{}, fmt.Errorf("pipeline: %w", err)
 	}
-	spec := Spec{PromptLen: n, Capacity: n + budget, Sample: req.Sample,
+	spec := Spec{PromptLen: n, Capacity: n + budget, Sample: req.Sample, Trace: req.Trace,
 		Logprobs: req.Logprobs || req.TopLogprobs > 0, TopLogprobs: req.TopLogprobs, Constraint: slices.Clone(req.Constraint)}
 	return spec, spec.validate()
 }
@@ -327,8 +354,23 @@ func (w *worker) finish(seq uint64, f Finish, err error) {
 	delete(w.live, seq)
 	w.pending = dropSeq(w.pending, seq)
 	w.pending = append(w.pending, item{kind: KindRelease, seq: seq})
+	if hs.q.timings != nil {
+		w.reports[seq] = hs.q
+	}
 	hs.q.end(f, err)
 	w.admit()
+}
+
+// onReport delivers a traced sequence's timings, back from the last rank.
+func (w *worker) onReport(seq uint64, timings []sequence.RankTiming) error {
+	q := w.reports[seq]
+	if q == nil {
+		return protoErr("report of sequence %d, which awaits none", seq)
+	}
+	delete(w.reports, seq)
+	slices.SortFunc(timings, func(a, b sequence.RankTiming) int { return a.Rank - b.Rank })
+	q.timings <- timings // buffered, sent once
+	return nil
 }
 
 func (w *worker) cancel(seq uint64) {

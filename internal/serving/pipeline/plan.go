@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/skulk/skulk/internal/engine/sequence"
+
 // item is one sequence's pending work at a stage: what one entry of a
 // received object asks for, or (on rank 0) an admitted prompt's chunk or a
 // returned token to feed.
@@ -11,6 +13,9 @@ type item struct {
 	tokens []int32   // rank 0: the ids to embed
 	hidden []float32 // other ranks: rows × width hidden values
 	spec   Spec      // open
+	// timings are the earlier ranks' timings a traced sequence's release
+	// carries.
+	timings []sequence.RankTiming
 	// group is the micro-batch a decode step belongs to: on ranks after
 	// the first, the number of the object it arrived in; 0 on rank 0,
 	// which forms the micro-batches.

@@ -16,6 +16,10 @@ var _ sequence.Sequencer = (*Stage)(nil)
 // last rank samples, so it must build its own copy.
 var ErrNoConstraintSource = errors.New("pipeline: a constrained sequence needs the constraint's source")
 
+// reportWait bounds the wait for a traced sequence's timings after its
+// end.
+const reportWait = 2 * time.Second
+
 // Generate runs spec as the pipeline's head: it is rank 0's
 // sequence.Sequencer, over Submit and the Sequence's tokens. The last rank
 // samples under its own copy of the constraint, built from
@@ -27,7 +31,7 @@ var ErrNoConstraintSource = errors.New("pipeline: a constrained sequence needs t
 func (s *Stage) Generate(ctx context.Context, spec sequence.Spec, emit func(sequence.Token) error) (st sequence.Stats, _ error) {
 	st.PromptTokens = len(spec.Prompt)
 	req := Request{Prompt: spec.Prompt, MaxTokens: spec.MaxTokens, Sample: spec.Sample, Context: spec.Context,
-		Logprobs: spec.Logprobs, TopLogprobs: spec.TopLogprobs}
+		Logprobs: spec.Logprobs, TopLogprobs: spec.TopLogprobs, Trace: spec.Trace}
 	if spec.Constraint != nil {
 		if len(spec.ConstraintSource) == 0 {
 			return st, ErrNoConstraintSource
@@ -39,13 +43,20 @@ func (s *Stage) Generate(ctx context.Context, spec sequence.Spec, emit func(sequ
 	if err != nil {
 		return st, err
 	}
-	defer q.Cancel() // does nothing once it ended
 	var first, last time.Time
 	defer func() { // st is the result: the timings count on every return
 		if first.IsZero() {
 			first, last = time.Now(), time.Now()
 		}
 		st.Prefill, st.Decode = first.Sub(start), last.Sub(first)
+		q.Cancel() // does nothing once it ended
+		if spec.Trace {
+			// The ranks' timings follow the release around the ranks:
+			// one trip, bounded.
+			tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportWait)
+			st.Ranks = q.Timings(tctx)
+			cancel()
+		}
 	}()
 	for {
 		tok, err := q.NextToken(ctx)

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/sequence"
 )
 
 // Kind is what an object asks of the next rank.
@@ -25,11 +27,15 @@ const (
 	// one per entry (with their logprob records when the sequence asked for
 	// them); Pos is the position the token will take.
 	KindToken
-	// KindRelease ends sequences: every rank frees their caches.
+	// KindRelease ends sequences: every rank frees their caches. A traced
+	// sequence's release carries the timings of the ranks it passed.
 	KindRelease
+	// KindReport carries a traced sequence's timings on every rank from
+	// the last rank back to rank 0, after its release.
+	KindReport
 )
 
-var kindNames = [...]string{KindOpen: "open", KindPrefill: "prefill", KindDecode: "decode", KindToken: "token", KindRelease: "release"}
+var kindNames = [...]string{KindOpen: "open", KindPrefill: "prefill", KindDecode: "decode", KindToken: "token", KindRelease: "release", KindReport: "report"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && kindNames[k] != "" {
@@ -41,11 +47,13 @@ func (k Kind) String() string {
 // Object wire constants.
 const (
 	objectMagic   uint32 = 0x4c504b53 // "SKPL" little-endian
-	objectVersion uint8  = 2
+	objectVersion uint8  = 3
 	headerLen            = 16
 	entryLen             = 16
-	specLen              = 56 // the open payload before its constraint
-	recordLen            = 8  // a logprob record: id i32, logprob f32
+	specLen              = 56  // the open payload before its constraint
+	recordLen            = 8   // a logprob record: id i32, logprob f32
+	maxRanks             = 256 // no pipeline has more ranks
+	timingLen            = 48  // a rank's timing record (sequence.RankTiming)
 	// maxEntries bounds an object's entries: no batch is larger than a
 	// model step (512 sequences), so more is a corrupt object.
 	maxEntries = 4096
@@ -86,10 +94,11 @@ type object struct {
 	// width is the floats per row of hidden (prefill, decode), or the
 	// logprob records per entry (token: 0, or 1 + the top alternatives).
 	width   int
-	hidden  []float32        // the rows of every entry in order (prefill, decode)
-	tokens  []int32          // one per entry (token)
-	records []sample.Logprob // width per entry, in entry order (token)
-	spec    Spec             // open
+	hidden  []float32             // the rows of every entry in order (prefill, decode)
+	tokens  []int32               // one per entry (token)
+	records []sample.Logprob      // width per entry, in entry order (token)
+	spec    Spec                  // open
+	timings []sequence.RankTiming // width of them (release, report)
 }
 
 // Spec is what every rank must know of a sequence, carried by its open
@@ -104,6 +113,9 @@ type Spec struct {
 	// before the constraint and penalties, as engine.Token.Logits).
 	Logprobs    bool
 	TopLogprobs int
+	// Trace asks every rank for its timings of the sequence (sequence.RankTiming),
+	// reported back to rank 0 after its release.
+	Trace bool
 	// Constraint is the source the last rank's StageConfig.Constrain
 	// builds the sequence's constraint from (the runner: a JSON schema);
 	// empty means none. At most MaxConstraintBytes.
@@ -141,6 +153,8 @@ func encodeObject(o *object) []byte {
 		n += 4 * len(o.hidden)
 	case KindToken:
 		n += 4*len(o.tokens) + recordLen*len(o.records)
+	case KindRelease, KindReport:
+		n += timingLen * len(o.timings)
 	}
 	b := make([]byte, n)
 	le := binary.LittleEndian
@@ -148,8 +162,11 @@ func encodeObject(o *object) []byte {
 	b[4] = objectVersion
 	b[5] = byte(o.kind)
 	le.PutUint32(b[8:], uint32(len(o.entries)))
-	if o.kind == KindPrefill || o.kind == KindDecode || o.kind == KindToken {
+	switch o.kind {
+	case KindPrefill, KindDecode, KindToken:
 		le.PutUint32(b[12:], uint32(o.width))
+	case KindRelease, KindReport:
+		le.PutUint32(b[12:], uint32(len(o.timings)))
 	}
 	off := headerLen
 	for _, e := range o.entries {
@@ -176,8 +193,44 @@ func encodeObject(o *object) []byte {
 			le.PutUint32(b[off+4:], math.Float32bits(r.Logprob))
 			off += recordLen
 		}
+	case KindRelease, KindReport:
+		for _, t := range o.timings {
+			putTiming(b[off:], t)
+			off += timingLen
+		}
 	}
 	return b
+}
+
+// putTiming writes a rank's timing record: rank u32, prefill rows u32,
+// decode steps u32, reserved u32 0, opened and released (Unix ns) i64,
+// prefill and decode busy (ns) i64.
+func putTiming(b []byte, t sequence.RankTiming) {
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], uint32(t.Rank))
+	le.PutUint32(b[4:], uint32(t.PrefillRows))
+	le.PutUint32(b[8:], uint32(t.DecodeSteps))
+	le.PutUint64(b[16:], uint64(t.Opened.UnixNano()))
+	le.PutUint64(b[24:], uint64(t.Released.UnixNano()))
+	le.PutUint64(b[32:], uint64(t.PrefillBusy))
+	le.PutUint64(b[40:], uint64(t.DecodeBusy))
+}
+
+// getTiming parses a timing record strictly.
+func getTiming(b []byte) (sequence.RankTiming, error) {
+	le := binary.LittleEndian
+	t := sequence.RankTiming{Rank: int(le.Uint32(b[0:])), PrefillRows: int(le.Uint32(b[4:])), DecodeSteps: int(le.Uint32(b[8:])),
+		Opened: time.Unix(0, int64(le.Uint64(b[16:]))), Released: time.Unix(0, int64(le.Uint64(b[24:]))),
+		PrefillBusy: time.Duration(le.Uint64(b[32:])), DecodeBusy: time.Duration(le.Uint64(b[40:]))}
+	switch {
+	case le.Uint32(b[12:]) != 0:
+		return sequence.RankTiming{}, protoErr("timing record's reserved bytes are not zero")
+	case t.Rank < 0 || t.Rank >= maxRanks || t.PrefillRows < 0 || t.DecodeSteps < 0:
+		return sequence.RankTiming{}, protoErr("timing record of rank %d, %d prefill rows, %d decode steps", t.Rank, t.PrefillRows, t.DecodeSteps)
+	case t.PrefillBusy < 0 || t.DecodeBusy < 0 || t.Released.Before(t.Opened):
+		return sequence.RankTiming{}, protoErr("timing record of rank %d with negative durations", t.Rank)
+	}
+	return t, nil
 }
 
 // decodeObject parses an object strictly: unknown magic, version or kind,
@@ -195,7 +248,7 @@ func decodeObject(b []byte) (object, error) {
 		return object{}, protoErr("object version %d, want %d", v, objectVersion)
 	}
 	o := object{kind: Kind(b[5])}
-	if o.kind < KindOpen || o.kind > KindRelease {
+	if o.kind < KindOpen || o.kind > KindReport {
 		return object{}, protoErr("unknown object kind %d", b[5])
 	}
 	if r := binary.LittleEndian.Uint16(b[6:]); r != 0 {
@@ -206,11 +259,15 @@ func decodeObject(b []byte) (object, error) {
 	switch {
 	case count == 0 || count > maxEntries:
 		return object{}, protoErr("%s object of %d entries (1 to %d)", o.kind, count, maxEntries)
-	case (o.kind == KindOpen || o.kind == KindPrefill) && count != 1:
+	case (o.kind == KindOpen || o.kind == KindPrefill || o.kind == KindRelease || o.kind == KindReport) && count != 1:
 		return object{}, protoErr("%s object of %d entries, want 1", o.kind, count)
+	case (o.kind == KindRelease || o.kind == KindReport) && width > maxRanks:
+		return object{}, protoErr("%s object of %d timing records (at most %d)", o.kind, width, maxRanks)
+	case o.kind == KindReport && width == 0:
+		return object{}, protoErr("report object of no timing records")
 	case o.kind == KindToken && width > 1+MaxTopLogprobs:
 		return object{}, protoErr("token object of %d logprob records per entry (0 to %d)", width, 1+MaxTopLogprobs)
-	case o.kind != KindToken && (o.kind == KindPrefill || o.kind == KindDecode) != (width != 0):
+	case (o.kind == KindOpen || o.kind == KindPrefill || o.kind == KindDecode) && (o.kind != KindOpen) != (width != 0):
 		return object{}, protoErr("%s object with row width %d", o.kind, width)
 	}
 	if uint64(len(b)) < headerLen+entryLen*count {
@@ -227,7 +284,7 @@ func decodeObject(b []byte) (object, error) {
 			return object{}, protoErr("entry %d position %d is out of range", i, pos)
 		}
 		switch want := uint32(1); o.kind {
-		case KindOpen, KindRelease:
+		case KindOpen, KindRelease, KindReport:
 			want = 0
 			fallthrough
 		case KindDecode, KindToken:
@@ -260,6 +317,8 @@ func decodeObject(b []byte) (object, error) {
 		}
 	case KindToken:
 		want = count * (4 + recordLen*width)
+	case KindRelease, KindReport:
+		want = timingLen * width
 	}
 	if uint64(len(payload)) != want {
 		return object{}, protoErr("%s object payload of %d bytes, its entries imply %d", o.kind, len(payload), want)
@@ -286,6 +345,15 @@ func decodeObject(b []byte) (object, error) {
 			return object{}, err
 		}
 		o.records = recs
+	case KindRelease, KindReport:
+		for i := range int(width) {
+			t, err := getTiming(payload[timingLen*i:])
+			if err != nil {
+				return object{}, err
+			}
+			o.timings = append(o.timings, t)
+		}
+		o.width = 0
 	}
 	return o, nil
 }
@@ -318,6 +386,9 @@ func getRecords(b []byte, tokens []int32, width int) ([]sample.Logprob, error) {
 	return recs, nil
 }
 
+// specTrace is the spec's flag bit of Spec.Trace.
+const specTrace uint16 = 1
+
 // putSpec writes s in its layout (specLen bytes and the constraint); the
 // caller has validated it.
 func putSpec(b []byte, s Spec) {
@@ -338,6 +409,9 @@ func putSpec(b []byte, s Spec) {
 		b[48] = 1
 	}
 	b[49] = byte(s.TopLogprobs)
+	if s.Trace {
+		le.PutUint16(b[50:], specTrace)
+	}
 	le.PutUint32(b[52:], uint32(len(s.Constraint)))
 	copy(b[specLen:], s.Constraint)
 }
@@ -363,12 +437,13 @@ func getSpec(b []byte) (Spec, error) {
 		},
 		Logprobs:    b[48] == 1,
 		TopLogprobs: int(b[49]),
+		Trace:       le.Uint16(b[50:]) == specTrace,
 	}
 	switch {
 	case b[48] > 1:
 		return Spec{}, protoErr("open: logprobs flag %d", b[48])
-	case le.Uint16(b[50:]) != 0:
-		return Spec{}, protoErr("open: reserved spec bytes %#x are not zero", le.Uint16(b[50:]))
+	case le.Uint16(b[50:])&^specTrace != 0:
+		return Spec{}, protoErr("open: unknown spec flags %#x", le.Uint16(b[50:]))
 	}
 	if len(b) > specLen {
 		s.Constraint = slices.Clone(b[specLen:])

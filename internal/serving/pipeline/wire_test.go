@@ -7,8 +7,10 @@ import (
 	"math"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/sequence"
 )
 
 var testSpec = Spec{PromptLen: 5, Capacity: 69, Sample: sample.Params{Temperature: 0.8, TopP: 0.9, MinP: 0.05, TopK: 40,
@@ -36,8 +38,18 @@ func validObjects() map[string][]byte {
 				{ID: 511, Logprob: -0.25}, {ID: 511, Logprob: -0.25}, {ID: 4, Logprob: -3},
 				{ID: 0, Logprob: nan}, {ID: -1}, {ID: -1},
 				{ID: tokenConstraintFailed}, {ID: -1}, {ID: -1}}}),
-		"release": encodeObject(&object{kind: KindRelease, entries: []entry{{seq: 7}, {seq: 8}}}),
+		"release":        encodeObject(&object{kind: KindRelease, entries: []entry{{seq: 7}}}),
+		"release_traced": encodeObject(&object{kind: KindRelease, entries: []entry{{seq: 7}}, timings: testTimings[:1]}),
+		"report":         encodeObject(&object{kind: KindReport, entries: []entry{{seq: 7}}, timings: testTimings}),
 	}
+}
+
+// testTimings are two ranks' timings of a traced sequence.
+var testTimings = []sequence.RankTiming{
+	{Rank: 0, Opened: time.Unix(0, 1_700_000_000_000_000_000), Released: time.Unix(0, 1_700_000_000_250_000_000),
+		PrefillRows: 12, PrefillBusy: 30 * time.Millisecond, DecodeSteps: 7, DecodeBusy: 21 * time.Millisecond},
+	{Rank: 1, Opened: time.Unix(0, 1_700_000_000_001_000_000), Released: time.Unix(0, 1_700_000_000_251_000_000),
+		PrefillRows: 12, PrefillBusy: 31 * time.Millisecond, DecodeSteps: 8, DecodeBusy: 40 * time.Millisecond},
 }
 
 func TestObjectRoundTrip(t *testing.T) {
@@ -67,6 +79,20 @@ func TestObjectRoundTrip(t *testing.T) {
 	if o.entries[1].seq != 1<<40 || o.width != 2 || o.hidden[3] != 4 {
 		t.Fatalf("decode object %+v", o)
 	}
+	o, _ = decodeObject(validObjects()["report"])
+	if len(o.timings) != 2 {
+		t.Fatalf("report object %+v", o)
+	}
+	for i, got := range o.timings {
+		want := testTimings[i]
+		if !got.Opened.Equal(want.Opened) || !got.Released.Equal(want.Released) {
+			t.Fatalf("timing %d: %+v, want %+v", i, got, want)
+		}
+		got.Opened, got.Released = want.Opened, want.Released
+		if got != want {
+			t.Fatalf("timing %d: %+v, want %+v", i, got, want)
+		}
+	}
 }
 
 // TestSpecCoversSampleParams fails when sample.Params grows a field that
@@ -75,8 +101,8 @@ func TestSpecCoversSampleParams(t *testing.T) {
 	if n := reflect.TypeFor[sample.Params]().NumField(); n != 9 {
 		t.Fatalf("sample.Params has %d fields; putSpec and getSpec carry 9: extend the open object", n)
 	}
-	if n := reflect.TypeFor[Spec]().NumField(); n != 6 {
-		t.Fatalf("Spec has %d fields; putSpec and getSpec carry 6: extend the open object", n)
+	if n := reflect.TypeFor[Spec]().NumField(); n != 7 {
+		t.Fatalf("Spec has %d fields; putSpec and getSpec carry 7: extend the open object", n)
 	}
 }
 
@@ -93,14 +119,24 @@ func TestObjectRejects(t *testing.T) {
 		{"short_header", mut("release", func(b []byte) []byte { return b[:15] })},
 		{"magic", mut("release", func(b []byte) []byte { b[0] ^= 1; return b })},
 		{"version_1", mut("release", func(b []byte) []byte { b[4] = 1; return b })},
-		{"version_3", mut("release", func(b []byte) []byte { b[4] = 3; return b })},
+		{"version_2", mut("release", func(b []byte) []byte { b[4] = 2; return b })},
+		{"version_4", mut("release", func(b []byte) []byte { b[4] = 4; return b })},
 		{"kind_zero", mut("release", func(b []byte) []byte { b[5] = 0; return b })},
-		{"kind_unknown", mut("release", func(b []byte) []byte { b[5] = 6; return b })},
+		{"kind_unknown", mut("release", func(b []byte) []byte { b[5] = 7; return b })},
 		{"reserved", mut("release", func(b []byte) []byte { b[7] = 1; return b })},
 		{"no_entries", mut("release", func(b []byte) []byte { le.PutUint32(b[8:], 0); return b[:headerLen] })},
 		{"too_many_entries", mut("release", func(b []byte) []byte { le.PutUint32(b[8:], maxEntries+1); return b })},
 		{"entries_past_end", mut("release", func(b []byte) []byte { le.PutUint32(b[8:], 3); return b })},
-		{"open_two_entries", mut("release", func(b []byte) []byte { b[5] = byte(KindOpen); return b })},
+		{"open_two_entries", mut("decode", func(b []byte) []byte { b[5] = byte(KindOpen); le.PutUint32(b[12:], 0); return b })},
+		{"release_two_entries", mut("decode", func(b []byte) []byte { b[5] = byte(KindRelease); le.PutUint32(b[12:], 0); return b })},
+		{"report_no_timings", mut("release", func(b []byte) []byte { b[5] = byte(KindReport); return b })},
+		{"report_too_many_timings", mut("report", func(b []byte) []byte { le.PutUint32(b[12:], maxRanks+1); return b })},
+		{"report_timings_short", mut("report", func(b []byte) []byte { return b[:len(b)-1] })},
+		{"timing_reserved", mut("release_traced", func(b []byte) []byte { b[headerLen+entryLen+12] = 1; return b })},
+		{"timing_rank_range", mut("release_traced", func(b []byte) []byte { le.PutUint32(b[headerLen+entryLen:], maxRanks); return b })},
+		{"timing_released_before_opened", mut("release_traced", func(b []byte) []byte { le.PutUint64(b[headerLen+entryLen+24:], 1); return b })},
+		{"timing_negative_busy", mut("release_traced", func(b []byte) []byte { le.PutUint64(b[headerLen+entryLen+40:], math.MaxUint64); return b })},
+		{"spec_unknown_flag", mut("open", func(b []byte) []byte { b[headerLen+entryLen+50] = 2; return b })},
 		{"prefill_two_entries", mut("decode", func(b []byte) []byte { b[5] = byte(KindPrefill); return b })},
 		{"token_with_width", mut("token", func(b []byte) []byte { le.PutUint32(b[12:], 1); return b })},
 		{"decode_without_width", mut("decode", func(b []byte) []byte { le.PutUint32(b[12:], 0); return b })},

@@ -2,10 +2,12 @@ package pipeline
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/skulk/skulk/internal/engine/model"
 	"github.com/skulk/skulk/internal/engine/sample"
+	"github.com/skulk/skulk/internal/engine/sequence"
 )
 
 // worker is a stage's mutable state, owned by the goroutine in Stage.Run.
@@ -28,6 +30,9 @@ type worker struct {
 	// Rank 0 only.
 	queue []*waiting          // submitted, waiting for a slot, in order
 	live  map[uint64]*headSeq // admitted and not finished
+	// reports are the traced sequences that ended and await their
+	// timings from the last rank.
+	reports map[uint64]*Sequence
 	// The decode micro-batches sent and not all back: the batch each
 	// sequence's step went in, and how many tokens each still waits for.
 	flight    map[uint64]uint64
@@ -46,6 +51,9 @@ type seqState struct {
 	// tokenConstraintFailed.
 	constraint Constraint
 	conErr     error
+	// timing is this rank's part of a traced sequence (Spec.Trace); nil
+	// otherwise.
+	timing *sequence.RankTiming
 }
 
 // waiting is a submitted sequence that has no slot yet.
@@ -68,6 +76,7 @@ func newWorker(s *Stage) *worker {
 	w := &worker{s: s, seqs: make(map[uint64]*seqState)}
 	if s.first {
 		w.live = make(map[uint64]*headSeq)
+		w.reports = make(map[uint64]*Sequence)
 		w.flight, w.batchLeft = make(map[uint64]uint64), make(map[uint64]int)
 	}
 	return w
@@ -101,6 +110,12 @@ func (w *worker) receive(m inMsg) error {
 	}
 	o := m.obj
 	if w.s.first {
+		if o.kind == KindReport {
+			if err := w.onReport(o.entries[0].seq, o.timings); err != nil {
+				return w.fault("receive", err)
+			}
+			return nil
+		}
 		if o.kind != KindToken {
 			return w.fault("receive", protoErr("rank 0 received a %s object", o.kind))
 		}
@@ -112,15 +127,15 @@ func (w *worker) receive(m inMsg) error {
 		return nil
 	}
 	switch {
-	case o.kind == KindToken:
-		return w.fault("receive", protoErr("rank %d received a token object", w.s.cfg.Rank))
+	case o.kind == KindToken || o.kind == KindReport:
+		return w.fault("receive", protoErr("rank %d received a %s object", w.s.cfg.Rank, o.kind))
 	case o.width != 0 && o.width != w.s.width:
 		return w.fault("receive", protoErr("%s object of %d-wide rows, the model's are %d", o.kind, o.width, w.s.width))
 	}
 	row := 0
 	w.received++
 	for _, e := range o.entries {
-		it := item{kind: o.kind, seq: e.seq, pos: e.pos, rows: e.rows, spec: o.spec, group: w.received}
+		it := item{kind: o.kind, seq: e.seq, pos: e.pos, rows: e.rows, spec: o.spec, group: w.received, timings: o.timings}
 		if o.width != 0 {
 			it.hidden = o.hidden[row*o.width : (row+e.rows)*o.width]
 			row += e.rows
@@ -142,6 +157,17 @@ func (w *worker) execute(b batch) error {
 		defer func() {
 			end := time.Now()
 			w.counts.Busy += end.Sub(start)
+			for _, it := range items {
+				if ss := w.seqs[it.seq]; ss != nil && ss.timing != nil {
+					if b.kind == KindPrefill {
+						ss.timing.PrefillRows += it.rows
+						ss.timing.PrefillBusy += end.Sub(start)
+					} else {
+						ss.timing.DecodeSteps++
+						ss.timing.DecodeBusy += end.Sub(start)
+					}
+				}
+			}
 			if w.s.cfg.Trace != nil {
 				seqs := make([]uint64, len(items))
 				for i, it := range items {
@@ -156,7 +182,7 @@ func (w *worker) execute(b batch) error {
 	case KindOpen:
 		err = w.open(items[0])
 	case KindRelease:
-		w.release(items[0].seq)
+		w.release(items[0])
 	case KindPrefill:
 		w.lastDecode = false
 		w.counts.PrefillChunks++
@@ -177,8 +203,8 @@ func (w *worker) execute(b batch) error {
 	return err
 }
 
-// forward queues an object for the next rank (not from the last rank,
-// whose Out link carries only tokens).
+// forward queues an object for the next rank (from the last rank: tokens
+// and reports for rank 0).
 func (w *worker) forward(b []byte) { w.outq = append(w.outq, b) }
 
 func (w *worker) open(it item) error {
@@ -186,6 +212,9 @@ func (w *worker) open(it item) error {
 		return w.fault("receive", protoErr("open of sequence %d, which is open", it.seq))
 	}
 	ss := &seqState{cache: w.s.cfg.Shard.NewCache(it.spec.Capacity), spec: it.spec}
+	if it.spec.Trace {
+		ss.timing = &sequence.RankTiming{Rank: w.s.cfg.Rank, Opened: time.Now()}
+	}
 	if w.s.last {
 		ss.sampler = sample.New(it.spec.Sample, w.s.nVocab)
 		if len(it.spec.Constraint) > 0 {
@@ -217,14 +246,27 @@ func (w *worker) constrain(seq uint64, ss *seqState) {
 
 // release frees a sequence's cache. A sequence this rank never opened was
 // never opened downstream either (links keep order), so its release stops
-// here.
-func (w *worker) release(seq uint64) {
-	if _, ok := w.seqs[seq]; !ok {
+// here. A traced sequence's release gathers each rank's timing; the last
+// rank sends them all back to rank 0 as its report.
+func (w *worker) release(it item) {
+	ss, ok := w.seqs[it.seq]
+	if !ok {
 		return
 	}
-	delete(w.seqs, seq)
-	if !w.s.last {
-		w.forward(encodeObject(&object{kind: KindRelease, entries: []entry{{seq: seq}}}))
+	delete(w.seqs, it.seq)
+	timings := it.timings
+	if ss.timing != nil {
+		ss.timing.Released = time.Now()
+		timings = append(slices.Clip(timings), *ss.timing)
+	}
+	switch {
+	case !w.s.last:
+		w.forward(encodeObject(&object{kind: KindRelease, entries: []entry{{seq: it.seq}}, timings: timings}))
+	case ss.timing == nil:
+	case w.s.first: // one rank: its own report
+		w.onReport(it.seq, timings)
+	default:
+		w.forward(encodeObject(&object{kind: KindReport, entries: []entry{{seq: it.seq}}, timings: timings}))
 	}
 }
 

@@ -130,6 +130,10 @@ type Request struct {
 	// after, negative never; nil is the node's default (SKULK_KEEP_ALIVE),
 	// which the gateway stamps. Instances placed explicitly never unload.
 	KeepAlive *time.Duration `json:"keep_alive,omitempty"`
+	// Trace asks the runner of a split model for each rank's timings of
+	// the request (Chunk.Ranks); the worker sets it while the cluster's
+	// tracing is on.
+	Trace bool `json:"trace,omitempty"`
 }
 
 // ChunkKind says what a Chunk carries.
@@ -230,6 +234,24 @@ type Chunk struct {
 	// Embeddings are the vectors of an embedding task, on its done chunk
 	// (whose Usage counts the inputs' tokens).
 	Embeddings [][]float32 `json:"embeddings,omitempty"`
+	// Ranks are a traced request's timings on each rank of a split
+	// model, on its done chunk (Request.Trace); the worker turns them
+	// into spans.
+	Ranks []RankTiming `json:"ranks,omitempty"`
+}
+
+// RankTiming is what one rank of a split model did for a traced request
+// (as sequence.RankTiming, which converts to it): when it opened the
+// sequence and released it (by its own clock), and the time its prefill
+// chunks and the decode steps the request was in kept it busy.
+type RankTiming struct {
+	Rank        int           `json:"rank"`
+	Opened      time.Time     `json:"opened"`
+	Released    time.Time     `json:"released"`
+	PrefillRows int           `json:"prefill_rows"`
+	PrefillBusy time.Duration `json:"prefill_busy_ns"`
+	DecodeSteps int           `json:"decode_steps"`
+	DecodeBusy  time.Duration `json:"decode_busy_ns"`
 }
 
 // EmptyDelta reports whether c is a delta with no text and no logprobs,

@@ -30,9 +30,9 @@ func (t *task) run(ctx context.Context, l *loaded, log *slog.Logger, out chan<- 
 	usage, finish := end.usage, end.finish
 	switch {
 	case err == nil:
-		emit(request.Chunk{Kind: request.ChunkDone, FinishReason: finish, StopSequence: end.stop, Usage: &usage})
+		emit(request.Chunk{Kind: request.ChunkDone, FinishReason: finish, StopSequence: end.stop, Usage: &usage, Ranks: end.ranks})
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
-		emit(request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishCancelled, Usage: &usage})
+		emit(request.Chunk{Kind: request.ChunkDone, FinishReason: request.FinishCancelled, Usage: &usage, Ranks: end.ranks})
 		finish = request.FinishCancelled
 	default:
 		var ie *fault.Error
@@ -53,6 +53,7 @@ type ending struct {
 	usage  request.Usage
 	finish string
 	stop   string
+	ranks  []request.RankTiming // a traced request's, on a split model
 }
 
 // generate runs one request to its end and says how it ended (the usage
@@ -84,7 +85,12 @@ func generate(ctx context.Context, l *loaded, req request.Request, emit func(req
 	// The prompt's size goes out before prompt processing, so a stream
 	// that opens with it (Anthropic's message_start) can carry it.
 	emit(request.Chunk{Kind: request.ChunkDelta, Usage: &request.Usage{PromptTokens: len(p.Prompt)}})
-	stats, err := l.seqs.Generate(ctx, ans.Spec(), ans.Token)
+	spec := ans.Spec()
+	spec.Trace = req.Trace
+	stats, err := l.seqs.Generate(ctx, spec, ans.Token)
+	for _, r := range stats.Ranks {
+		end.ranks = append(end.ranks, request.RankTiming(r))
+	}
 	end.usage.CompletionTokens = stats.GeneratedTokens
 	end.usage.CachedTokens = stats.CachedTokens
 	end.usage.Timings = timingsOf(stats)

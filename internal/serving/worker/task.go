@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/skulk/skulk/internal/observe/trace"
@@ -23,6 +24,17 @@ func (w *Worker) Serve(ctx context.Context, inst ids.InstanceID, task ids.TaskID
 	var tt *taskTrace
 	if sc := trace.ScopeFrom(ctx); sc.Rec != nil {
 		tt = &taskTrace{Scope: sc, start: time.Now(), inst: inst, task: task}
+		if st, err := w.cfg.Master.State(ctx); err == nil {
+			for _, sh := range st.Instances[inst].Placement {
+				tt.nodes = append(tt.nodes, sh.Node)
+			}
+		}
+		if p.Generate != nil && len(tt.nodes) > 1 {
+			// A split model's ranks time the request too.
+			g := *p.Generate
+			g.Trace = true
+			p.Generate = &g
+		}
 	}
 	r := w.runner(key{inst, 0})
 	if r.Runner == nil {
@@ -151,11 +163,14 @@ type taskTrace struct {
 	inst  ids.InstanceID
 	task  ids.TaskID
 	done  bool
+	nodes []ids.NodeID // the node of each rank
+	ranks []request.RankTiming
 }
 
 func (t *taskTrace) chunk(c *request.Chunk) {
 	switch {
 	case c.Kind == request.ChunkDone || c.Kind == request.ChunkError:
+		t.ranks, c.Ranks = c.Ranks, nil // spans here; no further
 		outcome := outcomeCompleted
 		if c.Kind == request.ChunkError {
 			outcome = outcomeFailed
@@ -180,4 +195,25 @@ func (t *taskTrace) end(now time.Time, outcome string) {
 	}
 	t.Rec.Add("prefill", 0, serve, t.start, t.first)
 	t.Rec.Add("decode", 0, serve, t.first, now)
+	t.rankSpans(serve)
+}
+
+// rankSpans records each rank's part of a split model's answer as a span
+// of the node that ran it (by that node's clock): from the sequence's open
+// on the rank to its release, with the time its prefill chunks and decode
+// steps kept the rank busy.
+func (t *taskTrace) rankSpans(parent trace.SpanID) {
+	for _, r := range t.ranks {
+		node := ""
+		if r.Rank < len(t.nodes) {
+			node = string(t.nodes[r.Rank])
+		}
+		t.Rec.Merge(trace.Span{Name: "rank " + strconv.Itoa(r.Rank), Node: node, ID: trace.NewSpanID(), Parent: parent,
+			Start: r.Opened, Duration: r.Released.Sub(r.Opened), Attrs: []trace.Attr{
+				{Key: "prefill_rows", Value: strconv.Itoa(r.PrefillRows)},
+				{Key: "prefill_busy_ms", Value: strconv.FormatFloat(float64(r.PrefillBusy.Microseconds())/1000, 'f', 3, 64)},
+				{Key: "decode_steps", Value: strconv.Itoa(r.DecodeSteps)},
+				{Key: "decode_busy_ms", Value: strconv.FormatFloat(float64(r.DecodeBusy.Microseconds())/1000, 'f', 3, 64)},
+			}})
+	}
 }
