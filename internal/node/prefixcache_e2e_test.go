@@ -77,6 +77,33 @@ func TestChatSecondTurnReportsCachedTokens(t *testing.T) {
 		t.Fatalf("anthropic turn 2 usage %+v: want cache reads, and with input_tokens the whole prompt", r3.Usage)
 	}
 
+	// Streamed, message_start already says what the final usage says:
+	// the cache reads apart from input_tokens.
+	code, b = n.do("POST", "/v1/messages", map[string]any{"model": "stories260k", "max_tokens": 4, "temperature": 0, "stream": true, "messages": turn2})
+	if code != 200 {
+		t.Fatalf("anthropic turn 2 streamed: %d %s", code, b)
+	}
+	type anthropicUsage struct {
+		InputTokens          int `json:"input_tokens"`
+		CacheReadInputTokens int `json:"cache_read_input_tokens"`
+	}
+	var start struct {
+		Message struct{ Usage anthropicUsage }
+	}
+	var delta struct{ Usage anthropicUsage }
+	for line := range strings.SplitSeq(string(b), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		switch {
+		case ok && strings.Contains(data, `"message_start"`):
+			json.Unmarshal([]byte(data), &start)
+		case ok && strings.Contains(data, `"message_delta"`):
+			json.Unmarshal([]byte(data), &delta)
+		}
+	}
+	if start.Message.Usage.CacheReadInputTokens == 0 || start.Message.Usage != delta.Usage {
+		t.Fatalf("message_start usage %+v, message_delta %+v: want the same, with cache reads\n%s", start.Message.Usage, delta.Usage, b)
+	}
+
 	var r4 struct {
 		Usage struct {
 			InputTokensDetails struct {

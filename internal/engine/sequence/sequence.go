@@ -43,6 +43,10 @@ type Spec struct {
 	// Trace asks a sequencer of several ranks for each rank's timings
 	// (Stats.Ranks).
 	Trace bool
+	// Admitted, when set, is called once, on Generate's goroutine, when
+	// the sequence is taken in and before its prompt is computed, with
+	// how many prompt tokens a prefix cache holds (Stats.CachedTokens).
+	Admitted func(cached int)
 }
 
 // RankTiming is what one rank of a split model did for a traced sequence:

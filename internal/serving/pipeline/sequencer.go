@@ -43,6 +43,9 @@ func (s *Stage) Generate(ctx context.Context, spec sequence.Spec, emit func(sequ
 	if err != nil {
 		return st, err
 	}
+	if spec.Admitted != nil {
+		spec.Admitted(0) // no prefix cache across ranks
+	}
 	var first, last time.Time
 	defer func() { // st is the result: the timings count on every return
 		if first.IsZero() {

@@ -99,6 +99,9 @@ type batchSeq struct {
 	tok      int32
 	logits   []float32
 	reply    chan error // buffered: the batcher never waits on a task
+	// admitted receives reused once the batcher took the sequence in
+	// (buffered, sent once).
+	admitted chan int
 	closed   bool
 }
 
@@ -141,13 +144,33 @@ func (b *batcher) await(ctx context.Context, seq *batchSeq) error {
 // prefill opens a sequence of at most capacity positions and reads prompt
 // into it, in chunks between other sequences' steps. It returns the
 // sequence and the logits after the prompt (valid until the sequence's
-// next step) and how many prompt tokens came from the prefix cache. The
-// sequence must be ended with finish, whatever the error.
-func (b *batcher) prefill(ctx context.Context, prompt []int32, capacity int) (*batchSeq, error) {
-	seq := &batchSeq{prompt: prompt, capacity: capacity, reply: make(chan error, 1),
+// next step) and how many prompt tokens came from the prefix cache.
+// admitted, when set, is called on the caller's goroutine once the
+// batcher took the sequence in, before it reads the prompt, with how many
+// prompt tokens the prefix cache holds. The sequence must be ended with
+// finish, whatever the error.
+func (b *batcher) prefill(ctx context.Context, prompt []int32, capacity int, admitted func(reused int)) (*batchSeq, error) {
+	seq := &batchSeq{prompt: prompt, capacity: capacity, reply: make(chan error, 1), admitted: make(chan int, 1),
 		logits: make([]float32, b.shard.Config.NVocab)}
 	if !b.send(batchMsg{kind: batchOpen, seq: seq}) {
 		return seq, errBatcherStopped
+	}
+	if admitted != nil {
+		select {
+		case n := <-seq.admitted:
+			admitted(n)
+		case err := <-seq.reply: // answered at once: both may be there
+			select {
+			case n := <-seq.admitted:
+				admitted(n)
+			default:
+			}
+			return seq, err
+		case <-b.done:
+			return seq, errBatcherStopped
+		case <-ctx.Done():
+			return seq, ctx.Err()
+		}
 	}
 	return seq, b.await(ctx, seq)
 }
@@ -242,6 +265,7 @@ func (b *batcher) handle(m batchMsg, live []*batchSeq, store *prefixStore) []*ba
 	case batchOpen:
 		s.cache = b.shard.NewCache(s.capacity)
 		b.reuse(s, live, store)
+		s.admitted <- s.reused
 		s.tokens = append(s.tokens, s.prompt[:s.read]...)
 		return append(live, s)
 	case batchStep:

@@ -67,7 +67,7 @@ func benchStream(b *batcher, rng *rand.Rand, n, gen int, stop <-chan struct{}, t
 	for i := range prompt {
 		prompt[i] = rng.Int32N(int32(b.shard.Config.NVocab))
 	}
-	seq, err := b.prefill(context.Background(), prompt, 4000)
+	seq, err := b.prefill(context.Background(), prompt, 4000, nil)
 	defer b.finish(seq)
 	if err != nil {
 		return err

@@ -40,7 +40,7 @@ func batchedGenerate(ctx context.Context, m *engine.Model, b *batcher, prompt []
 	p := engine.GenerateParams{MaxTokens: n,
 		Prefill: func(prompt []int32, capacity int) (*model.Cache, []float32, error) {
 			var err error
-			seq, err = b.prefill(ctx, prompt, capacity)
+			seq, err = b.prefill(ctx, prompt, capacity, nil)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -237,7 +237,7 @@ func TestPrefixCacheNeverServesAnotherSequence(t *testing.T) {
 		}
 		all := append(slices.Clone(prompt), steps...)
 		wantCache, wantLogits := fresh(all)
-		seq, err := b.prefill(context.Background(), prompt, len(all))
+		seq, err := b.prefill(context.Background(), prompt, len(all), nil)
 		defer b.finish(seq)
 		if err != nil {
 			return err

@@ -75,7 +75,7 @@ func TestLongPromptInterleaved(t *testing.T) {
 					ready <- struct{}{}
 				}
 			}()
-			seq, err := b.prefill(t.Context(), prompts[k], len(prompts[k])+most)
+			seq, err := b.prefill(t.Context(), prompts[k], len(prompts[k])+most, nil)
 			defer b.finish(seq)
 			if err != nil {
 				out[k].err = err
@@ -112,7 +112,7 @@ func TestLongPromptInterleaved(t *testing.T) {
 	mu.Lock()
 	reading = true
 	mu.Unlock()
-	seq, err := b.prefill(context.Background(), long0, long+1)
+	seq, err := b.prefill(context.Background(), long0, long+1, nil)
 	mu.Lock()
 	reading = false
 	mu.Unlock()

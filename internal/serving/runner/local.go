@@ -42,7 +42,7 @@ func (s *local) Generate(ctx context.Context, spec sequence.Spec, emit func(sequ
 	}()
 	params.Prefill = func(prompt []int32, capacity int) (*model.Cache, []float32, error) {
 		var err error
-		seq, err = s.steps.prefill(ctx, prompt, capacity)
+		seq, err = s.steps.prefill(ctx, prompt, capacity, spec.Admitted)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -59,6 +59,9 @@ func (s *local) Generate(ctx context.Context, spec sequence.Spec, emit func(sequ
 		// Speculation verifies its drafts in one pass over the sequence's
 		// own cache, so this sequence runs beside the batcher, not in it.
 		params.Prefill, params.Step = nil, nil
+		if spec.Admitted != nil {
+			spec.Admitted(0) // no prefix cache beside the batcher
+		}
 	}
 	logprobs := spec.Logprobs || spec.TopLogprobs > 0
 	st, err := s.m.Generate(ctx, spec.Prompt, params, func(t engine.Token) error {

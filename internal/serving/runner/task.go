@@ -82,11 +82,14 @@ func generate(ctx context.Context, l *loaded, req request.Request, emit func(req
 	if err != nil {
 		return end, err
 	}
-	// The prompt's size goes out before prompt processing, so a stream
-	// that opens with it (Anthropic's message_start) can carry it.
-	emit(request.Chunk{Kind: request.ChunkDelta, Usage: &request.Usage{PromptTokens: len(p.Prompt)}})
 	spec := ans.Spec()
 	spec.Trace = req.Trace
+	// The prompt's size, and how much of it the prefix cache holds, go
+	// out before prompt processing, so a stream that opens with them
+	// (Anthropic's message_start) carries what the final usage will say.
+	spec.Admitted = func(cached int) {
+		emit(request.Chunk{Kind: request.ChunkDelta, Usage: &request.Usage{PromptTokens: len(p.Prompt), CachedTokens: cached}})
+	}
 	stats, err := l.seqs.Generate(ctx, spec, ans.Token)
 	for _, r := range stats.Ranks {
 		end.ranks = append(end.ranks, request.RankTiming(r))
