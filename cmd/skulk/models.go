@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -305,11 +306,11 @@ func modelsImport(ctx context.Context, c *apiClient, pos []string, id string, up
 			fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 			return nil
 		}
-		if ae, ok := errors.AsType[*apiError](err); !ok || ae.Status != http.StatusNotFound {
+		if ae, ok := errors.AsType[*apiError](err); !ok || ae.Status != http.StatusNotFound || !uploadable(path) {
 			return err
 		}
-		// The node cannot read the path (outside its import directories):
-		// the file goes to it.
+		// The node cannot read the path (outside its import directories),
+		// and this machine can: the file goes to it.
 	}
 	res, err := uploadImport(ctx, c, path, id, s)
 	if err != nil {
@@ -317,6 +318,21 @@ func modelsImport(ctx context.Context, c *apiClient, pos []string, id string, up
 	}
 	fmt.Fprintf(s.out, "imported %s from %s by upload (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 	return nil
+}
+
+// uploadable reports whether path is a GGUF file here that an upload could
+// send: a readable regular file named *.gguf.
+func uploadable(path string) bool {
+	if !strings.HasSuffix(strings.ToLower(path), ".gguf") {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // onLoopback reports whether the node's address is on this machine's

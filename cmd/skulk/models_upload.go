@@ -115,6 +115,9 @@ func uploadRest(ctx context.Context, c *apiClient, f *os.File, size int64, diges
 	if from > size {
 		from = 0 // not this file's bytes: start over
 	}
+	if from > 0 {
+		fmt.Fprintf(s.err, "the node holds %s of %s already; resuming there\n", humanBytes(from), humanBytes(size))
+	}
 	q := url.Values{"name": {name}}
 	if id != "" {
 		q.Set("id", id)
