@@ -60,7 +60,9 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	switch {
 	case err == nil && b.renew && n > 0 && !b.done:
-		if now := time.Now(); b.deadline.Sub(now) < b.limit-time.Second {
+		// Moved at most once a step (a second, or half a shorter limit):
+		// a deadline is not set on every read of a fast body.
+		if now := time.Now(); b.deadline.Sub(now) < b.limit-min(time.Second, b.limit/2) {
 			b.deadline = now.Add(b.limit)
 			_ = b.rc.SetReadDeadline(b.deadline)
 		}
