@@ -1,6 +1,7 @@
 // Package modeladmin manages a node's model catalog for the HTTP API's
 // /models routes: it adds cards from the Hub, imports GGUF files from the
-// node's machine (only under its import directories), starts downloads,
+// node's machine (only under its import directories) or uploaded by a
+// client (resumable, verified by SHA-256: upload.go), starts downloads,
 // removes cards and weights, sizes models, searches the Hub, and lists the
 // catalog with each model's placement and this node's copy of its weights.
 //
