@@ -119,6 +119,9 @@ func (m *Service) receive(ctx context.Context, part string, r UploadRange, body 
 	}
 	at, err := planUpload(fi.Size(), r, m.cfg.MaxUploadBytes, free)
 	if err != nil {
+		if fi.Size() == 0 {
+			os.Remove(part) // created for this request alone
+		}
 		return 0, nil, err
 	}
 	if err := f.Truncate(at); err != nil {

@@ -56,7 +56,9 @@ func (s *server) modelRoutes() {
 	s.admin("POST /models/import", s.withModelAdmin(s.importModel))
 	s.admin("POST /models/pull", s.withModelAdmin(s.pullModel))
 	s.admin("PUT /models/upload/{sha256}", s.withModelAdmin(s.uploadModel))
-	s.mux.HandleFunc("GET /models/upload/{sha256}", s.withModelAdmin(s.uploadStatus))
+	// Admin too: whether a node holds bytes of a file is the uploader's
+	// business.
+	s.admin("GET /models/upload/{sha256}", s.withModelAdmin(s.uploadStatus))
 	s.mux.HandleFunc("GET /models/requirements", s.withModelAdmin(s.modelRequirements))
 	s.mux.HandleFunc("GET /models/search", s.withModelAdmin(s.searchModels))
 	// Model ids may contain "/", so the id is the rest of the path.
