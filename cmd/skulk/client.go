@@ -107,6 +107,7 @@ func newAPIClient(host string) *apiClient {
 type apiError struct {
 	Status     int
 	Message    string
+	Code       string // the error's code, when the node gave one
 	RetryAfter string
 	explained  error // the message in the CLI's words
 }
@@ -137,6 +138,13 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (*htt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return c.roundTrip(req, path)
+}
+
+// roundTrip sends req, to path under the node's address, with the client's
+// key and turns a non-2xx answer into an *apiError.
+func (c *apiClient) roundTrip(req *http.Request, path string) (*http.Response, error) {
+	method := req.Method
 	if c.key != "" {
 		req.Header.Set("Authorization", "Bearer "+c.key)
 	}
@@ -157,13 +165,14 @@ func (c *apiClient) do(ctx context.Context, method, path string, body any) (*htt
 		var e struct {
 			Error struct {
 				Message string `json:"message"`
+				Code    string `json:"code"`
 			} `json:"error"`
 		}
 		msg := strings.TrimSpace(string(b))
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
 			msg = e.Error.Message
 		}
-		return nil, &apiError{Status: resp.StatusCode, Message: msg, RetryAfter: resp.Header.Get("Retry-After"),
+		return nil, &apiError{Status: resp.StatusCode, Message: msg, Code: e.Error.Code, RetryAfter: resp.Header.Get("Retry-After"),
 			explained: c.explain(method, path, &apiError{Status: resp.StatusCode, Message: msg, RetryAfter: resp.Header.Get("Retry-After")})}
 	}
 	return resp, nil
@@ -420,7 +429,7 @@ func (c *apiClient) explain(method, path string, e *apiError) error {
 		case strings.HasPrefix(path, "/instance/"):
 			id := strings.TrimPrefix(path, "/instance/")
 			return fmt.Errorf("no instance %s on the cluster: name one by its id, the start of its id, or its model; 'skulk ps' lists the instances", id)
-		case strings.Contains(path, "/models/import"):
+		case strings.Contains(path, "/models/import"), strings.HasPrefix(path, "/models/upload/"):
 		case strings.HasPrefix(path, "/models/") || path == "/place_instance" || path == "/v1/chat/completions" || path == "/v1/messages/count_tokens":
 			if !strings.Contains(msg, "skulk models") && !strings.Contains(msg, "skulk pull") {
 				msg += "; 'skulk models list' shows the catalog, and 'skulk models add' adds a model"

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -383,42 +385,92 @@ func percent(done, total int64) int {
 
 func newModelsImportCmd(s stdio) *cobra.Command {
 	var host, id string
+	var upload bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
-		Short: "Install a GGUF file that is on the node's machine",
-		Long: `Install a GGUF file that is on the node's machine. The node reads only under its
-import directories: ~/.skulk/models/import/ for any client, and the home directory
-of the user running the node for a client on the same machine (see --import-dir
-of 'skulk serve').`,
-		Example: "  skulk models import ./my-model.gguf --id my-model",
+		Short: "Install a GGUF file: read by the node where it can, else uploaded to it",
+		Long: `Install a GGUF file. A node on this machine reads it in place when it lies under
+its import directories: ~/.skulk/models/import/ for any client, and the home
+directory of the user running the node for a client on the same machine (see
+--import-dir of 'skulk serve'). Otherwise (a node on another machine, a path
+outside those directories, or --upload) the file is uploaded to the node: hashed
+here, streamed with a progress bar, verified by its SHA-256 there, and resumed
+where it stopped when the command runs again.`,
+		Example: "  skulk models import ./my-model.gguf --id my-model\n  skulk models import ~/Downloads/model.gguf --host node2 --upload",
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return modelsImport(cmd.Context(), clientFor(cmd, host), args, id, s)
+			return modelsImport(cmd.Context(), clientFor(cmd, host), args, id, upload, s)
 		},
 	}
 	addHostFlag(cmd, &host)
 	cmd.Flags().StringVar(&id, "id", "", "model id (default: the file name, lower-cased, without .gguf)")
+	cmd.Flags().BoolVar(&upload, "upload", false, "upload the file even when the node could read it in place")
 	return cmd
 }
 
-func modelsImport(ctx context.Context, c *apiClient, pos []string, id string, s stdio) error {
-	// The node reads the file: a relative path means the client's working
-	// directory, which is the node's only when both run on one machine.
+// importResult is the answer of an import, by path or by upload.
+type importResult struct {
+	ModelID string     `json:"model_id"`
+	Card    modelEntry `json:"card"`
+}
+
+func modelsImport(ctx context.Context, c *apiClient, pos []string, id string, upload bool, s stdio) error {
+	// A relative path means the client's working directory, which is the
+	// node's only when both run on one machine.
 	path, err := filepath.Abs(pos[0])
 	if err != nil {
 		return err
 	}
-	var res struct {
-		ModelID string     `json:"model_id"`
-		Card    modelEntry `json:"card"`
+	if !upload && c.onLoopback() {
+		var res importResult
+		err := c.call(ctx, http.MethodPost, "/models/import", map[string]string{"path": path, "id": id}, &res)
+		if err == nil {
+			fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
+			return nil
+		}
+		if ae, ok := errors.AsType[*apiError](err); !ok || ae.Status != http.StatusNotFound || !uploadable(path) {
+			return err
+		}
+		// The node cannot read the path (outside its import directories),
+		// and this machine can: the file goes to it.
 	}
-	if err := c.call(ctx, http.MethodPost, "/models/import", map[string]string{"path": path, "id": id}, &res); err != nil {
+	res, err := uploadImport(ctx, c, path, id, s)
+	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
+	fmt.Fprintf(s.out, "imported %s from %s by upload (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 	return nil
 }
 
+// uploadable reports whether path is a GGUF file here that an upload could
+// send: a readable regular file named *.gguf.
+func uploadable(path string) bool {
+	if !strings.HasSuffix(strings.ToLower(path), ".gguf") {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// onLoopback reports whether the node's address is on this machine's
+// loopback, where a path of this machine is one of the node's too.
+func (c *apiClient) onLoopback() bool {
+	u, err := url.Parse(c.base)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
 func newModelsRmCmd(s stdio, use string) *cobra.Command {
 	var host string
 	var files bool

@@ -112,3 +112,34 @@ func TestRenderLibrary(t *testing.T) {
 		t.Fatalf("got:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestOnLoopback: a path import is tried first only when the node's
+// address is on this machine.
+func TestOnLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"localhost:52415":          true,
+		"127.0.0.1:52415":          true,
+		"127.3.2.1:1":              true,
+		"[::1]:52415":              true,
+		"http://localhost:9/x":     true,
+		"https://127.0.0.1":        true,
+		"10.0.0.2:52415":           false,
+		"node2:52415":              false,
+		"http://[fe80::1]:52415":   false,
+		"https://example.org:443/": false,
+	} {
+		if got := newAPIClient(host).onLoopback(); got != want {
+			t.Errorf("%s: onLoopback %v, want %v", host, got, want)
+		}
+	}
+}
+
+// TestRetryableUpload: only the refusals that clear by resuming from where
+// the node's bytes end are retried.
+func TestRetryableUpload(t *testing.T) {
+	for code, want := range map[string]bool{"upload_busy": true, "upload_offset": true, "digest_mismatch": false, "": false, "upload_too_large": false} {
+		if got := retryableUpload(code); got != want {
+			t.Errorf("%q: %v, want %v", code, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 // Package modeladmin manages a node's model catalog for the HTTP API's
 // /models routes: it adds cards from the Hub, imports GGUF files from the
-// node's machine (only under its import directories), starts downloads,
+// node's machine (only under its import directories) or uploaded by a
+// client (resumable, verified by SHA-256: upload.go), starts downloads,
 // removes cards and weights, sizes models, searches the Hub, and lists the
 // catalog with each model's placement and this node's copy of its weights.
 //
@@ -23,6 +24,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/skulk/skulk/internal/control/catalog"
 	"github.com/skulk/skulk/internal/control/state"
@@ -98,6 +100,11 @@ type Config struct {
 	// Library is the short names adds, pulls and requests may use
 	// (shortname.Builtin in a node; tests may pass another).
 	Library shortname.Library
+	// MaxUploadBytes bounds a file uploaded by PUT /models/upload (0: only
+	// the free space of the models disk does); UploadStaleAfter is how long
+	// a partial upload nobody writes stays (0: DefaultUploadStaleAfter).
+	MaxUploadBytes   int64
+	UploadStaleAfter time.Duration
 }
 
 // Service manages the model catalog over a node's store, the Hub and its
@@ -107,6 +114,9 @@ type Service struct {
 	cfg Config // immutable
 
 	mu sync.Mutex // serializes catalog mutations (add, import, remove)
+
+	upMu      sync.Mutex      // guards uploading
+	uploading map[string]bool // the SHA-256s of the uploads running
 }
 
 // New returns the model management service.
@@ -273,6 +283,13 @@ func (m *Service) ImportModel(ctx context.Context, req ImportModelRequest) (any,
 	if err := checkGGUF(id, src, fault.Quote(req.Path)); err != nil {
 		return nil, err
 	}
+	return m.install(ctx, id, src, func(ctx context.Context) (catalog.Card, error) { return m.cfg.Store.Import(ctx, id, src) })
+}
+
+// install publishes the GGUF file src, already checked, as model id with
+// put, and shares its card: the one way a file enters the catalog, whether
+// the node read it from a path or received it by upload.
+func (m *Service) install(ctx context.Context, id, src string, put func(context.Context) (catalog.Card, error)) (map[string]any, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// Only this node's own cards refuse the id here: the same file imported
@@ -295,7 +312,7 @@ func (m *Service) ImportModel(ctx context.Context, req ImportModelRequest) (any,
 			return nil, modelErrorf(http.StatusConflict, nil, "model %s already exists; remove it first (skulk models rm %s) or choose another id (--id)", id, id)
 		}
 	}
-	card, err := m.cfg.Store.Import(ctx, id, src)
+	card, err := put(ctx)
 	if err != nil {
 		return nil, err
 	}

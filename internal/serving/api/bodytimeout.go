@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -34,7 +35,10 @@ func (s *server) bodyDeadline(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: deadline, limit: s.cfg.BodyTimeout}
+		// An upload may take far longer than the limit: its body must only
+		// keep moving, so each read that brings bytes moves the deadline on.
+		renew := r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/models/upload/")
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, deadline: deadline, limit: s.cfg.BodyTimeout, renew: renew}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -48,12 +52,20 @@ type deadlineBody struct {
 	rc       *http.ResponseController
 	deadline time.Time
 	limit    time.Duration
+	renew    bool // each read with bytes moves the deadline limit on
 	done     bool // the deadline is cleared, or has fired
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	switch {
+	case err == nil && b.renew && n > 0 && !b.done:
+		// Moved at most once a step (a second, or half a shorter limit):
+		// a deadline is not set on every read of a fast body.
+		if now := time.Now(); b.deadline.Sub(now) < b.limit-min(time.Second, b.limit/2) {
+			b.deadline = now.Add(b.limit)
+			_ = b.rc.SetReadDeadline(b.deadline)
+		}
 	case err == nil || b.done:
 	case errors.Is(err, io.EOF):
 		b.done = true

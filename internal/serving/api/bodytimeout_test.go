@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -128,4 +129,52 @@ func TestBodyDeadlineEndsWithTheBody(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestUploadBodyKeepsMoving: an upload's body may take longer than the
+// body deadline as long as it keeps moving (a byte every 100 ms for 1.2 s
+// against 300 ms); a body that stops for longer is cut.
+func TestUploadBodyKeepsMoving(t *testing.T) {
+	b := &modelBackend{testBackend: newTestBackend(t)}
+	srv := httptest.NewServer(New(Config{BodyTimeout: 300 * time.Millisecond}, every(b), nil))
+	t.Cleanup(srv.Close)
+	digest := strings.Repeat("ab", 32)
+	tests := []struct {
+		name  string
+		pause time.Duration // before the last byte
+		ok    bool
+	}{
+		{name: "moving", pause: 100 * time.Millisecond, ok: true},
+		{name: "stalled", pause: time.Second, ok: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			const n = 12
+			fmt.Fprintf(c, "PUT /models/upload/%s?name=m.gguf&id=m HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", digest, n)
+			for i := range n {
+				time.Sleep(100 * time.Millisecond)
+				if i == n-1 {
+					time.Sleep(tt.pause - 100*time.Millisecond)
+				}
+				if _, err := c.Write([]byte{'x'}); err != nil {
+					break
+				}
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if got := resp.StatusCode == http.StatusOK; got != tt.ok || (tt.ok && !strings.Contains(string(body), "body=12")) {
+				t.Fatalf("%d %s, want ok %v", resp.StatusCode, body, tt.ok)
+			}
+		})
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -40,6 +42,12 @@ type ModelAdmin interface {
 	// Library lists the short names (qwen3:8b) an add or a pull takes, and
 	// which of them the catalog holds and this node has.
 	Library(ctx context.Context) (any, error)
+	// UploadStatus reports how many bytes of the file with this SHA-256
+	// the node holds from an upload, so a client resumes there.
+	UploadStatus(ctx context.Context, digest string) (any, error)
+	// UploadModel writes one range of a file from body, read as it
+	// arrives, and imports the file once it is whole and verified.
+	UploadModel(ctx context.Context, req modeladmin.UploadRequest, body io.Reader) (any, error)
 }
 
 // MaxSearchQuery bounds the q parameter of GET /models/search.
@@ -50,6 +58,10 @@ func (s *server) modelRoutes() {
 	s.admin("POST /models/add", s.withModelAdmin(s.addModel))
 	s.admin("POST /models/import", s.withModelAdmin(s.importModel))
 	s.admin("POST /models/pull", s.withModelAdmin(s.pullModel))
+	s.admin("PUT /models/upload/{sha256}", s.withModelAdmin(s.uploadModel))
+	// Admin too: whether a node holds bytes of a file is the uploader's
+	// business.
+	s.admin("GET /models/upload/{sha256}", s.withModelAdmin(s.uploadStatus))
 	s.mux.HandleFunc("GET /models/requirements", s.withModelAdmin(s.modelRequirements))
 	s.mux.HandleFunc("GET /models/search", s.withModelAdmin(s.searchModels))
 	s.mux.HandleFunc("GET /models/library", s.withModelAdmin(s.modelLibrary))
@@ -121,11 +133,56 @@ func (s *server) pullModel(w http.ResponseWriter, r *http.Request, m ModelAdmin)
 
 // GET /models/{id...}
 func (s *server) showModel(w http.ResponseWriter, r *http.Request, m ModelAdmin) {
-	id := ids.ModelID(r.PathValue("id"))
+	s.showModelID(w, r, m, ids.ModelID(r.PathValue("id")))
+}
+
+func (s *server) showModelID(w http.ResponseWriter, r *http.Request, m ModelAdmin, id ids.ModelID) {
 	if !s.validModelID(w, r, "id", id) {
 		return
 	}
 	s.answer(w, r, func(ctx context.Context) (any, error) { return m.ShowModel(ctx, id) })
+}
+
+// GET /models/upload/{sha256}: how many bytes of the file the node holds.
+// A second segment that is no SHA-256 names a model (ids may hold "/").
+func (s *server) uploadStatus(w http.ResponseWriter, r *http.Request, m ModelAdmin) {
+	digest := r.PathValue("sha256")
+	if !isDigest(digest) {
+		s.showModelID(w, r, m, ids.ModelID("upload/"+digest))
+		return
+	}
+	s.answer(w, r, func(ctx context.Context) (any, error) { return m.UploadStatus(ctx, digest) })
+}
+
+// PUT /models/upload/{sha256}?name=FILE.gguf&id=ID with the file's bytes
+// as the body, all of them or the range its Content-Range names; the
+// body is streamed to disk, never held in memory.
+func (s *server) uploadModel(w http.ResponseWriter, r *http.Request, m ModelAdmin) {
+	q := r.URL.Query()
+	rng, err := modeladmin.ParseContentRange(r.Header.Get("Content-Range"), r.ContentLength)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !s.validOptionalID(w, r, q.Get("id")) {
+		return
+	}
+	req := modeladmin.UploadRequest{Digest: r.PathValue("sha256"), Name: q.Get("name"), ID: q.Get("id"), Range: rng}
+	doc, err := m.UploadModel(r.Context(), req, r.Body)
+	if err != nil {
+		if _, ok := errors.AsType[*modeladmin.UploadIncompleteError](err); ok {
+			// What is left of the body may still be on its way.
+			w.Header().Set("Connection", "close")
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, doc)
+}
+
+// isDigest reports whether s is a SHA-256 in lower-case hex.
+func isDigest(s string) bool {
+	return len(s) == 64 && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // DELETE /models/{id...}?files=true

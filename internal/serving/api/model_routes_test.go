@@ -81,6 +81,16 @@ func (b *modelBackend) Library(ctx context.Context) (any, error) {
 func (b *modelBackend) SearchModels(ctx context.Context, query string, limit int) (any, error) {
 	return b.record(fmt.Sprintf("search %s limit=%d", query, limit), query)
 }
+func (b *modelBackend) UploadStatus(ctx context.Context, digest string) (any, error) {
+	return b.record("upload-status "+digest, digest)
+}
+func (b *modelBackend) UploadModel(ctx context.Context, req modeladmin.UploadRequest, body io.Reader) (any, error) {
+	n, err := io.Copy(io.Discard, body)
+	if err != nil {
+		return nil, err
+	}
+	return b.record(fmt.Sprintf("upload %s name=%s id=%s range=%d-%d/%d body=%d", req.Digest[:4], req.Name, req.ID, req.Range.Start, req.Range.End, req.Range.Total, n), req.ID)
+}
 
 func send(t *testing.T, srv *httptest.Server, method, path, body string) (int, string) {
 	t.Helper()
@@ -95,6 +105,7 @@ func send(t *testing.T, srv *httptest.Server, method, path, body string) (int, s
 }
 
 func TestModelRoutes(t *testing.T) {
+	digest := strings.Repeat("0123456789abcdef", 4)
 	b := &modelBackend{testBackend: newTestBackend(t)}
 	srv := httptest.NewServer(New(Config{}, every(b), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
@@ -134,6 +145,11 @@ func TestModelRoutes(t *testing.T) {
 		{"search_bad_limit", "GET", "/models/search?q=x&limit=0", ``, 400, "", "limit must be"},
 		{"library", "GET", "/models/library", ``, 200, "library", ""},
 		{"search_offline", "GET", "/models/search?q=status-503", ``, 503, "search status-503 limit=0", "refused with 503"},
+		{"upload", "PUT", "/models/upload/" + digest + "?name=m.gguf&id=m", `0123456789`, 200, "upload 0123 name=m.gguf id=m range=0-10/10 body=10", ""},
+		{"upload_bad_id", "PUT", "/models/upload/" + digest + "?name=m.gguf&id=Bad%20Id", `0123456789`, 400, "", "id:"},
+		{"upload_refused", "PUT", "/models/upload/" + digest + "?name=m.gguf&id=status-409", `x`, 409, "upload 0123 name=m.gguf id=status-409 range=0-1/1 body=1", "refused with 409"},
+		{"upload_status", "GET", "/models/upload/" + digest, ``, 200, "upload-status " + digest, ""},
+		{"upload_status_is_a_model", "GET", "/models/upload/m", ``, 200, "show upload/m", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,7 +190,7 @@ func TestModelRoutesNeedTheKey(t *testing.T) {
 	b := &modelBackend{testBackend: newTestBackend(t)}
 	srv := httptest.NewServer(New(Config{APIKey: "k"}, every(b), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
-	for _, r := range [][2]string{{"POST", "/models/add"}, {"DELETE", "/models/m"}, {"POST", "/models/import"}, {"GET", "/models/search?q=x"}} {
+	for _, r := range [][2]string{{"POST", "/models/add"}, {"DELETE", "/models/m"}, {"POST", "/models/import"}, {"GET", "/models/search?q=x"}, {"PUT", "/models/upload/" + strings.Repeat("ab", 32) + "?name=m.gguf"}} {
 		if status, _ := send(t, srv, r[0], r[1], `{"ref":"hf:o/r","path":"/x"}`); status != 401 {
 			t.Errorf("%s %s without the key: %d", r[0], r[1], status)
 		}
