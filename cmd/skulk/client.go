@@ -430,6 +430,8 @@ func (c *apiClient) explain(method, path string, e *apiError) error {
 			id := strings.TrimPrefix(path, "/instance/")
 			return fmt.Errorf("no instance %s on the cluster: name one by its id, the start of its id, or its model; 'skulk ps' lists the instances", id)
 		case strings.Contains(path, "/models/import"), strings.HasPrefix(path, "/models/upload/"):
+		case path == "/models/add":
+			// The Hub's answer about the reference says it all.
 		case strings.HasPrefix(path, "/models/") || path == "/place_instance" || path == "/v1/chat/completions" || path == "/v1/messages/count_tokens":
 			if !strings.Contains(msg, "skulk models") && !strings.Contains(msg, "skulk pull") {
 				msg += "; 'skulk models list' shows the catalog, and 'skulk models add' adds a model"

@@ -240,10 +240,9 @@ func (m *Manager) run(t *transfer, card catalog.Card) {
 		t.err = t.ctx.Err()
 		return
 	}
+	// A failure is its callers' to report (once: skulk pull's, or the
+	// placement's runner).
 	t.inst, t.err = m.download(t.ctx, card, func(p Progress) { m.report(t, p) })
-	if t.err != nil {
-		m.cfg.Logger.Warn("download failed", "model", card.ID, "err", t.err)
-	}
 }
 
 // fileJob is one file to fetch and what the Hub says it must be.

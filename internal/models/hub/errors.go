@@ -51,7 +51,7 @@ func (e *StatusError) Error() string {
 	case (e.Code == 401 || e.Code == 403) && e.HasToken:
 		return msg + ": the Hub refused the token in HF_TOKEN; check that it is valid and that its account has accepted the repository's terms on the Hub"
 	case e.Code == 401 || e.Code == 403:
-		return msg + ": the repository is gated or private; accept its terms on the Hub and set HF_TOKEN to an access token"
+		return msg + ": the repository is gated or private; accept its terms on the Hub and set HF_TOKEN in the node's environment to an access token"
 	case e.Code == 404:
 		return msg + ": no such repository, revision or file; check the name (owner/name, case matters)"
 	}

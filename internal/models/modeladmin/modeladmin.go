@@ -137,8 +137,8 @@ func modelErrorf(status int, err error, format string, args ...any) *Error {
 	return &Error{Status: status, Msg: fmt.Sprintf(format, args...), Err: err}
 }
 
-// hubError maps a Hub failure to its status: offline 503, gated 401/403,
-// missing 404, a full disk 507, unreachable 503, another Hub status 502, and anything else
+// hubError maps a Hub failure to its status: offline 503, gated 502 (the
+// Hub's refusal of this node, never the API's 401/403), missing 404, a full disk 507, unreachable 503, another Hub status 502, and anything else
 // (a file that is not a model this node can serve) 400.
 func hubError(what string, err error) error {
 	var se *hub.StatusError
@@ -150,7 +150,9 @@ func hubError(what string, err error) error {
 	case errors.Is(err, hub.ErrOffline):
 		return modelErrorf(http.StatusServiceUnavailable, err, "%s: %v", what, err)
 	case errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden):
-		return modelErrorf(se.Code, err, "%s: %v", what, err)
+		// The Hub refused this node, not the client this node: a 401 here
+		// would read as the cluster's own API key missing.
+		return modelErrorf(http.StatusBadGateway, err, "%s: %v", what, err)
 	case errors.Is(err, hub.ErrNotFound):
 		return modelErrorf(http.StatusNotFound, err, "%s: %v", what, err)
 	case errors.As(err, &se):
