@@ -547,17 +547,31 @@ func (m *Membership) TelemetryChanged() <-chan struct{} { return m.tel.changed }
 // busy enough to handle the broadcast first reports EventFailed even though
 // the notice was delivered.
 func (m *Membership) Leave(ctx context.Context) error {
-	m.announceLeave()
+	m.announceLeave(ctx)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return m.ml.Leave(timeout(ctx, 5*time.Second))
+	// The leave broadcast goes out with the next gossip round (200 ms);
+	// when every peer is stopping too none takes it, and waiting longer
+	// only delays the stop.
+	return m.ml.Leave(min(timeout(ctx, leaveBroadcastWait), leaveBroadcastWait))
 }
 
+// leaveBroadcastWait bounds the wait for the leave broadcast.
+const leaveBroadcastWait = time.Second
+
+// leaveNoticeWait bounds the wait for the leave notices: a peer that is
+// stopping too (the whole cluster stopped at once) may take a notice's
+// connection and never read it, and a notice is only a courtesy (the
+// failure detector finds a node gone without it).
+const leaveNoticeWait = time.Second
+
 // announceLeave sends every other member the leave notice and returns once
-// each send has completed or failed (not once it has been handled).
-func (m *Membership) announceLeave() {
+// each send has completed or failed (not once it has been handled), or
+// after leaveNoticeWait or ctx; a send still under way ends with Close.
+func (m *Membership) announceLeave(ctx context.Context) {
 	msg := append([]byte{msgLeaving}, m.self...)
+	sent := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, n := range m.ml.Members() {
 		if n.Name == string(m.self) {
@@ -569,11 +583,19 @@ func (m *Membership) announceLeave() {
 			}
 		})
 	}
-	wg.Wait()
+	m.wg.Go(func() { wg.Wait(); close(sent) })
+	t := time.NewTimer(leaveNoticeWait)
+	defer t.Stop()
+	select {
+	case <-sent:
+	case <-t.C:
+		m.log.Debug("membership: leave notices still under way; going on")
+	case <-ctx.Done():
+	}
 }
 
-// Close stops gossip (without leaving: peers will detect a failure unless
-// Leave ran first), mDNS and every goroutine, and closes Events.
+// Close leaves nothing running: the gossip stops, and with it any leave
+// notice still being sent.
 func (m *Membership) Close() error {
 	m.cancel()
 	var errs []error

@@ -146,7 +146,7 @@ func TestLeaveAndFailureDetection(t *testing.T) {
 	// a failure, the documented safe side. So the notice is delivered and
 	// held by both members first, and the test checks how a notified member
 	// classifies the departure, not who wins that race.
-	b.m.announceLeave()
+	b.m.announceLeave(t.Context())
 	testkit.Eventually(t, 10*time.Second, "a and c to hold b's leave notice", func() bool {
 		return a.noticed("node-b") && c.noticed("node-b")
 	})
