@@ -87,6 +87,9 @@ func runModel(cmd *cobra.Command, s stdio, opts chatOptions, model, prompt strin
 	if err := opts.check(cmd); err != nil {
 		return err
 	}
+	if err := offerNode(cmd.Context(), s, clientWith(opts.host, opts.keyFile)); err != nil {
+		return err
+	}
 	if prompt == "" && isTerminal(s.in) {
 		return chatLoop(cmd.Context(), s, opts, model)
 	}

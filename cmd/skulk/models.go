@@ -471,6 +471,7 @@ func (c *apiClient) onLoopback() bool {
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
 }
+
 func newModelsRmCmd(s stdio, use string) *cobra.Command {
 	var host string
 	var files bool
