@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/skulk/skulk/internal/serving/request"
 )
 
-// defaultReplyTokens caps a chat reply unless --max-tokens says otherwise,
-// so that one reply cannot fill the whole context window and every turn
-// leaves room for the next.
-const defaultReplyTokens = 512
+// defaultReplyTokens caps a chat reply unless --max-tokens says otherwise
+// (the dashboard's chat sends the same, from its self frame).
+const defaultReplyTokens = request.ChatReplyTokens
 
 // chatOptions are the flags of skulk chat and skulk run MODEL.
 type chatOptions struct {
@@ -37,7 +38,7 @@ func (o *chatOptions) register(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&o.system, "system", "", "system message")
 	f.IntVar(&o.maxTokens, "max-tokens", defaultReplyTokens, "most tokens per reply (0 = up to the context window)")
-	f.Float64Var(&o.temperature, "temperature", 0, "sampling temperature (default: the node's, 0.8)")
+	f.Float64Var(&o.temperature, "temperature", 0, fmt.Sprintf("sampling temperature (default: the node's, %g)", request.DefaultTemperature))
 	f.BoolVar(&o.verbose, "verbose", false, "after each reply, print the time to first token, tokens per second and the trace id")
 }
 

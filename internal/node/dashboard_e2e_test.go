@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skulk/skulk/internal/serving/request"
 	"github.com/skulk/skulk/internal/testkit/hubstandin"
 )
 
@@ -123,7 +124,9 @@ func runScript(t *testing.T, argv []string, env []string, timeout time.Duration,
 // the Models panel and shows ready; a chat in the Chat panel streams the
 // greedy text the API gives, and Stop ends an answer mid-stream; a model
 // added from the Hub stand-in is pulled with a progress bar that moves and
-// ends installed; conversations outlive a reload and can be deleted; a
+// ends installed; an imported model is labelled imported; the chat offers
+// skulk chat's defaults and sends its reply cap when the user sets none;
+// conversations outlive a reload and can be deleted; a
 // refusal shows the server's message; the tabs work from the keyboard;
 // every panel is photographed in both themes at desktop and phone widths,
 // none wider than the screen.
@@ -132,10 +135,21 @@ func TestDashboard(t *testing.T) {
 	hubSrv := hubstandin.New(t)
 	hubSrv.AddRepo("skulk-test/stories-GGUF", "", hubstandin.File{Path: "stories-Q8_0.gguf", Local: storiesFile, LFS: true})
 	hubSrv.SetPace(4 << 10) // 200 KB/s: the 1.2 MB download lasts about 6 s
-	n := startNode(t, t.TempDir(), "HF_ENDPOINT="+hubSrv.URL(), "HF_TOKEN=")
+	src, err := filepath.Abs(storiesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, t.TempDir(), "HF_ENDPOINT="+hubSrv.URL(), "HF_TOKEN=", "SKULK_IMPORT_DIRS="+filepath.Dir(src))
+	// A model imported from a local file: the Models panel calls it
+	// imported.
+	if code, b := n.do("POST", "/models/import", map[string]any{"path": src, "id": "stories-imported"}); code != 200 {
+		t.Fatalf("import: %d %s", code, b)
+	}
+	// The chat's defaults are skulk chat's: the page must offer these.
+	defaults, _ := json.Marshal(map[string]any{"max_tokens": request.ChatReplyTokens, "temperature": request.DefaultTemperature, "top_p": request.DefaultTopP})
 
 	res := runScript(t, argv, []string{"SKULK_URL=" + n.base, "HUB_REF=hf:skulk-test/stories-GGUF", "HUB_MODEL=stories-q8_0",
-		"SCREENSHOTS=" + absScreenshots(t)}, 8*time.Minute, nil)
+		"IMPORTED_MODEL=stories-imported", "CHAT_DEFAULTS=" + string(defaults), "SCREENSHOTS=" + absScreenshots(t)}, 8*time.Minute, nil)
 	var answer string
 	res.value(t, "ANSWER", &answer)
 

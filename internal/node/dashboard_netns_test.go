@@ -15,8 +15,11 @@ import (
 // another host (the harness's client, where chromium runs in its network
 // namespace): the nodes need the API key, so the page asks for it and
 // refuses a wrong one; the topology shows the three nodes with one master,
-// the links' latency and a model split across the nodes one band per rank;
-// a node killed turns its card unreachable within 10 s.
+// the links' latency and a model split across the nodes one band per rank,
+// whose labels stay apart and whole at phone width (390 px); a node killed
+// turns its card unreachable within 10 s, then lost (greyed, with the time
+// it was lost) once the master removed it from the State, and live again
+// when it is started again.
 func TestNetnsDashboard(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the network-namespace cluster test")
@@ -46,9 +49,13 @@ func TestNetnsDashboard(t *testing.T) {
 	argv = append([]string{"ip", "netns", "exec", c.Client().Namespace()}, argv...)
 	res := runScript(t, argv, []string{"SKULK_URL=" + nodes[0].url(""), "KEY=" + netAdminKey, "VICTIM=" + victim.id(),
 		"SCREENSHOTS=" + absScreenshots(t)}, 5*time.Minute, func(line string, stdin io.Writer) {
-		if line == "KILL" {
+		switch line {
+		case "KILL":
 			victim.proc.Kill()
 			fmt.Fprintln(stdin, "KILLED")
+		case "RESTART":
+			victim.start()
+			fmt.Fprintln(stdin, "RESTARTED")
 		}
 	})
 	var ms int
@@ -57,4 +64,8 @@ func TestNetnsDashboard(t *testing.T) {
 		t.Fatalf("the killed node's card turned unreachable after %d ms, want within 10 s", ms)
 	}
 	t.Logf("the killed node's card turned unreachable %d ms after the kill", ms)
+	var lost, back int
+	res.value(t, "LOST_MS", &lost)
+	res.value(t, "BACK_MS", &back)
+	t.Logf("it showed lost %d ms after the kill, and live again %d ms after its restart", lost, back)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/skulk/skulk/internal/platform/ids"
 	"github.com/skulk/skulk/internal/serving/api"
 	"github.com/skulk/skulk/internal/serving/diagnostics"
+	"github.com/skulk/skulk/internal/serving/request"
 )
 
 // The node's observers (its metrics, its dashboard's frames, its
@@ -74,7 +75,8 @@ func (n *fabric) observeRequest(s api.Served) {
 // dashboardSources are the documents of the dashboard's frames.
 func (n *fabric) dashboardSources() dashboard.Sources {
 	return dashboard.Sources{
-		Self:    dashboard.SelfFrame{Node: n.id, Version: SoftwareVersion, Commit: SoftwareCommit},
+		Self: dashboard.SelfFrame{Node: n.id, Version: SoftwareVersion, Commit: SoftwareCommit, Chat: dashboard.ChatDefaults{
+			MaxTokens: request.ChatReplyTokens, Temperature: request.DefaultTemperature, TopP: request.DefaultTopP}},
 		State:   func(ctx context.Context) (any, error) { return n.gw.State(ctx) },
 		Cluster: n.gw.Diagnostics,
 		Nodes: func(ctx context.Context) any {
@@ -82,6 +84,7 @@ func (n *fabric) dashboardSources() dashboard.Sources {
 		},
 		Downloads: func() any { return library.ClusterDownloads(n.peers.get)() },
 		Timeline:  func() any { return n.timeline.Latest(dashboard.TimelineEntries) },
+		Departed:  func() any { return n.timeline.Departed(dashboard.DepartedWindow) },
 		Activity: func() (dashboard.Activity, error) {
 			a, err := n.metrics.Activity()
 			return dashboard.Activity{GeneratedTokens: a.GeneratedTokens, InFlight: a.InFlight}, err

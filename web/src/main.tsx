@@ -73,7 +73,7 @@ function App() {
           {f.self && <span class="small muted mono">node {shortID(f.self.node)} · {f.self.version}</span>}
         </div>
         <span class={`link-status ${link.status}`} data-testid="link-status" role="status">
-          {link.status === 'live' ? 'live' : link.status === 'offline' ? 'reconnecting…' : link.status}
+          {link.status === 'live' ? 'live' : link.status === 'offline' ? 'reconnecting…' : link.status === 'auth' ? 'key needed' : link.status}
         </span>
       </header>
       <nav role="tablist" aria-label="panels" onKeyDown={onTabKey}>
@@ -103,18 +103,20 @@ function App() {
             </div>
           )}
           {needKey && panel !== 'settings' ? (
-            <SignIn message={link.message} onSignedIn={() => live.connect()} />
+            <SignIn reason={link.message} onSignedIn={() => live.connect()} />
           ) : (
             <>
-              {panel === 'topology' && <Topology f={f} />}
+              {panel === 'topology' && <Topology f={f} remembered={live.remembered} />}
               {panel === 'models' && <Models f={f} />}
               {panel === 'chat' && <Chat f={f} />}
               {panel === 'activity' && <Activity f={f} />}
               {panel === 'settings' && (
-                <>
-                  {needKey && <SignIn message={link.message} onSignedIn={() => live.connect()} />}
-                  <Settings theme={theme} setTheme={setTheme} onSignOut={() => live.connect()} />
-                </>
+                <Settings
+                  theme={theme}
+                  setTheme={setTheme}
+                  onSignOut={() => live.connect()}
+                  signIn={needKey ? <SignIn reason={link.message} onSignedIn={() => live.connect()} /> : undefined}
+                />
               )}
             </>
           )}

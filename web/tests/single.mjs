@@ -1,17 +1,22 @@
 // One node on loopback (no key needed): the page loads without console
 // errors; stories260k is placed from the Models panel and becomes ready; a
-// chat streams the greedy text the API gives; a model added from the Hub
-// stand-in is pulled with a moving progress bar that ends installed; and
-// every panel is photographed.
+// chat streams the greedy text the API gives, with skulk chat's defaults
+// where the user sets nothing; a model added from the Hub stand-in is
+// pulled with a moving progress bar that ends installed; an imported model
+// says so; and every panel is photographed.
 //
 // Env: SKULK_URL, HUB_REF and HUB_MODEL (a model the stand-in serves,
-// slowly), SCREENSHOTS (the folder). It prints the chat's answer as a line
+// slowly), IMPORTED_MODEL (a model the test imported from a local file),
+// CHAT_DEFAULTS (skulk chat's defaults, as JSON: max_tokens, temperature,
+// top_p), SCREENSHOTS (the folder). It prints the chat's answer as a line
 // "ANSWER <json>" for the Go test to hold against the API's greedy text.
 import { check, launch, log, need, page, screenshots, showPanel } from './lib.mjs';
 
 const url = need('SKULK_URL');
 const hubRef = need('HUB_REF');
 const hubModel = need('HUB_MODEL');
+const importedModel = need('IMPORTED_MODEL');
+const chatDefaults = JSON.parse(need('CHAT_DEFAULTS'));
 const shots = need('SCREENSHOTS');
 
 const { browser, close } = await launch();
@@ -48,6 +53,12 @@ try {
   // and end equal to the API's.
   await showPanel(p, 'chat');
   await p.waitForSelector('[data-testid=model-picker] option[data-model=stories260k]', { state: 'attached' });
+  // The settings start empty, showing skulk chat's defaults.
+  for (const k of ['max_tokens', 'temperature', 'top_p']) {
+    const f = p.locator(`[data-testid=set-${k}]`);
+    const [value, placeholder] = [await f.inputValue(), await f.getAttribute('placeholder')];
+    check(value === '' && placeholder === String(chatDefaults[k]), `the ${k} field holds ${JSON.stringify(value)} over ${JSON.stringify(placeholder)}, want skulk chat's ${chatDefaults[k]}`);
+  }
   await p.fill('[data-testid=set-temperature]', '0');
   await p.fill('[data-testid=set-max_tokens]', '64');
   await p.evaluate(() => {
@@ -85,9 +96,14 @@ try {
 
   // Stop ends an answer mid-stream (the network still slowed): the text
   // stops growing and the page can send again.
-  await p.fill('[data-testid=set-max_tokens]', '256');
+  // With the cap emptied again the page sends skulk chat's, and leaves
+  // top_p to the node as skulk chat does.
+  await p.fill('[data-testid=set-max_tokens]', '');
+  const second = p.waitForRequest((r) => r.url().endsWith('/v1/chat/completions'));
   await p.fill('[data-testid=prompt]', 'Once upon a time');
   await p.keyboard.press('Enter');
+  const sent = JSON.parse((await second).postData());
+  check(sent.max_tokens === chatDefaults.max_tokens && !('top_p' in sent), `the chat sent ${JSON.stringify(sent)} without its settings`);
   await p.waitForFunction(() => {
     const ms = document.querySelectorAll('[data-testid=msg-assistant]');
     return ms.length === 2 && (ms[1].getAttribute('data-raw') ?? '').length > 0;
@@ -125,6 +141,16 @@ try {
   check(seen.size >= 2, `the progress bar did not move: values ${[...seen]}`);
   await p.waitForSelector(`[data-testid=model][data-model="${hubModel}"][data-installed=true]`, { timeout: 20000 });
   log(`download moved through ${seen.size} values and ended installed`);
+
+  // An imported model is called imported, and offers no pull.
+  const imp = p.locator(`[data-testid=model][data-model="${importedModel}"]`);
+  await imp.waitFor({ timeout: 10000 });
+  const impSource = await imp.locator('[data-testid=source]').innerText();
+  const impState = await imp.locator('[data-testid=installed]').innerText();
+  check(impSource === 'imported' && impState === 'imported here', `the imported model shows ${impSource} / ${impState}`);
+  check((await imp.locator('[data-testid=pull]').count()) === 0, 'the imported model offers a pull');
+  check(!/download/i.test(await imp.innerText()), `the imported model's card speaks of downloads: ${await imp.innerText()}`);
+  log(`the imported model shows ${impSource} / ${impState}`);
 
   // The Models panel is photographed with a placement preview open.
   await screenshots(p, shots, 'single', undefined, {

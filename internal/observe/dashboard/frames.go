@@ -22,6 +22,11 @@ const (
 	// TimelineEntries is how many of the latest timeline entries the
 	// timeline frame carries.
 	TimelineEntries = 60
+	// DepartedWindow is how long the departed frame names a node that
+	// left the cluster: the topology shows it as lost for that long (the
+	// timeline's default window), unless it comes back or the operator
+	// dismisses it.
+	DepartedWindow = 15 * time.Minute
 )
 
 // ActivitySample is the generation rate over one interval.
@@ -44,6 +49,18 @@ type SelfFrame struct {
 	Node    ids.NodeID `json:"node"`
 	Version string     `json:"version"`
 	Commit  string     `json:"commit"`
+	// Chat is what the page's chat sends, or leaves to the node, when its
+	// user sets nothing: skulk chat's defaults.
+	Chat ChatDefaults `json:"chat"`
+}
+
+// ChatDefaults are the chat's settings when its user sets none: the reply
+// cap skulk chat sends (MaxTokens), and the sampling the node applies to a
+// request without its own (Temperature, TopP).
+type ChatDefaults struct {
+	MaxTokens   int     `json:"max_tokens"`
+	Temperature float64 `json:"temperature"`
+	TopP        float64 `json:"top_p"`
 }
 
 // Activity is a reading of the node's metrics: its generated tokens so
@@ -67,6 +84,10 @@ type Sources struct {
 	Nodes     func(ctx context.Context) any
 	Downloads func() any
 	Timeline  func() any
+	// Departed is the nodes that left the cluster within DepartedWindow
+	// and have not come back: the State drops a lost node, the page keeps
+	// showing it from this frame.
+	Departed func() any
 	// Activity reads the metrics for the activity frame.
 	Activity func() (Activity, error)
 }
@@ -91,7 +112,8 @@ func Frames(src Sources, log *slog.Logger) (frames func(ctx context.Context) []F
 		return append(frames, Frame{Name: "nodes", Doc: src.Nodes(ctx)},
 			Frame{Name: "downloads", Doc: src.Downloads()},
 			Frame{Name: "activity", Doc: act.sample(now)},
-			Frame{Name: "timeline", Doc: src.Timeline()})
+			Frame{Name: "timeline", Doc: src.Timeline()},
+			Frame{Name: "departed", Doc: src.Departed()})
 	}, act.idle
 }
 

@@ -1,6 +1,9 @@
 package dashboard
 
 import (
+	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 )
@@ -23,5 +26,36 @@ func TestActivitySampler(t *testing.T) {
 	f = a.sample(t0.Add(activityStep + activityHistory + time.Second + activityStep))
 	if len(f.Samples) != 1 || f.Samples[0].TokensPerSec != 0 {
 		t.Fatalf("after the history window: %+v", f.Samples)
+	}
+}
+
+// TestFramesCarryDeparted: the frames end with the departed nodes and the
+// self frame names the chat's defaults.
+func TestFramesCarryDeparted(t *testing.T) {
+	nothing := func(context.Context) (any, error) { return map[string]any{}, nil }
+	src := Sources{
+		Self:      SelfFrame{Node: "node-a", Chat: ChatDefaults{MaxTokens: 512, Temperature: 0.8, TopP: 0.95}},
+		State:     nothing,
+		Cluster:   nothing,
+		Nodes:     func(context.Context) any { return []any{} },
+		Downloads: func() any { return map[string]any{} },
+		Timeline:  func() any { return map[string]any{} },
+		Departed:  func() any { return []map[string]string{{"node": "node-b"}} },
+		Activity:  func() (Activity, error) { return Activity{}, nil },
+	}
+	frames, _ := Frames(src, slog.New(slog.DiscardHandler))
+	got := map[string]string{}
+	for _, f := range frames(t.Context()) {
+		msg, err := message(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[f.Name] = string(msg)
+	}
+	if want := "event: departed\ndata: [{\"node\":\"node-b\"}]\n\n"; got["departed"] != want {
+		t.Errorf("departed frame %q, want %q", got["departed"], want)
+	}
+	if !strings.Contains(got["self"], `"chat":{"max_tokens":512,"temperature":0.8,"top_p":0.95}`) {
+		t.Errorf("self frame %q lacks the chat's defaults", got["self"])
 	}
 }

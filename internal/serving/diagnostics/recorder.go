@@ -42,3 +42,10 @@ func (r *Recorder) Latest(n int) Timeline {
 	}
 	return Timeline{Events: tl}
 }
+
+// Departed lists the nodes that left the cluster within the last window
+// and have not joined it again: the dashboard's departed frame, which
+// keeps a lost node on the topology after the State dropped it.
+func (r *Recorder) Departed(window time.Duration) []Departure {
+	return r.t.departed(r.t.now().Add(-window))
+}

@@ -217,3 +217,45 @@ func outcome(detail string, err error) string {
 	}
 	return detail
 }
+
+// Departure is a node that left the cluster, as the timeline saw it, and
+// has not come back since.
+type Departure struct {
+	Node ids.NodeID `json:"node"`
+	// Since is the departure's first entry after the node's last join:
+	// the membership declaring it failed or gone, or the master's
+	// NodeLeft, whichever this node heard of first.
+	Since time.Time `json:"since"`
+	// Kind and Detail are the latest of its departure entries (NodeLeft
+	// once the master removed it from the State).
+	Kind   string `json:"kind"`
+	Detail string `json:"detail"`
+}
+
+// departed returns the nodes whose latest membership or State entry at or
+// after from is a departure (MemberFailed, MemberLeave, NodeLeft) not
+// followed by a join (MemberJoin, NodeJoined), by node id.
+func (t *timeline) departed(from time.Time) []Departure {
+	gone := map[ids.NodeID]*Departure{}
+	for _, e := range t.since(from) {
+		if e.Node == "" {
+			continue
+		}
+		switch e.Kind {
+		case "MemberFailed", "MemberLeave", string(event.KindNodeLeft):
+			if d := gone[e.Node]; d != nil {
+				d.Kind, d.Detail = e.Kind, e.Detail
+			} else {
+				gone[e.Node] = &Departure{Node: e.Node, Since: e.At, Kind: e.Kind, Detail: e.Detail}
+			}
+		case "MemberJoin", string(event.KindNodeJoined):
+			delete(gone, e.Node)
+		}
+	}
+	out := make([]Departure, 0, len(gone))
+	for _, d := range gone {
+		out = append(out, *d)
+	}
+	slices.SortFunc(out, func(a, b Departure) int { return strings.Compare(string(a.Node), string(b.Node)) })
+	return out
+}

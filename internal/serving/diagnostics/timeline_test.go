@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skulk/skulk/internal/control/event"
+	"github.com/skulk/skulk/internal/control/membership"
 	"github.com/skulk/skulk/internal/platform/fault"
 )
 
@@ -92,5 +93,49 @@ func TestDescribe(t *testing.T) {
 				t.Errorf("described as %s, %q, %q; want %s, %q, %q", kind, node, detail, tt.ev.Kind(), tt.node, tt.detail)
 			}
 		})
+	}
+}
+
+// TestDeparted: a node the membership declared failed or gone, or the
+// master removed, is departed from its first such entry until it joins
+// again; one that left before the window is not.
+func TestDeparted(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	tl := newTimeline(func() time.Time { return clock })
+	step := func() { clock = clock.Add(time.Second) }
+	// node-old left before the window.
+	tl.membership(membership.Event{Kind: membership.EventFailed, Node: "node-old"})
+	clock = clock.Add(20 * time.Minute)
+	start := clock
+	tl.membership(membership.Event{Kind: membership.EventJoin, Node: "node-b"})
+	step()
+	tl.membership(membership.Event{Kind: membership.EventFailed, Node: "node-b"})
+	failedAt := clock
+	step()
+	kind, node, detail, _ := describe(event.IndexedEvent{Index: 9, Term: 2, Event: event.NodeLeft{Node: "node-b", Reason: event.LeaveTimedOut}})
+	tl.add(kind, node, detail)
+	step()
+	// node-c left gracefully and came back.
+	tl.membership(membership.Event{Kind: membership.EventLeave, Node: "node-c"})
+	step()
+	tl.membership(membership.Event{Kind: membership.EventJoin, Node: "node-c"})
+	step()
+	// node-d's update is no departure.
+	tl.membership(membership.Event{Kind: membership.EventUpdate, Node: "node-d"})
+	tl.membership(membership.Event{Kind: membership.EventLeave, Node: "node-e"})
+	leftAt := clock
+
+	got := tl.departed(start.Add(-time.Second))
+	if len(got) != 2 {
+		t.Fatalf("departed %+v, want node-b and node-e", got)
+	}
+	if b := got[0]; b.Node != "node-b" || !b.Since.Equal(failedAt) || b.Kind != "NodeLeft" || !strings.HasPrefix(b.Detail, "node removed from the cluster") {
+		t.Errorf("node-b: %+v, want departed since %s, last by NodeLeft", b, failedAt)
+	}
+	if e := got[1]; e.Node != "node-e" || !e.Since.Equal(leftAt) || e.Kind != "MemberLeave" {
+		t.Errorf("node-e: %+v, want departed since %s by MemberLeave", e, leftAt)
+	}
+	if all := tl.departed(time.Time{}); len(all) != 3 || all[0].Node != "node-b" || all[2].Node != "node-old" {
+		t.Errorf("over the whole ring: %+v, want node-b, node-e and node-old", all)
 	}
 }

@@ -82,6 +82,12 @@ const DefaultRepeatLastN = 64
 // DefaultMaxTokens caps generation when a request names no limit.
 const DefaultMaxTokens = 4096
 
+// ChatReplyTokens is the reply cap the chat clients (skulk chat, the
+// dashboard's chat) send unless their user sets another, so that one reply
+// cannot fill the whole context window and every turn leaves room for the
+// next.
+const ChatReplyTokens = 512
+
 // Sampling defaults for fields a request leaves unset, as llama-server sets
 // them: a request with no temperature samples at 0.8 with top_p 0.95; send
 // temperature 0 for greedy decoding. top_k, min_p and the penalties are

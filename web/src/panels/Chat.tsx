@@ -8,7 +8,11 @@ type Conversation = { id: string; title: string; model: string; messages: Msg[];
 type Settings = { system: string; temperature: string; top_p: string; max_tokens: string; seed: string };
 
 const storeKey = 'skulk.conversations';
-const settingsKey = 'skulk.chatSettings';
+// The settings' key changed when the page's own defaults (temperature 0.7,
+// top_p 1, 256 tokens) gave way to skulk chat's: settings saved under the
+// old key held those old defaults, so they are dropped.
+const settingsKey = 'skulk.chatSettings.2';
+const oldSettingsKey = 'skulk.chatSettings';
 
 function loadConversations(): Conversation[] {
   try {
@@ -22,9 +26,15 @@ function saveConversations(cs: Conversation[]) {
   localStorage.setItem(storeKey, JSON.stringify(cs));
 }
 
-const defaults: Settings = { system: '', temperature: '0.7', top_p: '1', max_tokens: '256', seed: '' };
+// An empty setting is skulk chat's default, which the node serving the page
+// names in its self frame: the reply cap is sent (as skulk chat sends
+// --max-tokens' default), the sampling is left to the node (skulk chat
+// sends no temperature unless told), and the fields show them as their
+// placeholders.
+const defaults: Settings = { system: '', temperature: '', top_p: '', max_tokens: '', seed: '' };
 
 function loadSettings(): Settings {
+  localStorage.removeItem(oldSettingsKey);
   try {
     return { ...defaults, ...JSON.parse(localStorage.getItem(settingsKey) ?? '{}') };
   } catch {
@@ -77,7 +87,8 @@ export function Chat({ f }: { f: Frames }) {
     const num = (s: string) => (s.trim() === '' ? undefined : Number(s));
     if (num(settings.temperature) !== undefined) body.temperature = num(settings.temperature);
     if (num(settings.top_p) !== undefined) body.top_p = num(settings.top_p);
-    if (num(settings.max_tokens) !== undefined) body.max_tokens = num(settings.max_tokens);
+    const cap = num(settings.max_tokens) ?? f.self?.chat?.max_tokens;
+    if (cap) body.max_tokens = cap;
     if (num(settings.seed) !== undefined) body.seed = num(settings.seed);
     const ac = new AbortController();
     ctrl.current = ac;
@@ -122,13 +133,15 @@ export function Chat({ f }: { f: Frames }) {
     if (current === id) setCurrent(null);
   };
 
-  const field = (k: keyof Settings, label: string, mode: 'decimal' | 'numeric') => (
+  const chat = f.self?.chat;
+  const field = (k: keyof Settings, label: string, mode: 'decimal' | 'numeric', placeholder?: number) => (
     <label>
       {label}
       <input
         data-testid={`set-${k}`}
         inputMode={mode}
         size={6}
+        placeholder={placeholder === undefined ? '' : String(placeholder)}
         value={settings[k]}
         onInput={(e) => setSettings({ ...settings, [k]: (e.target as HTMLInputElement).value })}
       />
@@ -171,9 +184,9 @@ export function Chat({ f }: { f: Frames }) {
               ))}
             </select>
           </label>
-          {field('temperature', 'Temperature ', 'decimal')}
-          {field('top_p', 'top_p ', 'decimal')}
-          {field('max_tokens', 'Max tokens ', 'numeric')}
+          {field('temperature', 'Temperature ', 'decimal', chat?.temperature)}
+          {field('top_p', 'top_p ', 'decimal', chat?.top_p)}
+          {field('max_tokens', 'Max tokens ', 'numeric', chat?.max_tokens)}
           {field('seed', 'Seed ', 'numeric')}
         </div>
         <label class="block">

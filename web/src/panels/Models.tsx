@@ -254,13 +254,20 @@ export function Models({ f }: { f: Frames }) {
         {catalog.map((m) => {
           const mine = instances.filter(([, i]) => i.model === m.model_id);
           const dls = Object.entries<any>(f.downloads?.[m.model_id] ?? {});
+          // An imported model (a local GGUF, no Hub source) was never
+          // downloaded and cannot be pulled: its weights are where it was
+          // imported, and a stage elsewhere fetches its tensors from there.
+          const imported = !m.builtin && !m.source_repository;
+          const heldBy: string[] = m.held_by ?? [];
           return (
             <article class="card" data-testid="model" data-model={m.model_id} data-installed={String(!!m.installed)}>
               <header class="row">
                 <strong>{m.model_id}</strong>
-                <span class="badge">{m.builtin ? 'built-in' : 'custom'}</span>
+                <span class="badge" data-testid="source">
+                  {m.builtin ? 'built-in' : imported ? 'imported' : 'from the Hub'}
+                </span>
                 <span class={`badge ${m.installed ? 'good' : ''}`} data-testid="installed">
-                  {m.installed ? 'installed' : 'not installed'}
+                  {m.installed ? (imported ? 'imported here' : 'installed') : imported ? 'imported elsewhere' : 'not installed'}
                 </span>
                 {m.placement && <span class="badge">{m.placement}</span>}
               </header>
@@ -268,7 +275,12 @@ export function Models({ f }: { f: Frames }) {
                 {m.name ?? ''} {m.architecture && `· ${m.architecture}`} {m.layers ? `· ${m.layers} layers` : ''} · {fmtBytes(m.storage_bytes)}
                 {m.source_repository && ` · ${m.source_repository}`}
               </div>
-              {!m.installed && m.reason && <div class="small">{m.reason}</div>}
+              {!m.installed && imported && (
+                <div class="small">
+                  imported on {heldBy.length ? heldBy.map(shortID).join(', ') : 'another node'}; a placement here fetches its tensors from there
+                </div>
+              )}
+              {!m.installed && !imported && m.reason && <div class="small">{m.reason}</div>}
               {dls.map(([node, d]) => (
                 <Progress model={m.model_id} node={node} d={d} rate={rates[`${m.model_id} ${node}`]} />
               ))}
@@ -276,7 +288,7 @@ export function Models({ f }: { f: Frames }) {
                 <button aria-expanded={open === m.model_id} onClick={() => setOpen(open === m.model_id ? null : m.model_id)}>
                   {open === m.model_id ? 'Hide preview' : 'Preview & place'}
                 </button>
-                {!m.installed && (
+                {!m.installed && !imported && (
                   <button data-testid="pull" onClick={() => act(() => call('POST', '/models/pull', { model_id: m.model_id }), `pulling ${m.model_id}`)}>
                     Pull
                   </button>

@@ -1,10 +1,13 @@
+import type { ComponentChild } from 'preact';
 import { useState } from 'preact/hooks';
 import { ApiError, apiKey, call, setApiKey } from '../api';
 
 export type Theme = 'system' | 'light' | 'dark';
 
-// SignIn asks for the API key; a key the node refuses is not kept.
-export function SignIn({ message, onSignedIn }: { message?: string; onSignedIn: () => void }) {
+// SignIn asks for the API key; a key the node refuses is not kept. It is
+// the page's one wording of the prompt: reason is 'refused' when the key
+// this tab kept stopped working.
+export function SignIn({ reason, onSignedIn }: { reason?: string; onSignedIn: () => void }) {
   const [key, setKey] = useState('');
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
@@ -29,7 +32,9 @@ export function SignIn({ message, onSignedIn }: { message?: string; onSignedIn: 
       }}
     >
       <h2>Sign in</h2>
-      <p>This node requires an API key{message ? `: ${message}` : '.'}</p>
+      <p data-testid="signin-why">
+        {reason === 'refused' ? 'This node refused the API key this tab kept. Enter a valid key.' : 'This node requires an API key.'}
+      </p>
       <label for="key">API key</label>
       <div class="row">
         <input id="key" data-testid="key" type="password" autocomplete="current-password" value={key} onInput={(e) => setKey((e.target as HTMLInputElement).value)} required />
@@ -47,7 +52,19 @@ export function SignIn({ message, onSignedIn }: { message?: string; onSignedIn: 
   );
 }
 
-export function Settings({ theme, setTheme, onSignOut }: { theme: Theme; setTheme: (t: Theme) => void; onSignOut: () => void }) {
+export function Settings({
+  theme,
+  setTheme,
+  onSignOut,
+  signIn,
+}: {
+  theme: Theme;
+  setTheme: (t: Theme) => void;
+  onSignOut: () => void;
+  // signIn, when the node needs a key the tab lacks, takes the place of
+  // the key's card.
+  signIn?: ComponentChild;
+}) {
   return (
     <div class="grid2">
       <fieldset class="card">
@@ -58,24 +75,26 @@ export function Settings({ theme, setTheme, onSignOut }: { theme: Theme; setThem
           </label>
         ))}
       </fieldset>
-      <div class="card">
-        <h3>API key</h3>
-        {apiKey() ? (
-          <>
-            <p>Signed in with a key kept in this tab's session storage.</p>
-            <button
-              onClick={() => {
-                setApiKey('');
-                onSignOut();
-              }}
-            >
-              Sign out
-            </button>
-          </>
-        ) : (
-          <p>No key: the node serves this page without one (loopback, or an open API).</p>
-        )}
-      </div>
+      {signIn ?? (
+        <div class="card">
+          <h3>API key</h3>
+          {apiKey() ? (
+            <>
+              <p>Signed in with a key kept in this tab's session storage.</p>
+              <button
+                onClick={() => {
+                  setApiKey('');
+                  onSignOut();
+                }}
+              >
+                Sign out
+              </button>
+            </>
+          ) : (
+            <p>No key: the node serves this page without one (loopback, or an open API).</p>
+          )}
+        </div>
+      )}
     </div>
   );
 }

@@ -1,5 +1,6 @@
+import { useEffect, useState } from 'preact/hooks';
 import { fmtBytes, shortID } from '../api';
-import type { Frames } from '../live';
+import type { Departure, Frames, Remembered } from '../live';
 
 const palette = 8; // instance colours, in CSS as .band-0 … .band-7
 
@@ -22,6 +23,102 @@ export function nodeIDs(f: Frames): string[] {
   for (const n of f.cluster?.nodes ?? []) set.add(n.nodeId);
   for (const n of f.nodes ?? []) set.add(n.node);
   return [...set].sort();
+}
+
+// A lost node stays on the topology, greyed, while the node's departed
+// frame names it (15 minutes after it left, the timeline's window), until
+// it comes back (it is a member again, and its card is live) or the
+// operator dismisses it: a dismissal holds for this tab and this loss
+// (a later loss of the same node shows again).
+const dismissedKey = 'skulk.dismissedLost';
+
+function loadDismissed(): Record<string, string> {
+  try {
+    return JSON.parse(sessionStorage.getItem(dismissedKey) ?? '{}');
+  } catch {
+    return {};
+  }
+}
+
+export function lostNodes(f: Frames, live: string[], dismissed: Record<string, string>): Departure[] {
+  const here = new Set(live);
+  return (f.departed ?? []).filter((d) => !here.has(d.node) && dismissed[d.node] !== d.since);
+}
+
+// why words a departure's last entry.
+function why(d: Departure): string {
+  switch (d.kind) {
+    case 'MemberFailed':
+      return 'stopped answering: the failure detector declared it dead';
+    case 'MemberLeave':
+      return 'left the cluster';
+    case 'NodeLeft':
+      return 'removed from the cluster by the master';
+  }
+  return d.detail;
+}
+
+function clock(at: Date): string {
+  return at.toLocaleTimeString([], { hour12: false, hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+function ago(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s} s ago`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ago`;
+  return `${Math.floor(m / 60)} h ${m % 60} min ago`;
+}
+
+// useNow returns the time, and re-renders every period while on is true
+// (a lost card's "… ago").
+function useNow(on: boolean, period: number): number {
+  const [, tick] = useState(0);
+  useEffect(() => {
+    if (!on) return;
+    const t = window.setInterval(() => tick((n) => n + 1), period);
+    return () => clearInterval(t);
+  }, [on, period]);
+  return Date.now();
+}
+
+function LostCard({ d, last, now, onDismiss }: { d: Departure; last?: Remembered; now: number; onDismiss: () => void }) {
+  const since = new Date(d.since);
+  const diag = last?.diag ?? {};
+  const r = last?.reading;
+  return (
+    <article class="card node lost" data-testid="node-card" data-node={d.node} data-role="none" data-health="lost" aria-label={`node ${shortID(d.node)}, lost`}>
+      <header class="row">
+        <strong class="mono" title={d.node}>
+          {shortID(d.node)}
+        </strong>
+        <span class="badge" data-testid="health">
+          lost
+        </span>
+        <button class="link small dismiss" data-testid="dismiss" onClick={onDismiss}>
+          Dismiss
+        </button>
+      </header>
+      <p class="small" data-testid="lost-since">
+        lost since{' '}
+        <time dateTime={d.since} title={since.toLocaleString()}>
+          {clock(since)}
+        </time>{' '}
+        ({ago(now - since.getTime())})
+      </p>
+      <p class="small" title={d.detail}>
+        {why(d)}
+      </p>
+      <dl class="facts">
+        <dt>Last address</dt>
+        <dd class="mono">{(diag.apiAddrs ?? []).join(', ') || '–'}</dd>
+        <dt>CPU</dt>
+        <dd>{r?.cpu?.cores ?? diag.cores ?? '–'} cores</dd>
+        <dt>Version</dt>
+        <dd>{diag.version || '–'}</dd>
+      </dl>
+    </article>
+  );
 }
 
 function MemoryBar({ r }: { r: any }) {
@@ -99,21 +196,34 @@ function Instances({ f, ids }: { f: Frames; ids: string[] }) {
               <span class={`badge st-${inst.status}`}>{inst.status}</span>
               <span class="small muted">{inst.context_tokens} tokens of context</span>
             </div>
-            <div class="bands" aria-label={`ranks of instance ${id}`}>
+            {/* The bar's segments are as wide as their layer ranges and carry
+                only the rank's number; the key under the bar names each
+                rank's node and layers, on as many lines as the width needs
+                (one per rank on a phone), so no label is cut or overlaps. */}
+            <div class="bands" aria-hidden="true">
               {inst.placement.map((s: any, rank: number) => (
                 <div
-                  class={`band band-${k % palette}`}
+                  class={`band band-${k % palette} shade-${rank % 2}`}
                   style={{ flexGrow: Math.max(1, s.layer_end - s.layer_start) }}
                   title={`rank ${rank} on ${s.node}: layers ${s.layer_start}–${s.layer_end}`}
                 >
-                  <span>
-                    rank {rank} · {shortID(s.node)} · layers {s.layer_start}–{s.layer_end}
-                    {s.holds_embedding ? ' · emb' : ''}
-                    {s.holds_head ? ' · head' : ''}
-                  </span>
+                  {rank}
                 </div>
               ))}
             </div>
+            <ol class="rank-key" aria-label={`ranks of instance ${id}`}>
+              {inst.placement.map((s: any, rank: number) => (
+                <li data-testid="rank-label" title={s.node}>
+                  <span class={`swatch band-${k % palette} shade-${rank % 2}`}>{rank}</span>
+                  <span class="mono">{shortID(s.node)}</span>
+                  <span>
+                    layers {s.layer_start}–{s.layer_end}
+                    {s.holds_embedding ? ' · embedding' : ''}
+                    {s.holds_head ? ' · head' : ''}
+                  </span>
+                </li>
+              ))}
+            </ol>
             <div class="small muted">
               {layers} layers across {new Set(inst.placement.map((s: any) => s.node)).size} of {ids.length} nodes
               {(inst.runners ?? []).some((r: any) => r.reason) &&
@@ -126,8 +236,19 @@ function Instances({ f, ids }: { f: Frames; ids: string[] }) {
   );
 }
 
-export function Topology({ f }: { f: Frames }) {
+export function Topology({ f, remembered = {} }: { f: Frames; remembered?: Record<string, Remembered> }) {
   const ids = nodeIDs(f);
+  const [dismissed, setDismissed] = useState(loadDismissed);
+  const lost = lostNodes(f, ids, dismissed);
+  const now = useNow(lost.length > 0, 10000);
+  const dismiss = (d: Departure) => {
+    // Only the departures still named are kept: a node that came back
+    // and was lost again shows again.
+    const next: Record<string, string> = { [d.node]: d.since };
+    for (const x of f.departed ?? []) if (dismissed[x.node] === x.since) next[x.node] = x.since;
+    sessionStorage.setItem(dismissedKey, JSON.stringify(next));
+    setDismissed(next);
+  };
   const readings: Record<string, any> = {};
   for (const r of f.nodes ?? []) readings[r.node] = r;
   const diag: Record<string, any> = {};
@@ -136,7 +257,8 @@ export function Topology({ f }: { f: Frames }) {
   return (
     <div>
       <p class="small muted">
-        {ids.length} node{ids.length === 1 ? '' : 's'} · master {master ? shortID(master) : 'not elected'} · term {f.state?.term ?? '–'}
+        {ids.length} node{ids.length === 1 ? '' : 's'}
+        {lost.length > 0 && ` · ${lost.length} lost`} · master {master ? shortID(master) : 'not elected'} · term {f.state?.term ?? '–'}
         {f.cluster?.versionStatus === 'mismatch' && <span class="badge bad"> version mismatch</span>}
       </p>
       <div class="cards">
@@ -184,6 +306,9 @@ export function Topology({ f }: { f: Frames }) {
             </article>
           );
         })}
+        {lost.map((d) => (
+          <LostCard d={d} last={remembered[d.node]} now={now} onDismiss={() => dismiss(d)} />
+        ))}
       </div>
       {(f.cluster?.refused ?? []).length > 0 && (
         <section aria-label="refused peers">
