@@ -406,3 +406,26 @@ func TestLiveVersionAgrees(t *testing.T) {
 		t.Errorf("diagnostics %+v; skulk version %s %s", diag, ver, commit)
 	}
 }
+
+// TestLivePlaceExclude: skulk place --exclude takes a node by name or by
+// the start of its id; excluding the only node is refused, saying so.
+func TestLivePlaceExclude(t *testing.T) {
+	n := startLiveNode(t, "--name", "studio")
+	var st struct {
+		Nodes map[string]any `json:"nodes"`
+	}
+	n.getJSON(t, "/state", &st)
+	var id string
+	for k := range st.Nodes {
+		id = k
+	}
+	for _, ref := range []string{"studio", id[:6]} {
+		code, out, errs := n.skulk(t, "", nil, "place", "stories260k", "--exclude", ref)
+		if code == 0 || !strings.Contains(errs, "exclude fewer") {
+			t.Fatalf("place --exclude %s (the only node): exit %d %q %q", ref, code, out, errs)
+		}
+	}
+	if code, out, errs := n.skulk(t, "", nil, "place", "stories260k", "--exclude", "elsewhere"); code != 0 || strings.TrimSpace(out) == "" {
+		t.Fatalf("place --exclude elsewhere: exit %d %q %q", code, out, errs)
+	}
+}

@@ -11,12 +11,13 @@ import (
 
 // placeModel places model and waits until it serves, printing progress.
 func placeModel(ctx context.Context, c *apiClient, model string, contextTokens int, s stdio) (string, error) {
-	return placeModelOn(ctx, c, model, contextTokens, 0, s)
+	return placeModelOn(ctx, c, model, contextTokens, 0, nil, s)
 }
 
 // placeModelOn is placeModel across at least minNodes nodes (0: the
-// planner's choice).
-func placeModelOn(ctx context.Context, c *apiClient, model string, contextTokens, minNodes int, s stdio) (string, error) {
+// planner's choice), on none of the excluded nodes (ids, unique prefixes
+// of ids, or names).
+func placeModelOn(ctx context.Context, c *apiClient, model string, contextTokens, minNodes int, excluded []string, s stdio) (string, error) {
 	var res struct {
 		InstanceID string `json:"instance_id"`
 	}
@@ -26,6 +27,9 @@ func placeModelOn(ctx context.Context, c *apiClient, model string, contextTokens
 	}
 	if minNodes > 0 {
 		body["min_nodes"] = minNodes
+	}
+	if len(excluded) > 0 {
+		body["excluded_nodes"] = excluded
 	}
 	if err := c.call(ctx, http.MethodPost, "/place_instance", body, &res); err != nil {
 		return "", err
@@ -49,6 +53,7 @@ func instancesOf(st clusterState, model string) []string {
 func newPlaceCmd(s stdio) *cobra.Command {
 	var host string
 	var ctxTokens, replicas, minNodes int
+	var excluded []string
 	c := &cobra.Command{
 		Use:   "place MODEL",
 		Short: "Place a model on the cluster and wait until it serves",
@@ -57,7 +62,8 @@ printed on standard output. A model that is already placed is not placed again:
 --replicas N asks for N instances of it in all, and places the missing ones.`,
 		Example: `  skulk place stories260k
   skulk place qwen2.5-0.5b-instruct-q4_k_m --context 8192
-  skulk place stories260k --replicas 2          # two instances in all`,
+  skulk place stories260k --replicas 2          # two instances in all
+  skulk place stories260k --exclude laptop      # on any node but the one named laptop`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeModels,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -84,7 +90,7 @@ printed on standard output. A model that is already placed is not placed again:
 				return nil
 			}
 			for range want - len(have) {
-				id, err := placeModelOn(cmd.Context(), api, model, ctxTokens, minNodes, s)
+				id, err := placeModelOn(cmd.Context(), api, model, ctxTokens, minNodes, excluded, s)
 				if err != nil {
 					return err
 				}
@@ -96,6 +102,7 @@ printed on standard output. A model that is already placed is not placed again:
 	addHostFlag(c, &host)
 	c.Flags().IntVar(&ctxTokens, "context", 0, "context window in tokens (0 = the served default)")
 	c.Flags().IntVar(&minNodes, "min-nodes", 0, "split the model by layers across at least `N` nodes (0 = the planner's choice: one node when it fits)")
+	c.Flags().StringSliceVar(&excluded, "exclude", nil, "place on none of these `NODE`s: an id, a unique start of one, or a name (skulk nodes lists them); repeat or comma-separate")
 	c.Flags().IntVar(&replicas, "replicas", 0, "how many instances of the model in all; the missing ones are placed (default: one, unless placed already)")
 	return c
 }

@@ -438,6 +438,31 @@ func (g *Gateway) Place(ctx context.Context, req request.PlaceRequest) (request.
 			req.ModelID = ids.ModelID(model)
 		}
 	}
+	// Excluded nodes go by id, a unique prefix of it, or name.
+	if len(req.ExcludedNodes) > 0 {
+		st, err := g.cfg.Master.State(ctx)
+		if err != nil {
+			return request.PlaceResult{}, err
+		}
+		var live []placement.Node
+		if g.cfg.Nodes != nil {
+			live = g.cfg.Nodes()
+		}
+		excluded := make([]ids.NodeID, 0, len(req.ExcludedNodes))
+		for _, ref := range req.ExcludedNodes {
+			n, err := ResolveNode(st.NodeIDs(), live, string(ref))
+			if fault.ClassOf(err) == fault.ClassNotFound {
+				// A node the cluster does not know now may come: excluded
+				// by that id all the same.
+				n, err = ref, nil
+			}
+			if err != nil {
+				return request.PlaceResult{}, err
+			}
+			excluded = append(excluded, n)
+		}
+		req.ExcludedNodes = excluded
+	}
 	id := ids.CommandID(g.cfg.NewID())
 	_, err := g.cfg.Master.Execute(ctx, event.PlaceInstance{ID: id, Model: req.ModelID, MinNodes: uint32(req.MinNodes),
 		ExcludedNodes: req.ExcludedNodes, ContextTokens: uint32(req.ContextTokens), CacheType: req.CacheType,

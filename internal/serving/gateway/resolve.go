@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/platform/ids"
@@ -84,3 +85,62 @@ func (g *Gateway) DeleteInstances(ctx context.Context, ref string) ([]ids.Instan
 	}
 	return done, nil
 }
+
+// ResolveNode turns what a client named into a node id, as every route
+// that takes a node does: a node's id; else its name (unique among the
+// live nodes); else a unique prefix of a node's id. An ambiguous name or
+// prefix is refused (409) naming the candidates; one that matches nothing
+// (404) says where the nodes are listed. known are the State's nodes,
+// live the membership's (with their names).
+func ResolveNode(known []ids.NodeID, live []placement.Node, ref string) (ids.NodeID, error) {
+	if ref == "" {
+		return "", fault.ParamErrorf("node", "name a node: its id, a unique prefix of it, or its name (skulk nodes lists them)")
+	}
+	all := map[ids.NodeID]string{}
+	for _, id := range known {
+		all[id] = ""
+	}
+	for _, n := range live {
+		all[ids.NodeID(n.ID)] = n.Name
+	}
+	if _, ok := all[ids.NodeID(ref)]; ok {
+		return ids.NodeID(ref), nil
+	}
+	var named, prefixed []ids.NodeID
+	for id, name := range all {
+		if name == ref {
+			named = append(named, id)
+		}
+		if strings.HasPrefix(string(id), ref) {
+			prefixed = append(prefixed, id)
+		}
+	}
+	slices.Sort(named)
+	slices.Sort(prefixed)
+	pick := prefixed
+	if len(named) > 0 {
+		pick = named
+	}
+	switch {
+	case len(pick) == 1:
+		return pick[0], nil
+	case len(pick) > 1:
+		var names []string
+		for _, id := range pick[:min(len(pick), maxCandidates)] {
+			names = append(names, fmt.Sprintf("%s (%s)", id, orUnnamed(all[id])))
+		}
+		if len(pick) > maxCandidates {
+			names = append(names, fmt.Sprintf("and %d more", len(pick)-maxCandidates))
+		}
+		return "", fault.Errorf(fault.ClassConflict, "%s names %d nodes: %s; give more of the id", fault.Quote(ref), len(pick), strings.Join(names, ", "))
+	}
+	return "", fault.Errorf(fault.ClassNotFound, "no node %s: name a node by its id, a unique prefix of it, or its name (skulk nodes lists them)", fault.Quote(ref))
+}
+
+func orUnnamed(name string) string {
+	if name == "" {
+		return "no name known"
+	}
+	return name
+}
+

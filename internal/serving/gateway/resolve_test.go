@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skulk/skulk/internal/control/placement"
 	"github.com/skulk/skulk/internal/control/state"
 	"github.com/skulk/skulk/internal/platform/fault"
 	"github.com/skulk/skulk/internal/platform/ids"
@@ -70,5 +71,35 @@ func TestResolveInstancesNamesFewCandidates(t *testing.T) {
 	_, err := ResolveInstances(st, "a")
 	if err == nil || !strings.Contains(err.Error(), "a7 (m), and 2 more") || strings.Contains(err.Error(), "a8") {
 		t.Fatalf("%v: want 8 candidates and a count of the other 2", err)
+	}
+}
+
+func TestResolveNode(t *testing.T) {
+	known := []ids.NodeID{"3ad65584-340a-41be-b859-303821b11f39", "3b4a2568-6dff-49c5-8bc4-19387718408a", "c3a1e902-d4ee-46c3-a430-ffbfee27fda1"}
+	live := []placement.Node{{ID: string(known[0]), Name: "studio"}, {ID: string(known[1]), Name: "laptop"}, {ID: string(known[2]), Name: "laptop"}}
+	for _, c := range []struct {
+		ref  string
+		want ids.NodeID
+		err  fault.Class
+		in   string
+	}{
+		{ref: string(known[1]), want: known[1]},
+		{ref: "studio", want: known[0]},
+		{ref: "c3a", want: known[2]},
+		{ref: "3", err: fault.ClassConflict, in: "names 2 nodes"},
+		{ref: "laptop", err: fault.ClassConflict, in: "(laptop)"},
+		{ref: "desk", err: fault.ClassNotFound, in: "skulk nodes"},
+		{ref: "", err: fault.ClassInvalid, in: "name a node"},
+	} {
+		got, err := ResolveNode(known, live, c.ref)
+		if c.err != "" {
+			if fault.ClassOf(err) != c.err || !strings.Contains(err.Error(), c.in) {
+				t.Errorf("%q: %v, want a %s error saying %q", c.ref, err, c.err, c.in)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: %s %v, want %s", c.ref, got, err, c.want)
+		}
 	}
 }
