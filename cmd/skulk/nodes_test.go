@@ -41,7 +41,7 @@ func TestLiveNodes(t *testing.T) {
 	if !strings.HasPrefix(out, "NAME ") || !line.MatchString(out) {
 		t.Fatalf("skulk nodes:\n%s\nwant a line %s", out, line)
 	}
-	if code, out, errs := n.skulk(t, "", nil, "ps"); code != 0 || !strings.Contains(out, "kitchen[0:5]") {
+	if code, out, errs := n.skulk(t, "", nil, "ps"); code != 0 || !strings.Contains(out, "kitchen [0, 5)") {
 		t.Errorf("ps: exit %d %q %q: the placement does not name the node", code, out, errs)
 	}
 	var diag struct {

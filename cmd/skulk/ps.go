@@ -58,12 +58,12 @@ func renderPs(w io.Writer, st clusterState) error {
 		var ranks []string
 		status := in.Status
 		for _, p := range in.Placement {
-			ranks = append(ranks, fmt.Sprintf("%s[%d:%d]", st.nodeLabel(p.Node), p.LayerStart, p.LayerEnd))
+			ranks = append(ranks, fmt.Sprintf("%s [%d, %d)", st.nodeLabel(p.Node), p.LayerStart, p.LayerEnd))
 			if lost(p.Node) {
 				status = "lost"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, status, in.ContextTokens, strings.Join(ranks, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", id, in.Model, status, in.ContextTokens, strings.Join(ranks, ", "))
 		if len(in.Placement) < 2 {
 			continue
 		}

@@ -116,7 +116,7 @@ func (m *Library) fetchStage(ctx context.Context, model ids.ModelID, want *catal
 	}
 	if res.Fetched > 0 {
 		m.log.Info("fetched a stage's tensors from a member", "model", model, "from", res.Source, "bytes", res.Fetched,
-			"reused_bytes", res.Reused, "layers", fmt.Sprintf("%d-%d", sh.LayerStart, sh.LayerEnd))
+			"reused_bytes", res.Reused, "layers", fmt.Sprintf("[%d, %d)", sh.LayerStart, sh.LayerEnd))
 	}
 	tmpl := res.Card.ChatTemplate
 	if want != nil {

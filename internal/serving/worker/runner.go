@@ -89,7 +89,7 @@ func (w *Worker) runRunner(ctx context.Context, k key, id ids.RunnerID, inst sta
 	spec := proto.LoadSpec{ModelPath: model.Path, ChatTemplateOverride: model.ChatTemplate, Start: int(sh.LayerStart), End: int(sh.LayerEnd), First: sh.HoldsEmbedding,
 		Last: sh.HoldsHead, Threads: w.cfg.Threads, ContextTokens: int(inst.ContextTokens), Instance: string(k.inst), Rank: k.rank,
 		CacheType: inst.CacheType, Speculative: model.Speculative}
-	rec.add(id, PhaseLoad, fmt.Sprintf("%s layers %d-%d", inst.Model, sh.LayerStart, sh.LayerEnd))
+	rec.add(id, PhaseLoad, fmt.Sprintf("%s layers [%d, %d)", inst.Model, sh.LayerStart, sh.LayerEnd))
 	if n := len(inst.Placement); n > 1 && w.cfg.Edges != nil {
 		spec.Pipeline = &proto.PipelineSpec{Ranks: n, Socket: w.cfg.Edges(k.inst, inst.Placement),
 			ConnectTimeoutMS: int(w.cfg.EdgeConnectTimeout.Milliseconds())}

@@ -205,7 +205,7 @@ function Instances({ f, ids }: { f: Frames; ids: string[] }) {
                 <div
                   class={`band band-${k % palette} shade-${rank % 2}`}
                   style={{ flexGrow: Math.max(1, s.layer_end - s.layer_start) }}
-                  title={`rank ${rank} on ${s.node}: layers ${s.layer_start}–${s.layer_end}`}
+                  title={`rank ${rank} on ${s.node}: layers [${s.layer_start}, ${s.layer_end})`}
                 >
                   {rank}
                 </div>
@@ -217,7 +217,7 @@ function Instances({ f, ids }: { f: Frames; ids: string[] }) {
                   <span class={`swatch band-${k % palette} shade-${rank % 2}`}>{rank}</span>
                   <span class="mono">{shortID(s.node)}</span>
                   <span>
-                    layers {s.layer_start}–{s.layer_end}
+                    layers [{s.layer_start}, {s.layer_end})
                     {s.holds_embedding ? ' · embedding' : ''}
                     {s.holds_head ? ' · head' : ''}
                   </span>
