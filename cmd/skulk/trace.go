@@ -72,9 +72,11 @@ func newTraceShowCmd(s stdio) *cobra.Command {
 		Short: "Show a request's trace: its spans as a tree, with durations and nodes",
 		Long: `Show the trace of a request as a tree of spans: each span under the one it is part
 of, in the order they started, with when it started (ms after the request
-arrived), how long it took, the node that ran it and its attributes. Ask the
-node that answered the request (--host): it alone keeps the trace.`,
+arrived), how long it took, the node that ran it and its attributes. ID may be
+the start of the id no other trace shares. Ask the node that answered the
+request (--host): it alone keeps the trace.`,
 		Example: `  skulk trace show 4bf92f3577b34da6a3ce929d0e0e4736
+  skulk trace show 4bf9                                   # the start of the id
   skulk trace show 4bf92f3577b34da6a3ce929d0e0e4736 --json
   skulk trace show 4bf92f3577b34da6a3ce929d0e0e4736 --otlp > trace.json   # for Jaeger or Tempo`,
 		Args: exactArgs(1),

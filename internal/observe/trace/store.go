@@ -3,6 +3,7 @@ package trace
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -79,6 +80,22 @@ func (s *Store) Get(id string) (Trace, bool) {
 	t.Spans = slices.Clone(t.Spans)
 	slices.SortStableFunc(t.Spans, func(a, b Span) int { return a.Start.Compare(b.Start) })
 	return t, true
+}
+
+// Matching returns the ids of the traces the store holds that start with
+// prefix (a whole id too), sorted, the too old left out; at most limit
+// of them.
+func (s *Store) Matching(prefix string, limit int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, t := range s.ring {
+		if strings.HasPrefix(t.ID, prefix) && s.now().Sub(t.At) <= s.maxAge {
+			out = append(out, t.ID)
+		}
+	}
+	slices.Sort(out)
+	return out[:min(len(out), limit)]
 }
 
 // Len reports how many traces the store holds, the too old included.

@@ -165,13 +165,25 @@ func (s *server) nodeDiagnostics(w http.ResponseWriter, r *http.Request) {
 }
 
 // GET /v1/traces/{id}[?format=otlp]: a request this node answered, as the
-// spans its nodes recorded while the cluster's tracing was on.
+// spans its nodes recorded while the cluster's tracing was on; id may be
+// the unique start of one.
 func (s *server) getTrace(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	format := r.URL.Query().Get("format")
 	if format != "" && format != "json" && format != "otlp" {
 		s.writeError(w, r, fault.ParamErrorf("format", "format must be json or otlp, got %s", fault.Quote(format)))
 		return
+	}
+	if !trace.ValidID(id) && id != "" {
+		// The start of an id, as a trace is named in every command.
+		switch m := s.cfg.Traces.Matching(id, 8); len(m) {
+		case 0:
+		case 1:
+			id = m[0]
+		default:
+			s.writeError(w, r, fault.Errorf(fault.ClassConflict, "%s is the start of several traces' ids: %s; give more of the id", fault.Quote(id), strings.Join(m, ", ")))
+			return
+		}
 	}
 	t, ok := s.cfg.Traces.Get(id)
 	if !trace.ValidID(id) || !ok {

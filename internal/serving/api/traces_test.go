@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,3 +96,28 @@ func TestTraceRoute(t *testing.T) {
 }
 
 var timeNow = time.Now
+
+// TestTraceByPrefix: a trace goes by the unique start of its id; a start
+// that several share is refused naming them.
+func TestTraceByPrefix(t *testing.T) {
+	store := trace.NewStore(0, 0, nil)
+	a, b := "abcd0000000000000000000000000001", "abcd1000000000000000000000000002"
+	store.Put(a, []trace.Span{{Name: "api", Node: "n"}})
+	store.Put(b, []trace.Span{{Name: "api", Node: "n"}})
+	f := newFixture(t, Config{Traces: store})
+	for _, c := range []struct {
+		ref    string
+		status int
+		want   string
+	}{
+		{"abcd0", 200, `"trace_id":"` + a + `"`},
+		{"abcd1", 200, `"trace_id":"` + b + `"`},
+		{a, 200, `"trace_id":"` + a + `"`},
+		{"abcd", 409, a + ", " + b},
+		{"ffff", 404, "holds no trace"},
+	} {
+		if r := f.do(t, "GET", "/v1/traces/"+c.ref, ""); r.status != c.status || !strings.Contains(string(r.body), c.want) {
+			t.Errorf("GET /v1/traces/%s: %d %s, want %d with %q", c.ref, r.status, r.body, c.status, c.want)
+		}
+	}
+}
