@@ -129,7 +129,7 @@ func decideRemoveModel(s state.State, c event.RemoveModel) ([]event.Event, error
 }
 
 func unknownModel(m ids.ModelID) error {
-	return fault.Errorf(fault.ClassNotFound, "unknown model %q (GET /models lists the catalog)", m)
+	return fault.Errorf(fault.ClassNotFound, "unknown model %s (GET /models lists the catalog)", fault.Quote(string(m)))
 }
 
 func decidePlace(s state.State, c event.PlaceInstance, in inputs) ([]event.Event, error) {

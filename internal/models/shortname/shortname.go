@@ -13,6 +13,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"github.com/skulk/skulk/internal/platform/fault"
 	"regexp"
 	"slices"
 	"sort"
@@ -173,6 +174,9 @@ func (l Library) Lookup(name string) (Entry, bool) {
 // typo. It returns nothing for a name unlike any of them.
 func (l Library) Suggest(name string, n int) []string {
 	name = strings.ToLower(strings.TrimSpace(name))
+	if len(name) > maxSuggestable {
+		return nil // no typo of a library name; and the distance is quadratic
+	}
 	family, _, _ := strings.Cut(name, ":")
 	type cand struct {
 		name string
@@ -211,6 +215,10 @@ func (l Library) Suggest(name string, n int) []string {
 	return out
 }
 
+// maxSuggestable bounds the names Suggest compares: the library's are a
+// few dozen bytes.
+const maxSuggestable = 128
+
 // distance is the Levenshtein distance between a and b, in runes.
 func distance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
@@ -241,7 +249,7 @@ type UnknownError struct {
 }
 
 func (e *UnknownError) Error() string {
-	msg := fmt.Sprintf("unknown model %q", e.Name)
+	msg := "unknown model " + fault.Quote(e.Name)
 	switch len(e.Suggestions) {
 	case 0:
 		return msg
