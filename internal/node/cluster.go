@@ -146,7 +146,7 @@ func (p *peers) nodes() []placement.Node {
 	for _, mem := range m.Members() {
 		v, ok := res[mem.Node]
 		out = append(out, placement.Node{ID: string(mem.Node), TotalBytes: v.TotalBytes, AvailableBytes: v.AvailableBytes,
-			Backends: v.Backends, Pending: !ok, MaxInstances: v.MaxInstances, Name: v.Name})
+			Backends: v.Backends, Pending: !ok, MaxInstances: v.MaxInstances, Name: v.Name, Cores: v.CPU.Cores})
 	}
 	return out
 }

@@ -220,6 +220,9 @@ type stateDoc struct {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 		} `json:"runners"`
+		Placement []struct {
+			Node string `json:"node"`
+		} `json:"placement"`
 	} `json:"instances"`
 	Failures []struct {
 		Instance string `json:"instance"`

@@ -34,7 +34,7 @@ func Running(s state.State, card func(ids.ModelID) (Card, bool), skip ids.Instan
 			model = &m
 		}
 		for _, sh := range inst.Placement {
-			out = append(out, placement.Running{Node: string(sh.Node), Model: model, Context: int(inst.ContextTokens),
+			out = append(out, placement.Running{Node: string(sh.Node), ModelID: string(inst.Model), Model: model, Context: int(inst.ContextTokens),
 				Rank: placement.Rank{Start: int(sh.LayerStart), End: int(sh.LayerEnd), HoldsEmbedding: sh.HoldsEmbedding, HoldsHead: sh.HoldsHead}})
 		}
 	}

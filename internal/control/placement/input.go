@@ -54,6 +54,13 @@ type Node struct {
 	// placed, before its process allocates anything.
 	Runners        int   `json:"runners,omitempty"`
 	CommittedBytes int64 `json:"committed_bytes,omitempty"`
+	// Cores is the node's logical CPU count (0: unknown): its runners
+	// share them, so a whole instance goes where runners per core are
+	// fewest.
+	Cores int `json:"cores,omitempty"`
+	// Models counts the node's runners by model (from the State, with
+	// Runners): replicas of one model spread over nodes.
+	Models map[string]int `json:"-"`
 }
 
 // maxInstances is the node's runner limit with the default applied.

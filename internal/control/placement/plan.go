@@ -32,9 +32,11 @@ type Rank struct {
 	HoldsHead      bool   `json:"holds_head"`
 }
 
-// Plan places m on nodes as req asks: on one node when it fits one,
-// otherwise on the fewest nodes that fit (most available memory first, ties
-// by id), with each node admitted on its own memory. Backends are tried in
+// Plan places m on nodes as req asks: on one node when it fits one (the
+// one with the fewest replicas of m, then the fewest runners per core, then
+// the most room: spread), otherwise on the fewest nodes that fit (most
+// available memory first, ties by id), with each node admitted on its own
+// memory. Backends are tried in
 // preference order at each width, so a narrower placement on a less
 // preferred backend beats a wider one on a preferred backend. The answer
 // depends only on the values given, not on the order of nodes.
@@ -140,6 +142,24 @@ func widths(s shape, req Request, candidates []Node, minWidth, maxWidth int) (Pl
 	}
 	var widest *MemoryShortfallError
 	for w := minWidth; w <= min(maxWidth, most); w++ {
+		if w == 1 {
+			// A whole instance goes to the least busy node it fits:
+			// replicas of one model spread, runners share cores.
+			for i, b := range order {
+				if len(offering[i]) == 0 {
+					continue
+				}
+				for _, n := range spread(s.ID, offering[i]) {
+					if p, short := attempt(s, req, []Node{n}, b); short == nil {
+						return p, nil
+					}
+				}
+				if widest == nil { // the roomiest node's arithmetic: the closest to fitting
+					_, widest = attempt(s, req, offering[i][:1], b)
+				}
+			}
+			continue
+		}
 		for i, b := range order {
 			if len(offering[i]) < w {
 				continue
@@ -227,4 +247,26 @@ func attempt(s shape, req Request, nodes []Node, backend string) (Placement, *Me
 		ContextWindow: window, ContextCeiling: int(ceiling),
 		PerNode: per, Request: req,
 	}, nil
+}
+
+// spread orders nodes for a whole instance of model: fewest replicas of it
+// first, then fewest runners per core, then the roomiest, then by id. The
+// memory-first order alone put every replica on the node that read the
+// most free memory; on equal machines that reading is noise.
+func spread(model string, nodes []Node) []Node {
+	out := slices.Clone(nodes)
+	slices.SortStableFunc(out, func(a, b Node) int {
+		if c := cmp.Compare(a.Models[model], b.Models[model]); c != 0 {
+			return c
+		}
+		// a.Runners/a.cores vs b.Runners/b.cores, without division.
+		if c := cmp.Compare(a.Runners*max(b.Cores, 1), b.Runners*max(a.Cores, 1)); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.headroom(), a.headroom()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
 }
