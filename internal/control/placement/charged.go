@@ -57,4 +57,3 @@ func copyCounts(m map[string]int) map[string]int {
 	}
 	return out
 }
-

@@ -143,4 +143,3 @@ func orUnnamed(name string) string {
 	}
 	return name
 }
-
