@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# replicas.sh measures what a second replica of a model on a second machine
+# adds to the throughput of one node's API (issue 31's placement for
+# throughput): N concurrent streams over 1 replica, then over 2 replicas on
+# 2 nodes, alternating, in one run.
+#
+#   sudo bench/replicas.sh [MODEL] [--rounds N] [--streams N] [--skulk BIN] [--json]
+#
+# Two network namespaces on one bridge, each running `skulk run` with one
+# engine thread, pinned with taskset to cores 0 and 1. The load comes from
+# bench/replicas.mjs in the root namespace and always goes to node A's API.
+# MODEL defaults to the synthesized 1b-shape Q8_0 that bench/pipeline.sh
+# writes ($TMPDIR/skulk-bench-1b-q8_0.gguf). Needs root, iproute2, taskset,
+# node and 2 cores. Leaves nothing behind.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+
+model="" rounds=3 streams=8 skulk="" json=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--rounds) rounds=$2; shift 2 ;;
+	--streams) streams=$2; shift 2 ;;
+	--skulk) skulk=$2; shift 2 ;;
+	--json) json=--json; shift ;;
+	-h | --help) sed -n '2,14p' "$0"; exit 0 ;;
+	*) model=$1; shift ;;
+	esac
+done
+[ "$(id -u)" = 0 ] || { echo "replicas.sh: needs root (network namespaces)" >&2; exit 1; }
+for c in ip taskset node; do
+	command -v "$c" >/dev/null || { echo "replicas.sh: $c is not installed" >&2; exit 1; }
+done
+[ "$(nproc)" -ge 2 ] || { echo "replicas.sh: needs 2 cores (one per node)" >&2; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/skulk-replicas-bench.XXXXXX")
+if [ -z "$skulk" ]; then
+	skulk="$work/skulk"
+	(cd "$root" && go build -o "$skulk" ./cmd/skulk)
+fi
+if [ -z "$model" ]; then
+	model="${TMPDIR:-/tmp}/skulk-bench-1b-q8_0.gguf"
+	[ -f "$model" ] || "$skulk" dev synth --shape 1b --type Q8_0 --out "$model" >&2
+fi
+model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
+
+ns=(skrb1 skrb2) br=br0 sw=skrbsw
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	sleep 1
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	if [ -n "${failed:-}" ]; then
+		for n in "${ns[@]}"; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2 || true; done
+	fi
+	for n in "${ns[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
+	ip link del skrbc 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The bridge lives in a namespace of its own (see bench/pipeline.sh).
+ip netns add "$sw"
+ip -n "$sw" link add "$br" type bridge
+ip -n "$sw" link set "$br" up
+ip link add skrbc type veth peer name up0 netns "$sw"
+ip -n "$sw" link set up0 master "$br" up
+ip addr add 10.89.0.254/24 dev skrbc
+ip link set skrbc up
+for i in 0 1; do
+	n=${ns[$i]}
+	ip netns add "$n"
+	ip -n "$sw" link add "p$i" type veth peer name eth0 netns "$n"
+	ip -n "$sw" link set "p$i" master "$br" up
+	ip -n "$n" addr add "10.89.0.$((i + 1))/24" dev eth0
+	ip -n "$n" link set eth0 up
+	ip -n "$n" link set lo up
+done
+
+export SKULK_API_KEY=bench-admin-key SKULK_IMPORT_DIRS="$(dirname "$model")" SKULK_OFFLINE=1
+clusterkey=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+start() {
+	local n=$1 core=$2
+	shift 2
+	mkdir -p "$work/$n"
+	SKULK_CLUSTER_KEY=$clusterkey ip netns exec "$n" taskset -c "$core" "$skulk" run --home "$work/$n" \
+		--threads 1 --no-mdns --log-level "${LOG_LEVEL:-warn}" "$@" >"$work/$n.log" 2>&1 &
+	pids+=($!)
+	disown
+}
+start skrb1 0
+start skrb2 1 --bootstrap-peers 10.89.0.1:52416
+
+failed=1
+node "$here/replicas.mjs" --model "$model" --rounds "$rounds" --streams "$streams" --key "$SKULK_API_KEY" \
+	--nodes http://10.89.0.1:52415,http://10.89.0.2:52415 $json
+failed=
