@@ -21,7 +21,8 @@ func newDevSynthCmd(s stdio) *cobra.Command {
 			"  skulk dev synth --arch qwen3moe --out /tmp/moe.gguf   # a small MoE in the types its real files ship\n" +
 			"  skulk dev synth --arch gpt-oss --out /tmp/oss.gguf    # MXFP4 experts, Q8_0 elsewhere\n" +
 			"  skulk dev synth --arch phi3 --out /tmp/phi3.gguf      # fused projections, LongRoPE factors, Q4_K_M\n" +
-			"  skulk dev synth --arch gemma3 --out /tmp/gemma3.gguf  # local and global blocks, post norms, GELU, Q4_K_M", Args: noArgs}
+			"  skulk dev synth --arch gemma3 --out /tmp/gemma3.gguf  # local and global blocks, post norms, GELU, Q4_K_M\n" +
+			"  skulk dev synth --arch mistral3 --out /tmp/m3.gguf    # YaRN, query temperature, untied head, Q4_K_M", Args: noArgs}
 	fs := c.Flags()
 	shapes := synth.Shapes()
 	names := make([]string, 0, len(shapes))
@@ -31,9 +32,9 @@ func newDevSynthCmd(s stdio) *cobra.Command {
 	sort.Strings(names)
 	arch := fs.String("arch", "llama", "architecture: "+strings.Join(model.SupportedArchs(), ", "))
 	shapeName := fs.String("shape", "tiny", "named shape: "+strings.Join(names, ", ")+
-		" (default for a mixture-of-experts, phi3 or gemma3 --arch: a small model of that architecture)")
+		" (default for a mixture-of-experts, phi3, gemma3 or mistral3 --arch: a small model of that architecture)")
 	typName := fs.String("type", "Q8_0", "matrix type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4); norms stay F32 "+
-		"(default for a mixture-of-experts, phi3 or gemma3 --arch: the mix its real files ship)")
+		"(default for a mixture-of-experts, phi3, gemma3 or mistral3 --arch: the mix its real files ship)")
 	out := fs.String("out", "", "GGUF file to write")
 	seed := fs.Uint64("seed", 1, "seed of the random weights (the same flags give the same bytes)")
 	// Overrides of the named shape, so tests can write a model small enough

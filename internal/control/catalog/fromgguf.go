@@ -88,8 +88,11 @@ func capabilitiesFromTemplate(t string) []Capability {
 	if strings.Contains(t, "tools") {
 		caps = append(caps, CapTools)
 	}
-	// gpt-oss's harmony template reasons in its analysis channel.
-	if strings.Contains(t, "<think>") || strings.Contains(t, "reasoning_content") || strings.Contains(t, "<|channel|>analysis") {
+	// gpt-oss's harmony template reasons in its analysis channel;
+	// Mistral's reasoning models (Ministral 3 Reasoning, Magistral)
+	// between [THINK] and [/THINK].
+	if strings.Contains(t, "<think>") || strings.Contains(t, "reasoning_content") || strings.Contains(t, "<|channel|>analysis") ||
+		strings.Contains(t, "[THINK]") {
 		caps = append(caps, CapReasoning)
 	}
 	return caps

@@ -211,7 +211,10 @@ func TestOpensThinking(t *testing.T) {
 			}
 		})
 	}
-	for s, want := range map[string]bool{"": false, "<think>": true, "<think>\n</think>\n": false, "<think></think>x<think>\n": true} {
+	for s, want := range map[string]bool{"": false, "<think>": true, "<think>\n</think>\n": false, "<think></think>x<think>\n": true,
+		// Mistral's: Ministral 3 Reasoning's default system prompt shows
+		// a closed block; a prompt ending in [THINK] opens one.
+		"[SYSTEM_PROMPT]…:[THINK]Your thoughts[/THINK]Here[/SYSTEM_PROMPT][INST]hi[/INST]": false, "[INST]hi[/INST][THINK]": true} {
 		if got := OpensThinking(s); got != want {
 			t.Errorf("OpensThinking(%q) = %v", s, got)
 		}

@@ -27,6 +27,7 @@ type arena struct {
 	pos                               []int     // each row's position in its sequence
 	rope                              ropeTable
 	ropeSWA                           ropeTable // the sliding-window blocks' (Config.RopeBaseSWA)
+	qTemp                             []float32 // each row's query temperature (Config.AttnTemp)
 
 	// Mixture-of-experts buffers (empty for a dense model): router logits
 	// and choices per token, then the n·k (token, expert) pairs grouped by
@@ -126,5 +127,8 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 		a.ropeSWA.half = a.rope.half
 		a.ropeSWA.cos = grow(a.ropeSWA.cos, m*a.rope.half)
 		a.ropeSWA.sin = grow(a.ropeSWA.sin, m*a.rope.half)
+	}
+	if cfg.AttnTemp.Scale != 0 {
+		a.qTemp = grow(a.qTemp, m)
 	}
 }

@@ -1,6 +1,8 @@
 // Package model runs decoder-only transformer models of the llama family
 // (llama, qwen2, qwen3), phi3 (Phi-3, Phi-4: fused projections, LongRoPE),
-// gemma3 (interleaved sliding-window and global blocks) and the
+// gemma3 (interleaved sliding-window and global blocks), mistral3
+// (Mistral Small 3.x, Ministral 3: llama's blocks with YaRN and a
+// position-dependent query temperature) and the
 // mixture-of-experts families (qwen3moe,
 // glm4moe, deepseek2 with latent attention, gpt-oss with attention sinks
 // and sliding-window blocks) from GGUF files, whole or as a
@@ -92,6 +94,28 @@ type Config struct {
 	// SoftCap > 0 caps the final logits at ±SoftCap: SoftCap·tanh(l/SoftCap)
 	// (final_logit_softcapping; gemma2's files set it, gemma3's rarely).
 	SoftCap float32
+	// AttnTemp, when its Scale is not 0, multiplies the roped queries of
+	// the row at position p by AttnTemp.factor(p) (Llama 4's attention
+	// temperature, which mistral3's Ministral 3 files set).
+	AttnTemp AttnTemp
+}
+
+// AttnTemp is llama.cpp's attention temperature tuning: the queries at
+// position p are multiplied by 1 + Scale·ln(⌊p/Floor⌋ + 1), so they are
+// unchanged in the first Floor positions and sharpen slowly past them.
+// mistral3 reads Scale from attention.temperature_scale and takes the YaRN
+// original context for Floor.
+type AttnTemp struct {
+	Scale float32
+	Floor int
+}
+
+// factor is the queries' factor at position pos, in llama.cpp's
+// arithmetic: the position and the quotient in float32, the logarithm and
+// the rest in double, the result rounded to float32.
+func (t AttnTemp) factor(pos int) float32 {
+	q := math.Floor(float64(float32(pos) / float32(t.Floor)))
+	return float32(math.Log(q+1)*float64(t.Scale) + 1)
 }
 
 // swaLayer says whether block b attends through the sliding window, as
@@ -120,6 +144,9 @@ type archTraits struct {
 	phi3 bool
 	// gemma3: see Config.Gemma3.
 	gemma3 bool
+	// mistral3: llama's blocks; YaRN's betas and log multiplier and the
+	// attention temperature read as llama.cpp's mistral3 loader does.
+	mistral3 bool
 }
 
 var archs = map[string]archTraits{
@@ -132,11 +159,12 @@ var archs = map[string]archTraits{
 	"gpt-oss":   {neox: true, qkvBias: true, moe: true, oai: true},
 	"phi3":      {neox: true, phi3: true},
 	"gemma3":    {neox: true, qkNorm: true, gemma3: true},
+	"mistral3":  {mistral3: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
 func SupportedArchs() []string {
-	return []string{"llama", "qwen2", "qwen3", "phi3", "gemma3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
+	return []string{"llama", "qwen2", "qwen3", "phi3", "gemma3", "mistral3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
 }
 
 // ReadConfig reads the hyperparameters of f.
@@ -246,7 +274,8 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			rs.OrigCtx = c.ContextLength
 		}
 		if v, ok := f.Float(key("rope.scaling.yarn_log_multiplier")); ok && tr.mla {
-			// Only deepseek2's loader reads it, undoing the converter's 0.1.
+			// deepseek2's loader reads it undoing the converter's 0.1;
+			// mistral3's as it is (readMistral3).
 			rs.LogMul = float32(v) / 0.1
 		}
 	default:
@@ -266,6 +295,11 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	}
 	if tr.gemma3 {
 		if err := c.readGemma3(f); err != nil {
+			return Config{}, err
+		}
+	}
+	if tr.mistral3 {
+		if err := c.readMistral3(f); err != nil {
 			return Config{}, err
 		}
 	}
@@ -449,6 +483,54 @@ func (c *Config) readGemma3(f *gguf.File) error {
 	c.AttnScale, c.QScale = 1, invSqrtf(c.HeadDim)
 	if c.NLayer == 62 {
 		c.QScale = invSqrtf(c.NEmbd / c.NHead)
+	}
+	return nil
+}
+
+// readMistral3 reads what llama.cpp's mistral3 loader reads beyond
+// llama's: YaRN's correction range (rope.scaling.yarn_beta_fast and
+// yarn_beta_slow, 32 and 1 when absent) and its log multiplier (the
+// converter's mscale_all_dim, taken as it is: with 1, as Ministral 3
+// files set it, the rope's magnitude correction cancels out), and the
+// attention temperature (attention.temperature_scale, Llama 4's beta),
+// whose floor is the YaRN original context (the trained one when the file
+// names none). Mistral Small 3.x files set none of these: they run as
+// llama does.
+func (c *Config) readMistral3(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	rs := &c.RopeScaling
+	if c.RopeDim != c.HeadDim {
+		// llama.cpp's mistral3 graph asserts n_rot == n_embd_head.
+		return fmt.Errorf("model: mistral3 with %d of %d head dimensions rotated is not supported", c.RopeDim, c.HeadDim)
+	}
+	if v, ok := f.Uint(key("expert_count")); ok && v > 0 {
+		return fmt.Errorf("model: mistral3 with %d experts is not supported", v)
+	}
+	for _, b := range []struct {
+		k   string
+		dst *float32
+	}{{"rope.scaling.yarn_beta_fast", &rs.BetaFast}, {"rope.scaling.yarn_beta_slow", &rs.BetaSlow}, {"rope.scaling.yarn_log_multiplier", &rs.LogMul}} {
+		if v, ok := f.Float(key(b.k)); ok {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("model: %s = %v", key(b.k), v)
+			}
+			*b.dst = float32(v)
+		}
+	}
+	if v, ok := f.Float(key("attention.temperature_scale")); ok && v != 0 {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("model: %s = %v", key("attention.temperature_scale"), v)
+		}
+		// hparams.n_ctx_orig_yarn: the original context, or the trained
+		// one (whatever the rope scaling).
+		floor := c.ContextLength
+		if oc, ok := f.Uint(key("rope.scaling.original_context_length")); ok {
+			if oc == 0 || oc >= 1<<24 {
+				return fmt.Errorf("model: %s = %d is not a floor for the attention temperature", key("rope.scaling.original_context_length"), oc)
+			}
+			floor = int(oc)
+		}
+		c.AttnTemp = AttnTemp{Scale: float32(v), Floor: floor}
 	}
 	return nil
 }

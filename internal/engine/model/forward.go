@@ -239,7 +239,7 @@ func (s *Shard) block(i int, segs []seg, a *arena, x []float32, n int, lastOnly 
 }
 
 // qkv computes the rows' queries, keys and values with their biases, q/k
-// norms and rotary positions.
+// norms, rotary positions and query factors.
 func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) {
 	cfg := s.Config
 	hd, kvd, qd := cfg.HeadDim, cfg.KVDim(), cfg.QDim()
@@ -259,6 +259,14 @@ func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) 
 				rmsNorm(qh, qh, ly.qNorm, cfg.RMSEps)
 			}
 			rt.rope(qh, t, cfg.RopeNeoX)
+			if cfg.AttnTemp.Scale != 0 {
+				// mistral3's temperature: a factor of the roped
+				// queries, before the scores' 1/√HeadDim.
+				temp := a.qTemp[t]
+				for e := range qh {
+					qh[e] *= temp
+				}
+			}
 			if qScale != 0 {
 				for e := range qh {
 					qh[e] *= qScale

@@ -49,11 +49,17 @@ type ropeTable struct {
 // ropeTables fills the arena's rope tables (sized for at least len(pos)
 // rows) for the rows' positions pos: the global blocks' table, and, for a
 // model whose sliding-window blocks have a rope of their own
-// (Config.RopeBaseSWA), theirs.
+// (Config.RopeBaseSWA), theirs; for a model with an attention
+// temperature, the rows' query factors.
 func (s *Shard) ropeTables(a *arena, pos []int, segs []seg) {
 	s.ropeTable(&a.rope, pos, segs, s.Config.RopeBase, true)
 	if s.Config.RopeBaseSWA != 0 {
 		s.ropeTable(&a.ropeSWA, pos, segs, s.Config.RopeBaseSWA, false)
+	}
+	if at := s.Config.AttnTemp; at.Scale != 0 {
+		for i, p := range pos {
+			a.qTemp[i] = at.factor(p)
+		}
 	}
 }
 

@@ -167,6 +167,9 @@ func modelCaches() []modelCache {
 	mla := func(t *testing.T) string { return synthFile(t, synth.ArchShapes()["deepseek2"], tensor.Q8_0) }
 	// Sliding-window blocks with a rope of their own between global ones.
 	gemma := func(t *testing.T) string { return synthFile(t, synth.ArchShapes()["gemma3"], tensor.Q8_0) }
+	// A query temperature that steps up at positions 16 and 32, past
+	// which the steps run.
+	mistral := func(t *testing.T) string { return synthFile(t, synth.ArchShapes()["mistral3"], tensor.Q8_0) }
 	return append(cs,
 		modelCache{"Q8_0/kv-q8_0", wide, "q8_0"},
 		modelCache{"Q8_0/kv-q4_0", wide, "q4_0"},
@@ -174,6 +177,7 @@ func modelCaches() []modelCache {
 		modelCache{"deepseek2-Q8_0/kv-q8_0", mla, "q8_0"},
 		modelCache{"deepseek2-Q8_0/kv-f32", mla, "f32"},
 		modelCache{"gemma3-Q8_0", gemma, ""},
+		modelCache{"mistral3-Q8_0", mistral, ""},
 	)
 }
 

@@ -31,6 +31,11 @@ func TestStepRowsBitIdentical(t *testing.T) {
 	gemma := func(t *testing.T, typ tensor.Type) string {
 		return synthFile(t, synth.ArchShapes()["gemma3"], typ)
 	}
+	// A query temperature by position: the prompts cross its floor of
+	// 16 up to four times.
+	mistral := func(t *testing.T, typ tensor.Type) string {
+		return synthFile(t, synth.ArchShapes()["mistral3"], typ)
+	}
 	for _, tc := range []struct {
 		name  string
 		typ   tensor.Type
@@ -42,6 +47,7 @@ func TestStepRowsBitIdentical(t *testing.T) {
 		{"qwen3moe-", tensor.Q8_0, "q4_0", smallMoE},
 		{"deepseek2-", tensor.Q8_0, "", mla}, {"deepseek2-", tensor.Q8_0, "q8_0", mla},
 		{"gemma3-", tensor.Q8_0, "", gemma}, {"gemma3-", tensor.Q8_0, "q8_0", gemma},
+		{"mistral3-", tensor.Q8_0, "", mistral}, {"mistral3-", tensor.Q8_0, "q8_0", mistral},
 	} {
 		typ := tc.typ
 		t.Run(tc.name+typ.String()+"/cache="+tc.cache, func(t *testing.T) {

@@ -101,6 +101,14 @@ func TestShardSplitBitIdentical(t *testing.T) {
 		// 8, and every split point falls before, after or between
 		// local blocks and the global one.
 		"synth-gemma3-q4_k_m": func() string { p, _ := archModel(t, "gemma3"); return p }(),
+		// YaRN and the query temperature, whose floor is the original
+		// context: 4 here, so the prompt and steps (positions 0-10)
+		// take three factors, on every shard.
+		"synth-mistral3-q4_k": func() string {
+			sh := synth.ArchShapes()["mistral3"]
+			sh.YarnOrigCtx = 4
+			return synthFile(t, sh, tensor.Q4_K)
+		}(),
 		"synth-phi3-long-q4_k": func() string {
 			sh := synth.ArchShapes()["phi3"]
 			sh.LongRopeOrigCtx = 32

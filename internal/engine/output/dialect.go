@@ -97,7 +97,7 @@ func (d Dialect) Markers() []string {
 	case Llama3:
 		ms = append(ms, tagPythonTag)
 	case Mistral:
-		ms = append(ms, tagToolCalls, tagArgs, tagCallID)
+		ms = append(ms, tagToolCalls, tagArgs, tagCallID, tagMistralThink, tagMistralThinkClose)
 	case Harmony:
 		ms = append(ms, harmonyMarkers...)
 	}

@@ -13,6 +13,9 @@ func TestDialectMarkers(t *testing.T) {
 	for d := range Dialect(len(dialectNames)) {
 		ms := d.Markers()
 		want := []string{tagThink, tagThinkClose}
+		for _, tg := range thinkTagsOf(d) {
+			want = append(want, tg.open, tg.close)
+		}
 		if o := d.opener(); o != "" {
 			want = append(want, o)
 		}

@@ -13,8 +13,9 @@ type Config struct {
 	// other name is delivered as content. With none offered no calls are
 	// parsed, and tool-call markers of every dialect are scrubbed.
 	OfferedTools []string
-	// ReasoningEnabled splits a leading <think>…</think> block into
-	// Reasoning events; when false, think tags are ordinary text.
+	// ReasoningEnabled splits a leading <think>…</think> block (for the
+	// Mistral dialect, [THINK]…[/THINK] too) into Reasoning events; when
+	// false, think tags are ordinary text.
 	ReasoningEnabled bool
 	// StartInReasoning says the prompt already opened the think block (as
 	// DeepSeek-R1's template does), so output begins as reasoning. It
@@ -62,7 +63,7 @@ func NewParser(cfg Config) (*Parser, error) {
 		d = NoDialect
 	}
 	p := &Parser{
-		think: newThinkSplitter(cfg.ReasoningEnabled, cfg.StartInReasoning),
+		think: newThinkSplitter(cfg.ReasoningEnabled, cfg.StartInReasoning, thinkTagsOf(cfg.Dialect)),
 		tools: newToolStage(d, tools, cfg.NewID),
 	}
 	p.emit = p.route

@@ -150,6 +150,24 @@ func TestParser(t *testing.T) {
 			[]Event{reasoning("need weather"), call(0, "get_weather", `{}`)}},
 		{"markers inside reasoning are reasoning", Config{Dialect: Hermes, OfferedTools: weatherTools, StartInReasoning: true},
 			"use <tool_call> here</think>ok", []Event{reasoning("use <tool_call> here"), content("ok")}},
+		// Mistral's reasoning models (Ministral 3 Reasoning, Magistral)
+		// think between [THINK] and [/THINK], then answer or call.
+		{"mistral think split", Config{Dialect: Mistral, ReasoningEnabled: true}, "[THINK]plan it\n[/THINK]\n\nThe answer.",
+			[]Event{reasoning("plan it"), content("The answer.")}},
+		{"mistral think then call", Config{Dialect: Mistral, OfferedTools: weatherTools, ReasoningEnabled: true},
+			`[THINK]need weather[/THINK][TOOL_CALLS]get_weather[ARGS]{"location": "Oslo"}`,
+			[]Event{reasoning("need weather"), call(0, "get_weather", `{"location":"Oslo"}`)}},
+		{"mistral markers inside reasoning are reasoning", Config{Dialect: Mistral, OfferedTools: weatherTools, ReasoningEnabled: true},
+			"[THINK]maybe [TOOL_CALLS] later[/THINK]ok", []Event{reasoning("maybe [TOOL_CALLS] later"), content("ok")}},
+		{"mistral think closes its own tag only", Config{Dialect: Mistral, ReasoningEnabled: true}, "[THINK]a </think> b[/THINK]c",
+			[]Event{reasoning("a </think> b"), content("c")}},
+		{"mistral think opened in prompt", Config{Dialect: Mistral, StartInReasoning: true}, "plan[/THINK]answer",
+			[]Event{reasoning("plan"), content("answer")}},
+		{"mistral think after answer text is text", Config{Dialect: Mistral, ReasoningEnabled: true}, "hi [THINK]x[/THINK]",
+			[]Event{content("hi [THINK]x[/THINK]")}},
+		{"mistral reasoning disabled keeps tags", Config{Dialect: Mistral}, "[THINK]x[/THINK]y", []Event{content("[THINK]x[/THINK]y")}},
+		{"think brackets are text for other dialects", Config{Dialect: Hermes, ReasoningEnabled: true}, "[THINK]x[/THINK]y",
+			[]Event{content("[THINK]x[/THINK]y")}},
 		{"empty input", hermes, "", nil},
 	}
 	for _, tt := range tests {

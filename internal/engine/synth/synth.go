@@ -59,6 +59,13 @@ type Shape struct {
 	YarnFactor  float32
 	YarnOrigCtx int
 	YarnLogMul  float32
+	// YaRN's correction range as a file names it (mistral3's converter
+	// writes beta_fast and beta_slow); 0 = not written.
+	YarnBetaFast, YarnBetaSlow float32
+	// AttnTempScale != 0: attention.temperature_scale, Llama 4's query
+	// temperature (mistral3's Ministral 3 files: 0.1), whose floor is
+	// YarnOrigCtx.
+	AttnTempScale float32
 	// gpt-oss: every other block (the even ones) attends to the last
 	// SlidingWindow positions; phi3: every block does; gemma3: five
 	// blocks of every six (llama.cpp's default pattern).
@@ -149,6 +156,17 @@ func ArchShapes() map[string]Shape {
 		// ones take 10000 unscaled).
 		"gemma3": {Name: "gemma3-tiny", Arch: "gemma3", NEmbd: 256, NLayer: 8, NHead: 4, NHeadKV: 1, HeadDim: 128,
 			NFF: 768, NVocab: 1024, RopeBase: 1e6, Tied: true, CtxLen: 32768, SlidingWindow: 8, RopeLinear: 8},
+		// Ministral 3's layout (Ministral-3-8B: 34 blocks, 32 heads of
+		// 128 over 8 KV heads, wider than the 4096 embedding; rope base
+		// 1e6 with YaRN ×16 from an original context of 16384, betas 32
+		// and 1, log multiplier 1; query temperature 0.1): llama's
+		// blocks, an untied head. The original context is 16 here, so
+		// the 33-token reference prompt and its steps cross the
+		// temperature's floor three times (factors 1, 1+0.1·ln 2, …)
+		// and YaRN's ramp spans the first pairs.
+		"mistral3": {Name: "mistral3-tiny", Arch: "mistral3", NEmbd: 256, NLayer: 4, NHead: 4, NHeadKV: 2, HeadDim: 128,
+			NFF: 768, NVocab: 1024, RopeBase: 1e6, CtxLen: 4096,
+			YarnFactor: 16, YarnOrigCtx: 16, YarnLogMul: 1, YarnBetaFast: 32, YarnBetaSlow: 1, AttnTempScale: 0.1},
 	}
 }
 
@@ -372,6 +390,15 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 		if s.YarnLogMul != 0 {
 			w.Set(a+".rope.scaling.yarn_log_multiplier", s.YarnLogMul)
 		}
+		if s.YarnBetaFast != 0 {
+			w.Set(a+".rope.scaling.yarn_beta_fast", s.YarnBetaFast)
+		}
+		if s.YarnBetaSlow != 0 {
+			w.Set(a+".rope.scaling.yarn_beta_slow", s.YarnBetaSlow)
+		}
+	}
+	if s.AttnTempScale != 0 {
+		w.Set(a+".attention.temperature_scale", s.AttnTempScale)
 	}
 	if a == "deepseek2" {
 		w.Set(a+".attention.value_length", uint32(s.KVLoraRank))

@@ -46,8 +46,16 @@ func SetupChat(m *engine.Model, override string) (Chat, error) {
 		}
 	}
 	d := dialectOf(t.Family())
-	return Chat{tmpl: t, dialect: d, reasoning: d == output.Harmony || strings.Contains(t.Source(), "<think>"),
+	return Chat{tmpl: t, dialect: d, reasoning: reasons(d, t.Source()),
 		preserved: m.Tok.ControlTokens(d.Markers())}, nil
+}
+
+// reasons says whether a model of dialect d whose template is src writes
+// a reasoning block for the output parser to split off: gpt-oss's
+// analysis channel, a <think> block, or a Mistral reasoning model's
+// [THINK] block.
+func reasons(d output.Dialect, src string) bool {
+	return d == output.Harmony || strings.Contains(src, "<think>") || (d == output.Mistral && strings.Contains(src, "[THINK]"))
 }
 
 func dialectOf(f chat.Family) output.Dialect {
