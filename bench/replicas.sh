@@ -53,6 +53,7 @@ cleanup() {
 	if [ -n "${failed:-}" ]; then
 		for n in "${ns[@]}"; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2 || true; done
 	fi
+	if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$work"/*.log "$KEEP_LOGS"/ || true; fi
 	for n in "${ns[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
 	ip link del skrbc 2>/dev/null || true
 	rm -rf "$work"

@@ -229,7 +229,7 @@ func (n *fabric) buildServices() error {
 	log := n.log
 	cfg := plane.Config{Node: n.id, Log: n.elog, Card: n.mods.Card, Nodes: n.peers.nodes,
 		MaxPerModel: n.cfg.MaxInstancesPerModel, StartedAt: n.started, Version: SoftwareVersion, Commit: SoftwareCommit, Logger: log,
-		Found: n.secret.Origin == "generated", VoterTimeout: n.cfg.VoterTimeout,
+		Found: n.secret.Origin == "generated", Bootstrapping: len(n.bootstrap) > 0, VoterTimeout: n.cfg.VoterTimeout,
 		UnsafeAckBeforeCommit: os.Getenv("SKULK_TEST_UNSAFE_ACK") == "1"}
 	if cfg.UnsafeAckBeforeCommit {
 		log.Error("SKULK_TEST_UNSAFE_ACK=1: this node acknowledges decisions before a majority holds them, so a partition can lose them; " +

@@ -494,6 +494,11 @@ func (m *Membership) bindIP() netip.Addr {
 func (m *Membership) bootstrapLoop() {
 	t := time.NewTimer(0)
 	defer t.Stop()
+	// The first retries come quickly, then back off to JoinInterval: peers
+	// started at the same moment are listening a fraction of a second
+	// later, and a node that waits seconds for them founds a cluster of its
+	// own meanwhile.
+	wait := min(firstJoinRetry, m.cfg.JoinInterval)
 	for {
 		select {
 		case <-m.life.Done():
@@ -502,12 +507,16 @@ func (m *Membership) bootstrapLoop() {
 		}
 		if m.ml.NumMembers() <= 1 {
 			if _, err := m.Join(m.life, m.cfg.BootstrapPeers); err != nil && !errors.Is(err, ErrDecrypt) && m.life.Err() == nil {
-				m.log.Debug("membership: bootstrap join failed; retrying", "err", err, "retry_in", m.cfg.JoinInterval)
+				m.log.Debug("membership: bootstrap join failed; retrying", "err", err, "retry_in", wait)
 			}
 		}
-		t.Reset(m.cfg.JoinInterval)
+		t.Reset(wait)
+		wait = min(2*wait, m.cfg.JoinInterval)
 	}
 }
+
+// firstJoinRetry is the first wait between bootstrap joins.
+const firstJoinRetry = 250 * time.Millisecond
 
 // Publish sets this node's telemetry reading for key and gossips it. The
 // version is the clock's nanoseconds, or the last version + 1 if the clock

@@ -60,6 +60,12 @@ type Config struct {
 	// a cluster for JoinWait, then the lowest fresh node id founds one.
 	Found    bool
 	JoinWait time.Duration
+	// Bootstrapping says this node was given peers to join (--bootstrap-
+	// peers, an invite): while it sees no other member it keeps looking
+	// for them for JoinPatience before founding a cluster of its own, so
+	// nodes started together join one cluster instead of founding two.
+	Bootstrapping bool
+	JoinPatience  time.Duration
 	// VoterTimeout is how long a voter may be gone before it is replaced.
 	VoterTimeout time.Duration
 	// CommitTimeout bounds the wait for a proposal to commit (5 s).
@@ -99,6 +105,7 @@ type Peer struct {
 // Defaults.
 const (
 	DefaultJoinWait      = 2 * time.Second
+	DefaultJoinPatience  = 15 * time.Second
 	DefaultCommitTimeout = 5 * time.Second
 )
 
@@ -142,6 +149,9 @@ func New(cfg Config) (*Plane, error) {
 	}
 	if cfg.JoinWait <= 0 {
 		cfg.JoinWait = DefaultJoinWait
+	}
+	if cfg.JoinPatience <= 0 {
+		cfg.JoinPatience = DefaultJoinPatience
 	}
 	if cfg.VoterTimeout <= 0 {
 		cfg.VoterTimeout = DefaultVoterTimeout
@@ -225,19 +235,25 @@ func (p *Plane) Run(ctx context.Context) error {
 
 // maybeFound bootstraps a fresh log into a new cluster when this node
 // founded it, or when no cluster showed up within JoinWait and this node
-// has the lowest id of the fresh nodes it sees.
+// has the lowest id of the fresh nodes it sees (a node given peers to join
+// that sees none waits JoinPatience).
 func (p *Plane) maybeFound(ctx context.Context, now time.Time) {
 	if !p.Found {
 		if now.Sub(p.StartedAt) < p.JoinWait {
 			return
 		}
+		alone := true
 		for _, peer := range p.peers() {
 			if peer.Node == p.Node {
 				continue
 			}
+			alone = false
 			if !peer.Known || peer.Position.Cluster != "" || peer.Node < p.Node {
 				return // a cluster to join, or a fresh node that founds it
 			}
+		}
+		if alone && p.Bootstrapping && now.Sub(p.StartedAt) < p.JoinPatience {
+			return // the peers it was given may still be starting
 		}
 	}
 	cluster := randomID()
