@@ -571,8 +571,13 @@ func TestNetnsCatchUp(t *testing.T) {
 	if served > 10*time.Second || caughtUp > 10*time.Second {
 		t.Errorf("the joining node took %v to catch up and %v to serve, want under 10 s", caughtUp, served)
 	}
-	if p99 > 50*time.Millisecond {
-		t.Errorf("command latency p99 %v during catch-up, want under 50 ms", p99)
+	// A master that blocked while it streamed the log would answer the
+	// (sequential) probe waiting then only at the end: one sample as long
+	// as the transfer (about half a second here). 200 ms stays under that
+	// and above the scheduler's spikes on a loaded 2-core machine (99 ms
+	// seen), which 50 ms did not.
+	if p99 > 200*time.Millisecond {
+		t.Errorf("command latency p99 %v during catch-up, want under 200 ms", p99)
 	}
 	netConverge(t, []*netNode{a, b, n3}, 3, 30*time.Second)
 }
