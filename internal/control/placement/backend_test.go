@@ -45,7 +45,7 @@ func TestBackends(t *testing.T) {
 		{
 			name:        "ranks_never_mix_backends",
 			nodes:       []Node{on("cpu", 8*GiB, "native-cpu"), on("g1", 8*GiB, "llama-server-cuda"), on("g2", 8*GiB, "llama-server-cuda")},
-			wantBackend: "llama-server-cuda", wantLayout: "g1[0,16)e g2[16,32)h",
+			wantBackend: "llama-server-cuda", wantLayout: "g1[0,17)e g2[17,32)h",
 		},
 		{
 			name:        "request_preference_goes_first",

@@ -33,7 +33,7 @@ func TestContextWindow(t *testing.T) {
 		{"explicit_below_the_default", llama(), []Node{cpu("a", 64*GiB)}, Request{Context: 16384}, 16384, 131072, "a[0,32)eh"},
 		{"explicit_at_the_card_maximum", llama(), []Node{cpu("a", 64*GiB)}, Request{Context: 131072}, 131072, 131072, "a[0,32)eh"},
 		// One node holds at most 53711 tokens; two halves hold more than the card.
-		{"explicit_window_placed_wider_to_fit", llama(), []Node{cpu("a", 14*GiB), cpu("b", 14*GiB)}, Request{Context: 65536}, 65536, 131072, "a[0,16)e b[16,32)h"},
+		{"explicit_window_placed_wider_to_fit", llama(), []Node{cpu("a", 14*GiB), cpu("b", 14*GiB)}, Request{Context: 65536}, 65536, 131072, "a[0,17)e b[17,32)h"},
 		// Default request, narrowest placement wins even at a smaller window.
 		{"default_prefers_one_node_at_a_smaller_window", llama(), []Node{cpu("a", 11*GiB), cpu("b", 11*GiB)}, Request{}, 29135, 29135, "a[0,32)eh"},
 		// 600 MiB of room holds 4800 tokens: enough for the card's 4096.

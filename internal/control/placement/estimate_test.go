@@ -50,7 +50,7 @@ func TestTiedEmbeddingIsCharged(t *testing.T) {
 		wantWeights []int64
 	}{
 		{"one_node_holds_it_once", []Node{cpu("a", 16*GiB)}, []int64{6400*MiB + 250*MiB + 1*MiB}},
-		{"both_ends_hold_it", []Node{cpu("a", 8*GiB), cpu("b", 8*GiB)}, []int64{16*200*MiB + 250*MiB, 16*200*MiB + 250*MiB + 1*MiB}},
+		{"both_ends_hold_it", []Node{cpu("a", 8*GiB), cpu("b", 8*GiB)}, []int64{17*200*MiB + 250*MiB, 15*200*MiB + 250*MiB + 1*MiB}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

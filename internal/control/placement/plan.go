@@ -188,6 +188,26 @@ func offered(nodes []Node) []string {
 	return slices.Compact(slices.Sorted(slices.Values(out)))
 }
 
+// cut turns split's bounds into ranks on nodes, with each rank's weights
+// and KV bytes per token, and the largest window every node holds.
+func cut(s shape, nodes []Node, bounds []int) ([]Rank, []int64, []int64, int64) {
+	w := len(nodes)
+	ranks := make([]Rank, w)
+	weights := make([]int64, w)
+	kvPerToken := make([]int64, w)
+	ceiling := int64(s.ContextLength)
+	for r, n := range nodes {
+		start, end := bounds[r], bounds[r+1]
+		ranks[r] = Rank{Node: n.ID, Start: start, End: end, HoldsEmbedding: r == 0, HoldsHead: r == w-1}
+		// The same sum Charge makes, so what is admitted now is what is
+		// committed later.
+		weights[r] = rankWeights(s, ranks[r])
+		kvPerToken[r] = mulSat(s.KVBytesPerTokenLayer, int64(end-start))
+		ceiling = min(ceiling, tokenCeiling(n.headroom(), fixedBytes(weights[r]), kvPerToken[r]))
+	}
+	return ranks, weights, kvPerToken, ceiling
+}
+
 // attempt places the model on exactly these nodes, in this order, with one
 // backend, and admits each node on its own memory.
 func attempt(s shape, req Request, nodes []Node, backend string) (Placement, *MemoryShortfallError) {
@@ -203,20 +223,27 @@ func attempt(s shape, req Request, nodes []Node, backend string) (Placement, *Me
 	for r, n := range nodes {
 		capacity[r] = n.headroom() - fixedBytes(extra[r])
 	}
-	bounds := split(s.cum, capacity)
-
-	ranks := make([]Rank, w)
-	weights := make([]int64, w)
-	kvPerToken := make([]int64, w)
-	ceiling := int64(s.ContextLength)
+	// The last rank reads the output head every token: work the split
+	// counts (with a tied embedding, the head is the embedding matrix), so
+	// that no stage waits on the last. Unless that costs the window a
+	// memory-balanced cut would give (tight memory): then memory decides.
+	head := s.HeadBytes
+	if s.TiedEmbedding {
+		head = addSat(head, s.EmbeddingBytes)
+	}
+	want := int64(req.Context)
+	if want == 0 {
+		want = DefaultContext
+	}
+	// Shares of the work follow each node's size (its room before what
+	// it holds besides layers, which the head's work already counts).
+	size := make([]int64, w)
 	for r, n := range nodes {
-		start, end := bounds[r], bounds[r+1]
-		ranks[r] = Rank{Node: n.ID, Start: start, End: end, HoldsEmbedding: r == 0, HoldsHead: r == w-1}
-		// The same sum Charge makes, so what is admitted now is what is
-		// committed later.
-		weights[r] = rankWeights(s, ranks[r])
-		kvPerToken[r] = mulSat(s.KVBytesPerTokenLayer, int64(end-start))
-		ceiling = min(ceiling, tokenCeiling(n.headroom(), fixedBytes(weights[r]), kvPerToken[r]))
+		size[r] = n.headroom()
+	}
+	ranks, weights, kvPerToken, ceiling := cut(s, nodes, split(s.cum, size, head))
+	if r, wt, kv, c := cut(s, nodes, split(s.cum, capacity, 0)); ceiling < min(c, want) {
+		ranks, weights, kvPerToken, ceiling = r, wt, kv, c
 	}
 	if s.KVBytesPerTokenLayer == 0 {
 		// Without KV geometry the fit is uncomputable; commit only the floor

@@ -32,10 +32,12 @@ func TestPlan(t *testing.T) {
 			wantWindow: DefaultContext,
 		},
 		{
-			name:       "two_equal_nodes_split_evenly",
+			// Split by work: b also reads the 250 MiB head every token, so
+			// a takes a layer more (3400 MiB | 3000 + 250).
+			name:       "two_equal_nodes_split_by_work",
 			model:      llama(),
 			nodes:      []Node{cpu("a", 8*GiB), cpu("b", 8*GiB)},
-			wantLayout: "a[0,16)e b[16,32)h",
+			wantLayout: "a[0,17)e b[17,32)h",
 			wantWindow: DefaultContext,
 		},
 		{
@@ -54,7 +56,7 @@ func TestPlan(t *testing.T) {
 			model:      llama(),
 			nodes:      []Node{cpu("a", 64*GiB-shift), cpu("b", 32*GiB-shift), cpu("c", 16*GiB-shift)},
 			req:        Request{MinNodes: 3},
-			wantLayout: "a[0,18)e b[18,28) c[28,32)h",
+			wantLayout: "a[0,19)e b[19,29) c[29,32)h",
 			wantWindow: DefaultContext,
 		},
 		{
@@ -76,10 +78,10 @@ func TestPlan(t *testing.T) {
 			name:  "tied_head_is_charged_the_embedding_on_the_last_rank",
 			model: func() Model { m := llama(); m.TiedEmbedding = true; return m }(),
 			nodes: []Node{cpu("a", 8*GiB), cpu("b", 8*GiB)},
-			// b is also charged the 250 MiB embedding (its output matrix);
-			// its 275 MiB less room is not enough to move a 200 MiB layer.
-			// Only rank 0 embeds tokens (the event's placement rule).
-			wantLayout: "a[0,16)e b[16,32)h",
+			// b is also charged the 250 MiB embedding (its output matrix),
+			// which it reads every token: a takes a layer more. Only rank 0
+			// embeds tokens (the event's placement rule).
+			wantLayout: "a[0,17)e b[17,32)h",
 			wantWindow: DefaultContext,
 		},
 		{

@@ -13,7 +13,7 @@ func TestWiden(t *testing.T) {
 	two := []Node{cpu("a", 8*GiB), cpu("b", 8*GiB)}
 	three := slices.Concat(two, []Node{cpu("c", 8*GiB)})
 	prev, err := Plan(m, two, Request{Excluded: []string{"x"}})
-	if err != nil || layout(prev) != "a[0,16)e b[16,32)h" {
+	if err != nil || layout(prev) != "a[0,17)e b[17,32)h" {
 		t.Fatalf("setup: %s %v", layout(prev), err)
 	}
 
@@ -30,7 +30,7 @@ func TestWiden(t *testing.T) {
 		{
 			// b is out; a, c and d make three.
 			name: "one_node_wider_without_the_refuser", nodes: slices.Concat(three, []Node{cpu("d", 8*GiB)}), refusing: "b",
-			wantLayout: "a[0,11)e c[11,21) d[21,32)h", wantExcluded: "[b x]", wantMin: 3,
+			wantLayout: "a[0,11)e c[11,22) d[22,32)h", wantExcluded: "[b x]", wantMin: 3,
 		},
 		{
 			// Only a and solo remain: no three-node placement exists.

@@ -7,11 +7,15 @@ import (
 
 // split cuts the model's layers into len(capacity) contiguous ranges, one
 // per node in order, and returns the boundaries: rank r holds layers
-// [bounds[r], bounds[r+1]). Each rank's share of the layer bytes tracks its
-// share of the capacity (the memory a node has left for layers), every rank
-// gets at least one layer, and ties go to the earlier boundary, so the same
-// inputs always give the same cut. len(capacity) must be in [1, layers].
-func split(cum []int64, capacity []int64) []int {
+// [bounds[r], bounds[r+1]). Each rank's share of the work tracks its share
+// of the capacity (the memory a node has for layers, or the node's size):
+// the work is the
+// layer bytes each token reads, and tail more on the last rank (the output
+// head it reads every token, and sampling over its rows), so the last rank
+// takes fewer layers and no stage waits on it. Every rank gets at least
+// one layer, and ties go to the earlier boundary, so the same inputs
+// always give the same cut. len(capacity) must be in [1, layers].
+func split(cum []int64, capacity []int64, tail int64) []int {
 	layers, ranks := len(cum)-1, len(capacity)
 	weights := cum
 	if cum[layers] == 0 {
@@ -20,7 +24,10 @@ func split(cum []int64, capacity []int64) []int {
 		for i := range weights {
 			weights[i] = int64(i)
 		}
+		tail = 0
 	}
+	work := big.NewInt(weights[layers])
+	work.Add(work, big.NewInt(max(tail, 0)))
 	capacity = positive(capacity)
 	total := new(big.Int)
 	for _, c := range capacity {
@@ -33,7 +40,7 @@ func split(cum []int64, capacity []int64) []int {
 	for r := 1; r < ranks; r++ {
 		prefix.Add(prefix, big.NewInt(capacity[r-1]))
 		// The ideal cumulative byte count at this boundary, exactly.
-		target := new(big.Int).Mul(big.NewInt(weights[layers]), prefix)
+		target := new(big.Int).Mul(work, prefix)
 		target.Quo(target, total)
 		lo, hi := bounds[r-1]+1, layers-(ranks-r) // leave one layer for each later rank
 		bounds[r] = nearest(weights, target.Int64(), lo, hi)
