@@ -3,7 +3,8 @@
 // gemma3 (interleaved sliding-window and global blocks) and the
 // mixture-of-experts families (qwen3moe,
 // glm4moe, deepseek2 with latent attention, gpt-oss with attention sinks
-// and sliding-window blocks) from GGUF files, whole or as a
+// and sliding-window blocks, llama4 with interleaved no-rope blocks and
+// chunked attention) from GGUF files, whole or as a
 // shard: a contiguous range of blocks plus, on the first shard, the token
 // embedding and, on the last, the output norm and head. The same code serves a model on one node
 // and one pipeline stage of a model spread over many.
@@ -92,12 +93,48 @@ type Config struct {
 	// SoftCap > 0 caps the final logits at ±SoftCap: SoftCap·tanh(l/SoftCap)
 	// (final_logit_softcapping; gemma2's files set it, gemma3's rarely).
 	SoftCap float32
+	// Llama4 is llama4's layout (see readLlama4): the blocks swaLayer
+	// picks attend within chunks of ChunkSize positions, every
+	// NoRopeStep-th block takes no rotary positions but scales its queries
+	// by the attention temperature, the others normalise their roped q
+	// and k (KQL2Norm), and the experts' inputs carry the router weights.
+	Llama4 bool
+	// ChunkSize > 0: the blocks swaLayer picks attend only to the
+	// positions of the query's own chunk, [p/ChunkSize·ChunkSize, p]
+	// (llama.cpp's LLAMA_SWA_TYPE_CHUNKED).
+	ChunkSize int
+	// NoRopeStep > 0: block b takes no rotary positions when
+	// (b+1)%NoRopeStep == 0 (llama.cpp's n_no_rope_layer_step).
+	NoRopeStep int
+	// KQL2Norm: the roped queries and keys of the blocks with rope are
+	// RMS-normalised per head, without weights (llama4's use_kq_norm).
+	KQL2Norm bool
+	// TempFloor > 0: the queries of the no-rope blocks at position p are
+	// multiplied by log(⌊(p+TempOffset)/TempFloor⌋+1)·TempScale+1
+	// (llama4's attention temperature tuning; see attnTemp).
+	TempFloor             int
+	TempScale, TempOffset float32
+}
+
+// noRope says whether block b takes no rotary positions.
+func (c Config) noRope(b int) bool { return c.NoRopeStep > 0 && (b+1)%c.NoRopeStep == 0 }
+
+// attnTemp is the factor of the queries at position pos in a no-rope
+// block, as llama.cpp's llm_graph_input_attn_temp computes it: the
+// position and offset in float, their floored quotient, then the log and
+// the rest in double, rounded to float.
+func (c Config) attnTemp(pos int) float32 {
+	if c.TempFloor <= 0 {
+		return 1
+	}
+	q := float64((float32(pos) + c.TempOffset) / float32(c.TempFloor))
+	return float32(math.Log(math.Floor(q)+1)*float64(c.TempScale) + 1)
 }
 
 // swaLayer says whether block b attends through the sliding window, as
 // llama.cpp's set_swa_pattern(period) decides.
 func (c Config) swaLayer(b int) bool {
-	if c.SlidingWindow <= 0 {
+	if c.SlidingWindow <= 0 && c.ChunkSize <= 0 {
 		return false
 	}
 	return c.SWAPeriod == 0 || b%c.SWAPeriod < c.SWAPeriod-1
@@ -120,6 +157,8 @@ type archTraits struct {
 	phi3 bool
 	// gemma3: see Config.Gemma3.
 	gemma3 bool
+	// llama4: see Config.Llama4.
+	llama4 bool
 }
 
 var archs = map[string]archTraits{
@@ -132,11 +171,12 @@ var archs = map[string]archTraits{
 	"gpt-oss":   {neox: true, qkvBias: true, moe: true, oai: true},
 	"phi3":      {neox: true, phi3: true},
 	"gemma3":    {neox: true, qkNorm: true, gemma3: true},
+	"llama4":    {moe: true, llama4: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
 func SupportedArchs() []string {
-	return []string{"llama", "qwen2", "qwen3", "phi3", "gemma3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
+	return []string{"llama", "qwen2", "qwen3", "phi3", "gemma3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss", "llama4"}
 }
 
 // ReadConfig reads the hyperparameters of f.
@@ -146,7 +186,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai, Phi3: tr.phi3, Gemma3: tr.gemma3}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai, Phi3: tr.phi3, Gemma3: tr.gemma3, Llama4: tr.llama4}
 	key := func(k string) string { return arch + "." + k }
 	var err error
 	need := func(k string, dst *int, min int) {
@@ -269,6 +309,11 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
+	if tr.llama4 {
+		if err := c.readLlama4(f); err != nil {
+			return Config{}, err
+		}
+	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()
 	}
@@ -293,6 +338,14 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 	need("expert_feed_forward_length", &c.MoE.NFF, 1)
 	if tr.oai {
 		return c.readOAI(f, need, errp)
+	}
+	if tr.llama4 {
+		// Every interleave_moe_layer_step-th block routes through
+		// experts, with one shared expert of the experts' width; the
+		// others are dense blocks of feed_forward_length.
+		need("interleave_moe_layer_step", &c.MoE.Interleave, 1)
+		c.MoE.Gating, c.MoE.NShared = GatingSigmoidInput, 1
+		return *errp
 	}
 	if !tr.glm && !tr.mla {
 		// qwen3moe: softmax over the experts, the chosen weights
@@ -453,6 +506,44 @@ func (c *Config) readGemma3(f *gguf.File) error {
 	return nil
 }
 
+// readLlama4 reads llama4's attention schedule as llama.cpp's loader
+// sets it. The converter writes none of it and llama.cpp hard-wires
+// Llama 4's values: chunks of 8192 positions on the blocks of a pattern
+// of period attention.sliding_window_pattern (4 when absent: three
+// chunked blocks, then a full one), no rope on every fourth block, whose
+// queries take the attention temperature (floor 8192, scale 0.1, offset
+// 1), and q/k normalisation on the others unless the model has 128
+// experts (Maverick). A file with sliding_window 0 (MobileLLM) is one
+// llama.cpp's pinned release aborts on (its temperature input has no
+// scale); the engine refuses it.
+func (c *Config) readLlama4(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	if v, ok := f.Uint(key("attention.sliding_window")); ok && v == 0 {
+		return fmt.Errorf("model: llama4 with %s = 0 (no chunked attention) is not supported", key("attention.sliding_window"))
+	}
+	c.ChunkSize, c.SWAPeriod = 8192, 4
+	if _, ok := f.Get(key("attention.sliding_window_pattern")); ok {
+		p, ok := f.Uint(key("attention.sliding_window_pattern"))
+		if !ok || p >= 1<<24 {
+			return fmt.Errorf("model: %s is not a period this engine supports (a per-layer array, or out of range)", key("attention.sliding_window_pattern"))
+		}
+		c.SWAPeriod = int(p)
+	}
+	if b, ok := f.Float(key("rope.freq_base_swa")); ok && float32(b) != c.RopeBase {
+		return fmt.Errorf("model: %s = %v differs from rope.freq_base, which this engine does not support", key("rope.freq_base_swa"), b)
+	}
+	if c.RopeDim != c.HeadDim {
+		return fmt.Errorf("model: llama4 rotates %d of %d head dimensions; llama.cpp's graph needs all", c.RopeDim, c.HeadDim)
+	}
+	if c.RopeScaling.Type == "yarn" {
+		return fmt.Errorf("model: llama4 with yarn rope scaling is not supported")
+	}
+	c.NoRopeStep = 4
+	c.TempFloor, c.TempScale, c.TempOffset = 8192, 0.1, 1
+	c.KQL2Norm = c.MoE.NExpert != 128
+	return nil
+}
+
 // embedScale is the factor of the token embeddings: gemma3's √NEmbd (a
 // float32 sqrtf, as llama.cpp's graph takes it), 1 otherwise.
 func (c Config) embedScale() float32 {
@@ -547,6 +638,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("model: no blocks besides the %d next-token-prediction ones", c.MoE.NextN)
 	case c.MoE.LeadingDense > 0 && c.NFF == 0:
 		return fmt.Errorf("model: %d leading dense blocks but no feed_forward_length", c.MoE.LeadingDense)
+	case c.MoE.Interleave > 1 && c.NFF == 0:
+		return fmt.Errorf("model: dense blocks between the expert ones (interleave step %d) but no feed_forward_length", c.MoE.Interleave)
 	case c.MoE.NExpert > 0 && (c.MoE.NExpertUsed > c.MoE.NExpert || c.MoE.NExpert > maxExperts):
 		return fmt.Errorf("model: %d of %d experts per token is not a valid mixture (at most %d experts)",
 			c.MoE.NExpertUsed, c.MoE.NExpert, maxExperts)

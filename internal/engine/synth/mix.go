@@ -52,7 +52,7 @@ func Shipped(arch string) (Mix, bool) {
 		{"output.weight", tensor.Q6_K},
 	}}
 	switch arch {
-	case "qwen3moe", "glm4moe", "deepseek2":
+	case "qwen3moe", "glm4moe", "deepseek2", "llama4":
 		return q4km, true
 	case "phi3":
 		// llama.cpp's Q4_K_M of a fused q/k/v tensor is Q5_K (it has
