@@ -8,12 +8,19 @@
 // off, F32 K/V cache. With -long-ctx N it also writes the `long_context`
 // section: the same runs (main and dequant_f32) in a context of N
 // positions, which for a LongRoPE model (phi3) past its original context
-// takes the long rope factors where n_ctx 256 takes the short ones.
+// takes the long rope factors where n_ctx 256 takes the short ones. With
+// -long-prompt N it also writes the `long_prompt` section: one prompt of N
+// tokens (BOS, then ids of a fixed generator), decoded in a context of N
+// plus the generation rounded up to 256 in ubatches of 512, with the
+// logits of its last LONG_LOGITS positions only (first_logit_position
+// names the first), its greedy steps and their step logits, on the model
+// and its dequantized copy: for llama4, whose chunked attention and
+// attention temperature llama.cpp fixes at 8192 positions.
 //
 // It calls the prebuilt libllama that node-llama-cpp ships, like
 // llamabench.c; bench/build.sh builds it. bench/synthref.sh drives it.
 //
-// usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-long-ctx N] [-v]
+// usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-long-ctx N] [-long-prompt N] [-v]
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -29,7 +36,7 @@
 #error "build with -DLLAMA_LIB_DIR=\"...\" (bench/build.sh does)"
 #endif
 
-enum { N_CTX = 256, N_GEN = 24, N_STEP_LOGITS = 4 };
+enum { N_CTX = 256, N_GEN = 24, N_STEP_LOGITS = 4, LONG_LOGITS = 48, LONG_UBATCH = 512 };
 
 static bool verbose;
 
@@ -56,7 +63,19 @@ struct prompt {
     const char *name;
     const llama_token *ids;
     int n;
+    int first_logit; // the first position whose logits are recorded
 };
+
+// long_ids fills ids with BOS and then n-1 ids in [3, nv) of a fixed
+// linear congruential generator.
+static void long_ids(llama_token *ids, int n, int nv) {
+    uint32_t x = 33;
+    ids[0] = 1;
+    for (int i = 1; i < n; i++) {
+        x = (x * 1103515245u + 12345u) & 0x7fffffffu;
+        ids[i] = 3 + (llama_token)((x >> 8) % (uint32_t)(nv - 3));
+    }
+}
 
 static void print_floats(const float *x, int n) {
     putchar('[');
@@ -82,10 +101,11 @@ static void best2(const float *x, int n, int *b1, int *b2) {
     *b2 = b;
 }
 
-static struct llama_context *new_context(struct llama_model *model, int n_ctx) {
+static struct llama_context *new_context(struct llama_model *model, int n_ctx, int n_ubatch) {
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = (uint32_t)n_ctx;
-    cp.n_batch = cp.n_ubatch = (uint32_t)n_ctx;
+    cp.n_batch = (uint32_t)n_ctx;
+    cp.n_ubatch = (uint32_t)n_ubatch;
     cp.n_seq_max = 1;
     cp.n_threads = cp.n_threads_batch = 1;
     cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
@@ -107,7 +127,7 @@ static void run_prompt(struct llama_context *ctx, int nv, const struct prompt *p
         b.pos[i] = i;
         b.n_seq_id[i] = 1;
         b.seq_id[i][0] = 0;
-        b.logits[i] = 1;
+        b.logits[i] = i >= p->first_logit;
     }
     b.n_tokens = p->n;
     if (llama_decode(ctx, b) != 0) {
@@ -118,9 +138,14 @@ static void run_prompt(struct llama_context *ctx, int nv, const struct prompt *p
     for (int i = 0; i < p->n; i++) {
         printf("%s%d", i ? "," : "", p->ids[i]);
     }
-    printf("],\"prompt_logits\":[");
-    for (int i = 0; i < p->n; i++) {
-        if (i) {
+    if (p->first_logit > 0) {
+        printf("],\"first_logit_position\":%d", p->first_logit);
+    } else {
+        putchar(']');
+    }
+    printf(",\"prompt_logits\":[");
+    for (int i = p->first_logit; i < p->n; i++) {
+        if (i > p->first_logit) {
             putchar(',');
         }
         print_floats(llama_get_logits_ith(ctx, i), nv);
@@ -181,22 +206,31 @@ static void run_prompt(struct llama_context *ctx, int nv, const struct prompt *p
 }
 
 // run_model prints `"prompts":[...]` for the model at path, run in a
-// context of n_ctx positions.
-static void run_model(const char *path, int n_ctx) {
+// context of n_ctx positions: the public prompts, or with long > 0 the one
+// long prompt of that many tokens.
+static void run_model(const char *path, int n_ctx, int long_n) {
     struct llama_model_params mp = llama_model_default_params();
     struct llama_model *model = llama_model_load_from_file(path, mp);
     if (!model) {
         die("llama.cpp could not load the model (run with -v for its log)");
     }
-    struct llama_context *ctx = new_context(model, n_ctx);
+    struct llama_context *ctx = new_context(model, n_ctx, long_n > 0 ? LONG_UBATCH : n_ctx);
     int nv = llama_vocab_n_tokens(llama_model_get_vocab(model));
-    const struct prompt ps[] = {{"p1", P1, 1}, {"p33", P33, 33}};
     printf("\"prompts\":[");
-    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
-        if (i) {
-            putchar(',');
+    if (long_n > 0) {
+        llama_token *ids = malloc(sizeof(llama_token) * (size_t)long_n);
+        long_ids(ids, long_n, nv);
+        const struct prompt p = {"long", ids, long_n, long_n - LONG_LOGITS};
+        run_prompt(ctx, nv, &p);
+        free(ids);
+    } else {
+        const struct prompt ps[] = {{"p1", P1, 1, 0}, {"p33", P33, 33, 0}};
+        for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+            if (i) {
+                putchar(',');
+            }
+            run_prompt(ctx, nv, &ps[i]);
         }
-        run_prompt(ctx, nv, &ps[i]);
     }
     printf("]");
     llama_free(ctx);
@@ -218,7 +252,7 @@ static void json_string(const char *s) {
 
 int main(int argc, char **argv) {
     const char *path = NULL, *sha = "", *desc = "", *cmd = "";
-    int long_ctx = 0;
+    int long_ctx = 0, long_prompt = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
@@ -235,10 +269,15 @@ int main(int argc, char **argv) {
             if (long_ctx <= N_CTX) {
                 die("-long-ctx needs a context longer than 256");
             }
+        } else if (!strcmp(a, "-long-prompt") && has) {
+            long_prompt = atoi(argv[++i]);
+            if (long_prompt <= LONG_LOGITS) {
+                die("-long-prompt needs more tokens than the logits it records");
+            }
         } else if (!strcmp(a, "-v")) {
             verbose = true;
         } else {
-            fprintf(stderr, "usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-long-ctx N] [-v]\n");
+            fprintf(stderr, "usage: synthref -m FILE -sha256 HEX -desc TEXT [-cmd TEXT] [-long-ctx N] [-long-prompt N] [-v]\n");
             return 2;
         }
     }
@@ -290,15 +329,25 @@ int main(int argc, char **argv) {
            "\"engine_f32_activations_vs_dequant_f32_section\":{\"max_abs_logit_diff\":0.00075,\"rms_logit_diff\":5e-05,"
            "\"top1_must_agree_where_gap_at_least\":0.001},"
            "\"see\":\"shared/reference/synthetic/README.md (Tolerances)\"},");
-    run_model(path, N_CTX);
+    run_model(path, N_CTX, 0);
     printf(",\"dequant_f32\":{\"note\":\"llama_model_quantize(ALL_F32, pure, allow_requantize) of the model\",");
-    run_model(f32path, N_CTX);
+    run_model(f32path, N_CTX, 0);
     printf("}");
     if (long_ctx > 0) {
         printf(",\"long_context\":{\"n_ctx\":%d,\"n_batch\":%d,\"n_ubatch\":%d,", long_ctx, long_ctx, long_ctx);
-        run_model(path, long_ctx);
+        run_model(path, long_ctx, 0);
         printf(",\"dequant_f32\":{");
-        run_model(f32path, long_ctx);
+        run_model(f32path, long_ctx, 0);
+        printf("}}");
+    }
+    if (long_prompt > 0) {
+        int n_ctx = (long_prompt + N_GEN + 255) / 256 * 256;
+        printf(",\"long_prompt\":{\"n_ctx\":%d,\"n_batch\":%d,\"n_ubatch\":%d,\"n_tokens\":%d,"
+               "\"ids\":\"BOS, then x = (x*1103515245+12345) mod 2^31 from x = 33, id = 3 + (x>>8) mod (n_vocab-3)\",",
+               n_ctx, n_ctx, LONG_UBATCH, long_prompt);
+        run_model(path, n_ctx, long_prompt);
+        printf(",\"dequant_f32\":{");
+        run_model(f32path, n_ctx, long_prompt);
         printf("}}");
     }
     printf("}\n");

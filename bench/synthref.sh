@@ -8,6 +8,7 @@
 # A LongRoPE architecture (phi3) is also run in a context of 512 positions
 # (the long_context section): its synthetic model's original context is
 # 256, so the main runs take the short rope factors and that one the long.
+# llama4 also gets the long_prompt section (synthref.c's -long-prompt).
 #
 # usage: bench/synthref.sh ARCH
 set -eu
@@ -23,6 +24,9 @@ model="$tmp/synth-$arch.gguf"
 sha=$(sha256sum "$model" | cut -d' ' -f1)
 extra=
 [ "$arch" = phi3 ] && extra="-long-ctx 512"
+# llama4's chunks and attention temperature start at position 8192 in
+# llama.cpp whatever the file says: a prompt of 8192+24 tokens crosses both.
+[ "$arch" = llama4 ] && extra="-long-prompt 8216"
 # shellcheck disable=SC2086 # $extra is empty or two words
 "$here/build/synthref" $extra -m "$model" -sha256 "$sha" -cmd "skulk dev synth --arch $arch --out synth-$arch.gguf" \
 	-desc "skulk dev synth --arch $arch: random weights, the types real $arch files ship" \

@@ -22,7 +22,8 @@ func newDevSynthCmd(s stdio) *cobra.Command {
 			"  skulk dev synth --arch gpt-oss --out /tmp/oss.gguf    # MXFP4 experts, Q8_0 elsewhere\n" +
 			"  skulk dev synth --arch phi3 --out /tmp/phi3.gguf      # fused projections, LongRoPE factors, Q4_K_M\n" +
 			"  skulk dev synth --arch gemma3 --out /tmp/gemma3.gguf  # local and global blocks, post norms, GELU, Q4_K_M\n" +
-			"  skulk dev synth --arch mistral3 --out /tmp/m3.gguf    # YaRN, query temperature, untied head, Q4_K_M", Args: noArgs}
+			"  skulk dev synth --arch mistral3 --out /tmp/m3.gguf    # YaRN, query temperature, untied head, Q4_K_M\n" +
+			"  skulk dev synth --arch llama4 --out /tmp/llama4.gguf  # no-rope and chunked blocks, shared expert, Q4_K_M", Args: noArgs}
 	fs := c.Flags()
 	shapes := synth.Shapes()
 	names := make([]string, 0, len(shapes))

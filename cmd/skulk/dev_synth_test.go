@@ -73,13 +73,13 @@ func TestDevSynthRejects(t *testing.T) {
 	}
 }
 
-// TestDevSynthArchs writes each mixture-of-experts architecture, phi3, gemma3 and mistral3,
+// TestDevSynthArchs writes each mixture-of-experts architecture, (llama4 too), phi3, gemma3 and mistral3,
 // with no flag but --arch and --out: a model of a few MB in the types its real
 // files ship, byte for byte the one the llama.cpp reference in
 // testdata/synthetic was made from, which the engine loads and generates
 // from.
 func TestDevSynthArchs(t *testing.T) {
-	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss", "phi3", "gemma3", "mistral3"} {
+	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss", "phi3", "gemma3", "mistral3", "llama4"} {
 		t.Run(arch, func(t *testing.T) {
 			// The Q4_K_M mix; gpt-oss ships in MXFP4_MOE: MXFP4 experts,
 			// Q8_0 elsewhere.

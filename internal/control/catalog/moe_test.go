@@ -17,7 +17,7 @@ import (
 // weights: a node holding a layer holds every expert, since any token may
 // pick any of them) and that the one-node requirement covers every tensor.
 func TestMoECard(t *testing.T) {
-	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss"} {
+	for _, arch := range []string{"qwen3moe", "glm4moe", "deepseek2", "gpt-oss", "llama4"} {
 		t.Run(arch, func(t *testing.T) { testMoECard(t, arch) })
 	}
 }
@@ -59,7 +59,10 @@ func testMoECard(t *testing.T, arch string) {
 				}
 			}
 		}
-		if (exps == 0) != (b < shape.LeadingDense) || c.LayerBytes[b] != layer {
+		// Leading dense blocks (glm4moe, deepseek2), or dense blocks
+		// between the expert ones (llama4's interleave step).
+		dense := b < shape.LeadingDense || (shape.MoEStep > 1 && (b+1)%shape.MoEStep != 0)
+		if (exps == 0) != dense || c.LayerBytes[b] != layer {
 			t.Errorf("layer %d: card %d bytes, tensors %d (of which experts %d)", b, c.LayerBytes[b], layer, exps)
 		}
 	}

@@ -112,7 +112,7 @@ func (a *arena) prepare(s *Shard, capacity, n, nLogits int) {
 		a.estart = grow(a.estart, mc.NExpert+1)
 		a.rowOf = grow(a.rowOf, pairs)
 		a.epair = grow(a.epair, pairs)
-		if s.expertFloatActs() {
+		if s.expertFloatActs() || mc.Gating == GatingSigmoidInput {
 			a.xe = grow(a.xe, pairs*cfg.NEmbd)
 		}
 		a.egate = grow(a.egate, pairs*mc.NFF)

@@ -244,6 +244,9 @@ func smallCases() []smallCase {
 		cs = append(cs, smallCase{arch + "-Q8_0", func(t *testing.T) string { return synthFile(t, synth.ArchShapes()[arch], tensor.Q8_0) }})
 	}
 	cs = append(cs, smallCase{"gpt-oss-MXFP4_MOE", smallGptOss})
+	// No-rope and chunked blocks, input-weighted experts and a shared
+	// one, with chunks and a temperature floor of 8 (smallLlama4).
+	cs = append(cs, smallCase{"llama4-Q8_0", smallLlama4})
 	return cs
 }
 

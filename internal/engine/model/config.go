@@ -5,7 +5,8 @@
 // position-dependent query temperature) and the
 // mixture-of-experts families (qwen3moe,
 // glm4moe, deepseek2 with latent attention, gpt-oss with attention sinks
-// and sliding-window blocks) from GGUF files, whole or as a
+// and sliding-window blocks, llama4 with interleaved no-rope blocks and
+// chunked attention) from GGUF files, whole or as a
 // shard: a contiguous range of blocks plus, on the first shard, the token
 // embedding and, on the last, the output norm and head. The same code serves a model on one node
 // and one pipeline stage of a model spread over many.
@@ -94,34 +95,55 @@ type Config struct {
 	// SoftCap > 0 caps the final logits at ±SoftCap: SoftCap·tanh(l/SoftCap)
 	// (final_logit_softcapping; gemma2's files set it, gemma3's rarely).
 	SoftCap float32
-	// AttnTemp, when its Scale is not 0, multiplies the roped queries of
-	// the row at position p by AttnTemp.factor(p) (Llama 4's attention
-	// temperature, which mistral3's Ministral 3 files set).
+	// AttnTemp, when its Scale is not 0, multiplies the queries of the row
+	// at position p by AttnTemp.factor(p) (Llama 4's attention
+	// temperature): the roped queries of every block (mistral3's Ministral
+	// 3 files set it), or with NoRopeStep only the no-rope blocks' (llama4).
 	AttnTemp AttnTemp
+	// Llama4 is llama4's layout (see readLlama4): the blocks swaLayer
+	// picks attend within chunks of ChunkSize positions, every
+	// NoRopeStep-th block takes no rotary positions but scales its queries
+	// by the attention temperature, the others normalise their roped q
+	// and k (KQL2Norm), and the experts' inputs carry the router weights.
+	Llama4 bool
+	// ChunkSize > 0: the blocks swaLayer picks attend only to the
+	// positions of the query's own chunk, [p/ChunkSize·ChunkSize, p]
+	// (llama.cpp's LLAMA_SWA_TYPE_CHUNKED).
+	ChunkSize int
+	// NoRopeStep > 0: block b takes no rotary positions when
+	// (b+1)%NoRopeStep == 0 (llama.cpp's n_no_rope_layer_step).
+	NoRopeStep int
+	// KQL2Norm: the roped queries and keys of the blocks with rope are
+	// RMS-normalised per head, without weights (llama4's use_kq_norm).
+	KQL2Norm bool
 }
 
 // AttnTemp is llama.cpp's attention temperature tuning: the queries at
-// position p are multiplied by 1 + Scale·ln(⌊p/Floor⌋ + 1), so they are
-// unchanged in the first Floor positions and sharpen slowly past them.
-// mistral3 reads Scale from attention.temperature_scale and takes the YaRN
-// original context for Floor.
+// position p are multiplied by 1 + Scale·ln(⌊(p+Offset)/Floor⌋ + 1), so
+// they are unchanged in the first Floor positions and sharpen slowly past
+// them. mistral3 reads Scale from attention.temperature_scale and takes
+// the YaRN original context for Floor; llama4 hard-wires all three.
 type AttnTemp struct {
-	Scale float32
-	Floor int
+	Scale  float32
+	Floor  int
+	Offset float32
 }
 
 // factor is the queries' factor at position pos, in llama.cpp's
-// arithmetic: the position and the quotient in float32, the logarithm and
-// the rest in double, the result rounded to float32.
+// arithmetic: the position, offset and quotient in float32, the logarithm
+// and the rest in double, the result rounded to float32.
 func (t AttnTemp) factor(pos int) float32 {
-	q := math.Floor(float64(float32(pos) / float32(t.Floor)))
+	q := math.Floor(float64((float32(pos) + t.Offset) / float32(t.Floor)))
 	return float32(math.Log(q+1)*float64(t.Scale) + 1)
 }
+
+// noRope says whether block b takes no rotary positions.
+func (c Config) noRope(b int) bool { return c.NoRopeStep > 0 && (b+1)%c.NoRopeStep == 0 }
 
 // swaLayer says whether block b attends through the sliding window, as
 // llama.cpp's set_swa_pattern(period) decides.
 func (c Config) swaLayer(b int) bool {
-	if c.SlidingWindow <= 0 {
+	if c.SlidingWindow <= 0 && c.ChunkSize <= 0 {
 		return false
 	}
 	return c.SWAPeriod == 0 || b%c.SWAPeriod < c.SWAPeriod-1
@@ -147,6 +169,8 @@ type archTraits struct {
 	// mistral3: llama's blocks; YaRN's betas and log multiplier and the
 	// attention temperature read as llama.cpp's mistral3 loader does.
 	mistral3 bool
+	// llama4: see Config.Llama4.
+	llama4 bool
 }
 
 var archs = map[string]archTraits{
@@ -160,11 +184,12 @@ var archs = map[string]archTraits{
 	"phi3":      {neox: true, phi3: true},
 	"gemma3":    {neox: true, qkNorm: true, gemma3: true},
 	"mistral3":  {mistral3: true},
+	"llama4":    {moe: true, llama4: true},
 }
 
 // SupportedArchs lists the architectures this package runs.
 func SupportedArchs() []string {
-	return []string{"llama", "qwen2", "qwen3", "phi3", "gemma3", "mistral3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss"}
+	return []string{"llama", "qwen2", "qwen3", "phi3", "gemma3", "mistral3", "qwen3moe", "glm4moe", "deepseek2", "gpt-oss", "llama4"}
 }
 
 // ReadConfig reads the hyperparameters of f.
@@ -174,7 +199,7 @@ func ReadConfig(f *gguf.File) (Config, error) {
 	if !ok {
 		return Config{}, fmt.Errorf("%w %q (supported: %s)", ErrUnsupportedArch, arch, strings.Join(SupportedArchs(), ", "))
 	}
-	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai, Phi3: tr.phi3, Gemma3: tr.gemma3}
+	c := Config{Arch: arch, RopeNeoX: tr.neox, QKNorm: tr.qkNorm, QKVBias: tr.qkvBias, GLM: tr.glm, OAI: tr.oai, Phi3: tr.phi3, Gemma3: tr.gemma3, Llama4: tr.llama4}
 	key := func(k string) string { return arch + "." + k }
 	var err error
 	need := func(k string, dst *int, min int) {
@@ -303,6 +328,11 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			return Config{}, err
 		}
 	}
+	if tr.llama4 {
+		if err := c.readLlama4(f); err != nil {
+			return Config{}, err
+		}
+	}
 	if toks, ok := f.Array("tokenizer.ggml.tokens"); ok {
 		c.NVocab = toks.Len()
 	}
@@ -327,6 +357,14 @@ func (c *Config) readMoE(f *gguf.File, tr archTraits, need func(string, *int, in
 	need("expert_feed_forward_length", &c.MoE.NFF, 1)
 	if tr.oai {
 		return c.readOAI(f, need, errp)
+	}
+	if tr.llama4 {
+		// Every interleave_moe_layer_step-th block routes through
+		// experts, with one shared expert of the experts' width; the
+		// others are dense blocks of feed_forward_length.
+		need("interleave_moe_layer_step", &c.MoE.Interleave, 1)
+		c.MoE.Gating, c.MoE.NShared = GatingSigmoidInput, 1
+		return *errp
 	}
 	if !tr.glm && !tr.mla {
 		// qwen3moe: softmax over the experts, the chosen weights
@@ -535,6 +573,44 @@ func (c *Config) readMistral3(f *gguf.File) error {
 	return nil
 }
 
+// readLlama4 reads llama4's attention schedule as llama.cpp's loader
+// sets it. The converter writes none of it and llama.cpp hard-wires
+// Llama 4's values: chunks of 8192 positions on the blocks of a pattern
+// of period attention.sliding_window_pattern (4 when absent: three
+// chunked blocks, then a full one), no rope on every fourth block, whose
+// queries take the attention temperature (floor 8192, scale 0.1, offset
+// 1), and q/k normalisation on the others unless the model has 128
+// experts (Maverick). A file with sliding_window 0 (MobileLLM) is one
+// llama.cpp's pinned release aborts on (its temperature input has no
+// scale); the engine refuses it.
+func (c *Config) readLlama4(f *gguf.File) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	if v, ok := f.Uint(key("attention.sliding_window")); ok && v == 0 {
+		return fmt.Errorf("model: llama4 with %s = 0 (no chunked attention) is not supported", key("attention.sliding_window"))
+	}
+	c.ChunkSize, c.SWAPeriod = 8192, 4
+	if _, ok := f.Get(key("attention.sliding_window_pattern")); ok {
+		p, ok := f.Uint(key("attention.sliding_window_pattern"))
+		if !ok || p >= 1<<24 {
+			return fmt.Errorf("model: %s is not a period this engine supports (a per-layer array, or out of range)", key("attention.sliding_window_pattern"))
+		}
+		c.SWAPeriod = int(p)
+	}
+	if b, ok := f.Float(key("rope.freq_base_swa")); ok && float32(b) != c.RopeBase {
+		return fmt.Errorf("model: %s = %v differs from rope.freq_base, which this engine does not support", key("rope.freq_base_swa"), b)
+	}
+	if c.RopeDim != c.HeadDim {
+		return fmt.Errorf("model: llama4 rotates %d of %d head dimensions; llama.cpp's graph needs all", c.RopeDim, c.HeadDim)
+	}
+	if c.RopeScaling.Type == "yarn" {
+		return fmt.Errorf("model: llama4 with yarn rope scaling is not supported")
+	}
+	c.NoRopeStep = 4
+	c.AttnTemp = AttnTemp{Scale: 0.1, Floor: 8192, Offset: 1}
+	c.KQL2Norm = c.MoE.NExpert != 128
+	return nil
+}
+
 // embedScale is the factor of the token embeddings: gemma3's √NEmbd (a
 // float32 sqrtf, as llama.cpp's graph takes it), 1 otherwise.
 func (c Config) embedScale() float32 {
@@ -629,6 +705,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("model: no blocks besides the %d next-token-prediction ones", c.MoE.NextN)
 	case c.MoE.LeadingDense > 0 && c.NFF == 0:
 		return fmt.Errorf("model: %d leading dense blocks but no feed_forward_length", c.MoE.LeadingDense)
+	case c.MoE.Interleave > 1 && c.NFF == 0:
+		return fmt.Errorf("model: dense blocks between the expert ones (interleave step %d) but no feed_forward_length", c.MoE.Interleave)
 	case c.MoE.NExpert > 0 && (c.MoE.NExpertUsed > c.MoE.NExpert || c.MoE.NExpert > maxExperts):
 		return fmt.Errorf("model: %d of %d experts per token is not a valid mixture (at most %d experts)",
 			c.MoE.NExpertUsed, c.MoE.NExpert, maxExperts)

@@ -253,15 +253,32 @@ func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) 
 		addBias(q[t*qd:(t+1)*qd], ly.qBias)
 		addBias(k[t*kvd:(t+1)*kvd], ly.kBias)
 		addBias(v[t*kvd:(t+1)*kvd], ly.vBias)
+		if ly.noRope {
+			// llama4's no-rope blocks: the queries times the
+			// attention temperature of their position, the keys as
+			// they are.
+			if cfg.AttnTemp.Scale != 0 {
+				if temp := a.qTemp[t]; temp != 1 {
+					for e := range q[t*qd : (t+1)*qd] {
+						q[t*qd+e] *= temp
+					}
+				}
+			}
+			continue
+		}
 		for h := 0; h < cfg.NHead; h++ {
 			qh := q[t*qd+h*hd : t*qd+(h+1)*hd]
 			if ly.qNorm != nil {
 				rmsNorm(qh, qh, ly.qNorm, cfg.RMSEps)
 			}
 			rt.rope(qh, t, cfg.RopeNeoX)
-			if cfg.AttnTemp.Scale != 0 {
+			if ly.l2Norm {
+				rmsNorm(qh, qh, nil, cfg.RMSEps)
+			}
+			if cfg.AttnTemp.Scale != 0 && cfg.NoRopeStep == 0 {
 				// mistral3's temperature: a factor of the roped
-				// queries, before the scores' 1/√HeadDim.
+				// queries, before the scores' 1/√HeadDim (llama4's is
+				// its no-rope blocks').
 				temp := a.qTemp[t]
 				for e := range qh {
 					qh[e] *= temp
@@ -279,6 +296,9 @@ func (s *Shard) qkv(a *arena, ly *layer, h []float32, n int, q, k, v []float32) 
 				rmsNorm(kh, kh, ly.kNorm, cfg.RMSEps)
 			}
 			rt.rope(kh, t, cfg.RopeNeoX)
+			if ly.l2Norm {
+				rmsNorm(kh, kh, nil, cfg.RMSEps)
+			}
 		}
 	}
 }
@@ -447,7 +467,20 @@ type attnJob struct {
 	scale        float32
 	sinks        []float32 // gpt-oss: per-head sink logits in the softmax; nil otherwise
 	window       int       // > 0: attend to the last window positions only
+	chunk        int       // > 0: attend within the query's chunk of chunk positions only
 	align        int       // swaAlign
+}
+
+// lowest is the first position the query at position p attends to: the
+// start of its window or chunk, or 0.
+func (j *attnJob) lowest(p int) int {
+	switch {
+	case j.window > 0:
+		return max(0, p+1-j.window)
+	case j.chunk > 0:
+		return p / j.chunk * j.chunk
+	}
+	return 0
 }
 
 func (j *attnJob) do(w, lo, hi int) {
@@ -473,10 +506,7 @@ func (j *attnJob) do(w, lo, hi int) {
 		// swaAlign: the kernels' sums then meet every position in the
 		// same lane whatever the batch, and the positions skipped
 		// would weigh 0.
-		first := 0
-		if j.window > 0 {
-			first = max(0, j.pos0+t0+1-j.window) / j.align * j.align
-		}
+		first := j.lowest(j.pos0+t0) / j.align * j.align
 		sc := j.scores[w*attnQueries*ss : (w+1)*attnQueries*ss]
 		keys := j.kc[es*(g*cp+first)*hd : es*(g*cp+last)*hd]
 		qs, qStride := tensor.F32Bytes(j.q[t0*j.qd+h*hd:(t1-1)*j.qd+(h+1)*hd]), 4*j.qd
@@ -496,7 +526,7 @@ func (j *attnJob) do(w, lo, hi int) {
 		spans := j.spans[w*attnQueries : w*attnQueries+t1-t0]
 		for t := t0; t < t1; t++ {
 			span := j.pos0 + t + 1 - first
-			j.softmax(sc[(t-t0)*ss:(t-t0)*ss+span], h)
+			j.softmax(sc[(t-t0)*ss:(t-t0)*ss+span], h, j.lowest(j.pos0+t)-first)
 			spans[t-t0] = span
 		}
 		// Row e of the transposed values holds element e of every
@@ -508,17 +538,14 @@ func (j *attnJob) do(w, lo, hi int) {
 }
 
 // softmax turns the scaled scores of query head h against the keys of
-// positions [0, len(row)) into weights (the row's last key is the query's
-// own position). A sliding-window block's keys outside the window weigh
-// exactly 0, and a head with a sink logit (gpt-oss) gives it its share.
-func (j *attnJob) softmax(row []float32, h int) {
-	if j.sinks == nil && j.window == 0 {
+// consecutive positions into weights (the row's last key is the query's
+// own position, its key lo the first it attends to). A sliding-window or
+// chunked block's keys before lo weigh exactly 0, and a head with a sink
+// logit (gpt-oss) gives it its share.
+func (j *attnJob) softmax(row []float32, h, lo int) {
+	if j.sinks == nil && lo == 0 {
 		softmaxScaled(j.k, row, j.scale)
 		return
-	}
-	lo := 0
-	if j.window > 0 {
-		lo = max(0, len(row)-j.window)
 	}
 	clear(row[:lo])
 	sink := float32(math.Inf(-1))
@@ -548,7 +575,7 @@ func (j *attnJob) quantized(w, h, g, t0, t1 int) {
 	}
 	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, t1-t0, hd, sc, ss)
 	for t := t0; t < t1; t++ {
-		j.softmax(sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], h)
+		j.softmax(sc[(t-t0)*ss:(t-t0)*ss+j.pos0+t+1], h, j.lowest(j.pos0+t))
 		clear(j.out[t*j.od+h*hdv : t*j.od+(h+1)*hdv])
 	}
 	vrow := j.vdeq[w*hdv : (w+1)*hdv]
@@ -586,7 +613,7 @@ func (j *attnJob) decodeGroup(w, g int) {
 	j.k.VecDotTile(j.typ, j.kc[rb*g*cp:rb*(g*cp+last)], rb, last, qh, qrb, heads, hd, sc, ss)
 	out := j.out[g*heads*hdv : (g+1)*heads*hdv]
 	for i := range heads {
-		j.softmax(sc[i*ss:i*ss+last], g*heads+i)
+		j.softmax(sc[i*ss:i*ss+last], g*heads+i, j.lowest(j.pos0))
 	}
 	clear(out)
 	vrow := j.vdeq[w*hdv : (w+1)*hdv]
@@ -637,6 +664,9 @@ func (s *Shard) attention(a *arena, c *Cache, i, pos0 int, q, out []float32, n i
 		pos0: pos0, n: n, nHead: cfg.NHead, group: cfg.NHead / cfg.NHeadKV,
 		hd: cfg.HeadDim, qd: cfg.QDim(), hdv: cfg.vHead(), od: cfg.AttnDim(), cap: c.cap, ss: tensor.DotF32TilePad(c.cap),
 		scale: cfg.attnScale(), sinks: s.layers[i].oai.sinks, window: s.layers[i].window, align: s.swaAlign,
+	}
+	if s.layers[i].chunked {
+		j.chunk = cfg.ChunkSize
 	}
 	span := pos0 + n
 	if n == 1 && c.quantized() && j.group <= attnQueries {

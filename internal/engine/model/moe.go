@@ -16,6 +16,11 @@ const (
 	// GatingSoftmaxWeight (gpt-oss) chooses the top-k raw logits and
 	// softmaxes only the chosen ones into their weights.
 	GatingSoftmaxWeight
+	// GatingSigmoidInput (llama4) chooses the top-k raw logits and weighs
+	// each chosen expert by the sigmoid of its logit, applied to the
+	// expert's input rather than its output (llama.cpp's
+	// weight_before_ffn): the expert's FFN sees the scaled hidden state.
+	GatingSigmoidInput
 )
 
 // MoE is the mixture-of-experts shape of a model's feed-forward blocks:
@@ -40,6 +45,10 @@ type MoE struct {
 	// NextN is the number of multi-token-prediction blocks stored after
 	// the trunk (block_count includes them); they are not run.
 	NextN int
+	// Interleave > 0: only the blocks b with (b+1)%Interleave == 0 route
+	// through experts, the others are dense (llama4's
+	// interleave_moe_layer_step).
+	Interleave int
 	// Grouped selection (DeepSeek V3): the experts form NGroup groups;
 	// only the NGroupUsed groups with the best sum of their top two
 	// scores compete.
@@ -47,7 +56,10 @@ type MoE struct {
 }
 
 // moeBlock says whether block b routes its FFN through experts.
-func (c Config) moeBlock(b int) bool { return c.MoE.NExpert > 0 && b >= c.MoE.LeadingDense }
+func (c Config) moeBlock(b int) bool {
+	m := c.MoE
+	return m.NExpert > 0 && b >= m.LeadingDense && (m.Interleave <= 0 || (b+1)%m.Interleave == 0)
+}
 
 // maxExperts is llama.cpp's LLAMA_MAX_EXPERTS.
 const maxExperts = 1024
@@ -81,8 +93,9 @@ func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, s
 	for t := 0; t < n; t++ {
 		p := logits[t*ne : (t+1)*ne]
 		switch mc.Gating {
-		case GatingSoftmaxWeight:
-			// The raw logits choose; their softmax is taken below.
+		case GatingSoftmaxWeight, GatingSigmoidInput:
+			// The raw logits choose; their softmax or sigmoid is
+			// taken below.
 		case GatingSigmoid:
 			for i, v := range p {
 				p[i] = 1 / (1 + float32(math.Exp(float64(-v))))
@@ -109,8 +122,13 @@ func (s *Shard) route(logits []float32, bias []float32, n int, sel []int32, w, s
 		for i, e := range ids {
 			ws[i] = p[e]
 		}
-		if mc.Gating == GatingSoftmaxWeight {
+		switch mc.Gating {
+		case GatingSoftmaxWeight:
 			softmaxScaled(s.k, ws, 1)
+		case GatingSigmoidInput:
+			for i, v := range ws {
+				ws[i] = 1 / (1 + float32(math.Exp(float64(-v))))
+			}
 		}
 		if mc.NormTopK {
 			// ggml_sum_rows sums in double; the sum is clamped to the
@@ -229,15 +247,24 @@ func (s *Shard) moeFFN(a *arena, ly *layer, h []float32, n int, out []float32) {
 	// The grouped rows: each pair's expert's gate (then its activation),
 	// up and down outputs.
 	gate, up, down := a.egate[:rows*nff], a.eup[:rows*nff], a.edown[:rows*d]
-	s.expertGateUp(a, ly, h, n, pair, start, gate, up)
+	inputWeighted := mc.Gating == GatingSigmoidInput
+	var inW []float32
+	if inputWeighted {
+		inW = w
+	}
+	s.expertGateUp(a, ly, h, n, pair, start, inW, gate, up)
 	s.expertMatmul(a, gate, nff, start, ly.downExps, ly.oai.downExpsBias, down)
 	// llama.cpp weights each expert's output (one rounding) and sums the
-	// experts in selection order.
+	// experts in selection order; llama4's weights were applied to the
+	// inputs, and its outputs are summed as they are.
 	for t := 0; t < n; t++ {
 		o := out[t*d : (t+1)*d]
 		for slot := 0; slot < k; slot++ {
 			r := rowOf[t*k+slot]
 			wt := w[t*k+slot]
+			if inputWeighted {
+				wt = 1 // v·1 is v: the sum is the outputs' own
+			}
 			src := down[r*d : (r+1)*d]
 			if slot == 0 {
 				for j, v := range src {
@@ -324,8 +351,10 @@ func (j *expertJob) do(_, lo, hi int) {
 // gate[r] = glu(h·gateᵀ + bias, h·upᵀ + bias) with that expert's gate and
 // up matrices, and leaves up[r] as its up projection. Each token's
 // activations are rounded to the vec-dot type once, not once per expert it
-// was routed to, and their bytes gathered into the grouped order.
-func (s *Shard) expertGateUp(a *arena, ly *layer, h []float32, n int, pair, start []int, gate, up []float32) {
+// was routed to, and their bytes gathered into the grouped order. With
+// inW (llama4), pair i's input is token i/k's row times inW[i] instead,
+// each such row rounded to the vec-dot type on its own.
+func (s *Shard) expertGateUp(a *arena, ly *layer, h []float32, n int, pair, start []int, inW []float32, gate, up []float32) {
 	d, k := s.Config.NEmbd, s.Config.MoE.NExpertUsed
 	rows := len(pair)
 	j := &a.ej
@@ -338,17 +367,37 @@ func (s *Shard) expertGateUp(a *arena, ly *layer, h []float32, n int, pair, star
 	j.bias = [2][]float32{ly.oai.gateExpsBias, ly.oai.upExpsBias}
 	mat := &ly.gateExps.all
 	j.dotF32 = s.usesDotF32(mat)
-	if j.dotF32 || mat.typ == tensor.F32 { // expertFloatActs
+	switch {
+	case j.dotF32 || mat.typ == tensor.F32 || inW != nil: // expertFloatActs, or weighted inputs
 		xe := a.xe[:rows*d]
 		for r, i := range pair {
 			t := i / k
-			copy(xe[r*d:(r+1)*d], h[t*d:(t+1)*d])
+			row := xe[r*d : (r+1)*d]
+			if inW != nil {
+				// ggml_mul of the repeated rows by the weights.
+				wt := inW[i]
+				for c, v := range h[t*d : (t+1)*d] {
+					row[c] = v * wt
+				}
+			} else {
+				copy(row, h[t*d:(t+1)*d])
+			}
 		}
 		j.x = xe
-		if !j.dotF32 {
+		switch {
+		case j.dotF32:
+		case mat.typ == tensor.F32:
 			j.ab, j.act = 4*d, tensor.F32Bytes(xe)
+		default:
+			ab, _ := tensor.RowBytes(tensor.VecDotType(mat.typ), int64(d))
+			j.ab = int(ab)
+			j.act = a.eact[:rows*j.ab]
+			q := &a.qj
+			*q = quantJob{k: s.k, typ: mat.typ, x: xe, cols: d, act: j.act, ab: j.ab}
+			s.pool.run(q, rows, 8, rows*d)
+			*q = quantJob{}
 		}
-	} else {
+	default:
 		ab, _ := tensor.RowBytes(tensor.VecDotType(mat.typ), int64(d))
 		j.ab = int(ab)
 		act := a.act[:n*j.ab]

@@ -10,7 +10,7 @@ import (
 // float32 roundings, double where ggml sums in double) so logits track
 // llama.cpp's closely.
 
-// rmsNorm writes x normalised by its root mean square, times w, into dst.
+// rmsNorm writes x normalised by its root mean square, times w (nil: 1), into dst.
 func rmsNorm(dst, x, w []float32, eps float32) {
 	var sum float64
 	for _, v := range x {
@@ -18,6 +18,13 @@ func rmsNorm(dst, x, w []float32, eps float32) {
 	}
 	mean := float32(sum / float64(len(x)))
 	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	if w == nil {
+		// ggml_rms_norm alone (llama4's q/k norm): no weights.
+		for i, v := range x {
+			dst[i] = v * scale
+		}
+		return
+	}
 	for i, v := range x {
 		dst[i] = (v * scale) * w[i]
 	}

@@ -60,6 +60,7 @@ func openShard(t testing.TB, path string, r func(Config) Range, opt Options) (*S
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
+	applyTweak(path, s)
 	return s, f
 }
 

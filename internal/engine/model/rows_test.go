@@ -48,6 +48,11 @@ func TestStepRowsBitIdentical(t *testing.T) {
 		{"deepseek2-", tensor.Q8_0, "", mla}, {"deepseek2-", tensor.Q8_0, "q8_0", mla},
 		{"gemma3-", tensor.Q8_0, "", gemma}, {"gemma3-", tensor.Q8_0, "q8_0", gemma},
 		{"mistral3-", tensor.Q8_0, "", mistral}, {"mistral3-", tensor.Q8_0, "q8_0", mistral},
+		// Chunks of 8 (smallLlama4), which the prompts cross many
+		// times, a no-rope block with the attention temperature, whose
+		// floor of 8 they cross too.
+		{"llama4-", tensor.Q8_0, "", func(t *testing.T, _ tensor.Type) string { return smallLlama4(t) }},
+		{"llama4-", tensor.Q8_0, "q8_0", func(t *testing.T, _ tensor.Type) string { return smallLlama4(t) }},
 	} {
 		typ := tc.typ
 		t.Run(tc.name+typ.String()+"/cache="+tc.cache, func(t *testing.T) {

@@ -64,6 +64,11 @@ type layer struct {
 	mla                        mlaLayer
 	oai                        oaiLayer
 	window                     int // > 0: a sliding-window block (Config.swaLayer)
+	// llama4: a block that attends within chunks of Config.ChunkSize
+	// (Config.swaLayer); one without rotary positions, whose queries take
+	// the attention temperature instead (Config.noRope); one whose roped
+	// q and k are normalised without weights (Config.KQL2Norm).
+	chunked, noRope, l2Norm bool
 
 	// gemma3: the norms of the attention and FFN outputs before their
 	// residual adds; nil otherwise.
@@ -334,6 +339,11 @@ func loadLayer(l loader, c Config, b int) (layer, error) {
 	}
 	if c.swaLayer(b) {
 		ly.window = c.SlidingWindow
+		ly.chunked = c.ChunkSize > 0
+	}
+	if c.Llama4 {
+		ly.noRope = c.noRope(b)
+		ly.l2Norm = c.KQL2Norm && !ly.noRope
 	}
 	if c.GLM || c.OAI {
 		ly.ffnNorm = v("post_attention_norm.weight", c.NEmbd, false)

@@ -27,8 +27,9 @@ func synthFile(t *testing.T, s synth.Shape, typ tensor.Type) string {
 
 // runSplit runs a prompt and three decode steps through shards [0,k) and
 // [k,n), handing the hidden state across as plain float32 rows, and returns
-// all logits.
-func runSplit(t *testing.T, f *gguf.File, k int, prompt []int32) []float32 {
+// all logits. path is f's, for the tweak a test model may register
+// (applyTweak).
+func runSplit(t *testing.T, f *gguf.File, path string, k int, prompt []int32) []float32 {
 	t.Helper()
 	cfg, _ := ReadConfig(f)
 	n := cfg.NLayer
@@ -42,6 +43,8 @@ func runSplit(t *testing.T, f *gguf.File, k int, prompt []int32) []float32 {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	applyTweak(path, a)
+	applyTweak(path, b)
 	ca, cb := a.NewCache(64), b.NewCache(64)
 	var out []float32
 	in := prompt
@@ -109,6 +112,12 @@ func TestShardSplitBitIdentical(t *testing.T) {
 			sh.YarnOrigCtx = 4
 			return synthFile(t, sh, tensor.Q4_K)
 		}(),
+		// No rope on block 3 (its queries scaled by the attention
+		// temperature), q/k norms and chunked attention on the others,
+		// dense blocks between the expert ones, at small scale: chunks
+		// and a temperature floor of 8, which the prompt and steps (10
+		// positions) cross.
+		"synth-llama4-q8_0": smallLlama4(t),
 		"synth-phi3-long-q4_k": func() string {
 			sh := synth.ArchShapes()["phi3"]
 			sh.LongRopeOrigCtx = 32
@@ -124,13 +133,14 @@ func TestShardSplitBitIdentical(t *testing.T) {
 			}
 			defer f.Close()
 			cfg, _ := ReadConfig(f)
-			whole := runSplit(t, f, cfg.NLayer, prompt) // [0,n) + empty last shard
+			whole := runSplit(t, f, path, cfg.NLayer, prompt) // [0,n) + empty last shard
 			ref := func() []float32 {
 				s, err := Load(f, Whole(cfg.NLayer), Options{Threads: 2})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer s.Close()
+				applyTweak(path, s)
 				c := s.NewCache(64)
 				var out []float32
 				in := prompt
@@ -147,7 +157,7 @@ func TestShardSplitBitIdentical(t *testing.T) {
 			for k := 0; k <= cfg.NLayer; k++ {
 				got := whole
 				if k < cfg.NLayer {
-					got = runSplit(t, f, k, prompt)
+					got = runSplit(t, f, path, k, prompt)
 				}
 				if len(got) != len(ref) {
 					t.Fatalf("k=%d: %d logits, whole model %d", k, len(got), len(ref))

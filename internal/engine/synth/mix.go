@@ -52,7 +52,7 @@ func Shipped(arch string) (Mix, bool) {
 		{"output.weight", tensor.Q6_K},
 	}}
 	switch arch {
-	case "qwen3moe", "glm4moe", "deepseek2", "mistral3":
+	case "qwen3moe", "glm4moe", "deepseek2", "mistral3", "llama4":
 		// mistral3 (Ministral 3, Mistral Small 3.x): llama's blocks,
 		// the value and down projections and the untied head Q6_K
 		// (llama.cpp raises some of them; here all).

@@ -80,6 +80,10 @@ type Shape struct {
 	// attention factor the converter derives from CtxLen/LongRopeOrigCtx;
 	// 0 = no factor tensors.
 	LongRopeOrigCtx int
+	// llama4: every MoEStep-th block (b+1)%MoEStep == 0 routes through
+	// the experts and a shared expert of their width; the others are
+	// dense blocks of NFF (interleave_moe_layer_step).
+	MoEStep int
 }
 
 // Shapes are the named shapes `skulk dev synth` knows; tiny, 1b and 3b are the
@@ -167,6 +171,20 @@ func ArchShapes() map[string]Shape {
 		"mistral3": {Name: "mistral3-tiny", Arch: "mistral3", NEmbd: 256, NLayer: 4, NHead: 4, NHeadKV: 2, HeadDim: 128,
 			NFF: 768, NVocab: 1024, RopeBase: 1e6, CtxLen: 4096,
 			YarnFactor: 16, YarnOrigCtx: 16, YarnLogMul: 1, YarnBetaFast: 32, YarnBetaSlow: 1, AttnTempScale: 0.1},
+		// Llama 4's layout (Maverick's alternation of dense and expert
+		// blocks, interleave_moe_layer_step 2; Scout's 16 experts have
+		// it 1): expert blocks of 8 routed experts (2 per token, chosen
+		// by their logits, their inputs weighted by the sigmoid) plus a
+		// shared one, an untied head, normal (not NeoX) rope. Five
+		// blocks, so that llama.cpp's hard-wired schedule shows: blocks
+		// 0–2 and 4 roped, with q/k norms, attending within chunks;
+		// block 3 without rope, attending to everything, its queries
+		// scaled by the attention temperature. llama.cpp fixes the chunk
+		// and the temperature's floor at 8192 positions whatever the
+		// file says (the converter writes neither), so the context is
+		// long enough for a reference prompt to cross them.
+		"llama4": {Name: "llama4-tiny", Arch: "llama4", NEmbd: 256, NLayer: 5, NHead: 4, NHeadKV: 2, HeadDim: 64,
+			NFF: 512, NVocab: 1024, RopeBase: 500000, CtxLen: 16384, NExpert: 8, NExpertUsed: 2, NFFExp: 256, MoEStep: 2},
 	}
 }
 
@@ -428,6 +446,9 @@ func header(s Shape, typ tensor.Type) *gguf.Writer {
 		w.Set(a+".rope.scaling.original_context_length", uint32(s.LongRopeOrigCtx))
 		w.Set(a+".rope.scaling.attn_factor", longRopeAttnFactor(s.CtxLen, s.LongRopeOrigCtx))
 	}
+	if a == "llama4" {
+		w.Set(a+".interleave_moe_layer_step", uint32(max(s.MoEStep, 1)))
+	}
 	if a == "glm4moe" || a == "deepseek2" {
 		// GLM-4.5's routing: sigmoid scores, the chosen weights
 		// renormalised and scaled by 2.5.
@@ -484,7 +505,7 @@ func (t tensorSpec) dims() []uint64 {
 func IsMoE(arch string) bool { return moeArch(arch) }
 
 func moeArch(arch string) bool {
-	return arch == "qwen3moe" || arch == "glm4moe" || arch == "deepseek2" || arch == "gpt-oss"
+	return arch == "qwen3moe" || arch == "glm4moe" || arch == "deepseek2" || arch == "gpt-oss" || arch == "llama4"
 }
 
 // plan lists the model's tensors in file order, drawing one seed per tensor
@@ -560,7 +581,7 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 		default:
 			norm(p+"ffn_norm.weight", s.NEmbd)
 		}
-		if s.NExpert > 0 && l >= s.LeadingDense {
+		if s.NExpert > 0 && l >= s.LeadingDense && (s.MoEStep <= 1 || (l+1)%s.MoEStep == 0) {
 			// llama.cpp's quantizer leaves the router in F32.
 			add(p+"ffn_gate_inp.weight", tensor.F32, s.NExpert, s.NEmbd, 0)
 			if glm || s.Arch == "deepseek2" {
@@ -578,6 +599,12 @@ func plan(s Shape, mix Mix, rng *rand.Rand) []tensorSpec {
 				add(p+"ffn_gate_exps.bias", tensor.F32, s.NExpert, s.NFFExp, 0)
 				add(p+"ffn_up_exps.bias", tensor.F32, s.NExpert, s.NFFExp, 0)
 				add(p+"ffn_down_exps.bias", tensor.F32, s.NExpert, s.NEmbd, 0)
+			}
+			if s.Arch == "llama4" {
+				// One shared expert of the routed ones' width.
+				mat(p+"ffn_gate_shexp.weight", s.NFFExp, s.NEmbd)
+				mat(p+"ffn_up_shexp.weight", s.NFFExp, s.NEmbd)
+				mat(p+"ffn_down_shexp.weight", s.NEmbd, s.NFFExp)
 			}
 			if w := s.NShared * s.NFFExp; w > 0 {
 				mat(p+"ffn_gate_shexp.weight", w, s.NEmbd)
