@@ -12,9 +12,10 @@
 //       [--key KEY] [--rounds 3] [--tokens 96] [--ping-ns NS1,NS2
 //       --ping-addr ADDR] [--json]
 //
-// Standard library only: Node's fetch, net and child_process.
+// Standard library only: Node's fetch, net and child_process (and bench/lib.mjs).
 import { spawn } from "node:child_process";
 import { parseArgs } from "node:util";
+import { aggregate as agg, api, median, stream as streamOf, until } from "./lib.mjs";
 
 const { values: opt } = parseArgs({
   options: {
@@ -38,31 +39,10 @@ if (!opt.model || !opt.pipeline || !opt.single) {
 }
 const pipe = opt.pipeline.split(","), single = opt.single;
 const rounds = Number(opt.rounds), tokens = Number(opt.tokens), promptTokens = Number(opt["prompt-tokens"]);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const log = (...a) => console.error(...a);
-
-async function call(base, method, path, body) {
-  const headers = { "content-type": "application/json" };
-  if (opt.key) headers.authorization = `Bearer ${opt.key}`;
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${base}${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
-
-async function until(what, f, seconds) {
-  let last;
-  for (let t = 0; t < seconds * 10; t++) {
-    try {
-      const v = await f();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(100);
-  }
-  throw new Error(`${what}: not within ${seconds} s${last ? ` (${last.message})` : ""}`);
-}
+const call = api(opt.key);
+const stream = (base, k, n) => streamOf(base, opt.key, "bench", k, n);
+const aggregate = (base, n, round) => agg(base, opt.key, "bench", n, tokens, round);
 
 async function placed(base, body) {
   const { instance_id: inst } = await call(base, "POST", "/place_instance", { model_id: "bench", ...body });
@@ -72,46 +52,6 @@ async function placed(base, body) {
     return i?.status === "ready" && i.placement.map((p) => p.node);
   }, 600);
   return { inst, ranks };
-}
-
-// stream sends one greedy streaming completion and returns the client's
-// view: time to the first token, and the decode rate after it.
-async function stream(base, k, n) {
-  const headers = { "content-type": "application/json" };
-  if (opt.key) headers.authorization = `Bearer ${opt.key}`;
-  const t0 = performance.now();
-  const res = await fetch(base + "/v1/completions", {
-    method: "POST", headers,
-    body: JSON.stringify({ model: "bench", prompt: `Story ${k}: once upon a time`, max_tokens: n, temperature: 0, stream: true, stream_options: { include_usage: true } }),
-  });
-  if (!res.ok) throw new Error(`completion: ${res.status} ${await res.text()}`);
-  let first = 0, last = 0, chunks = 0, usage = null, buf = "";
-  const dec = new TextDecoder();
-  for await (const part of res.body) {
-    buf += dec.decode(part, { stream: true });
-    let i;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const ev = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      if (!ev.startsWith("data: ") || ev === "data: [DONE]") continue;
-      const d = JSON.parse(ev.slice(6));
-      if (d.usage) usage = d.usage;
-      if (d.choices?.length) {
-        const now = performance.now();
-        if (!first) first = now;
-        last = now;
-        chunks++;
-      }
-    }
-  }
-  const gen = usage?.completion_tokens ?? chunks;
-  return { ttft: first - t0, gen, decode: gen > 1 && last > first ? (gen - 1) / ((last - first) / 1000) : 0, wall: last - t0 };
-}
-
-async function aggregate(base, n, round) {
-  const t0 = performance.now();
-  const rs = await Promise.all(Array.from({ length: n }, (_, k) => stream(base, round * 100 + k, tokens)));
-  return rs.reduce((a, r) => a + r.gen, 0) / ((performance.now() - t0) / 1000);
 }
 
 // longPrompt finds a text of about promptTokens tokens for this model.
@@ -171,11 +111,6 @@ function edges(doc) {
   walk(doc);
   return out;
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 const nodes = [...pipe, single];
 for (const b of nodes) await until(`${b} answers`, () => call(b, "GET", "/state"), 120);

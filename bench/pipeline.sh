@@ -35,25 +35,15 @@ while [ $# -gt 0 ]; do
 	*) model=$1; shift ;;
 	esac
 done
-[ "$(id -u)" = 0 ] || { echo "pipeline.sh: needs root (network namespaces)" >&2; exit 1; }
-for c in ip taskset node; do
-	command -v "$c" >/dev/null || { echo "pipeline.sh: $c is not installed" >&2; exit 1; }
-done
-[ "$(nproc)" -ge 2 ] || { echo "pipeline.sh: needs 2 cores (one per stage node)" >&2; exit 1; }
+. "$here/lib.sh"
+need_netns pipeline.sh
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/skulk-pipeline-bench.XXXXXX")
-if [ -z "$skulk" ]; then
-	skulk="$work/skulk"
-	(cd "$root" && go build -o "$skulk" ./cmd/skulk)
-fi
-if [ -z "$model" ]; then
-	model="${TMPDIR:-/tmp}/skulk-bench-1b-q8_0.gguf"
-	[ -f "$model" ] || "$skulk" dev synth --shape 1b --type Q8_0 --out "$model" >&2
-fi
-model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
+skulk=$(bench_binary "$root" "$work" "$skulk")
+model=$(bench_model "$skulk" "$model")
 
 ns=(skpb1 skpb2 skpb3) # stage node A, stage node B, the single node
-br=br0 sw=skpbsw
+sw=skpbsw
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -69,25 +59,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The bridge lives in a namespace of its own, so the root namespace's
-# firewall (a FORWARD policy of DROP, as Docker sets) does not see it; the
-# root namespace reaches it through one more veth pair, for the client.
-ip netns add "$sw"
-ip -n "$sw" link add "$br" type bridge
-ip -n "$sw" link set "$br" up
-ip link add skpbc type veth peer name up0 netns "$sw"
-ip -n "$sw" link set up0 master "$br" up
-ip addr add 10.88.0.254/24 dev skpbc
-ip link set skpbc up
-for i in 0 1 2; do
-	n=${ns[$i]}
-	ip netns add "$n"
-	ip -n "$sw" link add "p$i" type veth peer name eth0 netns "$n"
-	ip -n "$sw" link set "p$i" master "$br" up
-	ip -n "$n" addr add "10.88.0.$((i + 1))/24" dev eth0
-	ip -n "$n" link set eth0 up
-	ip -n "$n" link set lo up
-done
+netns_bridge "$sw" skpbc 10.88.0 "${ns[@]}"
 
 export SKULK_API_KEY=bench-admin-key SKULK_IMPORT_DIRS="$(dirname "$model")" SKULK_OFFLINE=1
 clusterkey=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')

@@ -9,8 +9,9 @@
 //   node bench/replicas.mjs --model FILE --nodes URL_A,URL_B [--key KEY]
 //       [--rounds 3] [--streams 8] [--tokens 96] [--json]
 //
-// Standard library only: Node's fetch.
+// Standard library only (and bench/lib.mjs).
 import { parseArgs } from "node:util";
+import { aggregate as agg, api, median, stream as streamOf, until } from "./lib.mjs";
 
 const { values: opt } = parseArgs({
   options: {
@@ -29,31 +30,10 @@ if (!opt.model || !opt.nodes) {
 }
 const [a, b] = opt.nodes.split(",");
 const rounds = Number(opt.rounds), streams = Number(opt.streams), tokens = Number(opt.tokens);
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const log = (...x) => console.error(...x);
-
-async function call(base, method, path, body) {
-  const headers = { "content-type": "application/json" };
-  if (opt.key) headers.authorization = `Bearer ${opt.key}`;
-  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${base}${path}: ${res.status} ${text}`);
-  return JSON.parse(text);
-}
-
-async function until(what, f, seconds) {
-  let last;
-  for (let t = 0; t < seconds * 10; t++) {
-    try {
-      const v = await f();
-      if (v) return v;
-    } catch (e) {
-      last = e;
-    }
-    await sleep(100);
-  }
-  throw new Error(`${what}: not within ${seconds} s${last ? ` (${last.message})` : ""}`);
-}
+const call = api(opt.key);
+const stream = (k) => streamOf(a, opt.key, "bench", k, tokens);
+const aggregate = (round) => agg(a, opt.key, "bench", streams, tokens, round);
 
 const nodeId = async (base) => (await call(base, "GET", "/v1/diagnostics/node")).nodeId;
 
@@ -65,43 +45,6 @@ async function place(exclude) {
   }, 600);
   return { inst, on };
 }
-
-// stream sends one greedy streaming completion and returns its tokens.
-async function stream(k) {
-  const headers = { "content-type": "application/json" };
-  if (opt.key) headers.authorization = `Bearer ${opt.key}`;
-  const res = await fetch(a + "/v1/completions", {
-    method: "POST", headers,
-    body: JSON.stringify({ model: "bench", prompt: `Story ${k}: once upon a time`, max_tokens: tokens, temperature: 0, stream: true, stream_options: { include_usage: true } }),
-  });
-  if (!res.ok) throw new Error(`completion: ${res.status} ${await res.text()}`);
-  let usage = null, chunks = 0, buf = "";
-  const dec = new TextDecoder();
-  for await (const part of res.body) {
-    buf += dec.decode(part, { stream: true });
-    let i;
-    while ((i = buf.indexOf("\n\n")) >= 0) {
-      const ev = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      if (!ev.startsWith("data: ") || ev === "data: [DONE]") continue;
-      const d = JSON.parse(ev.slice(6));
-      if (d.usage) usage = d.usage;
-      if (d.choices?.length) chunks++;
-    }
-  }
-  return usage?.completion_tokens ?? chunks;
-}
-
-async function aggregate(round) {
-  const t0 = performance.now();
-  const gen = await Promise.all(Array.from({ length: streams }, (_, k) => stream(round * 100 + k)));
-  return gen.reduce((x, y) => x + y, 0) / ((performance.now() - t0) / 1000);
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((x, y) => x - y);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 for (const base of [a, b]) await until(`${base} answers`, () => call(base, "GET", "/state"), 120);
 await until("the two nodes joined", async () => Object.keys((await call(a, "GET", "/state")).nodes ?? {}).length === 2, 120);

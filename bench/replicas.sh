@@ -27,24 +27,14 @@ while [ $# -gt 0 ]; do
 	*) model=$1; shift ;;
 	esac
 done
-[ "$(id -u)" = 0 ] || { echo "replicas.sh: needs root (network namespaces)" >&2; exit 1; }
-for c in ip taskset node; do
-	command -v "$c" >/dev/null || { echo "replicas.sh: $c is not installed" >&2; exit 1; }
-done
-[ "$(nproc)" -ge 2 ] || { echo "replicas.sh: needs 2 cores (one per node)" >&2; exit 1; }
+. "$here/lib.sh"
+need_netns replicas.sh
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/skulk-replicas-bench.XXXXXX")
-if [ -z "$skulk" ]; then
-	skulk="$work/skulk"
-	(cd "$root" && go build -o "$skulk" ./cmd/skulk)
-fi
-if [ -z "$model" ]; then
-	model="${TMPDIR:-/tmp}/skulk-bench-1b-q8_0.gguf"
-	[ -f "$model" ] || "$skulk" dev synth --shape 1b --type Q8_0 --out "$model" >&2
-fi
-model=$(cd "$(dirname "$model")" && pwd)/$(basename "$model")
+skulk=$(bench_binary "$root" "$work" "$skulk")
+model=$(bench_model "$skulk" "$model")
 
-ns=(skrb1 skrb2) br=br0 sw=skrbsw
+ns=(skrb1 skrb2) sw=skrbsw
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -60,23 +50,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The bridge lives in a namespace of its own (see bench/pipeline.sh).
-ip netns add "$sw"
-ip -n "$sw" link add "$br" type bridge
-ip -n "$sw" link set "$br" up
-ip link add skrbc type veth peer name up0 netns "$sw"
-ip -n "$sw" link set up0 master "$br" up
-ip addr add 10.89.0.254/24 dev skrbc
-ip link set skrbc up
-for i in 0 1; do
-	n=${ns[$i]}
-	ip netns add "$n"
-	ip -n "$sw" link add "p$i" type veth peer name eth0 netns "$n"
-	ip -n "$sw" link set "p$i" master "$br" up
-	ip -n "$n" addr add "10.89.0.$((i + 1))/24" dev eth0
-	ip -n "$n" link set eth0 up
-	ip -n "$n" link set lo up
-done
+netns_bridge "$sw" skrbc 10.89.0 "${ns[@]}"
 
 export SKULK_API_KEY=bench-admin-key SKULK_IMPORT_DIRS="$(dirname "$model")" SKULK_OFFLINE=1
 clusterkey=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')

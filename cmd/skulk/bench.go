@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/skulk/skulk/internal/platform/config"
 	"os"
 	"runtime/pprof"
 	"text/tabwriter"
@@ -65,7 +66,7 @@ func newBenchCmd(s stdio) *cobra.Command {
 			unit = "thread"
 		}
 		fmt.Fprintf(s.out, "%s: %s weights, %d %s, %d timed runs after 1 warm-up\n",
-			res.Model, humanBytes(res.WeightBytes), res.Threads, unit, res.Repeat)
+			res.Model, config.FormatBytes(res.WeightBytes), res.Threads, unit, res.Repeat)
 		tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "test\tmin t/s\tmedian t/s\tmax t/s\t")
 		for _, r := range []struct {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skulk/skulk/internal/platform/config"
 	"io"
 	"net"
 	"net/http"
@@ -155,7 +156,7 @@ func renderLibrary(w io.Writer, entries []libraryEntry) error {
 		if e.ModelID != "" && e.ModelID != e.Name {
 			local += " as " + e.ModelID
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, humanBytes(e.Size), local, e.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, config.FormatBytes(e.Size), local, e.Description)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -182,7 +183,7 @@ func modelsList(ctx context.Context, c *apiClient, asJSON bool, s stdio) error {
 	tw := tabwriter.NewWriter(s.out, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "MODEL\tSIZE\tPLACEMENT\tLOCAL\tNAME")
 	for _, m := range doc.Data {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, humanBytes(m.StorageBytes), m.Placement, localState(m), m.Name)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.ID, config.FormatBytes(m.StorageBytes), m.Placement, localState(m), m.Name)
 	}
 	return tw.Flush()
 }
@@ -235,7 +236,7 @@ func modelsAdd(ctx context.Context, c *apiClient, pos []string, id string, s std
 		return err
 	}
 	fmt.Fprintf(s.out, "added %s: %s@%s %s (%s, %s)\n", res.ModelID, res.Card.Repo, res.Card.Revision,
-		strings.Join(res.Card.Files, ","), humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
+		strings.Join(res.Card.Files, ","), config.FormatBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 	fmt.Fprintf(s.out, "weights download when the model is placed, or now: skulk models pull %s\n", res.ModelID)
 	return nil
 }
@@ -372,7 +373,7 @@ func (p *progressLine) end() {
 func progressBar(done, total int64, width int) string {
 	pct := percent(done, total)
 	fill := pct * width / 100
-	return fmt.Sprintf("[%s%s] %3d%%  %s / %s", strings.Repeat("#", fill), strings.Repeat("-", width-fill), pct, humanBytes(done), humanBytes(total))
+	return fmt.Sprintf("[%s%s] %3d%%  %s / %s", strings.Repeat("#", fill), strings.Repeat("-", width-fill), pct, config.FormatBytes(done), config.FormatBytes(total))
 }
 
 // percent is done/total in whole percent, within 0..100.
@@ -425,7 +426,7 @@ func modelsImport(ctx context.Context, c *apiClient, pos []string, id string, up
 		var res importResult
 		err := c.call(ctx, http.MethodPost, "/models/import", map[string]string{"path": path, "id": id}, &res)
 		if err == nil {
-			fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
+			fmt.Fprintf(s.out, "imported %s from %s (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, config.FormatBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 			return nil
 		}
 		if ae, ok := errors.AsType[*apiError](err); !ok || ae.Status != http.StatusNotFound || !uploadable(path) {
@@ -438,7 +439,7 @@ func modelsImport(ctx context.Context, c *apiClient, pos []string, id string, up
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(s.out, "imported %s from %s by upload (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, humanBytes(res.Card.StorageBytes), layers(res.Card.Layers))
+	fmt.Fprintf(s.out, "imported %s from %s by upload (%s, %s, %s)\n", res.ModelID, path, res.Card.Arch, config.FormatBytes(res.Card.StorageBytes), layers(res.Card.Layers))
 	return nil
 }
 
@@ -566,7 +567,7 @@ func modelsShow(ctx context.Context, c *apiClient, pos []string, asJSON bool, s 
 	}
 	row("files", strings.Join(m.Files, ", "))
 	row("shape", fmt.Sprintf("%s, %s, context %d", m.Arch, layers(m.Layers), m.Context))
-	row("size", humanBytes(m.StorageBytes))
+	row("size", config.FormatBytes(m.StorageBytes))
 	local := localState(m)
 	if !m.Installed && m.Reason != "" {
 		local += ": " + m.Reason
@@ -601,15 +602,3 @@ func escapeID(id string) string {
 
 // layers is "1 layer" or "N layers".
 func layers(n int) string { return fmt.Sprintf("%d %s", n, plural(n, "layer", "layers")) }
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}

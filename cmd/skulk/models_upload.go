@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/skulk/skulk/internal/platform/config"
 	"io"
 	"net/http"
 	"net/url"
@@ -116,7 +117,7 @@ func uploadRest(ctx context.Context, c *apiClient, f *os.File, size int64, diges
 		from = 0 // not this file's bytes: start over
 	}
 	if from > 0 {
-		fmt.Fprintf(s.err, "the node holds %s of %s already; resuming there\n", humanBytes(from), humanBytes(size))
+		fmt.Fprintf(s.err, "the node holds %s of %s already; resuming there\n", config.FormatBytes(from), config.FormatBytes(size))
 	}
 	q := url.Values{"name": {name}}
 	if id != "" {

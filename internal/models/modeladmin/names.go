@@ -3,6 +3,7 @@ package modeladmin
 import (
 	"context"
 	"fmt"
+	"github.com/skulk/skulk/internal/platform/config"
 	"strings"
 
 	"github.com/skulk/skulk/internal/control/catalog"
@@ -40,7 +41,7 @@ func Resolver(cat func() *catalog.Catalog, lib shortname.Library) func(name stri
 			return e.Name, nil
 		}
 		return "", fault.Errorf(fault.ClassNotFound, "model %s is in the library but not pulled yet: skulk pull %s adds and downloads it (%s, %s)",
-			e.Name, e.Name, e.Description, humanBytes(e.Size))
+			e.Name, e.Name, e.Description, config.FormatBytes(e.Size))
 	}
 }
 
@@ -139,17 +140,4 @@ func heldAs(cards []catalog.Card, e shortname.Entry) (catalog.Card, bool) {
 		}
 	}
 	return catalog.Card{}, false
-}
-
-// humanBytes is n in GiB, MiB or KiB with one decimal.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

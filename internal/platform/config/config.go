@@ -574,6 +574,20 @@ func SplitList(s string) []string {
 	return out
 }
 
+// FormatBytes writes a size as people read it: GiB, MiB or KiB with one
+// decimal, or bytes.
+func FormatBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
 // ParseBytes reads a size: a whole number of bytes, or one with a unit
 // (K, M, G, T as powers of 1000; KiB, MiB, GiB, TiB as powers of 1024;
 // case-insensitive, "B" optional): "8GiB", "512MiB", "2G", "1500000000".
