@@ -61,10 +61,7 @@ func TestTraceAcrossNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the multi-node cluster test")
 	}
-	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	a := startClusterNode(t, t.TempDir(), gossip[0], gossip)
-	b := startClusterNode(t, t.TempDir(), gossip[1], gossip)
-	converged(t, []*clusterNode{a, b}, 2, 30*time.Second)
+	a, b := clusterPair(t)
 	aID, bID := nodeID(a.home), nodeID(b.home)
 
 	code, body := a.do("POST", "/place_instance", map[string]any{"model_id": "stories260k", "excluded_nodes": []string{aID}})
@@ -222,6 +219,16 @@ func TestTraceAcrossNodes(t *testing.T) {
 	}
 }
 
+// clusterPair starts two loopback nodes that form one cluster.
+func clusterPair(t *testing.T) (*clusterNode, *clusterNode) {
+	t.Helper()
+	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	a := startClusterNode(t, t.TempDir(), gossip[0], gossip)
+	b := startClusterNode(t, t.TempDir(), gossip[1], gossip)
+	converged(t, []*clusterNode{a, b}, 2, 30*time.Second)
+	return a, b
+}
+
 // TestTraceOfSplitRequest: a traced request to a model split across two
 // nodes holds a span of each rank, on the node that ran it, within the
 // first rank's worker.serve, with what the rank did.
@@ -229,10 +236,7 @@ func TestTraceOfSplitRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the multi-node cluster test")
 	}
-	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	a := startClusterNode(t, t.TempDir(), gossip[0], gossip)
-	b := startClusterNode(t, t.TempDir(), gossip[1], gossip)
-	converged(t, []*clusterNode{a, b}, 2, 30*time.Second)
+	a, _ := clusterPair(t)
 
 	code, body := a.do("POST", "/place_instance", map[string]any{"model_id": "stories260k", "min_nodes": 2})
 	if code != 200 {

@@ -58,19 +58,33 @@ func threeNodes(nodes *[]ids.NodeID, mu *sync.Mutex) func(*Config) {
 	}
 }
 
-func TestBatch(t *testing.T) {
-	testkit.NoLeaks(t)
-	ctx := context.Background()
-	var mu sync.Mutex
-	nodes := []ids.NodeID{node, "node-b", "node-c"}
-	var rec entries
-	h := start(t, t.TempDir(), threeNodes(&nodes, &mu), rec.wrap)
+// three is a master whose cluster has three live nodes, and the entries
+// it proposes.
+type three struct {
+	h     *harness
+	rec   *entries
+	mu    sync.Mutex
+	nodes []ids.NodeID // the live members (a test removes one to lose it)
+}
+
+func startThree(t *testing.T) *three {
+	t.Helper()
+	c := &three{rec: &entries{}, nodes: []ids.NodeID{node, "node-b", "node-c"}}
+	c.h = start(t, t.TempDir(), threeNodes(&c.nodes, &c.mu), c.rec.wrap)
 	src := event.Source{Role: event.RoleMaster, Node: node}
-	for _, n := range nodes[1:] {
-		if err := h.m.Report(ctx, src, event.NodeJoined{Node: n, AtUnixMs: 1}); err != nil {
+	for _, n := range c.nodes[1:] {
+		if err := c.h.m.Report(context.Background(), src, event.NodeJoined{Node: n, AtUnixMs: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return c
+}
+
+func TestBatch(t *testing.T) {
+	testkit.NoLeaks(t)
+	ctx := context.Background()
+	c := startThree(t)
+	h, rec, src := c.h, c.rec, event.Source{Role: event.RoleMaster, Node: node}
 	before := mustState(t, h.m)
 	n := rec.count()
 
@@ -120,16 +134,8 @@ func TestBatch(t *testing.T) {
 func TestNodeLossInOneEntry(t *testing.T) {
 	testkit.NoLeaks(t)
 	ctx := context.Background()
-	var mu sync.Mutex
-	nodes := []ids.NodeID{node, "node-b", "node-c"}
-	var rec entries
-	h := start(t, t.TempDir(), threeNodes(&nodes, &mu), rec.wrap)
-	src := event.Source{Role: event.RoleMaster, Node: node}
-	for _, n := range nodes[1:] {
-		if err := h.m.Report(ctx, src, event.NodeJoined{Node: n, AtUnixMs: 1}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c := startThree(t)
+	h, rec := c.h, c.rec
 	evs, err := h.m.Execute(ctx, event.PlaceInstance{ID: "split", Model: catalog.BuiltinID, MinNodes: 2, ExcludedNodes: []ids.NodeID{node}})
 	if err != nil {
 		t.Fatal(err)
@@ -137,9 +143,9 @@ func TestNodeLossInOneEntry(t *testing.T) {
 	placed := evs[0].Event.(event.InstanceCreated).Placement
 	lost := placed[1].Node
 	n := rec.count()
-	mu.Lock()
-	nodes = slices.DeleteFunc(slices.Clone(nodes), func(x ids.NodeID) bool { return x == lost })
-	mu.Unlock()
+	c.mu.Lock()
+	c.nodes = slices.DeleteFunc(slices.Clone(c.nodes), func(x ids.NodeID) bool { return x == lost })
+	c.mu.Unlock()
 
 	lctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -147,7 +153,7 @@ func TestNodeLossInOneEntry(t *testing.T) {
 		defer close(done)
 		NodeLoss{Self: node, NewID: func() string { return "again-" + time.Now().Format("150405.000000000") }, Now: time.Now,
 			Started: time.Now().Add(-time.Hour), Logger: slog.New(slog.DiscardHandler),
-			Members: func() []ids.NodeID { mu.Lock(); defer mu.Unlock(); return slices.Clone(nodes) }}.Run(lctx, h.m)
+			Members: func() []ids.NodeID { c.mu.Lock(); defer c.mu.Unlock(); return slices.Clone(c.nodes) }}.Run(lctx, h.m)
 	}()
 	defer func() { stop(); <-done }()
 	testkit.Eventually(t, 10*time.Second, "the lost node's removal", func() bool {
