@@ -52,8 +52,15 @@ type doctorFacts struct {
 	// Refused and Peers come from the node's diagnostics (API.Answered).
 	Refused []refusalFacts
 	Peers   []peerFacts
+	// Foreign are members gossiping with the cluster whose logs belong
+	// to another cluster.
+	Foreign []foreignFacts
 	Hub     hubFacts
 	MDNS    mdnsFacts
+}
+
+type foreignFacts struct {
+	Node, Cluster, Gossip string
 }
 
 type historyFacts struct {
@@ -171,6 +178,7 @@ func doctorChecks(f doctorFacts) []check {
 			}
 		}
 		out = append(out, peerChecks(f.Peers, refusedHosts)...)
+		out = append(out, foreignChecks(f.Foreign)...)
 		if c, ok := clockCheck(f.Peers); ok {
 			out = append(out, c)
 		}
@@ -399,6 +407,18 @@ func refusalChecks(refused []refusalFacts, now time.Time) []check {
 			c.Fix = "check the node's log for the refusal, and the other node's version and key"
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// foreignChecks fails for each member of another cluster that gossips
+// with this one: Raft never merges two clusters.
+func foreignChecks(foreign []foreignFacts) []check {
+	var out []check
+	for _, f := range foreign {
+		out = append(out, check{Name: "member " + shortID(f.Node), Status: statusFail,
+			Detail: fmt.Sprintf("%s (gossip %s) holds the cluster key but its log belongs to cluster %s, not this one: it serves apart, and the two never merge", f.Node, orDefault(f.Gossip, "unknown"), f.Cluster),
+			Fix:    "on that machine: stop skulk, move its home aside (it holds the other cluster's log), and start it again to join this cluster"})
 	}
 	return out
 }

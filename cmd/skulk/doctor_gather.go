@@ -58,6 +58,9 @@ func gatherFacts(ctx context.Context, o doctorOptions) doctorFacts {
 		for _, r := range cl.Refused {
 			f.Refused = append(f.Refused, refusalFacts{Addr: r.Addr, Reason: r.Reason, At: r.At})
 		}
+		for _, m := range cl.Consensus.Foreign {
+			f.Foreign = append(f.Foreign, foreignFacts{Node: string(m.Node), Cluster: m.Cluster, Gossip: m.Gossip})
+		}
 		var peers []diagnostics.NodeDiagnostics
 		for _, n := range cl.Nodes {
 			if string(n.NodeID) == f.API.NodeID {

@@ -121,6 +121,7 @@ func TestDoctorLocalChecks(t *testing.T) {
 		{"mdns eth0", mdnsCheck(mdnsFacts{Ifaces: []string{"eth0"}}), statusOK},
 		{"mdns off", mdnsCheck(mdnsFacts{Disabled: true}), statusOK},
 		{"history lost", historyCheck(historyFacts{Dir: "/h/log", Lost: true, After: 7}), statusFail},
+		{"member of another cluster", foreignChecks([]foreignFacts{{Node: "6c6b29f1-2a6e", Cluster: "ef5a887e", Gossip: "10.0.0.2:52416"}})[0], statusFail},
 	}
 	for _, c := range cases {
 		if c.c.Status != c.want {

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,6 +196,7 @@ func (p *Plane) Run(ctx context.Context) error {
 	defer tick.Stop()
 	var lastConf time.Time
 	var lastLead uint64
+	warned := map[ids.NodeID]string{} // foreign members already warned of, with their cluster
 	for {
 		select {
 		case <-ctx.Done():
@@ -205,6 +208,13 @@ func (p *Plane) Run(ctx context.Context) error {
 				continue
 			}
 			p.follow(ctx, st)
+			for _, f := range p.foreign(p.mach.current().Cluster) {
+				if warned[f.Node] != f.Cluster {
+					warned[f.Node] = f.Cluster
+					p.Logger.Warn("a member gossips with this cluster but its log belongs to another; the two never merge: "+
+						"stop that node, move its home aside and start it again to join this cluster", "member", f.Node, "its_cluster", f.Cluster, "gossip", f.Gossip)
+				}
+			}
 			if st.Lead != lastLead {
 				lastLead = st.Lead
 				if p.OnLeader != nil {
@@ -728,6 +738,34 @@ type Consensus struct {
 	Applied uint64       `json:"appliedIndex"`
 	Members []RaftMember `json:"members"`
 	Halted  string       `json:"halted,omitempty"`
+	// Foreign are the gossip members whose log belongs to another cluster:
+	// nodes that share the cluster key but founded (or joined) a cluster
+	// of their own. Raft never merges two clusters; each such node serves
+	// apart until it is restarted with an empty home.
+	Foreign []ForeignMember `json:"foreign,omitempty"`
+}
+
+// ForeignMember is a member of another cluster that gossips with this one.
+type ForeignMember struct {
+	Node    ids.NodeID `json:"nodeId"`
+	Cluster string     `json:"cluster"`
+	Gossip  string     `json:"gossipAddr,omitempty"`
+}
+
+// foreign lists the live members whose log names a cluster other than
+// ours (none while this node has no cluster yet).
+func (p *Plane) foreign(ours string) []ForeignMember {
+	if ours == "" {
+		return nil
+	}
+	var out []ForeignMember
+	for _, peer := range p.peers() {
+		if peer.Node != p.Node && peer.Known && peer.Position.Cluster != "" && peer.Position.Cluster != ours {
+			out = append(out, ForeignMember{Node: peer.Node, Cluster: peer.Position.Cluster, Gossip: peer.Gossip})
+		}
+	}
+	slices.SortFunc(out, func(a, b ForeignMember) int { return strings.Compare(string(a.Node), string(b.Node)) })
+	return out
 }
 
 // RaftMember is one member of the configuration.
@@ -744,7 +782,8 @@ type RaftMember struct {
 func (p *Plane) ConsensusStatus() Consensus {
 	st := p.raft.Status()
 	v := p.mach.current()
-	c := Consensus{Cluster: v.Cluster, Term: st.Term, Leader: p.Leader(), Commit: st.Commit, Applied: st.Applied, Halted: st.Halted, Members: []RaftMember{}}
+	c := Consensus{Cluster: v.Cluster, Term: st.Term, Leader: p.Leader(), Commit: st.Commit, Applied: st.Applied, Halted: st.Halted, Members: []RaftMember{},
+		Foreign: p.foreign(v.Cluster)}
 	add := func(id uint64, voter bool) {
 		node, ok := p.nodeOf(id)
 		if !ok {
