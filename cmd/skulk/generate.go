@@ -36,8 +36,8 @@ func newGenerateCmd(s stdio) *cobra.Command {
 	asChat := fs.Bool("chat", false, "render the prompt as a user message through the model's chat template")
 	system := fs.String("system", "", "system message (with --chat)")
 	cacheType := fs.String("cache-type", "", "K/V cache type: f16 (default), f32, q8_0 or q4_0, as llama.cpp's -ctk/-ctv")
-	lookup := fs.Bool("lookup", false, "speculative decoding by prompt lookup (greedy only: --temperature 0)")
-	draftModel := fs.String("draft-model", "", "speculative decoding with this GGUF of the same vocabulary drafting (greedy only)")
+	lookup := fs.Bool("lookup", false, "speculative decoding by prompt lookup (the same text, faster when the answer repeats the prompt)")
+	draftModel := fs.String("draft-model", "", "speculative decoding with this GGUF of the same vocabulary drafting")
 	draftMax := fs.Int("draft-max", 0, "tokens drafted per verification pass (0 = 8)")
 	c.RunE = func(cmd *cobra.Command, args []string) error {
 		ctx := cmd.Context()

@@ -33,9 +33,9 @@ type GenerateParams struct {
 	Step func(cache *model.Cache, tok int32) ([]float32, error)
 	// Draft, when set, makes the loop speculate (speculate.go): drafted
 	// tokens are verified in one batched forward pass and those the
-	// sampler draws anyway are taken without a step of their own. Only
-	// greedy sampling without a Constraint speculates; the output is the
-	// same as without Draft.
+	// sampler draws anyway are taken without a step of their own. Greedy
+	// and sampled generations without a Constraint speculate; the output
+	// is the same as without Draft, token for token (for a seed).
 	Draft Drafter
 	// DraftMax caps the tokens drafted per pass; 0 = DefaultDraftMax.
 	DraftMax int
@@ -148,7 +148,12 @@ func (m *Model) Generate(ctx context.Context, prompt []int32, p GenerateParams, 
 	st.Prefill = time.Since(start)
 	var history []int32
 	spec := speculation{}
-	if p.Draft != nil && !(p.Sample.Temperature > 0) && p.Constraint == nil && cache != nil {
+	// Speculation is exact for sampled generations too: each token is
+	// still drawn from its own position's logits, by the same sampler and
+	// random stream; a draft only saves the steps whose tokens it guessed
+	// (a guess of token x is taken with the probability the sampler gives
+	// x, rejection sampling's rate for a drafter that proposes one token).
+	if p.Draft != nil && p.Constraint == nil && cache != nil {
 		spec = speculation{d: p.Draft, max: p.DraftMax, seq: slices.Clone(prompt)}
 		if spec.max <= 0 {
 			spec.max = DefaultDraftMax

@@ -59,8 +59,7 @@ func generateIDs(t *testing.T, m *Model, prompt []int32, p GenerateParams) ([]in
 // lookup drafts on a repetitive prompt; the model drafting for itself has
 // every draft accepted (verification sees the logits the steps would);
 // another model of the same vocabulary has drafts rejected and the K/V of
-// the rejected tokens rolled back. A sampled (temperature > 0) generation
-// does not speculate.
+// the rejected tokens rolled back.
 func TestSpeculativeGreedyIdentical(t *testing.T) {
 	stories, err := Open(filepath.Join("..", "..", "testdata", "models", "stories260K.gguf"), Options{Threads: 2})
 	if err != nil {
@@ -118,15 +117,62 @@ func TestSpeculativeGreedyIdentical(t *testing.T) {
 			}
 		})
 	}
-	t.Run("sampled", func(t *testing.T) {
-		p := GenerateParams{MaxTokens: 32, Sample: sample.Params{Temperature: 0.8, Seed: 5}}
-		want, _, _ := generateIDs(t, synthF16, synthPrompt, p)
-		p.Draft = PromptLookup{MinNGram: 1}
-		got, _, st := generateIDs(t, synthF16, synthPrompt, p)
-		if !slices.Equal(got, want) || st.DraftTokens != 0 {
-			t.Fatalf("a sampled generation with a drafter: %d drafted, tokens %v, without %v", st.DraftTokens, got, want)
-		}
-	})
+}
+
+// TestSpeculativeSampledIdentical: a sampled generation speculates and
+// gives, for every seed, the tokens of the same generation without a
+// drafter: each token is still drawn from its own position's logits by the
+// same sampler and random stream (the verification pass's logits are a
+// step's, bit for bit), so the output distribution is exactly plain
+// sampling's. With a prompt-lookup drafter and with another model
+// drafting, on the default and a quantized cache, over many seeds.
+func TestSpeculativeSampledIdentical(t *testing.T) {
+	synthF16 := synthModel(t, specShape, 1, Options{Threads: 2})
+	synthQ8 := synthModel(t, specShape, 1, Options{Threads: 2, CacheType: "q8_0"})
+	other := synthModel(t, specShape, 7, Options{Threads: 1})
+	rng := rand.New(rand.NewPCG(3, 4))
+	run := []int32{1}
+	for range 40 {
+		run = append(run, 3+rng.Int32N(290))
+	}
+	prompt := append(slices.Clone(run), run[1:20]...)
+	stories, err := Open(filepath.Join("..", "..", "testdata", "models", "stories260K.gguf"), Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stories.Close()
+	storiesPrompt := stories.EncodePrompt("Once upon a time, there was a little girl named Lily. She loved to play outside. Once upon a time, there was a little girl named Lily. She")
+	for _, tc := range []struct {
+		name   string
+		m      *Model
+		prompt []int32
+		draft  func(t *testing.T) Drafter
+	}{
+		{"stories260K/lookup", stories, storiesPrompt, func(*testing.T) Drafter { return PromptLookup{} }},
+		{"lookup", synthF16, prompt, func(*testing.T) Drafter { return PromptLookup{MinNGram: 1} }},
+		{"kv-q8_0/lookup", synthQ8, prompt, func(*testing.T) Drafter { return PromptLookup{MinNGram: 1} }},
+		{"other-model", synthF16, prompt, func(t *testing.T) Drafter { return newDraft(t, synthF16, other) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			drafted, accepted := 0, 0
+			for seed := range uint64(24) {
+				for _, temp := range []float32{0.3, 1.0} {
+					p := GenerateParams{MaxTokens: 48, Sample: sample.Params{Temperature: temp, TopP: 0.95, Seed: seed}}
+					want, wantText, _ := generateIDs(t, tc.m, tc.prompt, p)
+					p.Draft = tc.draft(t)
+					got, gotText, st := generateIDs(t, tc.m, tc.prompt, p)
+					if !slices.Equal(got, want) || gotText != wantText {
+						t.Fatalf("seed %d, temperature %v: speculative sampling gave\n%v\nplain\n%v", seed, temp, got, want)
+					}
+					drafted, accepted = drafted+st.DraftTokens, accepted+st.DraftAccepted
+				}
+			}
+			t.Logf("48 generations: %d tokens drafted, %d accepted", drafted, accepted)
+			if drafted == 0 || accepted == 0 {
+				t.Fatalf("sampled generations drafted %d tokens and took %d: no speculation", drafted, accepted)
+			}
+		})
+	}
 }
 
 func newDraft(t *testing.T, target, d *Model) *DraftModel {

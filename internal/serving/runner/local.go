@@ -55,7 +55,7 @@ func (s *local) Generate(ctx context.Context, spec sequence.Spec, emit func(sequ
 	if params.Draft, params.DraftMax, err = s.spec.drafter(s.m, params.Context); err != nil {
 		return sequence.Stats{PromptTokens: len(spec.Prompt)}, err
 	}
-	if params.Draft != nil && !(params.Sample.Temperature > 0) && params.Constraint == nil {
+	if params.Draft != nil && params.Constraint == nil {
 		// Speculation verifies its drafts in one pass over the sequence's
 		// own cache, so this sequence runs beside the batcher, not in it.
 		params.Prefill, params.Step = nil, nil

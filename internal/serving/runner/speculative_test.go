@@ -11,10 +11,16 @@ import (
 // TestSpeculativeRunner: a runner loaded with prompt lookup or with a
 // draft model (stories260K drafting for itself) gives a greedy request the
 // text a plain runner gives, and its done chunk carries the draft counts;
-// a sampled request is not speculated.
+// a sampled request speculates too, and gives the plain runner's text for
+// its seed.
 func TestSpeculativeRunner(t *testing.T) {
 	const prompt = "Lily and Ben went to the park. They saw a big red ball. Lily and Ben went to the park. They saw a big red ball. Lily and Ben went to the park."
-	want := generateAll(t, loadedClient(t, proto.LoadSpec{}), "plain", greedy(prompt, 48))
+	plain := loadedClient(t, proto.LoadSpec{})
+	want := generateAll(t, plain, "plain", greedy(prompt, 48))
+	sampled := greedy(prompt, 32)
+	temp, seed := 0.7, uint64(11)
+	sampled.Sampling.Temperature, sampled.Sampling.Seed = &temp, &seed
+	wantSampled := generateAll(t, plain, "plain-sampled", sampled)
 	for _, spec := range []*proto.SpeculativeSpec{
 		{Mode: proto.SpeculativeLookup},
 		{Mode: proto.SpeculativeDraft, DraftModelPath: modelPath(t), DraftMax: 4},
@@ -51,11 +57,9 @@ func TestSpeculativeRunner(t *testing.T) {
 					t.Errorf("concurrent task %d: %q, want %q", i, r.content, want.content)
 				}
 			}
-			sampled := greedy(prompt, 16)
-			temp := 0.7
-			sampled.Sampling.Temperature = &temp
-			if r := generateAll(t, c, "sampled", sampled); r.last.Kind != request.ChunkDone || r.last.Usage == nil || r.last.Usage.Timings == nil || r.last.Usage.Timings.DraftN != 0 {
-				t.Fatalf("a sampled request: %+v, want done without draft counts", r.last)
+			r = generateAll(t, c, "sampled", sampled)
+			if r.content != wantSampled.content || r.last.Kind != request.ChunkDone || r.last.Usage == nil || r.last.Usage.Timings == nil || r.last.Usage.Timings.DraftN == 0 {
+				t.Fatalf("a sampled request: %q (%+v), want the plain runner's %q with draft counts", r.content, r.last, wantSampled.content)
 			}
 		})
 	}
