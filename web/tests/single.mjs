@@ -39,8 +39,19 @@ try {
   await p.keyboard.press('Home');
   await p.waitForSelector('[data-testid=panel-topology]');
 
-  // Place stories260k from the Models panel.
+  // The Models panel lists the library's short names with their sizes.
   await showPanel(p, 'models');
+  await p.click('[data-testid=library] summary');
+  const entry = p.locator('[data-testid=library-entry][data-name="qwen3:8b"]');
+  await entry.waitFor();
+  const entries = await p.locator('[data-testid=library-entry]').count();
+  const size = await entry.locator('[data-testid=library-size]').innerText();
+  check(entries >= 10 && / GB$/.test(size), `the library lists ${entries} names, qwen3:8b of ${size}`);
+  check((await entry.locator('[data-testid=library-pull]').count()) === 1, 'qwen3:8b, not installed, offers no pull');
+  await p.click('[data-testid=library] summary');
+  log(`the library lists ${entries} names (qwen3:8b: ${size})`);
+
+  // Place stories260k from the Models panel.
   const card = p.locator('[data-testid=model][data-model=stories260k]');
   await card.getByRole('button', { name: 'Preview & place' }).click();
   await card.locator('[data-testid=place]').first().click();

@@ -134,7 +134,7 @@ function Preview({ model, onPlaced, onNotice }: { model: any; onPlaced: () => vo
                 return (
                   <tr>
                     <td class="mono">{shortID(n.node)}</td>
-                    <td>{rank ? `${rank.start}–${rank.end}` : '–'}</td>
+                    <td>{rank ? `[${rank.start}, ${rank.end})` : '–'}</td>
                     <td>{fmtBytes(n.weights)}</td>
                     <td>{fmtBytes(n.kv)}</td>
                     <td>{fmtBytes(n.overhead + (n.floor ?? 0))}</td>
@@ -163,11 +163,15 @@ export function Models({ f }: { f: Frames }) {
   const [ref, setRef] = useState('');
   const [query, setQuery] = useState('');
   const [results, setResults] = useState<any[] | null>(null);
+  const [library, setLibrary] = useState<any[]>([]);
   const rates = useRates(f);
   const refresh = async () => {
     try {
       const doc = await call('GET', '/models');
       setCatalog(doc.data ?? []);
+      // The short names skulk pull takes, and which of them this node has.
+      const lib = await call('GET', '/models/library');
+      setLibrary(lib.data ?? []);
     } catch (e: any) {
       setNotice({ kind: 'error', text: e.message });
     }
@@ -249,6 +253,36 @@ export function Models({ f }: { f: Frames }) {
           )}
         </form>
       </div>
+      <details class="card" data-testid="library">
+        <summary>
+          Library: {library.length} models by short name, as <span class="mono">skulk pull NAME</span> takes them (* the tag a bare name means)
+        </summary>
+        <table class="library">
+          <tbody>
+            {library.map((e) => (
+              <tr data-testid="library-entry" data-name={e.name}>
+                <td class="mono">
+                  {e.name}
+                  {e.default ? ' *' : ''}
+                </td>
+                <td class="small">{e.description}</td>
+                <td class="small mono" data-testid="library-size">
+                  {fmtBytes(e.size_bytes)}
+                </td>
+                <td>
+                  {e.installed ? (
+                    <span class="badge good">installed</span>
+                  ) : (
+                    <button data-testid="library-pull" onClick={() => act(() => call('POST', '/models/pull', { model_id: e.name }), `pulling ${e.name}`)}>
+                      Pull
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </details>
       <h3>Catalog</h3>
       <div class="models">
         {catalog.map((m) => {
