@@ -55,6 +55,9 @@ func startNet(t *testing.T, c *netns.Cluster, h *netns.Host, extra []string, env
 	}
 	n := &netNode{t: t, c: c, host: h, home: home, args: args, env: env, key: netAdminKey}
 	n.start()
+	// Stopped before its home is removed (cleanups run last first): a
+	// node still writing there fails the removal.
+	t.Cleanup(func() { n.proc.Kill() })
 	return n
 }
 
