@@ -41,6 +41,23 @@ func archModel(t testing.TB, arch string) (string, string) {
 	return p, hex.EncodeToString(sum[:])
 }
 
+// referenceModel is archModel's path, once its bytes are those llama.cpp's
+// reference was made from (sha256, by command). Go may fuse multiply-adds
+// on other architectures, so the synthesizer's quantized bytes can differ
+// there: the test is skipped saying so.
+func referenceModel(t testing.TB, arch, sha256, command string) string {
+	t.Helper()
+	path, sum := archModel(t, arch)
+	if sum != sha256 {
+		if runtime.GOARCH != "amd64" {
+			t.Skipf("synth wrote a model with sha256 %s on %s; the reference was made from the amd64 bytes %s", sum, runtime.GOARCH, sha256)
+		}
+		t.Fatalf("synth wrote a model with sha256 %s; the reference was made from %s (%s): "+
+			"rerun bench/synthref.sh %s if the generator changed on purpose", sum, sha256, command, arch)
+	}
+	return path
+}
+
 // TestSyntheticMoEReferences checks the mixture-of-experts architectures
 // against llama.cpp's logits on their synthesized models, within the bounds
 // of reference/synthetic/README.md for quantized weights: the
@@ -59,16 +76,7 @@ func TestSyntheticMoEReferences(t *testing.T) {
 				} `json:"model"`
 			}
 			readJSON(t, filepath.Join(repoRoot(), "testdata", "synthetic", "synth-"+arch+".json"), &ref)
-			path, sum := archModel(t, arch)
-			if sum != ref.Model.SHA256 && runtime.GOARCH != "amd64" {
-				// Go may fuse multiply-adds on other architectures, so the
-				// synthesizer's quantized bytes can differ there.
-				t.Skipf("synth wrote a model with sha256 %s on %s; the reference was made from the amd64 bytes %s", sum, runtime.GOARCH, ref.Model.SHA256)
-			}
-			if sum != ref.Model.SHA256 {
-				t.Fatalf("synth wrote a model with sha256 %s; the reference was made from %s (%s): "+
-					"rerun bench/synthref.sh %s if the generator changed on purpose", sum, ref.Model.SHA256, ref.Model.Command, arch)
-			}
+			path := referenceModel(t, arch, ref.Model.SHA256, ref.Model.Command)
 			s, _ := openShard(t, path, whole, Options{Threads: 2, F32Cache: true})
 			t.Logf("mimicking vs llama.cpp: %s", checkAgainst(t, s, ref.Prompts, ref.Tolerance.Mimic))
 			if ref.Dequant == nil {
