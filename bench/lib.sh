@@ -53,3 +53,35 @@ netns_bridge() {
 		i=$((i + 1))
 	done
 }
+
+# The functions below use the caller's variables: work (the scratch
+# directory), skulk (the binary), ns (the node namespaces), sw (the
+# bridge's), pids (the nodes started) and failed (set while the load runs).
+
+# bench_node NS CORE KEY [args...]: `skulk run` in namespace NS pinned to
+# CORE, with cluster key KEY, its home and log under $work.
+bench_node() {
+	local n=$1 core=$2 key=$3
+	shift 3
+	mkdir -p "$work/$n"
+	SKULK_CLUSTER_KEY=$key ip netns exec "$n" taskset -c "$core" "$skulk" run --home "$work/$n" \
+		--threads 1 --no-mdns --log-level "${LOG_LEVEL:-warn}" "$@" >"$work/$n.log" 2>&1 &
+	pids+=($!)
+	disown
+}
+
+# bench_cleanup UPLINK: stops the nodes, shows their logs' tails when the
+# load failed (and copies the logs to $KEEP_LOGS when set), and removes the
+# namespaces, the uplink and $work.
+bench_cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	sleep 1
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	if [ -n "${failed:-}" ]; then
+		for n in "${ns[@]}"; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2 || true; done
+	fi
+	if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$work"/*.log "$KEEP_LOGS"/ || true; fi
+	for n in "${ns[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
+	ip link del "$1" 2>/dev/null || true
+	rm -rf "$work"
+}

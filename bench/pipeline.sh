@@ -45,37 +45,15 @@ model=$(bench_model "$skulk" "$model")
 ns=(skpb1 skpb2 skpb3) # stage node A, stage node B, the single node
 sw=skpbsw
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	sleep 1
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	if [ -n "${failed:-}" ]; then
-		for n in "${ns[@]}"; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2 || true; done
-	fi
-	if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$work"/*.log "$KEEP_LOGS"/ || true; fi
-	for n in "${ns[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
-	ip link del skpbc 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+trap "bench_cleanup skpbc" EXIT
 
 netns_bridge "$sw" skpbc 10.88.0 "${ns[@]}"
 
 export SKULK_API_KEY=bench-admin-key SKULK_IMPORT_DIRS="$(dirname "$model")" SKULK_OFFLINE=1
 clusterkey=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-# start NS CORE KEY [args...]: a node in namespace NS pinned to CORE.
-start() {
-	local n=$1 core=$2 key=$3
-	shift 3
-	mkdir -p "$work/$n"
-	SKULK_CLUSTER_KEY=$key ip netns exec "$n" taskset -c "$core" "$skulk" run --home "$work/$n" \
-		--threads 1 --no-mdns --log-level "${LOG_LEVEL:-warn}" "$@" >"$work/$n.log" 2>&1 &
-	pids+=($!)
-	disown
-}
-start skpb1 0 "$clusterkey"
-start skpb2 1 "$clusterkey" --bootstrap-peers 10.88.0.1:52416
-start skpb3 0 "single-$clusterkey"
+bench_node skpb1 0 "$clusterkey"
+bench_node skpb2 1 "$clusterkey" --bootstrap-peers 10.88.0.1:52416
+bench_node skpb3 0 "single-$clusterkey"
 
 failed=1
 node "$here/pipeline.mjs" --model "$model" --rounds "$rounds" --key "$SKULK_API_KEY" \

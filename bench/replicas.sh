@@ -36,35 +36,14 @@ model=$(bench_model "$skulk" "$model")
 
 ns=(skrb1 skrb2) sw=skrbsw
 pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	sleep 1
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-	if [ -n "${failed:-}" ]; then
-		for n in "${ns[@]}"; do echo "--- $n log" >&2; tail -20 "$work/$n.log" >&2 || true; done
-	fi
-	if [ -n "${KEEP_LOGS:-}" ]; then mkdir -p "$KEEP_LOGS" && cp "$work"/*.log "$KEEP_LOGS"/ || true; fi
-	for n in "${ns[@]}" "$sw"; do ip netns del "$n" 2>/dev/null || true; done
-	ip link del skrbc 2>/dev/null || true
-	rm -rf "$work"
-}
-trap cleanup EXIT
+trap "bench_cleanup skrbc" EXIT
 
 netns_bridge "$sw" skrbc 10.89.0 "${ns[@]}"
 
 export SKULK_API_KEY=bench-admin-key SKULK_IMPORT_DIRS="$(dirname "$model")" SKULK_OFFLINE=1
 clusterkey=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
-start() {
-	local n=$1 core=$2
-	shift 2
-	mkdir -p "$work/$n"
-	SKULK_CLUSTER_KEY=$clusterkey ip netns exec "$n" taskset -c "$core" "$skulk" run --home "$work/$n" \
-		--threads 1 --no-mdns --log-level "${LOG_LEVEL:-warn}" "$@" >"$work/$n.log" 2>&1 &
-	pids+=($!)
-	disown
-}
-start skrb1 0
-start skrb2 1 --bootstrap-peers 10.89.0.1:52416
+bench_node skrb1 0 "$clusterkey"
+bench_node skrb2 1 "$clusterkey" --bootstrap-peers 10.89.0.1:52416
 
 failed=1
 node "$here/replicas.mjs" --model "$model" --rounds "$rounds" --streams "$streams" --key "$SKULK_API_KEY" \
