@@ -75,6 +75,22 @@ func startClusterNode(t *testing.T, home string, gossip string, peers []string, 
 	return cn
 }
 
+// loopbackCluster starts n nodes on loopback, each given every gossip
+// address as a bootstrap peer, and waits until they form one cluster.
+func loopbackCluster(t *testing.T, n int) []*clusterNode {
+	t.Helper()
+	gossip := make([]string, n)
+	for i := range gossip {
+		gossip[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
+	var nodes []*clusterNode
+	for i := range gossip {
+		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip))
+	}
+	converged(t, nodes, n, 30*time.Second)
+	return nodes
+}
+
 // importedPair starts a 2-node loopback cluster and imports the GGUF file
 // src as model id on both nodes.
 func importedPair(t *testing.T, src, id string) []*clusterNode {

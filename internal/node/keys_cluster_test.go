@@ -2,7 +2,6 @@ package node_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -83,15 +82,7 @@ func TestKeysAcrossTheCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the multi-node cluster test")
 	}
-	gossip := make([]string, 3)
-	for i := range gossip {
-		gossip[i] = fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	}
-	var nodes []*clusterNode
-	for i := range gossip {
-		nodes = append(nodes, startClusterNode(t, t.TempDir(), gossip[i], gossip))
-	}
-	converged(t, nodes, 3, 30*time.Second)
+	nodes := loopbackCluster(t, 3)
 
 	type added struct {
 		Name, Scope, Key string

@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"fmt"
 	"sync"
 	"syscall"
 	"testing"
@@ -15,15 +14,7 @@ func TestWholeClusterStopsOnSIGINT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: skipping the multi-node cluster test")
 	}
-	var gossip []string
-	for range 3 {
-		gossip = append(gossip, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-	}
-	var nodes []*clusterNode
-	for _, g := range gossip {
-		nodes = append(nodes, startClusterNode(t, t.TempDir(), g, gossip))
-	}
-	converged(t, nodes, 3, 30*time.Second)
+	nodes := loopbackCluster(t, 3)
 	inst := nodes[0].place()
 	nodes[0].waitStatus(inst, "ready")
 

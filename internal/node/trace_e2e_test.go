@@ -222,11 +222,8 @@ func TestTraceAcrossNodes(t *testing.T) {
 // clusterPair starts two loopback nodes that form one cluster.
 func clusterPair(t *testing.T) (*clusterNode, *clusterNode) {
 	t.Helper()
-	gossip := []string{fmt.Sprintf("127.0.0.1:%d", freePort(t)), fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	a := startClusterNode(t, t.TempDir(), gossip[0], gossip)
-	b := startClusterNode(t, t.TempDir(), gossip[1], gossip)
-	converged(t, []*clusterNode{a, b}, 2, 30*time.Second)
-	return a, b
+	n := loopbackCluster(t, 2)
+	return n[0], n[1]
 }
 
 // TestTraceOfSplitRequest: a traced request to a model split across two
